@@ -1,0 +1,90 @@
+# refurb - data refurbishing for deep-learning input pipelines.
+#
+#   make            build librefurb and the programs into build/
+#   make check      install missing Debian packages, build, run all tests
+#   make asan       the same tests under AddressSanitizer + UBSan
+#   make demo       the whole chain on a synthetic dataset
+#   make install    PREFIX=/usr/local DESTDIR= (programs, man pages,
+#                   static library, headers, refurb.pc)
+
+PREFIX   ?= /usr/local
+BUILD    ?= build
+CC       ?= cc
+OPT      ?= -O2 -g
+PKGS      = libturbojpeg libjpeg libzstd
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CPPFLAGS += -Ilib/include -Ibin -D_GNU_SOURCE
+CFLAGS   += -std=c11 $(OPT) -Wall -Wextra -Werror -pthread $(PKG_CFLAGS)
+LDLIBS   += $(PKG_LIBS) -laio -lm -pthread
+
+VERSION   = 0.1.0
+LIB_SRC   = $(sort $(wildcard lib/*.c))
+LIB_OBJ   = $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB       = $(BUILD)/librefurb.a
+CLI_OBJ   = $(BUILD)/bin/cli.o
+DUMP_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(sort $(wildcard bin/dump_*.c)))
+PROGS     = $(patsubst bin/%.c,$(BUILD)/bin/%,$(sort $(wildcard bin/refurb-*.c)))
+UNIT_SRC  = $(sort $(wildcard tests/unit/test_*.c))
+UNITS     = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+HEADERS   = $(wildcard lib/include/refurb/*.h lib/*_internal.h bin/*.h)
+MAN       = $(wildcard man/man1/*.1 man/man5/*.5 man/man7/*.7)
+
+.PHONY: all check unit bats asan deps demo install uninstall clean fuzz
+all: $(LIB) $(PROGS)
+
+$(BUILD)/%.o: %.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(BUILD)/bin/refurb-dump: $(BUILD)/bin/refurb-dump.o $(DUMP_OBJ) $(CLI_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/bin/refurb-%: $(BUILD)/bin/refurb-%.o $(CLI_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(CLI_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# make check: the README's test command.  Ends with "N passed, N failed".
+check: deps all $(UNITS)
+	@BUILD=$(BUILD) tests/run $(UNITS)
+
+asan:
+	$(MAKE) BUILD=build/asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+		LDFLAGS="-fsanitize=address,undefined" check
+
+deps:
+	@scripts/deps
+
+demo: deps all
+	@scripts/demo
+
+fuzz:
+	$(MAKE) -f tests/fuzz/fuzz.mk BUILD=build/fuzz
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+		$(DESTDIR)$(PREFIX)/include/refurb $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7
+	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin
+	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib
+	install -m 644 lib/include/refurb/*.h $(DESTDIR)$(PREFIX)/include/refurb
+	install -m 644 $(wildcard man/man1/*.1) $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 644 $(wildcard man/man5/*.5) $(DESTDIR)$(PREFIX)/share/man/man5
+	install -m 644 $(wildcard man/man7/*.7) $(DESTDIR)$(PREFIX)/share/man/man7
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
+		-e 's|@PKGS@|$(PKGS)|g' lib/refurb.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/refurb.pc
+
+uninstall:
+	rm -f $(patsubst $(BUILD)/bin/%,$(DESTDIR)$(PREFIX)/bin/%,$(PROGS))
+	rm -f $(DESTDIR)$(PREFIX)/lib/librefurb.a $(DESTDIR)$(PREFIX)/lib/pkgconfig/refurb.pc
+	rm -rf $(DESTDIR)$(PREFIX)/include/refurb
+	rm -f $(patsubst man/%,$(DESTDIR)$(PREFIX)/share/man/%,$(MAN))
+
+clean:
+	rm -rf build

@@ -1,0 +1,222 @@
+/*
+ * cli.c - options, messages and progress shared by the refurb programs
+ * (see cli.h).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "refurb/progress.h"
+#include "refurb/refurb.h"
+
+void cli_init(struct cli *c, const char *prog, const char *usage,
+	      const char *help)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	memset(c, 0, sizeof *c);
+	c->prog = prog;
+	c->usage = usage;
+	c->help = help;
+	c->progress = isatty(STDERR_FILENO);
+	c->threads = cpus > 0 ? (int)cpus : 1;
+	c->start = rfb_now();
+}
+
+int cli_common_option(struct cli *c, int opt, const char *arg)
+{
+	switch (opt) {
+	case 'h':
+		printf("Usage: %s\n%s", c->usage, c->help);
+		exit(fflush(stdout) == 0 ? 0 : 1);
+	case 'V':
+		printf("%s (refurb) %s\n", c->prog, RFB_VERSION);
+		exit(fflush(stdout) == 0 ? 0 : 1);
+	case 'q':
+		c->quiet = 1;
+		c->progress = 0;
+		return 1;
+	case CLI_OPT_PROGRESS:
+		c->progress = 1;
+		return 1;
+	case 'j':
+		c->threads = (int)cli_parse_u64(c, "--threads", arg, 1, 256);
+		return 1;
+	case '?':
+		/* getopt already named the bad option */
+		fprintf(stderr, "Usage: %s\nTry '%s --help'.\n", c->usage,
+			c->prog);
+		exit(2);
+	}
+	return 0;
+}
+
+void cli_usage_error(const struct cli *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", c->prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nUsage: %s\nTry '%s --help'.\n", c->usage, c->prog);
+	exit(2);
+}
+
+void cli_die(const struct cli *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", c->prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+void cli_die_err(const struct cli *c, const rfb_err *err)
+{
+	char text[1100];
+
+	cli_die(c, "%s", rfb_err_text(err, text, sizeof text));
+}
+
+void cli_warn(struct cli *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	cli_progress_clear(c);
+	fprintf(stderr, "%s: ", c->prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void cli_warn_err(struct cli *c, const rfb_err *err)
+{
+	char text[1100];
+
+	cli_warn(c, "%s", rfb_err_text(err, text, sizeof text));
+}
+
+uint64_t cli_parse_u64(const struct cli *c, const char *opt, const char *arg,
+		       uint64_t min, uint64_t max)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	if (!arg || !*arg || *arg == '-' || *arg == '+')
+		cli_usage_error(c, "%s: '%s' is not a number", opt,
+				arg ? arg : "");
+	v = strtoull(arg, &end, 10);
+	if (*end)
+		cli_usage_error(c, "%s: '%s' is not a number", opt, arg);
+	if (errno == ERANGE || v < min || v > max)
+		cli_usage_error(c, "%s: %s is out of range (%llu to %llu)", opt,
+				arg, (unsigned long long)min,
+				(unsigned long long)max);
+	return v;
+}
+
+void cli_parse_shard(const struct cli *c, const char *arg, uint32_t *k,
+		     uint32_t *n)
+{
+	char buf[64];
+	char *slash;
+
+	if (strlen(arg) >= sizeof buf || !(slash = strchr(arg, '/')))
+		cli_usage_error(c, "--shard: '%s' is not K/N", arg);
+	snprintf(buf, sizeof buf, "%.*s", (int)(slash - arg), arg);
+	*k = (uint32_t)cli_parse_u64(c, "--shard", buf, 0, UINT32_MAX - 1);
+	*n = (uint32_t)cli_parse_u64(c, "--shard", slash + 1, 1, UINT32_MAX);
+	if (*k >= *n)
+		cli_usage_error(c, "--shard: '%s': K must be less than N "
+				"(shards are numbered 0 to N-1)", arg);
+}
+
+void cli_parse_range(const struct cli *c, const char *opt, const char *arg,
+		     uint32_t *first, uint32_t *last)
+{
+	char buf[64];
+	const char *dash = strchr(arg, '-');
+
+	if (strlen(arg) >= sizeof buf)
+		cli_usage_error(c, "%s: '%s' is not a range A-B", opt, arg);
+	if (!dash) {
+		*first = *last = (uint32_t)cli_parse_u64(c, opt, arg, 0,
+							  UINT32_MAX - 1);
+		return;
+	}
+	snprintf(buf, sizeof buf, "%.*s", (int)(dash - arg), arg);
+	*first = (uint32_t)cli_parse_u64(c, opt, buf, 0, UINT32_MAX - 1);
+	*last = (uint32_t)cli_parse_u64(c, opt, dash + 1, 0, UINT32_MAX - 1);
+	if (*last < *first)
+		cli_usage_error(c, "%s: '%s' is reversed (A-B needs A <= B)",
+				opt, arg);
+}
+
+void cli_refuse_tty(const struct cli *c, int fd, int force)
+{
+	if (!force && isatty(fd))
+		cli_usage_error(c, "refusing to write binary data to a terminal "
+				"(redirect it, or use -o FILE)");
+}
+
+FILE *cli_open_output(const struct cli *c, const char *path, int binary,
+		      int force)
+{
+	FILE *f;
+
+	if (strcmp(path, "-") == 0) {
+		if (binary)
+			cli_refuse_tty(c, STDOUT_FILENO, force);
+		return stdout;
+	}
+	f = fopen(path, binary ? "wb" : "w");
+	if (!f)
+		cli_die(c, "%s: cannot create: %s", path, strerror(errno));
+	return f;
+}
+
+void cli_close_output(const struct cli *c, FILE *f, const char *path)
+{
+	int bad = ferror(f);
+
+	if (fclose(f) != 0 || bad)
+		cli_die(c, "%s: write failed: %s",
+			strcmp(path, "-") == 0 ? "(stdout)" : path,
+			errno ? strerror(errno) : "I/O error");
+}
+
+void cli_progress(struct cli *c, uint64_t count, uint64_t total,
+		  const char *unit)
+{
+	char line[200];
+	double now;
+
+	if (!c->progress)
+		return;
+	now = rfb_now();
+	if (c->drawn && now - c->last_draw < 0.2 && count != total)
+		return;
+	c->last_draw = now;
+	rfb_progress_format(line, sizeof line, count, total, now - c->start,
+			    unit);
+	fprintf(stderr, "\r%s: %s\033[K", c->prog, line);
+	c->drawn = 1;
+}
+
+void cli_progress_clear(struct cli *c)
+{
+	if (c->drawn) {
+		fputs("\r\033[K", stderr);
+		c->drawn = 0;
+	}
+}

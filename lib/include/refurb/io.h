@@ -1,0 +1,51 @@
+/*
+ * io.h - full reads and writes that survive EINTR and short transfers,
+ * whole-file loading with a size limit, and atomic file replacement.
+ */
+#ifndef REFURB_IO_H
+#define REFURB_IO_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "refurb/error.h"
+
+/*
+ * Read up to n bytes from fd into buf, retrying on EINTR and short reads.
+ * Returns the number of bytes read, which is less than n only at end of
+ * file, or -1 with errno set.
+ */
+ssize_t rfb_read_full(int fd, void *buf, size_t n) RFB_MUST_CHECK;
+
+/* Like rfb_read_full() at file offset off (pread); fd's offset unchanged. */
+ssize_t rfb_pread_full(int fd, void *buf, size_t n, off_t off) RFB_MUST_CHECK;
+
+/*
+ * Write all n bytes of buf to fd, retrying on EINTR and short writes.
+ * Returns 0, or -1 with errno set (EPIPE, ENOSPC ...).
+ */
+int rfb_write_full(int fd, const void *buf, size_t n) RFB_MUST_CHECK;
+
+/*
+ * Load the whole of path ("-" is stdin) into a malloc'ed buffer.  Files
+ * larger than max_len are refused with RFB_ELIMIT before anything is
+ * allocated for them.  On success *data (caller frees) and *len are set;
+ * an extra NUL byte follows the data so text can be parsed in place.
+ * Returns 0 or a negative RFB_E* code with err filled.
+ */
+int rfb_file_load(const char *path, size_t max_len, unsigned char **data,
+		  size_t *len, rfb_err *err) RFB_MUST_CHECK;
+
+/*
+ * Replace path atomically with len bytes of data: write "path.tmp.PID",
+ * fsync it, rename over path, fsync the directory.  After a crash path is
+ * either the old or the new content, never a mix.  Returns 0 or a negative
+ * RFB_E* code with err filled.
+ */
+int rfb_file_replace(const char *path, const void *data, size_t len,
+		     rfb_err *err) RFB_MUST_CHECK;
+
+/* fsync the directory that contains path (for renames and creates). */
+int rfb_fsync_parent(const char *path, rfb_err *err) RFB_MUST_CHECK;
+
+#endif

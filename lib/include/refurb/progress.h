@@ -1,0 +1,26 @@
+/*
+ * progress.h - the progress meter's arithmetic and text.
+ *
+ * The library only formats; the programs decide whether and where to show
+ * it (stderr, when it is a terminal or --progress is given).
+ */
+#ifndef REFURB_PROGRESS_H
+#define REFURB_PROGRESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Format one progress line into buf (size n, always NUL-terminated):
+ * "COUNT/TOTAL UNIT  RATE UNIT/s  ETA H:MM:SS" (or "COUNT UNIT  RATE
+ * UNIT/s" when total is 0, i.e. unknown).  elapsed is in seconds.
+ * Returns buf.
+ */
+const char *rfb_progress_format(char *buf, size_t n, uint64_t count,
+				uint64_t total, double elapsed,
+				const char *unit);
+
+/* Seconds since an arbitrary fixed point (CLOCK_MONOTONIC). */
+double rfb_now(void);
+
+#endif

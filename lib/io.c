@@ -1,0 +1,200 @@
+/*
+ * io.c - full reads and writes, bounded whole-file loads and atomic
+ * replacement of small files (see io.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "refurb/io.h"
+
+ssize_t rfb_read_full(int fd, void *buf, size_t n)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		ssize_t r = read(fd, (char *)buf + done, n - done);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
+}
+
+ssize_t rfb_pread_full(int fd, void *buf, size_t n, off_t off)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		ssize_t r = pread(fd, (char *)buf + done, n - done,
+				  off + (off_t)done);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
+}
+
+int rfb_write_full(int fd, const void *buf, size_t n)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		ssize_t w = write(fd, (const char *)buf + done, n - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		if (w == 0) {
+			errno = EIO;
+			return -1;
+		}
+		done += (size_t)w;
+	}
+	return 0;
+}
+
+/* Grow-as-you-go read for pipes and other files of unknown size. */
+static int load_stream(int fd, const char *path, size_t max_len,
+		       unsigned char **data, size_t *len, rfb_err *err)
+{
+	size_t cap = 65536, used = 0;
+	unsigned char *buf = malloc(cap + 1);
+
+	if (!buf)
+		return rfb_err_set(err, RFB_ENOMEM, path, "out of memory");
+	for (;;) {
+		ssize_t r;
+		if (used == cap) {
+			unsigned char *nb;
+			if (cap > max_len) {
+				free(buf);
+				return rfb_err_set(err, RFB_ELIMIT, path,
+					"larger than the limit of %zu bytes",
+					max_len);
+			}
+			cap *= 2;
+			nb = realloc(buf, cap + 1);
+			if (!nb) {
+				free(buf);
+				return rfb_err_set(err, RFB_ENOMEM, path,
+						   "out of memory");
+			}
+			buf = nb;
+		}
+		r = rfb_read_full(fd, buf + used, cap - used);
+		if (r < 0) {
+			int e = errno;
+			free(buf);
+			return rfb_err_sys(err, e, path, "read failed");
+		}
+		used += (size_t)r;
+		if (used < cap)
+			break;
+	}
+	if (used > max_len) {
+		free(buf);
+		return rfb_err_set(err, RFB_ELIMIT, path,
+				   "larger than the limit of %zu bytes", max_len);
+	}
+	buf[used] = '\0';
+	*data = buf;
+	*len = used;
+	return 0;
+}
+
+int rfb_file_load(const char *path, size_t max_len, unsigned char **data,
+		  size_t *len, rfb_err *err)
+{
+	int fd, rc;
+	struct stat st;
+
+	if (strcmp(path, "-") == 0)
+		return load_stream(STDIN_FILENO, "(stdin)", max_len, data, len,
+				   err);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return rfb_err_sys(err, errno, path, "cannot open");
+	if (fstat(fd, &st) < 0) {
+		rc = rfb_err_sys(err, errno, path, "cannot stat");
+	} else if (S_ISDIR(st.st_mode)) {
+		rc = rfb_err_set(err, RFB_EINVAL, path,
+				 "is a directory, not a file");
+	} else if (S_ISREG(st.st_mode) && (size_t)st.st_size > max_len) {
+		rc = rfb_err_set(err, RFB_ELIMIT, path,
+				 "larger than the limit of %zu bytes", max_len);
+	} else {
+		rc = load_stream(fd, path, max_len, data, len, err);
+	}
+	close(fd);
+	return rc;
+}
+
+int rfb_fsync_parent(const char *path, rfb_err *err)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	int fd;
+
+	if (!slash)
+		snprintf(dir, sizeof dir, ".");
+	else if (slash == path)
+		snprintf(dir, sizeof dir, "/");
+	else
+		snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return rfb_err_sys(err, errno, dir, "cannot open directory");
+	if (fsync(fd) < 0 && errno != EINVAL) {
+		int e = errno;
+		close(fd);
+		return rfb_err_sys(err, e, dir, "fsync failed");
+	}
+	close(fd);
+	return 0;
+}
+
+int rfb_file_replace(const char *path, const void *data, size_t len,
+		     rfb_err *err)
+{
+	char tmp[PATH_MAX];
+	int fd;
+
+	if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >=
+	    (int)sizeof tmp)
+		return rfb_err_set(err, RFB_EINVAL, path, "path too long");
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return rfb_err_sys(err, errno, tmp, "cannot create");
+	if (rfb_write_full(fd, data, len) < 0 || fsync(fd) < 0) {
+		int e = errno;
+		close(fd);
+		unlink(tmp);
+		return rfb_err_sys(err, e, tmp, "write failed");
+	}
+	if (close(fd) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return rfb_err_sys(err, e, tmp, "close failed");
+	}
+	if (rename(tmp, path) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return rfb_err_sys(err, e, path, "cannot rename %s over it",
+				   tmp);
+	}
+	return rfb_fsync_parent(path, err);
+}

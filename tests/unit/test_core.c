@@ -1,0 +1,154 @@
+/*
+ * test_core.c - error context, byte helpers, full I/O, checksums, the
+ * progress text.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#include "refurb/refurb.h"
+#include "test.h"
+
+static void test_error_context(void)
+{
+	rfb_err err = { 0 };
+	char text[1200];
+
+	CHECK(rfb_err_set(&err, RFB_EFORMAT, "a.idx", "bad magic %d", 7) ==
+	      RFB_EFORMAT);
+	CHECK(err.code == RFB_EFORMAT);
+	CHECK(strcmp(rfb_err_text(&err, text, sizeof text),
+		     "a.idx: bad magic 7") == 0);
+	CHECK(rfb_err_sys(&err, ENOSPC, "x", "write") == RFB_ENOSPC);
+	CHECK(strcmp(err.msg, "write: No space left on device") == 0);
+	CHECK(rfb_err_sys(&err, EPIPE, NULL, "w") == RFB_EPIPE);
+	CHECK(rfb_err_sys(&err, ENOENT, "f", "open") == RFB_EIO);
+	CHECK(err.sys_errno == ENOENT);
+	CHECK(rfb_err_set(NULL, RFB_EIO, NULL, "ignored") == RFB_EIO);
+	for (int c = 0; c >= -15; c--)
+		CHECK(strcmp(rfb_strerror(c), "unknown error") != 0);
+	CHECK(strcmp(rfb_strerror(-999), "unknown error") == 0);
+	rfb_err_clear(&err);
+	CHECK(err.code == 0 && err.path[0] == 0);
+}
+
+static void test_le_fields(void)
+{
+	unsigned char b[8];
+
+	rfb_put_le16(b, 0x1234);
+	CHECK(b[0] == 0x34 && b[1] == 0x12 && rfb_get_le16(b) == 0x1234);
+	rfb_put_le32(b, 0xdeadbeef);
+	CHECK(b[0] == 0xef && b[3] == 0xde && rfb_get_le32(b) == 0xdeadbeef);
+	rfb_put_le64(b, 0x0102030405060708ULL);
+	CHECK(b[0] == 8 && b[7] == 1);
+	CHECK(rfb_get_le64(b) == 0x0102030405060708ULL);
+	rfb_put_lef32(b, 1.5f);
+	CHECK(rfb_get_le32(b) == 0x3fc00000 && rfb_get_lef32(b) == 1.5f);
+	rfb_put_lef64(b, -2.0);
+	CHECK(rfb_get_le64(b) == 0xc000000000000000ULL);
+
+	size_t r = 0;
+	CHECK(rfb_mul_size(SIZE_MAX / 2 + 1, 2, &r) == -1 && r == 0);
+	CHECK(rfb_mul_size(3, 4, &r) == 0 && r == 12);
+	CHECK(rfb_add_size(SIZE_MAX, 1, &r) == -1 && r == 12);
+}
+
+static void test_full_io(void)
+{
+	int fds[2];
+	unsigned char out[100000], in[100001];
+	rfb_err err = { 0 };
+	unsigned char *data = NULL;
+	size_t len = 0;
+	char path[] = "/tmp/rfb-test-XXXXXX";
+	int fd;
+
+	for (size_t i = 0; i < sizeof out; i++)
+		out[i] = (unsigned char)(i * 7);
+	CHECK(pipe(fds) == 0);
+	if (fork() == 0) {
+		close(fds[0]);
+		/* a pipe holds 64 KiB: the writer must loop */
+		_exit(rfb_write_full(fds[1], out, sizeof out) ? 1 : 0);
+	}
+	close(fds[1]);
+	CHECK(rfb_read_full(fds[0], in, sizeof in) == (ssize_t)sizeof out);
+	CHECK(memcmp(in, out, sizeof out) == 0);
+	close(fds[0]);
+
+	fd = mkstemp(path);
+	CHECK(fd >= 0);
+	CHECK(rfb_write_full(fd, out, 1000) == 0);
+	CHECK(rfb_pread_full(fd, in, 10, 990) == 10 && in[0] == out[990]);
+	CHECK(rfb_pread_full(fd, in, 10, 995) == 5);
+	close(fd);
+	CHECK(rfb_file_load(path, 1000, &data, &len, &err) == 0);
+	CHECK(len == 1000 && data[1000] == 0 && memcmp(data, out, 1000) == 0);
+	free(data);
+	CHECK(rfb_file_load(path, 999, &data, &len, &err) == RFB_ELIMIT);
+	CHECK(rfb_file_replace(path, "new", 3, &err) == 0);
+	CHECK(rfb_file_load(path, 100, &data, &len, &err) == 0);
+	CHECK(len == 3 && memcmp(data, "new", 3) == 0);
+	free(data);
+	unlink(path);
+	CHECK(rfb_file_load(path, 100, &data, &len, &err) == RFB_EIO);
+	CHECK(err.sys_errno == ENOENT && strcmp(err.path, path) == 0);
+	CHECK(rfb_file_load("/tmp", 100, &data, &len, &err) == RFB_EINVAL);
+}
+
+static void test_crc32c(void)
+{
+	unsigned char buf[1000];
+
+	/* standard check value of CRC-32C */
+	CHECK(rfb_crc32c(0, "123456789", 9) == 0xe3069283);
+	CHECK(rfb_crc32c_sw(0, "123456789", 9) == 0xe3069283);
+	CHECK(rfb_crc32c(0, "", 0) == 0);
+	/* RFC 3720 B.4: 32 bytes of zeros */
+	memset(buf, 0, 32);
+	CHECK(rfb_crc32c(0, buf, 32) == 0x8a9136aa);
+	for (size_t i = 0; i < sizeof buf; i++)
+		buf[i] = (unsigned char)(i * 31 + 7);
+	for (size_t n = 0; n < 40; n++)
+		CHECK(rfb_crc32c(0, buf + 3, n) == rfb_crc32c_sw(0, buf + 3, n));
+	CHECK(rfb_crc32c(rfb_crc32c(0, buf, 333), buf + 333, 667) ==
+	      rfb_crc32c(0, buf, 1000));
+}
+
+static void test_hash64(void)
+{
+	/* golden values: the hash is part of file identities, never change */
+	CHECKF(rfb_hash64("", 0, 0) == 0x48218226ff3cd4bfULL, "%016llx",
+	       (unsigned long long)rfb_hash64("", 0, 0));
+	CHECKF(rfb_hash64("refurb", 6, 1) == 0xfbf0e1a5ae33012bULL, "%016llx",
+	       (unsigned long long)rfb_hash64("refurb", 6, 1));
+	CHECK(rfb_hash64("refurb", 6, 1) != rfb_hash64("refurb", 6, 2));
+	CHECK(rfb_hash64("a\0", 2, 0) != rfb_hash64("a", 1, 0));
+}
+
+static void test_progress_text(void)
+{
+	char b[200];
+
+	CHECK(strcmp(rfb_progress_format(b, sizeof b, 50, 100, 10.0, "files"),
+		     "50/100 files  5 files/s  ETA 0:00:10") == 0);
+	CHECK(strcmp(rfb_progress_format(b, sizeof b, 7, 0, 2.0, "batches"),
+		     "7 batches  4 batches/s") == 0);
+	CHECK(strcmp(rfb_progress_format(b, sizeof b, 0, 10, 0.0, "x"),
+		     "0/10 x  0 x/s  ETA ?") == 0);
+	CHECK(strcmp(rfb_progress_format(b, sizeof b, 1, 7201, 1.0, "f"),
+		     "1/7201 f  1 f/s  ETA 2:00:00") == 0);
+}
+
+int main(void)
+{
+	RUN(test_error_context);
+	RUN(test_le_fields);
+	RUN(test_full_io);
+	RUN(test_crc32c);
+	RUN(test_hash64);
+	RUN(test_progress_text);
+	return test_done();
+}
