@@ -26,11 +26,12 @@ CLI_OBJ   = $(BUILD)/bin/cli.o
 DUMP_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(sort $(wildcard bin/dump_*.c)))
 PROGS     = $(patsubst bin/%.c,$(BUILD)/bin/%,$(sort $(wildcard bin/refurb-*.c)))
 UNIT_SRC  = $(sort $(wildcard tests/unit/test_*.c))
+BENCHES   = $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(sort $(wildcard tests/bench/*.c)))
 UNITS     = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HEADERS   = $(wildcard lib/include/refurb/*.h lib/*_internal.h bin/*.h)
 MAN       = $(wildcard man/man1/*.1 man/man5/*.5 man/man7/*.7)
 
-.PHONY: all check unit bats asan deps demo install uninstall clean fuzz
+.PHONY: all check bench asan deps demo install uninstall clean fuzz
 all: $(LIB) $(PROGS)
 
 $(BUILD)/%.o: %.c $(HEADERS)
@@ -48,6 +49,13 @@ $(BUILD)/bin/refurb-%: $(BUILD)/bin/refurb-%.o $(CLI_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(CLI_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# C micro-benchmarks used by the scripts in scripts/ (never by tests)
+bench: all $(BENCHES)
+
+$(BUILD)/bench/%: $(BUILD)/tests/bench/%.o $(CLI_OBJ) $(LIB)
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # make check: the README's test command.  Ends with "N passed, N failed".

@@ -1,0 +1,61 @@
+/*
+ * ops.h - the image operations of RandAugment, AutoAugment and
+ * TrivialAugmentWide, applied with explicit parameters.
+ *
+ * Each op reproduces torchvision 0.14's _apply_op() on a PIL image
+ * (torchvision/transforms/autoaugment.py and functional_pil.py), down to
+ * PIL's rounding, so that a given (op, magnitude) gives the image
+ * torchvision would give.  Choosing the op and its magnitude at random is
+ * augment.h's job.
+ */
+#ifndef REFURB_OPS_H
+#define REFURB_OPS_H
+
+#include "refurb/error.h"
+#include "refurb/image.h"
+
+/* Order is RandAugment's augmentation space order, then Invert
+ * (AutoAugment only).  Part of the RNG's meaning: never reorder. */
+enum rfb_op {
+	RFB_OP_IDENTITY,
+	RFB_OP_SHEAR_X,
+	RFB_OP_SHEAR_Y,
+	RFB_OP_TRANSLATE_X,
+	RFB_OP_TRANSLATE_Y,
+	RFB_OP_ROTATE,
+	RFB_OP_BRIGHTNESS,
+	RFB_OP_COLOR,
+	RFB_OP_CONTRAST,
+	RFB_OP_SHARPNESS,
+	RFB_OP_POSTERIZE,
+	RFB_OP_SOLARIZE,
+	RFB_OP_AUTOCONTRAST,
+	RFB_OP_EQUALIZE,
+	RFB_OP_INVERT,
+	RFB_OP_COUNT
+};
+
+enum rfb_interp {
+	RFB_INTERP_NEAREST,  /* torchvision's default for the augment ops */
+	RFB_INTERP_BILINEAR,
+	RFB_INTERP_BICUBIC,
+};
+
+/* torchvision's name of op ("ShearX" ...); NULL if op is out of range. */
+const char *rfb_op_name(enum rfb_op op);
+
+/*
+ * Apply op to src, writing dst, with torchvision's _apply_op semantics:
+ * magnitude is the signed value _apply_op receives (shear factor, pixels
+ * for translate, degrees for rotate, factor - 1 for the enhance ops, bits
+ * for posterize, threshold for solarize; ignored where unused).  Geometric
+ * ops use interp and fill (one value per channel; NULL = black, like
+ * torchvision's fill=None).  dst must already have src's shape and must
+ * not overlap it.  Returns 0 or a negative RFB_E* code with err filled
+ * (an unsupported interp for a geometric op is RFB_EINVAL).
+ */
+int rfb_op_apply(enum rfb_op op, double magnitude, enum rfb_interp interp,
+		 const unsigned char *fill, const rfb_image *src,
+		 rfb_image *dst, rfb_err *err) RFB_MUST_CHECK;
+
+#endif
