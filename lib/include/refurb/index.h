@@ -1,0 +1,116 @@
+/*
+ * index.h - the dataset index: which samples exist, their labels, byte
+ * sizes, pixel sizes and paths, and the class-name table.
+ *
+ * A sample's id is its position in the index (0 .. count-1); every other
+ * file of refurb refers to samples by id.  The byte layout is in
+ * refurb-index(5).  An index is built once (rfb_index_builder) and then
+ * opened read-only (rfb_index): it is loaded whole, verified, and shared
+ * by all threads without locking.
+ */
+#ifndef REFURB_INDEX_H
+#define REFURB_INDEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "refurb/error.h"
+
+/* Limits, enforced on build and on open. */
+#define RFB_INDEX_MAX_SAMPLES 0xfffffffeu  /* ids fit in 32 bits */
+#define RFB_INDEX_MAX_CLASSES 1000000u
+#define RFB_INDEX_MAX_PATH 4096u          /* bytes of one path */
+#define RFB_INDEX_MAX_CLASS_NAME 1024u    /* bytes of one class name */
+
+/* What the index knows about one sample. */
+typedef struct rfb_sample_info {
+	uint32_t id;
+	uint32_t label;        /* index into the class table */
+	uint64_t bytes;        /* file size */
+	uint32_t width, height;
+	uint8_t channels;      /* JPEG components: 1 gray, 3 YCbCr/RGB, 4 CMYK/YCCK */
+	uint8_t colorspace;    /* TurboJPEG TJCS_* value */
+	uint8_t subsampling;   /* TurboJPEG TJSAMP_* value */
+	const char *path;      /* as stored (relative to the root, or absolute);
+				* NUL-terminated, owned by the index */
+} rfb_sample_info;
+
+typedef struct rfb_index rfb_index;
+
+/*
+ * Open and verify the index at path ("-" = stdin): magic, version,
+ * checksums, every length and offset.  Returns the handle (close with
+ * rfb_index_close) or NULL with err filled (RFB_EFORMAT, RFB_EVERSION,
+ * RFB_ETRUNC, RFB_ECHECKSUM, RFB_ELIMIT, RFB_EIO).
+ */
+rfb_index *rfb_index_open(const char *path, rfb_err *err);
+
+/* Same, from an index image in memory (copied).  name is used in errors. */
+rfb_index *rfb_index_open_mem(const void *data, size_t len, const char *name,
+			      rfb_err *err);
+
+/* Release the index.  NULL accepted. */
+void rfb_index_close(rfb_index *idx);
+
+uint32_t rfb_index_count(const rfb_index *idx);
+uint32_t rfb_index_class_count(const rfb_index *idx);
+
+/* Class name of label (NUL-terminated, owned by the index), or NULL if
+ * label is out of range. */
+const char *rfb_index_class_name(const rfb_index *idx, uint32_t label);
+
+/* 64-bit identity of the index's content: other files record it so that
+ * they can refuse to be used with another index. */
+uint64_t rfb_index_identity(const rfb_index *idx);
+
+/* Directory that relative paths are relative to (absolute path). */
+const char *rfb_index_root(const rfb_index *idx);
+
+/* Fill *out for sample id.  Returns 0, or RFB_ENOTFOUND if id >= count. */
+int rfb_index_get(const rfb_index *idx, uint32_t id, rfb_sample_info *out);
+
+/* Label of sample id (id must be < count). */
+uint32_t rfb_index_label(const rfb_index *idx, uint32_t id);
+
+/* Pixel count width * height of sample id (id must be < count). */
+uint64_t rfb_index_pixels(const rfb_index *idx, uint32_t id);
+
+/*
+ * Full path of sample id: root + "/" + path for relative paths, or root
+ * replaced by root_override when not NULL (the dataset was moved).
+ * Writes into buf of size n; returns 0 or RFB_ELIMIT if it does not fit,
+ * RFB_ENOTFOUND if id >= count.
+ */
+int rfb_index_full_path(const rfb_index *idx, uint32_t id,
+			const char *root_override, char *buf, size_t n);
+
+/* ---- building ---- */
+
+typedef struct rfb_index_builder rfb_index_builder;
+
+/* Start an empty index whose relative paths are relative to root (made
+ * absolute).  Returns NULL with err filled on failure. */
+rfb_index_builder *rfb_index_builder_new(const char *root, rfb_err *err);
+
+/* Free a builder.  NULL accepted. */
+void rfb_index_builder_free(rfb_index_builder *b);
+
+/* Append a class name; its label is the number of classes before it. */
+int rfb_index_builder_add_class(rfb_index_builder *b, const char *name,
+				rfb_err *err) RFB_MUST_CHECK;
+
+/* Append a sample (info->id is ignored: ids are positions). */
+int rfb_index_builder_add(rfb_index_builder *b, const rfb_sample_info *info,
+			  rfb_err *err) RFB_MUST_CHECK;
+
+/* Number of samples added so far. */
+uint32_t rfb_index_builder_count(const rfb_index_builder *b);
+
+/*
+ * Serialize to a malloc'ed buffer (caller frees) in refurb-index(5)
+ * format.  Returns 0 or a negative RFB_E* code with err filled.
+ */
+int rfb_index_builder_finish(rfb_index_builder *b, unsigned char **data,
+			     size_t *len, rfb_err *err) RFB_MUST_CHECK;
+
+#endif
