@@ -26,13 +26,14 @@ CLI_OBJ   = $(BUILD)/bin/cli.o
 DUMP_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(sort $(wildcard bin/dump_*.c)))
 PROGS     = $(patsubst bin/%.c,$(BUILD)/bin/%,$(sort $(wildcard bin/refurb-*.c)))
 UNIT_SRC  = $(sort $(wildcard tests/unit/test_*.c))
+TOOLS     = $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(sort $(wildcard tests/tools/*.c)))
 BENCHES   = $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(sort $(wildcard tests/bench/*.c)))
 UNITS     = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HEADERS   = $(wildcard lib/include/refurb/*.h lib/*_internal.h bin/*.h)
 MAN       = $(wildcard man/man1/*.1 man/man5/*.5 man/man7/*.7)
 
 .PHONY: all check bench asan deps demo install uninstall clean fuzz
-all: $(LIB) $(PROGS)
+all: $(LIB) $(PROGS) $(TOOLS)
 
 $(BUILD)/%.o: %.c $(HEADERS)
 	@mkdir -p $(@D)
@@ -55,6 +56,11 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(CLI_OBJ) $(LIB)
 bench: all $(BENCHES)
 
 $(BUILD)/bench/%: $(BUILD)/tests/bench/%.o $(CLI_OBJ) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# helpers the tests and scripts run (scripts/make-dataset ...)
+$(BUILD)/tools/%: $(BUILD)/tests/tools/%.o $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
