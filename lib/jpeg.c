@@ -50,22 +50,34 @@ static int colorspace_components(int cs)
 	}
 }
 
-/* Does data reach the start-of-scan marker (where the header ends)?  Lets
- * a failed header read be told apart as "cut short" vs "corrupt". */
+/*
+ * Walk the marker segments up to the start of scan (where the header
+ * ends): 1 if data reaches the end of the SOS header, 0 if it ends before
+ * (the header is cut short), -1 if the segments do not chain up (left to
+ * libjpeg, which skips some kinds of garbage).  libjpeg pads data that
+ * ends early with a fake end-of-image and may then "succeed" with a 0x0
+ * image, so a cut header must be caught here.
+ */
 static int reaches_sos(const unsigned char *d, size_t len)
 {
 	size_t i = 2;
 
-	while (i + 4 <= len) {
+	while (i + 2 <= len) {
 		unsigned m, seglen;
 		if (d[i] != 0xff)
-			return 0;
+			return -1;
 		m = d[i + 1];
 		if (m == 0xff) { /* fill byte */
 			i++;
 			continue;
 		}
+		if (m == 0x01 || (m >= 0xd0 && m <= 0xd8)) /* no length */
+			return -1;
+		if (i + 4 > len)
+			return 0;
 		seglen = (unsigned)d[i + 2] << 8 | d[i + 3];
+		if (seglen < 2)
+			return -1;
 		if (m == 0xda)
 			return i + 2 + seglen <= len;
 		i += 2 + seglen;
@@ -85,9 +97,11 @@ int rfb_jpeg_read_header(rfb_jpeg_probe *p, const void *data, size_t len,
 				   len == 0 ? "empty file" : "not a JPEG file");
 	if (len > (unsigned long)~0UL >> 1)
 		return rfb_err_set(err, RFB_ELIMIT, NULL, "file too large");
+	if (reaches_sos(d, len) == 0)
+		return rfb_err_set(err, RFB_ETRUNC, NULL,
+				   "JPEG header is truncated (no start of scan)");
 	if (tjDecompressHeader3(p->tj, d, (unsigned long)len, &w, &h, &samp,
 				&cs) != 0) {
-		int truncated = !reaches_sos(d, len);
 		char why[JMSG_LENGTH_MAX];
 		snprintf(why, sizeof why, "%s", tjGetErrorStr2(p->tj));
 		/* TurboJPEG 2.1 leaves a handle unusable after a failed header
@@ -97,9 +111,6 @@ int rfb_jpeg_read_header(rfb_jpeg_probe *p, const void *data, size_t len,
 			tjDestroy(p->tj);
 			p->tj = fresh;
 		}
-		if (truncated)
-			return rfb_err_set(err, RFB_ETRUNC, NULL,
-					   "JPEG header is truncated (%s)", why);
 		return rfb_err_set(err, RFB_EFORMAT, NULL, "bad JPEG header: %s",
 				   why);
 	}
