@@ -112,10 +112,12 @@ static int read_header(rfb_plan_reader *r, rfb_err *err)
 	if (rc == 0)
 		return rfb_err_set(err, RFB_ETRUNC, r->name,
 				   "empty (no plan header line)");
+	if (rc == RFB_ETRUNC && (r->end < sizeof "#refurb-plan" - 1 ||
+				 memcmp(r->buf, "#refurb-plan", 12) != 0))
+		rc = RFB_ELIMIT; /* a binary file, most likely */
 	if (rc == RFB_ELIMIT)
 		return rfb_err_set(err, RFB_EFORMAT, r->name,
-				   "not a refurb plan (the first line is "
-				   "longer than %u bytes)", RFB_PLAN_MAX_HEADER);
+				   "not a refurb plan (no header line)");
 	if (rc < 0) {
 		if (err)
 			*err = why;
