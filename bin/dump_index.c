@@ -42,8 +42,8 @@ static void print_distribution(FILE *out, const char *what, uint64_t *v,
 	qsort(v, n, sizeof *v, cmp_u64);
 	for (size_t i = 0; i < n; i++)
 		sum += (double)v[i];
-	fprintf(out, "%-12s min %.2f  p25 %.2f  median %.2f  p75 %.2f  p90 %.2f"
-		"  max %.2f  mean %.2f %s\n", what, v[0] * scale,
+	fprintf(out, "%-12s min %.4g  p25 %.4g  median %.4g  p75 %.4g  p90 %.4g"
+		"  max %.4g  mean %.4g %s\n", what, v[0] * scale,
 		v[n / 4] * scale, v[n / 2] * scale, v[n * 3 / 4] * scale,
 		v[n * 9 / 10] * scale, v[n - 1] * scale, sum / n * scale, unit);
 }

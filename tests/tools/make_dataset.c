@@ -146,12 +146,19 @@ static int make(const struct params *p)
 	unsigned char *px = malloc((size_t)p->max * p->max * 3);
 	char path[4096];
 
-	if (!px || (mkdir(p->out, 0755) < 0 && errno != EEXIST))
+	if (!px)
 		return -1;
-	for (unsigned c = 0; c < p->k; c++) {
-		snprintf(path, sizeof path, "%s/class%03u", p->out, c);
-		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+	for (unsigned c = 0; c <= p->k; c++) {
+		if (c == 0)
+			snprintf(path, sizeof path, "%s", p->out);
+		else
+			snprintf(path, sizeof path, "%s/class%03u", p->out, c - 1);
+		if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+			fprintf(stderr, "make-dataset: %s: %s\n", path,
+				strerror(errno));
+			free(px);
 			return -1;
+		}
 	}
 	for (unsigned i = 0; i < p->n; i++) {
 		rfb_rng rng;
@@ -165,6 +172,7 @@ static int make(const struct params *p)
 			 label, i);
 		if (write_jpeg(path, px, w, h, gray, &rng) < 0) {
 			fprintf(stderr, "make-dataset: %s: %s\n", path, strerror(errno));
+			free(px);
 			return -1;
 		}
 	}
