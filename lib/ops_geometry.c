@@ -212,6 +212,34 @@ static void gather_fixed(const rfb_image *src, unsigned char *out, int64_t lo,
 	}
 }
 
+/* gather_fixed() when dx is exactly one pixel (the shears): the source
+ * x advances by one per output pixel, so every run of pixels whose
+ * source row stays the same is a single copy.  Same result. */
+static void copy_runs_fixed(const rfb_image *src, unsigned char *out,
+			    int64_t lo, int64_t hi, int64_t xx, int64_t yy,
+			    int64_t dy)
+{
+	size_t c = (size_t)src->channels;
+
+	xx += lo * 65536;
+	yy += lo * dy;
+	for (int64_t x = lo; x < hi;) {
+		int64_t sy = yy >> 16, run = hi - x;
+		if (dy > 0)
+			run = ceil_div(((sy + 1) << 16) - yy, dy);
+		else if (dy < 0)
+			run = floor_div(yy - (sy << 16), -dy) + 1;
+		if (run > hi - x)
+			run = hi - x;
+		memcpy(out + (size_t)x * c,
+		       row_of(src, (int)sy) + (size_t)(xx >> 16) * c,
+		       (size_t)run * c);
+		x += run;
+		xx += run * 65536;
+		yy += run * dy;
+	}
+}
+
 static void nearest_fixed(const rfb_image *src, rfb_image *dst,
 			  const double a[6], const unsigned char *fill)
 {
@@ -231,7 +259,10 @@ static void nearest_fixed(const rfb_image *src, rfb_image *dst,
 		clip_span(xx, a0, xlimit, &lo, &hi);
 		clip_span(yy, a3, ylimit, &lo, &hi);
 		fill_span(out, 0, (int)lo, dst->channels, fill);
-		gather_fixed(src, out, lo, hi, xx, yy, a0, a3);
+		if (a0 == 65536)
+			copy_runs_fixed(src, out, lo, hi, xx, yy, a3);
+		else
+			gather_fixed(src, out, lo, hi, xx, yy, a0, a3);
 		fill_span(out, (int)hi, dst->width, dst->channels, fill);
 	}
 }
@@ -402,6 +433,7 @@ static int bicubic_px(const rfb_image *im, double xin, double yin,
 		      unsigned char *out)
 {
 	int c = im->channels, x, y, xs[4];
+	const unsigned char *rows[4];
 	double dx, dy;
 
 	if (xin < 0.0 || xin >= im->width || yin < 0.0 || yin >= im->height)
@@ -416,21 +448,28 @@ static int bicubic_px(const rfb_image *im, double xin, double yin,
 	y--;
 	for (int i = 0; i < 4; i++)
 		xs[i] = clampi(x + i, im->width) * c;
+	/* PIL reuses the previous row's value below the image: the same
+	 * as reading the previous row again */
+	rows[0] = row_of(im, clampi(y, im->height));
+	for (int i = 1; i < 4; i++)
+		rows[i] = y + i >= 0 && y + i < im->height ? row_of(im, y + i) :
+							     rows[i - 1];
 	for (int b = 0; b < c; b++) {
-		double v[4];
-		v[0] = cubic_row(row_of(im, clampi(y, im->height)), xs, b, dx);
-		for (int i = 1; i < 4; i++)
-			v[i] = y + i >= 0 && y + i < im->height ?
-				cubic_row(row_of(im, y + i), xs, b, dx) : v[i - 1];
-		double r = cubic(v[0], v[1], v[2], v[3], dy);
+		double r = cubic(cubic_row(rows[0], xs, b, dx),
+				 cubic_row(rows[1], xs, b, dx),
+				 cubic_row(rows[2], xs, b, dx),
+				 cubic_row(rows[3], xs, b, dx), dy);
 		out[b] = r <= 0.0 ? 0 : r >= 255.0 ? 255 : (unsigned char)r;
 	}
 	return 1;
 }
 
-static void affine_filtered(const rfb_image *src, rfb_image *dst,
-			    const double a[6], enum rfb_interp interp,
-			    const unsigned char *fill)
+typedef int (*filter_fn)(const rfb_image *im, double xin, double yin,
+			 unsigned char *out);
+
+static inline void affine_filtered(const rfb_image *src, rfb_image *dst,
+				   const double a[6], filter_fn filter,
+				   const unsigned char *fill)
 {
 	int c = dst->channels;
 
@@ -442,10 +481,7 @@ static void affine_filtered(const rfb_image *src, rfb_image *dst,
 			double xin = x + 0.5;
 			double xo = a[0] * xin + a[1] * yin + a[2];
 			double yo = a[3] * xin + a[4] * yin + a[5];
-			int ok = interp == RFB_INTERP_BILINEAR ?
-				bilinear_px(src, xo, yo, out) :
-				bicubic_px(src, xo, yo, out);
-			if (!ok)
+			if (!filter(src, xo, yo, out))
 				memcpy(out, fill, (size_t)c);
 		}
 	}
@@ -457,26 +493,77 @@ static void pil_affine(const rfb_image *src, rfb_image *dst, const double a[6],
 {
 	if (interp == RFB_INTERP_NEAREST)
 		affine_nearest(src, dst, a, fill);
+	else if (interp == RFB_INTERP_BILINEAR)
+		affine_filtered(src, dst, a, bilinear_px, fill);
 	else
-		affine_filtered(src, dst, a, interp, fill);
+		affine_filtered(src, dst, a, bicubic_px, fill);
 }
 
 /* ---- transposes (Image.rotate's 90/180/270 shortcuts) ---- */
 
-/* quarter: 1 = ROTATE_90 (counter-clockwise), 2 = 180, 3 = ROTATE_270.
- * For 1 and 3 the image is square. */
-static void pil_transpose(const rfb_image *src, rfb_image *dst, int quarter)
-{
-	int w = src->width, h = src->height, c = src->channels;
+#define TILE 16 /* pixels: square tiles keep both images in cache */
 
-	for (int r = 0; r < dst->height; r++) {
-		unsigned char *out = row_of(dst, r);
-		for (int x = 0; x < dst->width; x++) {
-			const unsigned char *p =
-				quarter == 1 ? rfb_image_px(src, w - 1 - r, x) :
-				quarter == 2 ? rfb_image_px(src, w - 1 - x, h - 1 - r) :
-					       rfb_image_px(src, r, h - 1 - x);
-			memcpy(out + (size_t)x * c, p, (size_t)c);
+/* Source pixel of output (x, r) for quarter 1 = ROTATE_90 (counter-
+ * clockwise) or 3 = ROTATE_270 of a square image of side n. */
+static const unsigned char *quarter_src(const rfb_image *src, int quarter,
+					int x, int r)
+{
+	int n = src->width;
+	return quarter == 1 ? rfb_image_px(src, n - 1 - r, x) :
+			      rfb_image_px(src, r, n - 1 - x);
+}
+
+/* One tile of a quarter turn; c is a constant in each instance. */
+static inline void quarter_tile(const rfb_image *src, rfb_image *dst,
+				int quarter, int x0, int r0, int c)
+{
+	int n = src->width;
+	int x1 = x0 + TILE < n ? x0 + TILE : n, r1 = r0 + TILE < n ? r0 + TILE : n;
+	/* along an output row the source steps one row down (90) or up */
+	ptrdiff_t step = quarter == 1 ? (ptrdiff_t)src->stride :
+					-(ptrdiff_t)src->stride;
+
+	for (int r = r0; r < r1; r++) {
+		unsigned char *out = row_of(dst, r) + (size_t)x0 * c;
+		const unsigned char *p = quarter_src(src, quarter, x0, r);
+		for (int x = x0; x < x1; x++, out += c, p += step)
+			for (int b = 0; b < c; b++)
+				out[b] = p[b];
+	}
+}
+
+/* ROTATE_90 / ROTATE_270 of a square image. */
+static void pil_quarter_turn(const rfb_image *src, rfb_image *dst, int quarter)
+{
+	int n = src->width;
+
+	for (int r0 = 0; r0 < n; r0 += TILE)
+		for (int x0 = 0; x0 < n; x0 += TILE) {
+			if (src->channels == 1)
+				quarter_tile(src, dst, quarter, x0, r0, 1);
+			else
+				quarter_tile(src, dst, quarter, x0, r0, 3);
+		}
+}
+
+/* ROTATE_180: every row reversed into the mirrored row. */
+static void pil_rotate180(const rfb_image *src, rfb_image *dst)
+{
+	int w = src->width, h = src->height;
+
+	for (int y = 0; y < h; y++) {
+		const unsigned char *in = row_of(src, h - 1 - y);
+		unsigned char *out = row_of(dst, y);
+		if (src->channels == 1) {
+			for (int x = 0; x < w; x++)
+				out[x] = in[w - 1 - x];
+			continue;
+		}
+		for (int x = 0; x < w; x++) {
+			const unsigned char *p = in + (size_t)(w - 1 - x) * 3;
+			out[3 * x] = p[0];
+			out[3 * x + 1] = p[1];
+			out[3 * x + 2] = p[2];
 		}
 	}
 }
@@ -524,11 +611,11 @@ void rfb_ops_rotate(const rfb_image *src, rfb_image *dst, double degrees,
 		return;
 	}
 	if (angle == 180.0) {
-		pil_transpose(src, dst, 2);
+		pil_rotate180(src, dst);
 		return;
 	}
 	if ((angle == 90.0 || angle == 270.0) && src->width == src->height) {
-		pil_transpose(src, dst, angle == 90.0 ? 1 : 3);
+		pil_quarter_turn(src, dst, angle == 90.0 ? 1 : 3);
 		return;
 	}
 	pil_rotate_matrix(src->width, src->height, angle, m);

@@ -282,6 +282,31 @@ static void test_fill(void)
 	}
 }
 
+/* Saturated images: SMOOTH of all-255 must stay 255 (ops_color.c relies
+ * on the kernel weights summing to 1 instead of clamping), and every
+ * enhance op keeps a uniform image uniform. */
+static void test_saturated(void)
+{
+	static const double factors_minus_one[] = { -1.0, -0.5, 0.0, 0.9, 2.5, 100 };
+	unsigned char in[9 * 7 * 3], out[9 * 7 * 3];
+
+	for (int v = 0; v <= 255; v += 255)
+		for (int ch = 1; ch <= 3; ch += 2)
+			for (size_t f = 0; f < 6; f++) {
+				rfb_image a = { in, 9 * ch, 9, 7, ch };
+				rfb_image b = { out, 9 * ch, 9, 7, ch };
+				memset(in, v, sizeof in);
+				CHECK(rfb_op_apply(RFB_OP_SHARPNESS, factors_minus_one[f],
+						   RFB_INTERP_NEAREST, NULL, &a, &b, NULL) == 0);
+				for (int i = 0; i < 9 * 7 * ch; i++)
+					if (out[i] != v) {
+						CHECKF(0, "sharpness of %d, factor %g: %d", v,
+						       1 + factors_minus_one[f], out[i]);
+						break;
+					}
+			}
+}
+
 int main(void)
 {
 	load_manifest();
@@ -294,5 +319,6 @@ int main(void)
 	RUN(test_bad_arguments);
 	RUN(test_strides);
 	RUN(test_fill);
+	RUN(test_saturated);
 	return test_done();
 }
