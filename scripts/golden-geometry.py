@@ -25,6 +25,9 @@ with the parameters of each row and compare.  Ops and their params:
   normalize    mean, std (a/b/c)      F.normalize(F.to_tensor(img), mean,
                                       std): output is raw little-endian
                                       float32, CHW
+
+and rrcrop_stats.tsv: statistics of RandomResizedCrop.get_params (see
+add_rrcrop_stats).
 """
 import os
 import sys
@@ -32,7 +35,7 @@ import sys
 import numpy as np
 import torch
 import torchvision.transforms.functional as F
-from torchvision.transforms import InterpolationMode
+from torchvision.transforms import InterpolationMode, RandomResizedCrop
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from golden_common import Suite  # noqa: E402
@@ -108,6 +111,45 @@ def add_normalize(s):
             s.rows.append("\t".join([case, src, "normalize", p, out]))
 
 
+def rrcrop_fallback(w, h, ratio):
+    in_ratio = w / h
+    if in_ratio < min(ratio):
+        cw, ch = w, int(round(w / min(ratio)))
+    elif in_ratio > max(ratio):
+        ch, cw = h, int(round(h * max(ratio)))
+    else:
+        cw, ch = w, h
+    return (h - ch) // 2, (w - cw) // 2, ch, cw
+
+
+def add_rrcrop_stats(s, draws=20000):
+    """Statistics of RandomResizedCrop.get_params over many draws, for
+    test_transform.c to compare its own draws with: per image size the
+    mean and standard deviation of the area fraction, of log(w / h) and of
+    the relative row offset, and the fraction of fallback rectangles."""
+    torch.manual_seed(20261122)
+    scale, ratio = (0.08, 1.0), (3.0 / 4.0, 4.0 / 3.0)
+    rows = ["# W\tH\tscale\tratio\tdraws\tarea_mean\tarea_std\tlogr_mean"
+            "\tlogr_std\ttop_mean\tfallback_frac"]
+    for (w, h) in [(500, 375), (64, 64), (40, 300), (1000, 10)]:
+        img = torch.zeros(1, h, w)
+        fb = rrcrop_fallback(w, h, ratio)
+        area, logr, top, nfb = [], [], [], 0
+        for _ in range(draws):
+            i, j, ch, cw = RandomResizedCrop.get_params(img, list(scale), list(ratio))
+            assert 0 <= i <= h - ch and 0 <= j <= w - cw
+            area.append(ch * cw / (w * h))
+            logr.append(np.log(cw / ch))
+            if h > ch:
+                top.append(i / (h - ch))
+            nfb += (i, j, ch, cw) == fb
+        rows.append("\t".join(str(v) for v in [
+            w, h, "%g-%g" % scale, "%r-%r" % ratio, draws, np.mean(area), np.std(area),
+            np.mean(logr), np.std(logr), np.mean(top) if top else 0.5, nfb / draws]))
+    with open(os.path.join(s.dir, "rrcrop_stats.tsv"), "w") as f:
+        f.write("\n".join(rows) + "\n")
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "golden")
@@ -115,6 +157,7 @@ def main():
     add_resizes(s)
     add_crops(s)
     add_normalize(s)
+    add_rrcrop_stats(s)
     s.write()
     print("golden-geometry: %d cases in %s" % (len(s.rows), s.dir))
 
