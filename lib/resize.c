@@ -27,7 +27,7 @@
 /* One axis' coefficients, cached by the parameters that produced them. */
 struct coeffs {
 	int valid;
-	int in_size, out_size, first, interp;
+	int in_size, out_size, first, origin, interp;
 	double offset, scale;
 	int ksize;             /* stride of k: ceil(support) * 2 + 1 */
 	int *bounds;           /* [2k] = first source pixel, [2k+1] = count */
@@ -154,10 +154,12 @@ static void pixel_weights(struct coeffs *c, int xx, double center,
 	int xmax = (int)(center + support + 0.5);
 	int32_t *k = c->k + (size_t)xx * c->ksize;
 
-	if (xmin < 0)
-		xmin = 0;
-	if (xmax > c->in_size)
-		xmax = c->in_size;
+	/* like PIL's (int) casts, truncation toward zero; then the source
+	 * pixels that exist are [origin, origin + in_size) */
+	if (xmin < c->origin)
+		xmin = c->origin;
+	if (xmax > c->origin + c->in_size)
+		xmax = c->origin + c->in_size;
 	xmax -= xmin;
 	if (xmax < 0)
 		xmax = 0;
@@ -173,7 +175,7 @@ static void pixel_weights(struct coeffs *c, int xx, double center,
 		k[x] = v < 0 ? (int32_t)(-0.5 + v * (1 << PRECISION_BITS))
 			     : (int32_t)(0.5 + v * (1 << PRECISION_BITS));
 	}
-	c->bounds[2 * xx] = xmin;
+	c->bounds[2 * xx] = xmin - c->origin;
 	c->bounds[2 * xx + 1] = xmax;
 }
 
@@ -221,9 +223,9 @@ static int compute_nearest(struct coeffs *c, rfb_err *err)
 	c->ksize = 0;
 	for (int i = 0; i < c->first + c->out_size; i++) {
 		if (i >= c->first) {
-			int x = pos < 0.0 ? -1 : (int)pos;
+			int x = pos < 0.0 ? -1 : (int)pos - c->origin;
 			c->bounds[2 * (i - c->first)] =
-				x < c->in_size ? x : -1;
+				x >= 0 && x < c->in_size ? x : -1;
 			c->bounds[2 * (i - c->first) + 1] = 1;
 		}
 		pos += c->scale;
@@ -235,7 +237,8 @@ static int same_key(const struct coeffs *c, int in_size, int out_size,
 		    const struct rfb_resize_axis *a, int interp)
 {
 	return c->valid && c->in_size == in_size && c->out_size == out_size &&
-	       c->first == a->first && c->interp == interp &&
+	       c->first == a->first && c->origin == a->origin &&
+	       c->interp == interp &&
 	       c->offset == a->offset && c->scale == a->scale;
 }
 
@@ -260,6 +263,7 @@ static struct coeffs *get_coeffs(rfb_resizer *rz, int in_size, int out_size,
 	c->in_size = in_size;
 	c->out_size = out_size;
 	c->first = a->first;
+	c->origin = a->origin;
 	c->interp = interp;
 	c->offset = a->offset;
 	c->scale = a->scale;
@@ -395,7 +399,8 @@ static void nearest_pass(const rfb_image *src, const struct coeffs *cx,
 
 static int identity(const struct rfb_resize_axis *a, int in, int out)
 {
-	return in == out && a->offset == 0.0 && a->scale == 1.0 && a->first == 0;
+	return in == out && a->offset == 0.0 && a->scale == 1.0 &&
+	       a->first == 0 && a->origin == 0;
 }
 
 static int check_shapes(const rfb_image *src, const rfb_image *dst,
@@ -484,7 +489,7 @@ int rfb_resize_window(rfb_resizer *rz, const rfb_image *src, int full_w,
 		      int full_h, int left, int top, rfb_image *dst,
 		      enum rfb_interp interp, rfb_err *err)
 {
-	struct rfb_resize_axis ax = { 0.0, 0.0, left }, ay = { 0.0, 0.0, top };
+	struct rfb_resize_axis ax = { 0.0, 0.0, left, 0 }, ay = { 0.0, 0.0, top, 0 };
 
 	if (full_w < 1 || full_h < 1 || left < 0 || top < 0 ||
 	    left > full_w - dst->width || top > full_h - dst->height)
@@ -501,7 +506,7 @@ int rfb_resize_box(rfb_resizer *rz, const rfb_image *src,
 		   const struct rfb_resize_box *box, rfb_image *dst,
 		   enum rfb_interp interp, rfb_err *err)
 {
-	struct rfb_resize_axis ax = { box->x0, 0.0, 0 }, ay = { box->y0, 0.0, 0 };
+	struct rfb_resize_axis ax = { box->x0, 0.0, 0, 0 }, ay = { box->y0, 0.0, 0, 0 };
 
 	if (!(box->x0 >= 0.0 && box->y0 >= 0.0 && box->x1 > box->x0 &&
 	      box->y1 > box->y0 && box->x1 <= src->width &&

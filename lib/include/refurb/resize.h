@@ -68,11 +68,15 @@ int rfb_resize_window(rfb_resizer *rz, const rfb_image *src, int full_w,
  * resize of one image onto another sampling of it (a DCT-scaled or
  * region decode): along each axis, output pixel k (0 <= k < out) is
  * centred on source coordinate offset + (first + k + 0.5) * scale, with
- * the filter widened by max(scale, 1); only source pixels [0, in) exist.
+ * the filter widened by max(scale, 1).  src's pixel 0 is source pixel
+ * origin, so only source pixels [origin, origin + src size) exist; the
+ * filter is cut (and renormalised) at those edges like PIL's at the
+ * image's.  A region that covers every output pixel's filter gives the
+ * same bits as the whole image would.
  */
 struct rfb_resize_axis {
 	double offset, scale;
-	int first;
+	int first, origin;
 };
 int rfb_resize_mapped(rfb_resizer *rz, const rfb_image *src,
 		      const struct rfb_resize_axis *ax,
