@@ -24,6 +24,7 @@ rfb_pipe_ctx *rfb_pipe_ctx_new(rfb_err *err)
 		return NULL;
 	}
 	ctx->fast_decode = 1;
+	ctx->scale_ratio = -1.0;
 	ctx->max_pixels = RFB_IMAGE_DEFAULT_MAX_PIXELS;
 	return ctx;
 }

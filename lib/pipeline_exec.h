@@ -17,6 +17,7 @@ struct rfb_pipe_ctx {
 	int norm_valid;
 	double norm_mean[3], norm_std[3];
 	int fast_decode;
+	double scale_ratio;     /* < 0: the decoder's RFB_DECODE_MIN_RATIO */
 	uint64_t max_pixels;
 	struct rfb_jpeg_state *jpeg; /* pipeline_jpeg.c's, created on first use */
 };

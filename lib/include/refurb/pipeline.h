@@ -157,6 +157,15 @@ void rfb_pipe_ctx_set_fast_decode(rfb_pipe_ctx *ctx, int on);
 void rfb_pipe_ctx_set_max_pixels(rfb_pipe_ctx *ctx, uint64_t max_pixels);
 
 /*
+ * DCT scaling by 1/d is used only while the scaled source is at least
+ * min_ratio times the resize's output (default RFB_DECODE_MIN_RATIO, the
+ * decoder's measured fidelity limit, see decode.h).  Smaller values trade
+ * fidelity for speed; 0 disables DCT scaling but keeps region decoding;
+ * a negative value restores the default.
+ */
+void rfb_pipe_ctx_set_scale_ratio(rfb_pipe_ctx *ctx, double min_ratio);
+
+/*
  * Run p on an already decoded image (1 or 3 channels, kept as they are:
  * use the gray/rgb filters to convert).  The input is not modified.
  * Returns 0 or a negative RFB_E* code with err filled.
@@ -164,5 +173,41 @@ void rfb_pipe_ctx_set_max_pixels(rfb_pipe_ctx *ctx, uint64_t max_pixels);
 int rfb_pipe_run(rfb_pipe_ctx *ctx, const rfb_pipeline *p, const rfb_image *in,
 		 const struct rfb_pipe_key *key, struct rfb_pipe_out *out,
 		 rfb_err *err) RFB_MUST_CHECK;
+
+/*
+ * Decode the JPEG in data[0..len) the way torchvision's default loader
+ * does (RGB; 1 channel when the first filter is gray) and run p on it.
+ * With fast decode on (the default), the first layers are folded into
+ * the decode when they allow it:
+ *   resize[,centercrop|crop]  decode only the source pixels the resize
+ *                             (and the crop after it) reads, DCT-scaled
+ *                             while the scaled source stays min_ratio
+ *                             times the output; the resize maps onto it
+ *   rrcrop                    decode only the drawn rectangle, DCT-scaled
+ *                             likewise, resized from its exact box
+ *   centercrop, crop          decode only the rectangle (no padding)
+ * Random draws are made on the full image's size, so the layers draw what
+ * they would after a full decode.  Without DCT scaling the output is
+ * bit-identical to decoding fully and calling rfb_pipe_run; with it, it
+ * stays within the augmentation tolerance (decode.h).  Returns 0 or a
+ * negative RFB_E* code with err filled (RFB_EDECODE, RFB_ETRUNC,
+ * RFB_ELIMIT for bad JPEGs; path left empty).
+ */
+int rfb_pipe_run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
+		      const void *data, size_t len,
+		      const struct rfb_pipe_key *key, struct rfb_pipe_out *out,
+		      rfb_err *err) RFB_MUST_CHECK;
+
+/* What the last rfb_pipe_run_jpeg decoded: the full image's size, the
+ * DCT scale 1/scale_denom, the region (in scaled pixels; the whole
+ * scaled image when no region was used) and how many layers were folded
+ * into the decode. */
+struct rfb_pipe_decode {
+	int image_width, image_height;
+	int scale_denom;
+	int x, y, width, height;
+	int layers_folded;
+};
+void rfb_pipe_ctx_last_decode(const rfb_pipe_ctx *ctx, struct rfb_pipe_decode *d);
 
 #endif
