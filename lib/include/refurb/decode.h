@@ -1,0 +1,175 @@
+/*
+ * decode.h - JPEG decoding into reusable image buffers.
+ *
+ * One rfb_decoder per thread decodes JPEGs held in memory into an
+ * rfb_image backed by the caller's rfb_imgbuf; in the steady state nothing
+ * is allocated per image (buffers only grow).  A full decode is
+ * bit-identical to torchvision's loader, PIL.Image.open(f).convert("RGB")
+ * with the same libjpeg-turbo (JDCT_ISLOW, fancy upsampling, Adobe-inverted
+ * CMYK converted with PIL's cmyk2rgb).  The decoder can also scale by
+ * 1/2, 1/4 or 1/8 inside the IDCT and decode only a region of the output,
+ * which is how the partial pipeline skips pixels that no resize or crop
+ * would keep.  rfb_decode_pick_scale() says how far one may scale without
+ * leaving the augmentation tests' colour tolerance.
+ *
+ * Hostile input never crashes and never prints: libjpeg's errors and
+ * warnings come back as RFB_EDECODE (corrupt or not a JPEG), RFB_ETRUNC
+ * (data ends early) or RFB_ELIMIT (too many pixels or scans) with
+ * libjpeg's reason in the error context.
+ */
+#ifndef REFURB_DECODE_H
+#define REFURB_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "refurb/error.h"
+#include "refurb/image.h"
+#include "refurb/jpeg.h"
+
+typedef struct rfb_decoder rfb_decoder;
+
+/* Channels of the decoded image. */
+enum rfb_decode_color {
+	/* Always 3 channels (RGB): what torchvision's default loader gives. */
+	RFB_DECODE_RGB = 0,
+	/* Grayscale JPEGs stay 1 channel, everything else becomes RGB. */
+	RFB_DECODE_KEEP = 1,
+	/* Always 1 channel: PIL's convert("RGB").convert("L"), i.e.
+	 * L = (19595 R + 38470 G + 7471 B + 0x8000) >> 16; a grayscale JPEG's
+	 * own samples are used as they are. */
+	RFB_DECODE_GRAY = 2,
+};
+
+/* Accept the warnings that cannot change a pixel (an unknown JFIF
+ * revision, a bad ICC marker, an unknown Adobe transform code, stray bytes
+ * before a marker).  Without it every libjpeg warning is an error. */
+#define RFB_DECODE_LENIENT 0x1u
+
+/* Default cap on the number of scans (progressive JPEGs have about 10). */
+#define RFB_DECODE_DEFAULT_MAX_SCANS 500
+
+/*
+ * What to decode.  A zeroed struct means: whole image, scale 1, RGB,
+ * default limits, strict.
+ */
+struct rfb_decode_opts {
+	enum rfb_decode_color color;
+	int scale_denom;    /* 1, 2, 4 or 8 (output = ceil(size / denom)); 0 = 1 */
+	/* Region in *scaled* output pixels; width == 0 or height == 0 means
+	 * the whole scaled image.  Must lie inside the scaled image. */
+	int x, y, width, height;
+	uint64_t max_pixels; /* of the full-size image; 0 = RFB_IMAGE_DEFAULT_MAX_PIXELS */
+	int max_scans;       /* 0 = RFB_DECODE_DEFAULT_MAX_SCANS */
+	unsigned flags;      /* RFB_DECODE_LENIENT */
+};
+
+/*
+ * A new decoder (one per thread; not thread-safe itself).  NULL with err
+ * filled (RFB_ENOMEM) on failure.  Free with rfb_decoder_free().
+ */
+rfb_decoder *rfb_decoder_new(rfb_err *err);
+
+/* Free a decoder and its scratch memory.  NULL accepted. */
+void rfb_decoder_free(rfb_decoder *d);
+
+/*
+ * Read the header of the JPEG in data[0..len) and fill info (NULL
+ * accepted): width, height, components, TurboJPEG TJCS_* colour space
+ * (-1 if none) and TJSAMP_* subsampling (-1 if none of TurboJPEG's).
+ * Only opts->max_pixels and opts->flags are used here (opts NULL =
+ * defaults): more pixels than the limit is RFB_ELIMIT, decided before
+ * anything is allocated for the image.  data must stay valid and
+ * unchanged until rfb_decode_pixels() has returned or another header is
+ * read.  Returns 0 or a negative RFB_E* code with err filled (path left
+ * empty: the caller knows the file).
+ */
+int rfb_decode_header(rfb_decoder *d, const void *data, size_t len,
+		      const struct rfb_decode_opts *opts,
+		      struct rfb_jpeg_info *info, rfb_err *err) RFB_MUST_CHECK;
+
+/*
+ * Decode the image whose header rfb_decode_header() just read, as opts
+ * says (NULL = defaults; give the same flags as to the header), into img
+ * backed by buf (grown if needed; img->stride = width * channels).  The
+ * output is the region's width x height (or the whole scaled image), with
+ * 1 or 3 channels as opts->color says.  Decoding stops after the last row
+ * of the region: corruption further down is then not seen.  Returns 0 or a
+ * negative RFB_E* code with err filled; on error img is unspecified.
+ * Either way the header must be read again before the next decode.
+ */
+int rfb_decode_pixels(rfb_decoder *d, const struct rfb_decode_opts *opts,
+		      rfb_image *img, rfb_imgbuf *buf,
+		      rfb_err *err) RFB_MUST_CHECK;
+
+/* rfb_decode_header() then rfb_decode_pixels() with the same opts. */
+int rfb_decode(rfb_decoder *d, const void *data, size_t len,
+	       const struct rfb_decode_opts *opts, rfb_image *img,
+	       rfb_imgbuf *buf, struct rfb_jpeg_info *info,
+	       rfb_err *err) RFB_MUST_CHECK;
+
+/* Size of the whole image decoded at 1/denom: ceil(size / denom). */
+static inline int rfb_decode_scaled_size(int size, int denom)
+{
+	return (int)(((long)size + denom - 1) / denom);
+}
+
+/*
+ * The scaling rule.  Decoding at 1/d and then resizing (PIL-style
+ * antialiased bilinear) gives the same image as decoding fully and then
+ * resizing, within the augmentation tests' colour tolerance (>= 99% of
+ * samples within +-1, mean absolute error <= 0.5), only when the scaled
+ * region is at least RFB_DECODE_MIN_RATIO times the resize target in both
+ * directions and the resize maps the exact scaled box (x/d .. (x+w)/d,
+ * fractional) onto the target.  Measured by scripts/bench-decode
+ * --tolerance on the photos of Debian's kphotoalbum and labelme-examples
+ * packages: with the scaled short side 3-4x the target, 98.9% of samples
+ * are within +-1 (pooled over all cases), from 4x on 99.6% (MAE 0.18);
+ * at 1-2x only 75-88%.  Even at >= 4x about one image in five fails the
+ * per-image tolerance, through its last row or column when the size is
+ * not a multiple of d and through colours clipped at 0 or 255.
+ */
+#define RFB_DECODE_MIN_RATIO 4.0
+
+/*
+ * What survives of the full-size image after the first geometric step of
+ * the pipeline: the region (x, y, width, height) of the full-size image
+ * (width == 0 or height == 0: the whole image), resized to out_width x
+ * out_height (0 x 0: kept at full resolution, e.g. a crop).
+ */
+struct rfb_decode_target {
+	int x, y, width, height;
+	int out_width, out_height;
+};
+
+/*
+ * The largest scale denominator d in {8, 4, 2, 1} such that the region
+ * decoded at 1/d is still at least min_ratio times the target in each
+ * direction: width / d >= min_ratio * out_width and height / d >=
+ * min_ratio * out_height.  A target kept at full resolution, or a
+ * min_ratio <= 0, gives 1.  Use min_ratio = RFB_DECODE_MIN_RATIO to stay
+ * within the colour tolerance; smaller values trade fidelity for speed.
+ */
+int rfb_decode_pick_scale(int image_width, int image_height,
+			  const struct rfb_decode_target *t, double min_ratio);
+
+/*
+ * Shorthand for "the first resize makes the shorter side short_side"
+ * (torchvision's Resize(short_side)): the whole image, target short side.
+ */
+int rfb_decode_pick_scale_short_side(int image_width, int image_height,
+				     int short_side, double min_ratio);
+
+/*
+ * Map a region of the full-size image (x, y, w, h) to the smallest region
+ * of the image decoded at 1/denom that covers it, written to out (x, y,
+ * width, height, ready for rfb_decode_opts).  box receives the exact
+ * region inside that decoded region, in its pixels (left, top, right,
+ * bottom, fractional), for a resize that takes a source box.  Returns 0,
+ * or RFB_EINVAL if the region is empty or not inside the image.
+ */
+int rfb_decode_map_region(int image_width, int image_height, int denom,
+			  int x, int y, int w, int h,
+			  struct rfb_decode_opts *out, double box[4]);
+
+#endif
