@@ -214,6 +214,11 @@ check_plan() {
 	expect_fail 1 "refurb-plan: $S: schedule made for another index"
 	run refurb-plan -i "$IDX" -o "$T/p" "$S"
 	[ "$status" -eq 0 ]
+	head -c 100 "$IDX" > "$T/short.idx"
+	run refurb-plan -i "$T/short.idx" "$S"
+	expect_fail 1 "refurb-plan: $T/short.idx: "
+	run refurb-plan -i "$S" "$S"
+	expect_fail 1 "refurb-plan: $S: "
 	run refurb-plan --shard 1/2 "$S"
 	expect_fail 1 "refurb-plan: $S: schedule of shard 0/1, not 1/2"
 	run refurb-plan --shard 0/1 -o "$T/p" "$S"
