@@ -162,7 +162,10 @@ check_plan() {
 
 @test "none keeps the schedule order" {
 	run refurb-plan -b 4 --shuffle none "$S"
-	[ "${lines[1]}" = "B 0 0 0 4 0:m$(refurb-dump "$S" | awk '$1 == 0 { print $2 + 1 }') 1:m$(refurb-dump "$S" | awk '$1 == 1 { print $2 + 1 }') 2:m$(refurb-dump "$S" | awk '$1 == 2 { print $2 + 1 }') 3:m$(refurb-dump "$S" | awk '$1 == 3 { print $2 + 1 }')" ]
+	[[ "${lines[1]}" =~ ^"B 0 0 0 4 0:m"[123]" 1:m"[123]" 2:m"[123]" 3:m"[123]$ ]]
+	[ "$(refurb-plan -b 7 -e 3 --shuffle none "$S" | awk '$1 == "B" {
+		for (i = 6; i <= NF; i++) { split($i, f, ":"); printf "%s ", f[1] } }')" = \
+	  "$(seq -s ' ' 0 29) " ]
 }
 
 @test "same inputs, same bytes; the plan of A-B is the tail of 0-B" {
@@ -214,6 +217,11 @@ check_plan() {
 	expect_fail 1 "refurb-plan: $S: schedule made for another index"
 	run refurb-plan -i "$IDX" -o "$T/p" "$S"
 	[ "$status" -eq 0 ]
+	head -c 100 "$IDX" > "$T/short.idx"
+	run refurb-plan -i "$T/short.idx" "$S"
+	expect_fail 1 "refurb-plan: $T/short.idx: "
+	run refurb-plan -i "$S" "$S"
+	expect_fail 1 "refurb-plan: $S: "
 	run refurb-plan --shard 1/2 "$S"
 	expect_fail 1 "refurb-plan: $S: schedule of shard 0/1, not 1/2"
 	run refurb-plan --shard 0/1 -o "$T/p" "$S"

@@ -640,6 +640,12 @@ static void test_reader_round_trip(void)
 		CHECK(a.batch.count == b.batch.count &&
 		      a.batch.global_step == b.batch.global_step &&
 		      a.batch.dropped == b.batch.dropped);
+		{ /* a parsed line formats back to the same bytes */
+			char again[4096];
+			size_t len, n = rfb_plan_format_batch(again, &a.batch);
+			const char *raw = rfb_plan_reader_line(r, &len);
+			CHECK(n == len + 1 && memcmp(again, raw, len) == 0);
+		}
 		for (uint32_t i = 0; i < a.batch.count; i++)
 			CHECK(a.batch.samples[i].id == b.batch.samples[i].id &&
 			      a.batch.samples[i].miss == b.batch.samples[i].miss &&

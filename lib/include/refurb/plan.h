@@ -249,12 +249,15 @@ const rfb_plan_header *rfb_plan_reader_header(const rfb_plan_reader *r);
  * filled (samples owned by the reader, valid until the next call), 0
  * after the last epoch's summary and the end of the stream, or a negative
  * RFB_E* code with err filled ("NAME: line N: reason"); a stream that
- * stops early is RFB_ETRUNC.
+ * stops early is RFB_ETRUNC.  After an error the reader can only be
+ * closed.
  */
 int rfb_plan_reader_next(rfb_plan_reader *r, rfb_plan_item *item,
 			 rfb_err *err) RFB_MUST_CHECK;
 
-/* Raw text of the line last returned (without '\n') and its number. */
+/* Raw text of the line last returned (without '\n'; right after
+ * rfb_plan_reader_open, the header line) and its number; valid until the
+ * next call.  A stage that passes lines on unchanged copies this. */
 const char *rfb_plan_reader_line(const rfb_plan_reader *r, size_t *len);
 uint64_t rfb_plan_reader_line_number(const rfb_plan_reader *r);
 
