@@ -4,6 +4,7 @@
  * (bin/dump_*.c, see dump.h).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -23,14 +24,24 @@ static const char help[] =
 	"  plan      TSV (epoch step sample_id hit|miss), one line per sample;\n"
 	"            with --stats a per-epoch table and the reuse counts\n"
 	"\n"
+	"  cache     a directory holding a manifest: TSV of its records; with\n"
+	"            --stats a summary (records, compression, write\n"
+	"            amplification ...)\n"
+	"\n"
 	"  -S, --stats        a summary instead of the listing\n"
+	"      --verify       cache: check every record and checkpoint entry;\n"
+	"                     list the problems, exit 1 if there are any\n"
+	"  -x, --extract ID   cache: sample ID's record as an image (PPM/PGM, or\n"
+	"                     JPEG when -o names a .jpg file)\n"
 	"  -i, --index FILE   the index (plans: miss pixels per batch)\n"
 	"  -o, --output FILE  write to FILE instead of stdout\n"
 	CLI_COMMON_HELP
 	"\nExit status: 0 ok, 1 unreadable or corrupt file, 2 usage error.\n"
 	"See refurb-dump(1).\n";
 
-enum kind { KIND_UNKNOWN, KIND_INDEX, KIND_SCHEDULE, KIND_PLAN };
+enum kind { KIND_UNKNOWN, KIND_INDEX, KIND_SCHEDULE, KIND_PLAN, KIND_CACHE };
+
+enum { OPT_VERIFY = 0x2000 };
 
 /* Recognise a file by its first bytes. */
 static enum kind file_kind(struct cli *c, const char *path)
@@ -45,8 +56,14 @@ static enum kind file_kind(struct cli *c, const char *path)
 			"it by its magic");
 	if (stat(path, &st) < 0)
 		cli_die(c, "%s: %s", path, strerror(errno));
-	if (S_ISDIR(st.st_mode))
-		cli_die(c, "%s: is a directory, not a refurb file", path);
+	if (S_ISDIR(st.st_mode)) {
+		char manifest[4200];
+		snprintf(manifest, sizeof manifest, "%s/manifest", path);
+		if (access(manifest, F_OK) == 0)
+			return KIND_CACHE;
+		cli_die(c, "%s: is a directory, but not a refurb cache (no "
+			"manifest)", path);
+	}
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		cli_die(c, "%s: cannot open: %s", path, strerror(errno));
@@ -69,21 +86,28 @@ int main(int argc, char **argv)
 		{ "stats", no_argument, NULL, 'S' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "index", required_argument, NULL, 'i' },
+		{ "verify", no_argument, NULL, OPT_VERIFY },
+		{ "extract", required_argument, NULL, 'x' },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
 	struct cli c;
-	struct dump_opts o = { .output = "-" };
+	struct dump_opts o = { .output = "-", .extract = -1 };
 	FILE *out;
 	int opt, rc = 1;
 
 	cli_init(&c, "refurb-dump", usage, help);
-	while ((opt = getopt_long(argc, argv, "So:i:" CLI_COMMON_SHORTOPTS,
+	while ((opt = getopt_long(argc, argv, "So:i:x:" CLI_COMMON_SHORTOPTS,
 				  longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'S': o.stats = 1; break;
 		case 'o': o.output = optarg; break;
 		case 'i': o.index = optarg; break;
+		case OPT_VERIFY: o.verify = 1; break;
+		case 'x':
+			o.extract = (long long)cli_parse_u64(&c, "--extract", optarg,
+							     0, UINT32_MAX - 1);
+			break;
 		default:
 			if (!cli_common_option(&c, opt, optarg))
 				cli_usage_error(&c, "unexpected option");
@@ -103,6 +127,8 @@ int main(int argc, char **argv)
 		rc = dump_schedule(&c, path, &o, out);
 	else if (k == KIND_PLAN)
 		rc = dump_plan(&c, path, &o, out);
+	else if (k == KIND_CACHE)
+		rc = dump_cache(&c, path, &o, out);
 	cli_close_output(&c, out, o.output);
 	return rc;
 }
