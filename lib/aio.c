@@ -566,6 +566,7 @@ int rfb_batch_reader_wait(rfb_batch_reader *r,
 	r->st.bad_records += (uint64_t)bad;
 	r->st.batches++;
 	r->state = IDLE;
-	*records = r->out;
+	if (records)
+		*records = r->out;
 	return bad;
 }

@@ -98,8 +98,8 @@ typedef struct rfb_batch_reader rfb_batch_reader;
 /*
  * Make a reader of batches of at most max_batch (1 .. RFB_BATCH_MAX)
  * records from view, with an io_context of max_batch events.  The reader
- * borrows view (which must outlive it) and reads direct when view was
- * opened with direct = 1.  Returns the reader, or NULL with err filled
+ * borrows view (free the reader before closing the view) and reads direct
+ * when view was opened with direct = 1.  Returns the reader, or NULL with err filled
  * (RFB_EINVAL, RFB_ELIMIT, RFB_ENOMEM, or RFB_EIO when io_setup fails,
  * e.g. because /proc/sys/fs/aio-max-nr is exhausted).
  */
@@ -133,8 +133,9 @@ int rfb_batch_reader_submit(rfb_batch_reader *r,
 
 /*
  * Wait for every read of the submitted batch and check each record.
- * *records is set to the reader's array of n results, in the order of the
- * addresses (owned by the reader, valid until the next submit).  Returns
+ * *records (records may be NULL) is set to the reader's array of n
+ * results, in the order of the addresses (owned by the reader, valid
+ * until the next submit on it or its free).  Returns
  * the number of records whose status is not 0 (0 when all are good), or a
  * negative RFB_E* code with err filled: RFB_EINVAL if no batch was
  * submitted, RFB_EIO if io_getevents failed (the reader is then broken:
