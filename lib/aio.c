@@ -349,12 +349,15 @@ static int grow_arena(rfb_batch_reader *r, size_t need, size_t align,
 	free(r->arena);   /* nothing is in flight: the old reads are reaped */
 	r->arena = NULL;
 	r->arena_cap = 0;
+	r->st.buffer_bytes = 0;
 	if (posix_memalign(&p, align, cap) != 0)
 		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory for a "
 				   "%zu-byte batch buffer", cap);
 	r->arena = p;
 	r->arena_cap = cap;
 	r->arena_align = align;
+	r->st.buffer_bytes = cap;
+	r->st.buffer_grows++;
 	return 0;
 }
 
@@ -381,7 +384,7 @@ static int layout(rfb_batch_reader *r, rfb_err *err)
 		if (rfb_add_size(total, round_up(s->io_len, slot_align), &total))
 			return rfb_err_set(err, RFB_ELIMIT, NULL, "batch too large");
 	}
-	if (total > r->arena_cap || base_align > r->arena_align)
+	if (total > 0 && (total > r->arena_cap || base_align > r->arena_align))
 		return grow_arena(r, total, base_align, err);
 	return 0;
 }

@@ -269,11 +269,17 @@ static void read_mode(const struct fixture *f, int direct, size_t k)
 		goto out;
 	read_all(r, f, k, (uint32_t)k);
 	rfb_batch_reader_get_stats(r, &st);
+	uint64_t grows = st.buffer_grows;
+	CHECK(grows >= 1 && st.buffer_bytes > 0);
+	read_all(r, f, k, (uint32_t)k);   /* the same batches again: */
+	rfb_batch_reader_get_stats(r, &st);
+	CHECK(st.buffer_grows == grows);  /* no allocation */
+	batches *= 2;
 	CHECK(st.batches == batches);
 	CHECKF(st.submit_calls == batches, "%llu calls for %zu batches",
 	       (unsigned long long)st.submit_calls, batches);
-	CHECK(st.records == NREC && st.bad_records == 0);
-	CHECK(st.record_bytes == total_bytes(f));
+	CHECK(st.records == 2 * NREC && st.bad_records == 0);
+	CHECK(st.record_bytes == 2 * total_bytes(f));
 	if (direct) {
 		CHECK(rfb_batch_reader_mode(r) == RFB_BATCH_DIRECT);
 		CHECK(st.align >= 512 && (st.align & (st.align - 1)) == 0);

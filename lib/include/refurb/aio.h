@@ -89,6 +89,8 @@ struct rfb_batch_stats {
 					* filesystem refused O_DIRECT */
 	uint64_t sync_rereads;         /* records read again with pread after
 					* an O_DIRECT read failed with EINVAL */
+	uint64_t buffer_bytes;         /* size of the read buffer now */
+	uint64_t buffer_grows;         /* times it was (re)allocated */
 	uint32_t align;                /* direct-I/O alignment in use (0 until
 					* the first direct segment is seen) */
 };
