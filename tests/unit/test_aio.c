@@ -375,6 +375,29 @@ out:
 	rfb_cache_view_close(v);
 }
 
+/* A direct view whose segment came without O_DIRECT (the view's open was
+ * refused, as on tmpfs before Linux 6.6): that segment reads buffered. */
+static void test_direct_refused_at_open(void)
+{
+	rfb_err err = { 0 };
+	rfb_cache_view *v = rfb_cache_view_open(dfx.dir, 1, &err);
+	int fd = v ? rfb_cache_view_fd(v, dfx.addr[0].segment, &err) : -1;
+	rfb_batch_reader *r = fd >= 0 ? rfb_batch_reader_new(v, 30, &err) : NULL;
+	struct rfb_batch_stats st;
+
+	CHECK(r && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_DIRECT) == 0);
+	if (!r)
+		goto out;
+	read_all(r, &dfx, 30, 8);
+	rfb_batch_reader_get_stats(r, &st);
+	CHECK(rfb_batch_reader_mode(r) == RFB_BATCH_DIRECT_REFUSED);
+	CHECK(st.refused_segments == 1 && st.sync_rereads == 0);
+	CHECK(st.bad_records == 0 && st.align >= 512);
+out:
+	rfb_batch_reader_free(r);
+	rfb_cache_view_close(v);
+}
+
 static void test_partial_submission(void)
 {
 	rfb_err err = { 0 };
@@ -788,9 +811,11 @@ int main(void)
 	if (direct_base[0]) {
 		RUN(test_direct);
 		RUN(test_direct_refused);
+		RUN(test_direct_refused_at_open);
 	} else {
 		skip("test_direct", "no filesystem here takes O_DIRECT");
 		skip("test_direct_refused", "no filesystem here takes O_DIRECT");
+		skip("test_direct_refused_at_open", "no filesystem here takes O_DIRECT");
 	}
 	RUN(test_direct_on_tmpfs);
 	RUN(test_partial_submission);
