@@ -147,7 +147,8 @@ static int64_t ceil_div(int64_t a, int64_t b) /* b > 0 */
 	return -floor_div(-a, b);
 }
 
-/* Narrow [*lo, *hi) to the x with 0 <= v0 + x * dv < limit. */
+/* Narrow [*lo, *hi) to the x with 0 <= v0 + x * dv < limit.  When the
+ * result is empty, *lo == *hi but both may lie outside the old span. */
 static void clip_span(int64_t v0, int64_t dv, int64_t limit, int64_t *lo,
 		      int64_t *hi)
 {
@@ -258,6 +259,8 @@ static void nearest_fixed(const rfb_image *src, rfb_image *dst,
 		/* the pixels that land inside src form one interval */
 		clip_span(xx, a0, xlimit, &lo, &hi);
 		clip_span(yy, a3, ylimit, &lo, &hi);
+		if (lo >= hi) /* empty: lo may lie beyond the row */
+			lo = hi = 0;
 		fill_span(out, 0, (int)lo, dst->channels, fill);
 		if (a0 == 65536)
 			copy_runs_fixed(src, out, lo, hi, xx, yy, a3);

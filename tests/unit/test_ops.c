@@ -223,40 +223,54 @@ static void make_pattern(rfb_image *img, unsigned seed)
 }
 
 /* Every op on a padded-stride image gives the packed result, and never
- * writes the padding. */
+ * writes the padding.  Tall image and strong shears: whole rows fall
+ * outside the source. */
+#define SW 23
+#define SH 41
+#define PAD_STRIDE (32 * 3)
+
+static void check_padded(enum rfb_op op, double m, int ch, int interp)
+{
+	static unsigned char packed_in[SW * SH * 3], packed_out[SW * SH * 3];
+	static unsigned char pad_in[PAD_STRIDE * SH], pad_out[PAD_STRIDE * SH];
+	rfb_image a = { packed_in, (size_t)SW * ch, SW, SH, ch };
+	rfb_image b = { packed_out, (size_t)SW * ch, SW, SH, ch };
+	rfb_image c = { pad_in, PAD_STRIDE, SW, SH, ch };
+	rfb_image d = { pad_out, PAD_STRIDE, SW, SH, ch };
+
+	make_pattern(&a, 99);
+	rfb_image_copy(&c, &a);
+	memset(pad_out, 0xA5, sizeof pad_out);
+	CHECK(rfb_op_apply(op, m, interp, NULL, &a, &b, NULL) == 0);
+	CHECK(rfb_op_apply(op, m, interp, NULL, &c, &d, NULL) == 0);
+	struct golden_diff g = golden_compare(&b, &d);
+	CHECKF(g.exact == 1.0, "%s %g ch %d interp %d", rfb_op_name(op), m, ch,
+	       interp);
+	for (int y = 0; y < SH; y++)
+		for (size_t i = (size_t)SW * ch; i < PAD_STRIDE; i++)
+			if (pad_out[y * PAD_STRIDE + i] != 0xA5) {
+				CHECKF(0, "%s %g ch %d interp %d wrote padding of row %d",
+				       rfb_op_name(op), m, ch, interp, y);
+				return;
+			}
+}
+
 static void test_strides(void)
 {
 	static const double mags[] = { 0, 0.3, -0.3, 5, -7, 30, 0.5, -0.5, 0.5,
 				       0.9, 4, 100, 0, 0, 0 };
-	unsigned char packed_in[29 * 23 * 3], packed_out[29 * 23 * 3];
-	unsigned char pad_in[40 * 23 * 3], pad_out[40 * 23 * 3];
+	static const double shears[] = { -0.99, 0.99, -1000, 1000, 0.01 };
 
 	for (int ch = 1; ch <= 3; ch += 2)
-		for (int op = 0; op < RFB_OP_COUNT; op++)
-			for (int interp = 0; interp < 3; interp++) {
-				rfb_image a = { packed_in, 29 * ch, 29, 23, ch };
-				rfb_image b = { packed_out, 29 * ch, 29, 23, ch };
-				rfb_image c = { pad_in, 40 * 3, 29, 23, ch };
-				rfb_image d = { pad_out, 40 * 3, 29, 23, ch };
-				make_pattern(&a, 99);
-				rfb_image_copy(&c, &a);
-				memset(pad_out, 0xA5, sizeof pad_out);
-				CHECK(rfb_op_apply((enum rfb_op)op, mags[op], interp, NULL,
-						   &a, &b, NULL) == 0);
-				CHECK(rfb_op_apply((enum rfb_op)op, mags[op], interp, NULL,
-						   &c, &d, NULL) == 0);
-				struct golden_diff g = golden_compare(&b, &d);
-				CHECKF(g.exact == 1.0, "%s ch %d interp %d",
-				       rfb_op_name((enum rfb_op)op), ch, interp);
-				for (int y = 0; y < 23; y++)
-					for (size_t i = (size_t)29 * ch; i < 40 * 3; i++)
-						if (pad_out[y * 120 + i] != 0xA5) {
-							CHECKF(0, "%s wrote padding",
-							       rfb_op_name((enum rfb_op)op));
-							y = 23;
-							break;
-						}
+		for (int interp = 0; interp < 3; interp++) {
+			for (int op = 0; op < RFB_OP_COUNT; op++)
+				check_padded((enum rfb_op)op, mags[op], ch, interp);
+			for (int i = 0; i < 5; i++) {
+				check_padded(RFB_OP_SHEAR_X, shears[i], ch, interp);
+				check_padded(RFB_OP_SHEAR_Y, shears[i], ch, interp);
+				check_padded(RFB_OP_ROTATE, shears[i] * 90, ch, interp);
 			}
+		}
 }
 
 static void test_fill(void)
