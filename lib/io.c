@@ -67,6 +67,26 @@ int rfb_write_full(int fd, const void *buf, size_t n)
 	return 0;
 }
 
+int rfb_pwrite_full(int fd, const void *buf, size_t n, off_t off)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		ssize_t w = pwrite(fd, (const char *)buf + done, n - done,
+				   off + (off_t)done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		if (w == 0) {
+			errno = EIO;
+			return -1;
+		}
+		done += (size_t)w;
+	}
+	return 0;
+}
+
 /* Grow-as-you-go read for pipes and other files of unknown size. */
 static int load_stream(int fd, const char *path, size_t max_len,
 		       unsigned char **data, size_t *len, rfb_err *err)

@@ -229,7 +229,8 @@ static int list_classes(int rootfd, const char *root, struct strvec *out,
 		}
 	}
 	closedir(d);
-	qsort(out->v, out->n, sizeof *out->v, cmp_str);
+	if (out->n)
+		qsort(out->v, out->n, sizeof *out->v, cmp_str);
 	return 0;
 }
 
@@ -241,7 +242,8 @@ static int add_class_files(int rootfd, struct cand_list *l, uint32_t label,
 	struct ancestry up = { .depth = 0 };
 	int rc = walk(rootfd, l->classes[label], &up, &files, err);
 
-	qsort(files.v, files.n, sizeof *files.v, cmp_str);
+	if (files.n)
+		qsort(files.v, files.n, sizeof *files.v, cmp_str);
 	for (size_t i = 0; rc == 0 && i < files.n; i++) {
 		char *sep = strchr(files.v[i], '\x01');
 		*sep = '/';
@@ -430,7 +432,8 @@ static int derive_classes(struct cand_list *l, struct list_line *v, size_t n,
 	for (size_t i = 0; i < n; i++)
 		if (strvec_push(&names, strdup(v[i].label)))
 			return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-	qsort(names.v, names.n, sizeof *names.v, cmp_str);
+	if (names.n)
+		qsort(names.v, names.n, sizeof *names.v, cmp_str);
 	for (size_t i = 0; rc == 0 && i < names.n; i++)
 		if (i == 0 || strcmp(names.v[i], names.v[i - 1]))
 			rc = cand_add_class(l, names.v[i], err);

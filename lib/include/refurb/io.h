@@ -26,6 +26,9 @@ ssize_t rfb_pread_full(int fd, void *buf, size_t n, off_t off) RFB_MUST_CHECK;
  */
 int rfb_write_full(int fd, const void *buf, size_t n) RFB_MUST_CHECK;
 
+/* Like rfb_write_full() at file offset off (pwrite). */
+int rfb_pwrite_full(int fd, const void *buf, size_t n, off_t off) RFB_MUST_CHECK;
+
 /*
  * Load the whole of path ("-" is stdin) into a malloc'ed buffer.  Files
  * larger than max_len are refused with RFB_ELIMIT before anything is

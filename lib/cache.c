@@ -1,0 +1,614 @@
+/*
+ * cache.c - the cache writer: lock, manifest check, appending through
+ * write buffers into segments grouped by death epoch, eviction by segment
+ * death, delayed deletion and compaction (see cache.h, refurb-cache(5)).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache_internal.h"
+#include "refurb/io.h"
+
+#define COMPACT_LIVE_RATIO 0.5 /* compact segments less than half live */
+
+/* ---- segments and entries ---- */
+
+struct seg *cache_find_seg(rfb_cache *c, uint32_t id)
+{
+	size_t lo = 0, hi = c->nsegs;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (c->segs[mid].id == id)
+			return &c->segs[mid];
+		if (c->segs[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* Insert a segment in id order (ids are usually appended in order). */
+struct seg *cache_add_seg(rfb_cache *c, uint32_t id, uint32_t death,
+			  rfb_err *err)
+{
+	size_t pos = c->nsegs;
+	struct seg *s;
+
+	if (c->nsegs == c->cap_segs) {
+		size_t cap = c->cap_segs ? c->cap_segs * 2 : 16;
+		struct seg *ns = realloc(c->segs, cap * sizeof *ns);
+		if (!ns) {
+			rfb_err_set(err, RFB_ENOMEM, c->dir, "out of memory");
+			return NULL;
+		}
+		c->segs = ns;
+		c->cap_segs = cap;
+	}
+	while (pos > 0 && c->segs[pos - 1].id > id)
+		pos--;
+	memmove(c->segs + pos + 1, c->segs + pos,
+		(c->nsegs - pos) * sizeof *c->segs);
+	s = &c->segs[pos];
+	memset(s, 0, sizeof *s);
+	s->id = id;
+	s->death = death;
+	s->fd = -1;
+	s->dead_since = DEAD_SINCE_UNKNOWN;
+	c->nsegs++;
+	if (id >= c->next_id)
+		c->next_id = id + 1;
+	return s;
+}
+
+void cache_set_entry(rfb_cache *c, uint32_t sample, uint32_t seg,
+		     uint64_t offset, uint32_t length, uint32_t write_epoch,
+		     uint32_t death)
+{
+	struct entry *e = &c->entries[sample];
+	struct seg *s;
+
+	if (e->seg != RFB_CACHE_NO_SEGMENT && (s = cache_find_seg(c, e->seg)))
+		s->live -= e->length;
+	e->seg = seg;
+	e->offset = offset;
+	e->length = length;
+	e->write_epoch = write_epoch;
+	e->death = death;
+	if (seg != RFB_CACHE_NO_SEGMENT && (s = cache_find_seg(c, seg)))
+		s->live += length;
+}
+
+int rfb_cache_lookup(const rfb_cache *c, uint32_t sample,
+		     struct rfb_cache_entry *out)
+{
+	const struct entry *e;
+
+	if (sample >= c->man.samples)
+		return RFB_ENOTFOUND;
+	e = &c->entries[sample];
+	if (e->seg == RFB_CACHE_NO_SEGMENT)
+		return RFB_ENOTFOUND;
+	out->addr.segment = e->seg;
+	out->addr.offset = e->offset;
+	out->addr.length = e->length;
+	out->write_epoch = e->write_epoch;
+	out->death_epoch = e->death;
+	return 0;
+}
+
+void rfb_cache_forget(rfb_cache *c, uint32_t sample)
+{
+	if (sample < c->man.samples)
+		cache_set_entry(c, sample, RFB_CACHE_NO_SEGMENT, 0, 0, 0, 0);
+}
+
+/* ---- writing ---- */
+
+static int seg_open_fd(rfb_cache *c, struct seg *s, rfb_err *err)
+{
+	char path[4200];
+
+	if (s->fd >= 0)
+		return 0;
+	rfb_cache_segment_path(c->dir, s->id, path, sizeof path);
+	s->fd = open(path, O_RDWR | O_CLOEXEC);
+	if (s->fd < 0)
+		return rfb_err_sys(err, errno, path, "cannot open segment");
+	return 0;
+}
+
+/* Write s's buffer to its file. */
+static int seg_flush(rfb_cache *c, struct seg *s, rfb_err *err)
+{
+	char path[4200];
+	int rc;
+
+	if (s->buf_len == 0)
+		return 0;
+	if ((rc = seg_open_fd(c, s, err)))
+		return rc;
+	if (rfb_pwrite_full(s->fd, s->buf, s->buf_len, (off_t)s->durable) < 0) {
+		int e = errno;
+		rfb_cache_segment_path(c->dir, s->id, path, sizeof path);
+		/* cut what may have been half written: the file stays valid */
+		if (ftruncate(s->fd, (off_t)s->durable) < 0) {
+			/* the torn tail is cut at the next open instead */
+		}
+		return rfb_err_sys(err, e, path, "cannot write segment");
+	}
+	c->st.written_bytes += s->buf_len;
+	s->durable += s->buf_len;
+	s->buf_len = 0;
+	return 0;
+}
+
+/* A new, empty segment file for records dying in epoch death. */
+static struct seg *seg_create(rfb_cache *c, uint32_t death, rfb_err *err)
+{
+	unsigned char h[RFB_CACHE_SEGMENT_HEADER];
+	char path[4200];
+	struct seg *s;
+	int fd;
+
+	rfb_cache_segment_path(c->dir, c->next_id, path, sizeof path);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rfb_err_sys(err, errno, path, "cannot create segment");
+		return NULL;
+	}
+	cache_put_segment_header(h, c->next_id, death);
+	if (rfb_write_full(fd, h, sizeof h) < 0) {
+		rfb_err_sys(err, errno, path, "cannot write segment");
+		close(fd);
+		unlink(path);
+		return NULL;
+	}
+	if (!(s = cache_add_seg(c, c->next_id, death, err))) {
+		close(fd);
+		unlink(path);
+		return NULL;
+	}
+	s->fd = fd;
+	s->size = s->durable = sizeof h;
+	c->dir_dirty = 1;
+	return s;
+}
+
+/* The segment records dying in death go to: the newest live one with that
+ * death that has room, else a new one. */
+static struct seg *seg_for(rfb_cache *c, uint32_t death, size_t len,
+			   rfb_err *err)
+{
+	for (size_t i = c->nsegs; i-- > 0;) {
+		struct seg *s = &c->segs[i];
+		if (s->death != death || s->dead)
+			continue;
+		if (s->size + len <= c->man.segment_max ||
+		    s->size == RFB_CACHE_SEGMENT_HEADER)
+			return s;
+		break; /* the newest is full */
+	}
+	return seg_create(c, death, err);
+}
+
+static int seg_buffer(struct seg *s, const unsigned char *rec, size_t len,
+		      rfb_err *err)
+{
+	if (s->buf_cap - s->buf_len < len) {
+		size_t cap = s->buf_cap ? s->buf_cap : 1 << 20;
+		unsigned char *nb;
+		while (cap - s->buf_len < len)
+			cap *= 2;
+		if (!(nb = realloc(s->buf, cap)))
+			return rfb_err_set(err, RFB_ENOMEM, NULL,
+					   "out of memory for the write buffer");
+		s->buf = nb;
+		s->buf_cap = cap;
+	}
+	memcpy(s->buf + s->buf_len, rec, len);
+	s->buf_len += len;
+	s->size += len;
+	return 0;
+}
+
+int rfb_cache_append(rfb_cache *c, const unsigned char *rec, size_t len,
+		     const struct rfb_record_meta *m, struct rfb_cache_addr *addr,
+		     rfb_err *err)
+{
+	struct seg *s;
+	uint64_t off;
+	int rc;
+
+	if (m->sample >= c->man.samples)
+		return rfb_err_set(err, RFB_EINVAL, c->dir,
+				   "sample %u is beyond the index (%u samples)",
+				   m->sample, c->man.samples);
+	if (!(s = seg_for(c, m->death_epoch, len, err)))
+		return err ? err->code : RFB_EIO;
+	off = s->size;
+	if ((rc = seg_buffer(s, rec, len, err)))
+		return rc;
+	cache_set_entry(c, m->sample, s->id, off, (uint32_t)len, m->write_epoch,
+			m->death_epoch);
+	addr->segment = s->id;
+	addr->offset = off;
+	addr->length = (uint32_t)len;
+	c->st.appended_records++;
+	c->st.appended_bytes += len;
+	if (s->buf_len >= WRITE_BUFFER_FLUSH)
+		return seg_flush(c, s, err);
+	return 0;
+}
+
+int rfb_cache_flush(rfb_cache *c, rfb_err *err)
+{
+	int rc;
+
+	for (size_t i = 0; i < c->nsegs; i++)
+		if ((rc = seg_flush(c, &c->segs[i], err)))
+			return rc;
+	return 0;
+}
+
+/* ---- eviction, deletion, compaction ---- */
+
+static void seg_close(struct seg *s)
+{
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
+	free(s->buf);
+	s->buf = NULL;
+	s->buf_len = s->buf_cap = 0;
+}
+
+/* Segments whose records die in epoch become dead: forget their entries. */
+static void kill_segments(rfb_cache *c, uint32_t epoch, uint64_t step)
+{
+	int any = 0;
+
+	for (size_t i = 0; i < c->nsegs; i++) {
+		struct seg *s = &c->segs[i];
+		if (!s->dead && s->death <= epoch) {
+			s->dead = 1;
+			s->dead_since = step;
+			seg_close(s); /* flushed already; nothing more goes in */
+			any = 1;
+		}
+		if (s->dead && s->dead_since == DEAD_SINCE_UNKNOWN)
+			s->dead_since = step;
+	}
+	if (!any)
+		return;
+	for (uint32_t i = 0; i < c->man.samples; i++) {
+		struct entry *e = &c->entries[i];
+		struct seg *s;
+		if (e->seg != RFB_CACHE_NO_SEGMENT &&
+		    (s = cache_find_seg(c, e->seg)) && s->dead)
+			cache_set_entry(c, i, RFB_CACHE_NO_SEGMENT, 0, 0, 0, 0);
+	}
+}
+
+/* Delete dead segments whose grace has passed. */
+static int delete_segments(rfb_cache *c, uint64_t step, rfb_err *err)
+{
+	char path[4200];
+	size_t j = 0;
+
+	for (size_t i = 0; i < c->nsegs; i++) {
+		struct seg *s = &c->segs[i];
+		if (s->dead && step >= s->dead_since + c->grace) {
+			seg_close(s);
+			rfb_cache_segment_path(c->dir, s->id, path, sizeof path);
+			if (unlink(path) < 0 && errno != ENOENT)
+				return rfb_err_sys(err, errno, path,
+						   "cannot delete segment");
+			c->st.deleted_segments++;
+			c->dir_dirty = 1;
+			continue;
+		}
+		c->segs[j++] = *s;
+	}
+	c->nsegs = j;
+	return 0;
+}
+
+/* Copy the live records of sparse segment s to the open segment of its
+ * death epoch, then let s die like an evicted one. */
+static int compact_segment(rfb_cache *c, uint32_t sid, uint64_t step,
+			   rfb_err *err)
+{
+	rfb_imgbuf buf = { 0 };
+	int rc = 0;
+
+	for (uint32_t i = 0; rc == 0 && i < c->man.samples; i++) {
+		struct entry e = c->entries[i];
+		struct rfb_record_meta m;
+		struct rfb_cache_addr a;
+		struct seg *s = cache_find_seg(c, sid);
+		if (e.seg != sid)
+			continue;
+		if ((rc = seg_open_fd(c, s, err)) ||
+		    (rc = rfb_imgbuf_reserve(&buf, e.length, err)))
+			break;
+		if (rfb_pread_full(s->fd, buf.data, e.length, (off_t)e.offset) !=
+			    (ssize_t)e.length ||
+		    rfb_record_parse_header(buf.data, e.length, &m, NULL) ||
+		    rfb_record_verify(buf.data, e.length, &m, NULL) ||
+		    m.sample != i) {
+			rfb_cache_forget(c, i); /* unreadable: recomputed later */
+			continue;
+		}
+		rc = rfb_cache_append(c, buf.data, e.length, &m, &a, err);
+		c->st.compacted_records++;
+	}
+	rfb_imgbuf_free(&buf);
+	struct seg *s = cache_find_seg(c, sid);
+	if (rc == 0 && s) {
+		s->dead = 1;
+		s->dead_since = step;
+	}
+	return rc;
+}
+
+/* A segment is sparse when less than half its record bytes are live and
+ * nothing will be appended to it any more (a newer one has its death). */
+static int compact_sparse(rfb_cache *c, uint64_t step, rfb_err *err)
+{
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < c->nsegs; i++) {
+		struct seg *s = &c->segs[i];
+		uint64_t bytes = s->size - RFB_CACHE_SEGMENT_HEADER;
+		int superseded = 0;
+		if (s->dead || bytes == 0 ||
+		    (double)s->live >= COMPACT_LIVE_RATIO * (double)bytes)
+			continue;
+		for (size_t k = i + 1; k < c->nsegs; k++)
+			superseded |= c->segs[k].death == s->death && !c->segs[k].dead;
+		if (superseded || s->size >= c->man.segment_max)
+			rc = compact_segment(c, s->id, step, err);
+	}
+	return rc;
+}
+
+int rfb_cache_advance(rfb_cache *c, uint32_t epoch, uint64_t global_step,
+		      rfb_err *err)
+{
+	int rc;
+
+	if (!c->have_epoch || epoch != c->epoch) {
+		if ((rc = rfb_cache_flush(c, err)))
+			return rc;
+		kill_segments(c, epoch, global_step);
+		if ((rc = compact_sparse(c, global_step, err)))
+			return rc;
+		c->have_epoch = 1;
+		c->epoch = epoch;
+	}
+	c->step = global_step;
+	return delete_segments(c, global_step, err);
+}
+
+void rfb_cache_get_stats(const rfb_cache *c, struct rfb_cache_stats *out)
+{
+	struct rfb_cache_stats st = c->st;
+
+	st.live_records = st.live_bytes = 0;
+	for (uint32_t i = 0; i < c->man.samples; i++)
+		if (c->entries[i].seg != RFB_CACHE_NO_SEGMENT) {
+			st.live_records++;
+			st.live_bytes += c->entries[i].length;
+		}
+	st.segments = c->nsegs;
+	st.dead_segments = st.dead_bytes = 0;
+	for (size_t i = 0; i < c->nsegs; i++)
+		if (c->segs[i].dead) {
+			st.dead_segments++;
+			st.dead_bytes += c->segs[i].size;
+		}
+	*out = st;
+}
+
+/* ---- opening and closing ---- */
+
+static int take_lock(rfb_cache *c, rfb_err *err)
+{
+	char path[4200], pid[32];
+	ssize_t n;
+
+	snprintf(path, sizeof path, "%s/" LOCK_NAME, c->dir);
+	c->lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (c->lockfd < 0)
+		return rfb_err_sys(err, errno, path, "cannot open lock file");
+	if (flock(c->lockfd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno != EWOULDBLOCK)
+			return rfb_err_sys(err, errno, path, "cannot lock");
+		n = rfb_pread_full(c->lockfd, pid, sizeof pid - 1, 0);
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		return rfb_err_set(err, RFB_ELOCKED, c->dir,
+				   "cache is locked by process %s (another "
+				   "refurb-partial writes it)", pid[0] ? pid : "?");
+	}
+	n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+	if (ftruncate(c->lockfd, 0) < 0 ||
+	    rfb_pwrite_full(c->lockfd, pid, (size_t)n, 0) < 0)
+		return rfb_err_sys(err, errno, path, "cannot write lock file");
+	return 0;
+}
+
+/* Remove every cache file (for --reset): segments, checkpoint, manifest. */
+static int empty_cache(rfb_cache *c, rfb_err *err)
+{
+	uint32_t *ids;
+	size_t n;
+	char path[4200];
+	int rc = cache_list_segments(c->dir, &ids, &n, err);
+
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		rfb_cache_segment_path(c->dir, ids[i], path, sizeof path);
+		if (unlink(path) < 0 && errno != ENOENT)
+			rc = rfb_err_sys(err, errno, path, "cannot delete");
+	}
+	free(ids);
+	snprintf(path, sizeof path, "%s/" CHECKPOINT_NAME, c->dir);
+	if (rc == 0 && unlink(path) < 0 && errno != ENOENT)
+		rc = rfb_err_sys(err, errno, path, "cannot delete");
+	return rc;
+}
+
+/* Does dir hold anything but cache files?  (Then it is not a cache and
+ * refurb will not write into it.) */
+static int has_foreign_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int foreign = 0;
+
+	if (!d)
+		return 0;
+	while (!foreign && (e = readdir(d))) {
+		const char *n = e->d_name;
+		size_t len = strlen(n);
+		foreign = strcmp(n, ".") && strcmp(n, "..") &&
+			  strcmp(n, LOCK_NAME) && strcmp(n, CHECKPOINT_NAME) &&
+			  strncmp(n, MANIFEST_NAME, strlen(MANIFEST_NAME)) &&
+			  strncmp(n, CHECKPOINT_NAME ".tmp.", 12) &&
+			  !(len == 12 && strcmp(n + 8, ".seg") == 0);
+	}
+	closedir(d);
+	return foreign;
+}
+
+/* Compare the manifest on disk with want; start a new cache (writing the
+ * manifest) when there is none, or when reset is asked for. */
+static int check_manifest(rfb_cache *c, const struct rfb_cache_manifest *want,
+			  unsigned flags, struct rfb_cache_recovery *rec,
+			  rfb_err *err)
+{
+	struct rfb_cache_manifest have;
+	rfb_err why = { 0 };
+	const char *diff;
+	int rc = rfb_cache_read_manifest(c->dir, &have, &why);
+	int missing = rc == RFB_EIO && why.sys_errno == ENOENT;
+
+	if (rc == 0 && !(diff = rfb_cache_manifest_diff(&have, want)))
+		return 0;
+	if (!(flags & RFB_CACHE_RESET)) {
+		if (rc == 0)
+			return rfb_err_set(err, RFB_EMISMATCH, c->dir,
+				"cache was made with a different %s (use --reset "
+				"to empty it and start again)", diff);
+		if (!missing) {
+			*err = why;
+			return rc;
+		}
+		if (has_foreign_files(c->dir))
+			return rfb_err_set(err, RFB_EINVAL, c->dir,
+				"not a refurb cache and not empty; give a new "
+				"or empty directory");
+	}
+	rec->created = 1;
+	if ((rc = empty_cache(c, err)))
+		return rc;
+	return cache_write_manifest(c->dir, want, err);
+}
+
+rfb_cache *rfb_cache_open(const char *dir, const struct rfb_cache_manifest *want,
+			  unsigned flags, uint64_t grace,
+			  struct rfb_cache_recovery *rec, rfb_err *err)
+{
+	rfb_cache *c = calloc(1, sizeof *c);
+
+	memset(rec, 0, sizeof *rec);
+	if (!c || !(c->dir = strdup(dir))) {
+		free(c);
+		rfb_err_set(err, RFB_ENOMEM, dir, "out of memory");
+		return NULL;
+	}
+	c->lockfd = -1;
+	c->man = *want;
+	if (!c->man.segment_max)
+		c->man.segment_max = RFB_CACHE_DEFAULT_SEGMENT_MAX;
+	c->grace = grace;
+	c->entries = malloc(((size_t)want->samples + 1) * sizeof *c->entries);
+	if (!c->entries) {
+		rfb_err_set(err, RFB_ENOMEM, dir, "out of memory for the record index");
+		goto fail;
+	}
+	for (uint32_t i = 0; i < want->samples; i++)
+		c->entries[i].seg = RFB_CACHE_NO_SEGMENT;
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		rfb_err_sys(err, errno, dir, "cannot create cache directory");
+		goto fail;
+	}
+	if (take_lock(c, err) || check_manifest(c, &c->man, flags, rec, err))
+		goto fail;
+	c->manifest_hash = cache_manifest_hash(&c->man);
+	if (cache_recover(c, rec, err))
+		goto fail;
+	return c;
+fail:
+	for (size_t i = 0; i < c->nsegs; i++)
+		seg_close(&c->segs[i]);
+	if (c->lockfd >= 0)
+		close(c->lockfd);
+	free(c->segs);
+	free(c->entries);
+	free(c->dir);
+	free(c);
+	return NULL;
+}
+
+int rfb_cache_checkpoint(rfb_cache *c, rfb_err *err)
+{
+	char path[4200];
+	int rc;
+
+	if ((rc = rfb_cache_flush(c, err)))
+		return rc;
+	for (size_t i = 0; i < c->nsegs; i++) {
+		struct seg *s = &c->segs[i];
+		if (s->durable == s->synced || s->fd < 0)
+			continue;
+		if (fsync(s->fd) < 0) {
+			rfb_cache_segment_path(c->dir, s->id, path, sizeof path);
+			return rfb_err_sys(err, errno, path, "fsync failed");
+		}
+		s->synced = s->durable;
+	}
+	if (c->dir_dirty) {
+		snprintf(path, sizeof path, "%s/" CHECKPOINT_NAME, c->dir);
+		if ((rc = rfb_fsync_parent(path, err)))
+			return rc;
+		c->dir_dirty = 0;
+	}
+	return cache_write_checkpoint(c, err);
+}
+
+int rfb_cache_close(rfb_cache *c, rfb_err *err)
+{
+	int rc;
+
+	if (!c)
+		return 0;
+	rc = rfb_cache_checkpoint(c, err);
+	for (size_t i = 0; i < c->nsegs; i++)
+		seg_close(&c->segs[i]);
+	close(c->lockfd);
+	free(c->segs);
+	free(c->entries);
+	free(c->dir);
+	free(c);
+	return rc;
+}

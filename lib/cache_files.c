@@ -1,0 +1,366 @@
+/*
+ * cache_files.c - the cache directory's files as seen from outside the
+ * writer: the manifest, segment headers and names, the reader's view with
+ * its open segments, and the record-by-record scan (refurb-cache(5)).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache_internal.h"
+#include "refurb/bytes.h"
+#include "refurb/checksum.h"
+#include "refurb/io.h"
+
+#define MANIFEST_MAGIC "RFBCMAN\x01"
+#define MANIFEST_FIXED 64
+
+/* ---- manifest ---- */
+
+static size_t manifest_encode(const struct rfb_cache_manifest *m,
+			      unsigned char *b)
+{
+	size_t len = strnlen(m->pipeline, RFB_CACHE_MAX_SPEC - 1);
+
+	memset(b, 0, MANIFEST_FIXED);
+	memcpy(b, MANIFEST_MAGIC, 8);
+	rfb_put_le64(b + 8, m->index_identity);
+	rfb_put_le64(b + 16, m->schedule_identity);
+	rfb_put_le64(b + 24, m->seed);
+	rfb_put_le32(b + 32, m->samples);
+	b[36] = (unsigned char)m->codec.kind;
+	b[37] = (unsigned char)m->codec.level;
+	rfb_put_le32(b + 40, (uint32_t)len);
+	rfb_put_le64(b + 48, m->segment_max);
+	rfb_put_le32(b + 60, rfb_crc32c(0, b, 60));
+	memcpy(b + MANIFEST_FIXED, m->pipeline, len);
+	rfb_put_le32(b + MANIFEST_FIXED + len, rfb_crc32c(0, m->pipeline, len));
+	return MANIFEST_FIXED + len + 4;
+}
+
+uint64_t cache_manifest_hash(const struct rfb_cache_manifest *m)
+{
+	unsigned char b[MANIFEST_FIXED + RFB_CACHE_MAX_SPEC + 4];
+	size_t n = manifest_encode(m, b);
+
+	return rfb_hash64(b, n, 0);
+}
+
+int cache_write_manifest(const char *dir, const struct rfb_cache_manifest *m,
+			 rfb_err *err)
+{
+	unsigned char b[MANIFEST_FIXED + RFB_CACHE_MAX_SPEC + 4];
+	char path[4200];
+
+	snprintf(path, sizeof path, "%s/" MANIFEST_NAME, dir);
+	return rfb_file_replace(path, b, manifest_encode(m, b), err);
+}
+
+int rfb_cache_read_manifest(const char *dir, struct rfb_cache_manifest *m,
+			    rfb_err *err)
+{
+	char path[4200];
+	unsigned char *b;
+	size_t len, plen;
+	int rc = RFB_EFORMAT;
+
+	snprintf(path, sizeof path, "%s/" MANIFEST_NAME, dir);
+	if ((rc = rfb_file_load(path, MANIFEST_FIXED + RFB_CACHE_MAX_SPEC + 4,
+				&b, &len, err)))
+		return rc;
+	memset(m, 0, sizeof *m);
+	if (len < 8 || memcmp(b, MANIFEST_MAGIC, 7) != 0) {
+		rc = rfb_err_set(err, RFB_EFORMAT, path,
+				 "bad magic (not a refurb cache manifest)");
+	} else if (b[7] != MANIFEST_MAGIC[7]) {
+		rc = rfb_err_set(err, RFB_EVERSION, path,
+				 "cache format version %u, this refurb reads 1", b[7]);
+	} else if (len < MANIFEST_FIXED + 4 || rfb_crc32c(0, b, 60) != rfb_get_le32(b + 60) ||
+		   (plen = rfb_get_le32(b + 40)) >= RFB_CACHE_MAX_SPEC ||
+		   len != MANIFEST_FIXED + plen + 4 ||
+		   rfb_crc32c(0, b + MANIFEST_FIXED, plen) !=
+			   rfb_get_le32(b + MANIFEST_FIXED + plen)) {
+		rc = rfb_err_set(err, RFB_ECHECKSUM, path,
+				 "manifest is truncated or corrupt");
+	} else {
+		m->index_identity = rfb_get_le64(b + 8);
+		m->schedule_identity = rfb_get_le64(b + 16);
+		m->seed = rfb_get_le64(b + 24);
+		m->samples = rfb_get_le32(b + 32);
+		m->codec.kind = b[36];
+		m->codec.level = b[37];
+		m->segment_max = rfb_get_le64(b + 48);
+		memcpy(m->pipeline, b + MANIFEST_FIXED, plen);
+		m->pipeline[plen] = '\0';
+		rc = 0;
+	}
+	free(b);
+	return rc;
+}
+
+const char *rfb_cache_manifest_diff(const struct rfb_cache_manifest *a,
+				    const struct rfb_cache_manifest *b)
+{
+	if (a->index_identity != b->index_identity)
+		return "index";
+	if (a->samples != b->samples)
+		return "sample count";
+	if (a->schedule_identity != b->schedule_identity)
+		return "schedule";
+	if (strcmp(a->pipeline, b->pipeline) != 0)
+		return "pipeline";
+	if (a->seed != b->seed)
+		return "seed";
+	if (a->codec.kind != b->codec.kind || a->codec.level != b->codec.level)
+		return "codec";
+	return NULL;
+}
+
+/* ---- segments ---- */
+
+void cache_put_segment_header(unsigned char *h, uint32_t id, uint32_t death)
+{
+	memset(h, 0, RFB_CACHE_SEGMENT_HEADER);
+	memcpy(h, SEGMENT_MAGIC, 8);
+	rfb_put_le32(h + 8, id);
+	rfb_put_le32(h + 12, death);
+	rfb_put_le32(h + 60, rfb_crc32c(0, h, 60));
+}
+
+int cache_parse_segment_header(const unsigned char *h, uint32_t *id,
+			       uint32_t *death)
+{
+	if (memcmp(h, SEGMENT_MAGIC, 8) != 0 ||
+	    rfb_crc32c(0, h, 60) != rfb_get_le32(h + 60))
+		return RFB_EFORMAT;
+	*id = rfb_get_le32(h + 8);
+	*death = rfb_get_le32(h + 12);
+	return 0;
+}
+
+int rfb_cache_segment_path(const char *dir, uint32_t segment, char *buf,
+			   size_t n)
+{
+	int len = snprintf(buf, n, "%s/%08x.seg", dir, segment);
+
+	return len < 0 || (size_t)len >= n ? RFB_ELIMIT : 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Is name "XXXXXXXX.seg" (8 lowercase hex digits)?  Sets *id. */
+static int segment_name(const char *name, uint32_t *id)
+{
+	char *end;
+
+	if (strlen(name) != 12 || strcmp(name + 8, ".seg") != 0)
+		return 0;
+	for (int i = 0; i < 8; i++)
+		if (!strchr("0123456789abcdef", name[i]))
+			return 0;
+	*id = (uint32_t)strtoul(name, &end, 16);
+	return end == name + 8;
+}
+
+int cache_list_segments(const char *dir, uint32_t **ids, size_t *n,
+			rfb_err *err)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	uint32_t *v = NULL, id;
+	size_t cap = 0, count = 0;
+
+	if (!d)
+		return rfb_err_sys(err, errno, dir, "cannot read cache directory");
+	while ((e = readdir(d))) {
+		if (!segment_name(e->d_name, &id))
+			continue;
+		if (count == cap) {
+			uint32_t *nv = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof *v);
+			if (!nv) {
+				free(v);
+				closedir(d);
+				return rfb_err_set(err, RFB_ENOMEM, dir, "out of memory");
+			}
+			v = nv;
+		}
+		v[count++] = id;
+	}
+	closedir(d);
+	if (count)
+		qsort(v, count, sizeof *v, cmp_u32);
+	*ids = v;
+	*n = count;
+	return 0;
+}
+
+/* ---- the reader's view ---- */
+
+struct open_seg {
+	uint32_t id;
+	int fd;
+};
+
+struct rfb_cache_view {
+	char *dir;
+	int direct;
+	struct rfb_cache_manifest man;
+	struct open_seg *open;   /* sorted by id */
+	size_t nopen, cap;
+};
+
+rfb_cache_view *rfb_cache_view_open(const char *dir, int direct, rfb_err *err)
+{
+	rfb_cache_view *v = calloc(1, sizeof *v);
+
+	if (!v || !(v->dir = strdup(dir))) {
+		free(v);
+		rfb_err_set(err, RFB_ENOMEM, dir, "out of memory");
+		return NULL;
+	}
+	v->direct = direct;
+	if (rfb_cache_read_manifest(dir, &v->man, err)) {
+		rfb_cache_view_close(v);
+		return NULL;
+	}
+	return v;
+}
+
+void rfb_cache_view_close(rfb_cache_view *v)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < v->nopen; i++)
+		close(v->open[i].fd);
+	free(v->open);
+	free(v->dir);
+	free(v);
+}
+
+const struct rfb_cache_manifest *rfb_cache_view_manifest(const rfb_cache_view *v)
+{
+	return &v->man;
+}
+
+int rfb_cache_view_fd(rfb_cache_view *v, uint32_t segment, rfb_err *err)
+{
+	size_t lo = 0, hi = v->nopen;
+	char path[4200];
+	int fd;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (v->open[mid].id == segment)
+			return v->open[mid].fd;
+		if (v->open[mid].id < segment)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (rfb_cache_segment_path(v->dir, segment, path, sizeof path))
+		return rfb_err_set(err, RFB_ELIMIT, v->dir, "path too long");
+	fd = open(path, O_RDONLY | O_CLOEXEC | (v->direct ? O_DIRECT : 0));
+	if (fd < 0)
+		return errno == ENOENT
+			? rfb_err_set(err, RFB_ENOTFOUND, path, "segment is gone")
+			: rfb_err_sys(err, errno, path, "cannot open segment");
+	if (v->nopen == v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 32;
+		struct open_seg *no = realloc(v->open, cap * sizeof *no);
+		if (!no) {
+			close(fd);
+			return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+		}
+		v->open = no;
+		v->cap = cap;
+	}
+	memmove(v->open + lo + 1, v->open + lo, (v->nopen - lo) * sizeof *v->open);
+	v->open[lo].id = segment;
+	v->open[lo].fd = fd;
+	v->nopen++;
+	return fd;
+}
+
+/* ---- scanning ---- */
+
+/* Visit the records of one segment file, stopping at the first bad one. */
+static int scan_segment(const char *dir, uint32_t id, rfb_cache_visit_fn fn,
+			void *ctx, rfb_imgbuf *buf, rfb_err *err)
+{
+	char path[4200];
+	unsigned char h[RFB_CACHE_SEGMENT_HEADER];
+	uint32_t hid, death;
+	uint64_t off = RFB_CACHE_SEGMENT_HEADER;
+	rfb_err why = { 0 };
+	int fd, rc = 0;
+
+	rfb_cache_segment_path(dir, id, path, sizeof path);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return rfb_err_sys(err, errno, path, "cannot open segment");
+	if (rfb_pread_full(fd, h, sizeof h, 0) != (ssize_t)sizeof h ||
+	    cache_parse_segment_header(h, &hid, &death) || hid != id) {
+		rfb_err_set(&why, RFB_EFORMAT, path, "bad segment header");
+		struct rfb_cache_addr a = { id, 0, 0 };
+		rc = fn(ctx, id, 0, &a, NULL, &why);
+		close(fd);
+		return rc;
+	}
+	for (;;) {
+		struct rfb_record_meta m;
+		struct rfb_cache_addr a = { id, 0, off };
+		ssize_t got = rfb_pread_full(fd, buf->data, RFB_RECORD_HEADER_SIZE,
+					     (off_t)off);
+		if (got == 0)
+			break;
+		int bad = got != RFB_RECORD_HEADER_SIZE ||
+			  rfb_record_parse_header(buf->data, (size_t)got, &m, &why);
+		if (!bad) {
+			a.length = (uint32_t)rfb_record_size(&m);
+			if ((rc = rfb_imgbuf_reserve(buf, a.length, err)))
+				break;
+			got = rfb_pread_full(fd, buf->data, a.length, (off_t)off);
+			bad = got != (ssize_t)a.length ||
+			      rfb_record_verify(buf->data, a.length, &m, &why);
+		} else if (got != RFB_RECORD_HEADER_SIZE) {
+			rfb_err_set(&why, RFB_ETRUNC, path, "torn record at the end");
+		}
+		if (bad) {
+			snprintf(why.path, sizeof why.path, "%.500s", path);
+			rc = fn(ctx, id, death, &a, NULL, &why);
+			break;
+		}
+		if ((rc = fn(ctx, id, death, &a, &m, NULL)))
+			break;
+		off += a.length;
+	}
+	close(fd);
+	return rc;
+}
+
+int rfb_cache_scan(const char *dir, rfb_cache_visit_fn fn, void *ctx,
+		   rfb_err *err)
+{
+	uint32_t *ids;
+	size_t n;
+	rfb_imgbuf buf = { 0 };
+	int rc;
+
+	if ((rc = cache_list_segments(dir, &ids, &n, err)))
+		return rc;
+	rc = rfb_imgbuf_reserve(&buf, 1 << 20, err);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = scan_segment(dir, ids[i], fn, ctx, &buf, err);
+	rfb_imgbuf_free(&buf);
+	free(ids);
+	return rc;
+}

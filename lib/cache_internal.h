@@ -1,0 +1,80 @@
+/*
+ * cache_internal.h - the writer's state, shared by cache.c (appending,
+ * eviction, compaction), cache_recover.c (checkpoint and recovery) and
+ * cache_files.c (manifest, segment headers, listing).
+ */
+#ifndef REFURB_CACHE_INTERNAL_H
+#define REFURB_CACHE_INTERNAL_H
+
+#include <stdint.h>
+
+#include "refurb/cache.h"
+
+#define SEGMENT_MAGIC "RFBSEG\0\x01"
+#define CHECKPOINT_NAME "records"
+#define MANIFEST_NAME "manifest"
+#define LOCK_NAME "lock"
+#define WRITE_BUFFER_FLUSH ((size_t)4 << 20)
+#define DEAD_SINCE_UNKNOWN UINT64_MAX
+
+struct seg {
+	uint32_t id, death;
+	int dead;              /* its records died; kept until grace passes */
+	uint64_t dead_since;   /* global step it died at */
+	int fd;                /* -1 when not open */
+	uint64_t size;         /* bytes, buffered ones included */
+	uint64_t durable;      /* bytes written to the file */
+	uint64_t synced;       /* bytes known to be on stable storage */
+	uint64_t live;         /* bytes of records the index points to */
+	unsigned char *buf;    /* write buffer: bytes durable..size */
+	size_t buf_len, buf_cap;
+};
+
+struct entry {
+	uint32_t seg;          /* RFB_CACHE_NO_SEGMENT: no record */
+	uint32_t length;
+	uint64_t offset;
+	uint32_t write_epoch;
+	uint32_t death;
+};
+
+struct rfb_cache {
+	char *dir;
+	int lockfd;
+	struct rfb_cache_manifest man;
+	uint64_t manifest_hash;
+	struct entry *entries;       /* one per sample id */
+	struct seg *segs;            /* sorted by id */
+	size_t nsegs, cap_segs;
+	uint32_t next_id;
+	uint64_t grace;
+	int have_epoch, dir_dirty;
+	uint32_t epoch;
+	uint64_t step;
+	struct rfb_cache_stats st;
+};
+
+/* cache_files.c */
+uint64_t cache_manifest_hash(const struct rfb_cache_manifest *m);
+int cache_write_manifest(const char *dir, const struct rfb_cache_manifest *m,
+			 rfb_err *err);
+void cache_put_segment_header(unsigned char *h, uint32_t id, uint32_t death);
+int cache_parse_segment_header(const unsigned char *h, uint32_t *id,
+			       uint32_t *death);
+/* Sorted ids of the DIR/XXXXXXXX.seg files; *ids malloc'ed. */
+int cache_list_segments(const char *dir, uint32_t **ids, size_t *n,
+			rfb_err *err);
+
+/* cache.c */
+struct seg *cache_find_seg(rfb_cache *c, uint32_t id);
+struct seg *cache_add_seg(rfb_cache *c, uint32_t id, uint32_t death,
+			  rfb_err *err);
+void cache_set_entry(rfb_cache *c, uint32_t sample, uint32_t seg,
+		     uint64_t offset, uint32_t length, uint32_t write_epoch,
+		     uint32_t death);
+
+/* cache_recover.c */
+int cache_recover(rfb_cache *c, struct rfb_cache_recovery *rec, rfb_err *err);
+int cache_write_checkpoint(rfb_cache *c, rfb_err *err);
+
+#endif

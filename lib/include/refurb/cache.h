@@ -1,0 +1,204 @@
+/*
+ * cache.h - the on-disk log cache of partially augmented samples.
+ *
+ * A cache directory holds a manifest (what produced the cache), segment
+ * files of records (record.h) appended in plan order, and a checkpoint of
+ * the record index (which record serves which sample).  Records that die
+ * in the same epoch are written to the same segments, so that eviction is
+ * the deletion of whole segments and compaction normally copies nothing.
+ * Layout, durability rules and recovery are in refurb-cache(5).
+ *
+ * rfb_cache is the single writer (refurb-partial): it holds an exclusive
+ * lock on the directory.  rfb_cache_view is a reader's view (refurb-final,
+ * refurb-dump): no lock, segments opened on demand.
+ */
+#ifndef REFURB_CACHE_H
+#define REFURB_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "refurb/error.h"
+#include "refurb/record.h"
+
+#define RFB_CACHE_MAX_SPEC 4096
+#define RFB_CACHE_SEGMENT_HEADER 64
+#define RFB_CACHE_DEFAULT_SEGMENT_MAX ((uint64_t)256 << 20)
+#define RFB_CACHE_NO_SEGMENT 0xffffffffu
+
+/* What produced a cache; a cache refuses to serve different inputs. */
+struct rfb_cache_manifest {
+	uint64_t index_identity;
+	uint64_t schedule_identity;
+	uint64_t seed;            /* augmentation seed */
+	uint32_t samples;         /* samples in the index: record ids < this */
+	struct rfb_codec codec;
+	uint64_t segment_max;     /* bytes after which a segment is full */
+	char pipeline[RFB_CACHE_MAX_SPEC]; /* canonical partial pipeline */
+};
+
+/* Where a record is: what plan annotations carry (@segment.offset.length). */
+struct rfb_cache_addr {
+	uint32_t segment;
+	uint32_t length;          /* header + payload */
+	uint64_t offset;          /* from the start of the segment file */
+};
+
+/* A record index entry. */
+struct rfb_cache_entry {
+	struct rfb_cache_addr addr;
+	uint32_t write_epoch;
+	uint32_t death_epoch;
+};
+
+/* What opening (recovery) found and did. */
+struct rfb_cache_recovery {
+	int created;              /* a new, empty cache */
+	int from_checkpoint;      /* the record index came from a checkpoint */
+	uint64_t segments;        /* segment files found */
+	uint64_t records;         /* records known after recovery */
+	uint64_t scanned;         /* records read to recover them */
+	uint64_t torn_bytes;      /* bytes cut from torn segment tails */
+	uint64_t lost;            /* entries dropped (segment missing/short) */
+};
+
+struct rfb_cache_stats {
+	uint64_t live_records, live_bytes;
+	uint64_t segments, dead_segments, dead_bytes;
+	uint64_t appended_records, appended_bytes; /* by this process */
+	uint64_t written_bytes;   /* to segment files by this process,
+				   * compaction copies included */
+	uint64_t compacted_records, deleted_segments;
+};
+
+typedef struct rfb_cache rfb_cache;
+
+enum {
+	RFB_CACHE_RESET = 1,      /* empty a cache made for other inputs */
+};
+
+/*
+ * Open (creating it if needed) the cache directory dir as its only
+ * writer: take the lock (RFB_ELOCKED naming the holder's pid), check the
+ * manifest against want (RFB_EMISMATCH saying what differs, unless
+ * RFB_CACHE_RESET, which empties the cache), and recover: load the last
+ * checkpoint, scan what was appended after it, cut torn tails.  grace is
+ * how many batches a dead segment is kept after it dies (readers may still
+ * be reading it).  Returns the handle or NULL with err filled.
+ */
+rfb_cache *rfb_cache_open(const char *dir, const struct rfb_cache_manifest *want,
+			  unsigned flags, uint64_t grace,
+			  struct rfb_cache_recovery *rec, rfb_err *err);
+
+/*
+ * Flush, checkpoint and unlock.  Returns 0 or a negative RFB_E* code (the
+ * handle is freed either way).  NULL accepted.
+ */
+int rfb_cache_close(rfb_cache *c, rfb_err *err);
+
+/* The record serving sample, if any: 0 or RFB_ENOTFOUND. */
+int rfb_cache_lookup(const rfb_cache *c, uint32_t sample,
+		     struct rfb_cache_entry *e);
+
+/*
+ * Forget sample's record (it was found bad).  The bytes stay until their
+ * segment goes.
+ */
+void rfb_cache_forget(rfb_cache *c, uint32_t sample);
+
+/*
+ * Append the complete record rec (len bytes, header m) to the segment of
+ * records dying in m->death_epoch, through the write buffer, and make it
+ * the sample's record.  *addr is where it will be once flushed.  Returns 0
+ * or a negative RFB_E* code (RFB_ENOSPC ...).
+ */
+int rfb_cache_append(rfb_cache *c, const unsigned char *rec, size_t len,
+		     const struct rfb_record_meta *m, struct rfb_cache_addr *addr,
+		     rfb_err *err) RFB_MUST_CHECK;
+
+/*
+ * Write the buffered records to their segment files, so that readers can
+ * read every address handed out so far.  Call before emitting a batch.
+ */
+int rfb_cache_flush(rfb_cache *c, rfb_err *err) RFB_MUST_CHECK;
+
+/*
+ * Tell the cache where the plan is: batch global_step of epoch.  At a new
+ * epoch the segments whose records die in it become dead (their samples
+ * are misses now) and sparse segments are compacted; dead segments whose
+ * grace has passed are deleted.  Returns 0 or a negative RFB_E* code.
+ */
+int rfb_cache_advance(rfb_cache *c, uint32_t epoch, uint64_t global_step,
+		      rfb_err *err) RFB_MUST_CHECK;
+
+/*
+ * Make everything appended so far durable: flush, fsync the segments that
+ * changed, write the record index checkpoint atomically.
+ */
+int rfb_cache_checkpoint(rfb_cache *c, rfb_err *err) RFB_MUST_CHECK;
+
+void rfb_cache_get_stats(const rfb_cache *c, struct rfb_cache_stats *s);
+
+/* ---- manifest ---- */
+
+/*
+ * Compare two manifests; returns NULL if they match, else a static
+ * description of the first difference ("index", "schedule", "pipeline",
+ * "seed", "codec", "sample count").
+ */
+const char *rfb_cache_manifest_diff(const struct rfb_cache_manifest *a,
+				    const struct rfb_cache_manifest *b);
+
+/* Read dir's manifest into *m.  0 or a negative RFB_E* code. */
+int rfb_cache_read_manifest(const char *dir, struct rfb_cache_manifest *m,
+			    rfb_err *err) RFB_MUST_CHECK;
+
+/* ---- reading ---- */
+
+/* "DIR/SSSSSSSS.seg" for segment id into buf of size n; 0 or RFB_ELIMIT. */
+int rfb_cache_segment_path(const char *dir, uint32_t segment, char *buf,
+			   size_t n);
+
+typedef struct rfb_cache_view rfb_cache_view;
+
+/*
+ * A reader's view of dir: the manifest is read and kept; segment files
+ * are opened on first use (with O_DIRECT when direct is set) and kept
+ * open, so a segment deleted later stays readable through the view.
+ */
+rfb_cache_view *rfb_cache_view_open(const char *dir, int direct, rfb_err *err);
+
+void rfb_cache_view_close(rfb_cache_view *v);
+
+const struct rfb_cache_manifest *rfb_cache_view_manifest(const rfb_cache_view *v);
+
+/* File descriptor of segment (owned by the view), or a negative RFB_E*
+ * code with err filled (the file is gone: RFB_ENOTFOUND). */
+int rfb_cache_view_fd(rfb_cache_view *v, uint32_t segment, rfb_err *err);
+
+/*
+ * Visit every record of every segment of dir in order, checking each
+ * (header, payload checksum).  fn gets the segment, the record's address,
+ * its header (NULL when the record is bad, with why filled) and returns 0
+ * to go on.  Used by refurb-dump's listing and --verify.  Returns 0 or
+ * the first non-zero value of fn, or a negative RFB_E* code.
+ */
+typedef int (*rfb_cache_visit_fn)(void *ctx, uint32_t segment,
+				  uint32_t death_epoch,
+				  const struct rfb_cache_addr *addr,
+				  const struct rfb_record_meta *m,
+				  const rfb_err *why);
+int rfb_cache_scan(const char *dir, rfb_cache_visit_fn fn, void *ctx,
+		   rfb_err *err);
+
+/*
+ * Load dir's record index checkpoint: calls fn for every entry (sample and
+ * entry).  Returns 0, RFB_ENOTFOUND if there is no checkpoint, or a
+ * negative RFB_E* code if it is corrupt.
+ */
+int rfb_cache_read_checkpoint(const char *dir,
+			      void (*fn)(void *ctx, uint32_t sample,
+					 const struct rfb_cache_entry *e),
+			      void *ctx, rfb_err *err);
+
+#endif

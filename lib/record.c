@@ -1,0 +1,303 @@
+/*
+ * record.c - encoding, checking and decoding cache records (see
+ * record.h; layout in refurb-cache(5)).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "refurb/bytes.h"
+#include "refurb/checksum.h"
+#include "refurb/decode.h"
+#include "refurb/encode.h"
+#include "refurb/record.h"
+
+#define RECORD_MAGIC "RFR"
+#define RECORD_VERSION 1
+
+struct rfb_codec_ctx {
+	ZSTD_CCtx *zc;
+	ZSTD_DCtx *zd;
+	rfb_encoder *jenc;   /* made on first use */
+	rfb_decoder *jdec;
+	rfb_imgbuf packed;   /* contiguous copy of a strided image */
+	rfb_imgbuf jpeg;     /* JPEG payload before it is framed */
+};
+
+int rfb_codec_parse(const char *text, struct rfb_codec *c, rfb_err *err)
+{
+	const char *colon = strchr(text, ':');
+	size_t name_len = colon ? (size_t)(colon - text) : strlen(text);
+	char *end;
+	long v;
+
+	if (name_len == 3 && !strncmp(text, "raw", 3) && !colon) {
+		c->kind = RFB_CODEC_RAW;
+		c->level = 0;
+		return 0;
+	}
+	if (name_len == 4 && !strncmp(text, "zstd", 4)) {
+		c->kind = RFB_CODEC_ZSTD;
+		c->level = RFB_CODEC_ZSTD_DEFAULT_LEVEL;
+	} else if (name_len == 4 && !strncmp(text, "jpeg", 4)) {
+		c->kind = RFB_CODEC_JPEG;
+		c->level = RFB_CODEC_JPEG_DEFAULT_QUALITY;
+	} else {
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "unknown codec '%s' (zstd[:LEVEL], raw, "
+				   "jpeg[:QUALITY])", text);
+	}
+	if (!colon)
+		return 0;
+	v = strtol(colon + 1, &end, 10);
+	if (!colon[1] || *end || v < 1 ||
+	    v > (c->kind == RFB_CODEC_ZSTD ? 19 : 100))
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "codec '%s': %s must be a number from 1 to %d",
+				   text, c->kind == RFB_CODEC_ZSTD ? "level"
+				   : "quality", c->kind == RFB_CODEC_ZSTD ? 19 : 100);
+	c->level = (int)v;
+	return 0;
+}
+
+const char *rfb_codec_text(const struct rfb_codec *c, char *buf, size_t n)
+{
+	if (c->kind == RFB_CODEC_RAW)
+		snprintf(buf, n, "raw");
+	else
+		snprintf(buf, n, "%s:%d", c->kind == RFB_CODEC_ZSTD ? "zstd"
+			 : "jpeg", c->level);
+	return buf;
+}
+
+rfb_codec_ctx *rfb_codec_ctx_new(rfb_err *err)
+{
+	rfb_codec_ctx *x = calloc(1, sizeof *x);
+
+	if (x) {
+		x->zc = ZSTD_createCCtx();
+		x->zd = ZSTD_createDCtx();
+	}
+	if (!x || !x->zc || !x->zd) {
+		rfb_codec_ctx_free(x);
+		rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory for codecs");
+		return NULL;
+	}
+	return x;
+}
+
+void rfb_codec_ctx_free(rfb_codec_ctx *x)
+{
+	if (!x)
+		return;
+	ZSTD_freeCCtx(x->zc);
+	ZSTD_freeDCtx(x->zd);
+	rfb_encoder_free(x->jenc);
+	rfb_decoder_free(x->jdec);
+	rfb_imgbuf_free(&x->packed);
+	rfb_imgbuf_free(&x->jpeg);
+	free(x);
+}
+
+/* The image's pixels as one contiguous block (a copy only if strided). */
+static const unsigned char *contiguous(rfb_codec_ctx *x, const rfb_image *img,
+				       rfb_err *err)
+{
+	rfb_image packed;
+
+	if (img->stride == (size_t)img->width * img->channels)
+		return img->data;
+	if (rfb_image_alloc(&packed, &x->packed, img->width, img->height,
+			    img->channels, err))
+		return NULL;
+	rfb_image_copy(&packed, img);
+	return packed.data;
+}
+
+static void put_header(unsigned char *h, const struct rfb_record_meta *m)
+{
+	memcpy(h, RECORD_MAGIC, 3);
+	h[3] = RECORD_VERSION;
+	rfb_put_le32(h + 4, m->sample);
+	rfb_put_le32(h + 8, m->write_epoch);
+	rfb_put_le32(h + 12, m->death_epoch);
+	rfb_put_le32(h + 16, m->stored_len);
+	rfb_put_le32(h + 20, m->raw_len);
+	rfb_put_le16(h + 24, m->width);
+	rfb_put_le16(h + 26, m->height);
+	h[28] = m->channels;
+	h[29] = m->codec;
+	rfb_put_le16(h + 30, 0);
+	rfb_put_le32(h + 32, m->payload_crc);
+	rfb_put_le32(h + 36, rfb_crc32c(0, h, 36));
+}
+
+/* Compress (or copy) the pixels into out after the header's room. */
+static int encode_payload(rfb_codec_ctx *x, const struct rfb_codec *codec,
+			  const rfb_image *img, const unsigned char *px,
+			  size_t raw, rfb_imgbuf *out, size_t *stored,
+			  rfb_err *err)
+{
+	size_t cap, n;
+	int rc;
+
+	if (codec->kind == RFB_CODEC_JPEG) {
+		if (!x->jenc && !(x->jenc = rfb_encoder_new(err)))
+			return err ? err->code : RFB_ENOMEM;
+		rc = rfb_jpeg_encode(x->jenc, img, codec->level, RFB_ENCODE_444,
+				     &x->jpeg, &n, err);
+		if (rc || (rc = rfb_imgbuf_reserve(out, RFB_RECORD_HEADER_SIZE + n,
+						   err)))
+			return rc;
+		memcpy(out->data + RFB_RECORD_HEADER_SIZE, x->jpeg.data, n);
+		*stored = n;
+		return 0;
+	}
+	cap = codec->kind == RFB_CODEC_ZSTD ? ZSTD_compressBound(raw) : raw;
+	if ((rc = rfb_imgbuf_reserve(out, RFB_RECORD_HEADER_SIZE + cap, err)))
+		return rc;
+	if (codec->kind == RFB_CODEC_RAW) {
+		memcpy(out->data + RFB_RECORD_HEADER_SIZE, px, raw);
+		*stored = raw;
+		return 0;
+	}
+	n = ZSTD_compressCCtx(x->zc, out->data + RFB_RECORD_HEADER_SIZE, cap,
+			      px, raw, codec->level);
+	if (ZSTD_isError(n))
+		return rfb_err_set(err, RFB_EINVAL, NULL, "zstd: %s",
+				   ZSTD_getErrorName(n));
+	*stored = n;
+	return 0;
+}
+
+int rfb_record_encode(rfb_codec_ctx *x, const struct rfb_codec *codec,
+		      const rfb_image *img, uint32_t sample,
+		      uint32_t write_epoch, uint32_t death_epoch,
+		      rfb_imgbuf *out, size_t *len, rfb_err *err)
+{
+	struct rfb_record_meta m = { 0 };
+	size_t raw = (size_t)img->width * img->height * img->channels, stored = 0;
+	const unsigned char *px;
+	int rc;
+
+	if (img->width > 65535 || img->height > 65535 || raw > RFB_RECORD_MAX_RAW)
+		return rfb_err_set(err, RFB_ELIMIT, NULL,
+				   "image %dx%d too large for a cache record",
+				   img->width, img->height);
+	if (!(px = contiguous(x, img, err)))
+		return err ? err->code : RFB_ENOMEM;
+	if ((rc = encode_payload(x, codec, img, px, raw, out, &stored, err)))
+		return rc;
+	if (stored > RFB_RECORD_MAX_STORED)
+		return rfb_err_set(err, RFB_ELIMIT, NULL, "record too large");
+	m.sample = sample;
+	m.write_epoch = write_epoch;
+	m.death_epoch = death_epoch;
+	m.stored_len = (uint32_t)stored;
+	m.raw_len = (uint32_t)raw;
+	m.width = (uint16_t)img->width;
+	m.height = (uint16_t)img->height;
+	m.channels = (uint8_t)img->channels;
+	m.codec = (uint8_t)codec->kind;
+	m.payload_crc = rfb_crc32c(0, out->data + RFB_RECORD_HEADER_SIZE, stored);
+	put_header(out->data, &m);
+	*len = RFB_RECORD_HEADER_SIZE + stored;
+	return 0;
+}
+
+int rfb_record_parse_header(const unsigned char *h, size_t len,
+			    struct rfb_record_meta *m, rfb_err *err)
+{
+	if (len < RFB_RECORD_HEADER_SIZE)
+		return rfb_err_set(err, RFB_ETRUNC, NULL, "record header cut short");
+	if (memcmp(h, RECORD_MAGIC, 3) != 0)
+		return rfb_err_set(err, RFB_EFORMAT, NULL,
+				   "bad record magic (not a refurb cache record)");
+	if (h[3] != RECORD_VERSION)
+		return rfb_err_set(err, RFB_EVERSION, NULL,
+				   "record version %u, this refurb reads %u", h[3],
+				   RECORD_VERSION);
+	if (rfb_crc32c(0, h, 36) != rfb_get_le32(h + 36))
+		return rfb_err_set(err, RFB_ECHECKSUM, NULL,
+				   "record header checksum mismatch");
+	m->sample = rfb_get_le32(h + 4);
+	m->write_epoch = rfb_get_le32(h + 8);
+	m->death_epoch = rfb_get_le32(h + 12);
+	m->stored_len = rfb_get_le32(h + 16);
+	m->raw_len = rfb_get_le32(h + 20);
+	m->width = rfb_get_le16(h + 24);
+	m->height = rfb_get_le16(h + 26);
+	m->channels = h[28];
+	m->codec = h[29];
+	m->payload_crc = rfb_get_le32(h + 32);
+	if (m->codec > RFB_CODEC_JPEG || (m->channels != 1 && m->channels != 3) ||
+	    !m->width || !m->height ||
+	    (uint64_t)m->width * m->height * m->channels != m->raw_len)
+		return rfb_err_set(err, RFB_EFORMAT, NULL,
+				   "record header is inconsistent");
+	if (m->raw_len > RFB_RECORD_MAX_RAW || m->stored_len > RFB_RECORD_MAX_STORED ||
+	    (m->codec == RFB_CODEC_RAW && m->stored_len != m->raw_len))
+		return rfb_err_set(err, RFB_ELIMIT, NULL,
+				   "record lengths out of range");
+	return 0;
+}
+
+int rfb_record_verify(const unsigned char *rec, size_t len,
+		      const struct rfb_record_meta *m, rfb_err *err)
+{
+	if (len < rfb_record_size(m))
+		return rfb_err_set(err, RFB_ETRUNC, NULL, "record cut short");
+	if (rfb_crc32c(0, rec + RFB_RECORD_HEADER_SIZE, m->stored_len) !=
+	    m->payload_crc)
+		return rfb_err_set(err, RFB_ECHECKSUM, NULL,
+				   "record payload checksum mismatch");
+	return 0;
+}
+
+static int decode_jpeg(rfb_codec_ctx *x, const unsigned char *p,
+		       const struct rfb_record_meta *m, rfb_image *img,
+		       rfb_imgbuf *buf, rfb_err *err)
+{
+	struct rfb_decode_opts o = { 0 };
+	int rc;
+
+	if (!x->jdec && !(x->jdec = rfb_decoder_new(err)))
+		return err ? err->code : RFB_ENOMEM;
+	o.color = m->channels == 1 ? RFB_DECODE_GRAY : RFB_DECODE_RGB;
+	rc = rfb_decode(x->jdec, p, m->stored_len, &o, img, buf, NULL, err);
+	if (rc == 0 && (img->width != m->width || img->height != m->height ||
+			img->channels != m->channels))
+		rc = rfb_err_set(err, RFB_EFORMAT, NULL,
+				 "record's JPEG does not match its header");
+	return rc;
+}
+
+int rfb_record_decode(rfb_codec_ctx *x, const unsigned char *rec, size_t len,
+		      struct rfb_record_meta *m, rfb_image *img,
+		      rfb_imgbuf *buf, rfb_err *err)
+{
+	const unsigned char *p = rec + RFB_RECORD_HEADER_SIZE;
+	size_t n;
+	int rc;
+
+	if ((rc = rfb_record_parse_header(rec, len, m, err)) ||
+	    (rc = rfb_record_verify(rec, len, m, err)))
+		return rc;
+	if (m->codec == RFB_CODEC_JPEG)
+		return decode_jpeg(x, p, m, img, buf, err);
+	if ((rc = rfb_image_alloc(img, buf, m->width, m->height, m->channels,
+				  err)))
+		return rc;
+	if (m->codec == RFB_CODEC_RAW) {
+		memcpy(img->data, p, m->raw_len);
+		return 0;
+	}
+	n = ZSTD_decompressDCtx(x->zd, img->data, m->raw_len, p, m->stored_len);
+	if (ZSTD_isError(n) || n != m->raw_len)
+		return rfb_err_set(err, RFB_EFORMAT, NULL,
+				   "record payload does not decompress: %s",
+				   ZSTD_isError(n) ? ZSTD_getErrorName(n)
+				   : "wrong length");
+	return 0;
+}

@@ -1,0 +1,350 @@
+/*
+ * test_cache.c - records and the log cache: codecs, append and lookup,
+ * readers, checkpoint and recovery after a crash, torn tails, eviction by
+ * segment death with grace, compaction, lock, manifest checks.
+ */
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "refurb/cache.h"
+#include "refurb/io.h"
+#include "refurb/record.h"
+#include "test.h"
+
+static char dir[64];
+static rfb_codec_ctx *codec_ctx;
+
+static void fill(rfb_image *img, rfb_imgbuf *buf, uint32_t sample, int w)
+{
+	CHECK(rfb_image_alloc(img, buf, w, w / 2 + 1, 3, NULL) == 0);
+	for (size_t i = 0; i < img->stride * img->height; i++)
+		img->data[i] = (unsigned char)(i * 7 + sample * 13 + (i / 50) % 9);
+}
+
+static struct rfb_cache_manifest manifest(void)
+{
+	struct rfb_cache_manifest m = { 0 };
+
+	m.index_identity = 11;
+	m.schedule_identity = 22;
+	m.seed = 7;
+	m.samples = 100;
+	m.codec.kind = RFB_CODEC_ZSTD;
+	m.codec.level = 1;
+	m.segment_max = 64 << 10;
+	snprintf(m.pipeline, sizeof m.pipeline, "resize=32");
+	return m;
+}
+
+static int put(rfb_cache *c, uint32_t sample, uint32_t wepoch, uint32_t death,
+	       struct rfb_cache_addr *a)
+{
+	rfb_imgbuf ibuf = { 0 }, rbuf = { 0 };
+	rfb_image img;
+	struct rfb_codec codec = { RFB_CODEC_ZSTD, 1 };
+	struct rfb_record_meta m;
+	size_t len;
+	rfb_err err = { 0 };
+	int rc;
+
+	fill(&img, &ibuf, sample * 31 + wepoch, 40);
+	rc = rfb_record_encode(codec_ctx, &codec, &img, sample, wepoch, death,
+			       &rbuf, &len, &err);
+	CHECK(rc == 0);
+	CHECK(rfb_record_parse_header(rbuf.data, len, &m, &err) == 0);
+	rc = rfb_cache_append(c, rbuf.data, len, &m, a, &err);
+	rfb_imgbuf_free(&ibuf);
+	rfb_imgbuf_free(&rbuf);
+	return rc;
+}
+
+/* Read the record at a through a view and check it is sample's. */
+static int readable(rfb_cache_view *v, const struct rfb_cache_addr *a,
+		    uint32_t sample, uint32_t wepoch)
+{
+	rfb_imgbuf rbuf = { 0 }, ibuf = { 0 }, ebuf = { 0 };
+	rfb_image img, expect;
+	struct rfb_record_meta m;
+	rfb_err err = { 0 };
+	int fd = rfb_cache_view_fd(v, a->segment, &err), ok = 0;
+
+	if (fd >= 0 && rfb_imgbuf_reserve(&rbuf, a->length, &err) == 0 &&
+	    rfb_pread_full(fd, rbuf.data, a->length, (off_t)a->offset) ==
+		    (ssize_t)a->length &&
+	    rfb_record_decode(codec_ctx, rbuf.data, a->length, &m, &img, &ibuf,
+			      &err) == 0) {
+		fill(&expect, &ebuf, sample * 31 + wepoch, 40);
+		ok = m.sample == sample && m.write_epoch == wepoch &&
+		     img.width == expect.width &&
+		     memcmp(img.data, expect.data, m.raw_len) == 0;
+	}
+	rfb_imgbuf_free(&rbuf);
+	rfb_imgbuf_free(&ibuf);
+	rfb_imgbuf_free(&ebuf);
+	return ok;
+}
+
+static void test_codecs(void)
+{
+	struct rfb_codec c;
+	char t[32];
+	rfb_err err = { 0 };
+
+	CHECK(rfb_codec_parse("zstd", &c, &err) == 0 && c.kind == RFB_CODEC_ZSTD);
+	CHECK(strcmp(rfb_codec_text(&c, t, sizeof t), "zstd:1") == 0);
+	CHECK(rfb_codec_parse("zstd:19", &c, &err) == 0 && c.level == 19);
+	CHECK(rfb_codec_parse("jpeg:75", &c, &err) == 0 && c.level == 75);
+	CHECK(rfb_codec_parse("raw", &c, &err) == 0 && c.kind == RFB_CODEC_RAW);
+	CHECK(rfb_codec_parse("zstd:0", &c, &err) == RFB_EINVAL);
+	CHECK(rfb_codec_parse("jpeg:101", &c, &err) == RFB_EINVAL);
+	CHECK(rfb_codec_parse("lz4", &c, &err) == RFB_EINVAL);
+	CHECK(rfb_codec_parse("raw:3", &c, &err) == RFB_EINVAL);
+
+	/* every codec round-trips (JPEG approximately), 1 and 3 channels */
+	const char *names[] = { "raw", "zstd:3", "jpeg:95" };
+	for (int k = 0; k < 3; k++)
+		for (int ch = 1; ch <= 3; ch += 2) {
+			rfb_imgbuf ib = { 0 }, rb = { 0 }, ob = { 0 };
+			rfb_image img, out;
+			struct rfb_record_meta m;
+			size_t len;
+			CHECK(rfb_codec_parse(names[k], &c, &err) == 0);
+			CHECK(rfb_image_alloc(&img, &ib, 37, 23, ch, &err) == 0);
+			for (size_t i = 0; i < 37 * 23 * (size_t)ch; i++)
+				img.data[i] = (unsigned char)(100 + (i % 37) + (i / 111));
+			CHECK(rfb_record_encode(codec_ctx, &c, &img, 5, 1, 4, &rb,
+						&len, &err) == 0);
+			CHECK(rfb_record_decode(codec_ctx, rb.data, len, &m, &out,
+						&ob, &err) == 0);
+			CHECK(m.sample == 5 && m.write_epoch == 1 && m.death_epoch == 4);
+			CHECK(out.width == 37 && out.height == 23 && out.channels == ch);
+			int maxdiff = 0;
+			for (size_t i = 0; i < m.raw_len; i++) {
+				int d = abs(out.data[i] - img.data[i]);
+				maxdiff = d > maxdiff ? d : maxdiff;
+			}
+			CHECKF(k == 2 ? maxdiff < 12 : maxdiff == 0, "%s: %d",
+			       names[k], maxdiff);
+			/* every corrupted byte is caught */
+			for (size_t i = 0; i < len; i += 7) {
+				rb.data[i] ^= 1;
+				CHECK(rfb_record_decode(codec_ctx, rb.data, len, &m,
+							&out, &ob, &err) != 0);
+				rb.data[i] ^= 1;
+			}
+			CHECK(rfb_record_decode(codec_ctx, rb.data, len - 1, &m,
+						&out, &ob, &err) == RFB_ETRUNC);
+			rfb_imgbuf_free(&ib);
+			rfb_imgbuf_free(&rb);
+			rfb_imgbuf_free(&ob);
+		}
+}
+
+static void test_append_lookup_read(void)
+{
+	struct rfb_cache_manifest m = manifest();
+	struct rfb_cache_recovery rec;
+	struct rfb_cache_addr a[20];
+	struct rfb_cache_entry e;
+	rfb_err err = { 0 };
+	rfb_cache *c = rfb_cache_open(dir, &m, 0, 2, &rec, &err);
+
+	CHECKF(c != NULL, "%s", err.msg);
+	if (!c)
+		return;
+	CHECK(rec.created);
+	for (uint32_t i = 0; i < 20; i++)
+		CHECK(put(c, i, 0, 1 + i % 3, &a[i]) == 0);
+	CHECK(rfb_cache_flush(c, &err) == 0);
+	CHECK(rfb_cache_lookup(c, 4, &e) == 0 && e.death_epoch == 2 &&
+	      e.addr.offset == a[4].offset && e.addr.segment == a[4].segment);
+	CHECK(rfb_cache_lookup(c, 50, &e) == RFB_ENOTFOUND);
+	/* three death epochs: records of each in their own segments */
+	CHECK(a[0].segment != a[1].segment && a[1].segment != a[2].segment);
+	rfb_cache_view *v = rfb_cache_view_open(dir, 0, &err);
+	CHECK(v != NULL);
+	for (uint32_t i = 0; v && i < 20; i++)
+		CHECKF(readable(v, &a[i], i, 0), "sample %u", i);
+	rfb_cache_view_close(v);
+	CHECK(rfb_cache_close(c, &err) == 0);
+
+	/* reopen: the checkpoint gives back every entry */
+	c = rfb_cache_open(dir, &m, 0, 2, &rec, &err);
+	CHECK(c && !rec.created && rec.from_checkpoint && rec.records == 20);
+	CHECK(rec.scanned == 0 && rec.torn_bytes == 0);
+	CHECK(c && rfb_cache_lookup(c, 19, &e) == 0 &&
+	      e.addr.offset == a[19].offset);
+	rfb_cache_close(c, &err);
+}
+
+static void test_lock_and_manifest(void)
+{
+	struct rfb_cache_manifest m = manifest(), other = manifest();
+	struct rfb_cache_recovery rec;
+	rfb_err err = { 0 };
+	rfb_cache *c = rfb_cache_open(dir, &m, 0, 2, &rec, &err);
+
+	CHECK(c != NULL);
+	CHECK(rfb_cache_open(dir, &m, 0, 2, &rec, &err) == NULL);
+	CHECKF(err.code == RFB_ELOCKED && strstr(err.msg, "locked by process"),
+	       "%s", err.msg);
+	rfb_cache_close(c, &err);
+
+	snprintf(other.pipeline, sizeof other.pipeline, "resize=64");
+	CHECK(rfb_cache_open(dir, &other, 0, 2, &rec, &err) == NULL);
+	CHECKF(err.code == RFB_EMISMATCH && strstr(err.msg, "different pipeline"),
+	       "%s", err.msg);
+	other = manifest();
+	other.schedule_identity = 23;
+	CHECK(rfb_cache_open(dir, &other, 0, 2, &rec, &err) == NULL);
+	CHECK(strstr(err.msg, "different schedule") != NULL);
+	c = rfb_cache_open(dir, &other, RFB_CACHE_RESET, 2, &rec, &err);
+	CHECK(c && rec.created && rec.records == 0);
+	rfb_cache_close(c, &err);
+	/* back to the original manifest for the next tests */
+	c = rfb_cache_open(dir, &m, RFB_CACHE_RESET, 2, &rec, &err);
+	rfb_cache_close(c, &err);
+
+	/* a directory with other files is not taken for a cache */
+	CHECK(rfb_cache_open("/etc", &m, 0, 2, &rec, &err) == NULL);
+	CHECK(strstr(err.msg, "not a refurb cache") != NULL);
+}
+
+/* A child appends and is killed without closing: the next open recovers
+ * everything flushed, and cuts a torn tail. */
+static void test_crash_recovery(void)
+{
+	struct rfb_cache_manifest m = manifest();
+	struct rfb_cache_recovery rec;
+	struct rfb_cache_addr a;
+	rfb_err err = { 0 };
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		rfb_cache *c = rfb_cache_open(dir, &m, RFB_CACHE_RESET, 2, &rec, &err);
+		for (uint32_t i = 0; c && i < 30; i++) {
+			if (put(c, i, 0, 1, &a))
+				_exit(2);
+			if (i == 9 && rfb_cache_checkpoint(c, &err))
+				_exit(3);
+		}
+		if (!c || rfb_cache_flush(c, &err))
+			_exit(4);
+		_exit(0); /* like kill -9: no checkpoint, no unlock */
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	/* tear the tail of the newest segment: half a record of garbage */
+	uint32_t *ids = NULL;
+	char path[128];
+	rfb_cache *c = rfb_cache_open(dir, &m, 0, 2, &rec, &err);
+	CHECKF(c && rec.from_checkpoint && rec.records == 30 && rec.scanned == 20,
+	       "records %llu scanned %llu", (unsigned long long)rec.records,
+	       (unsigned long long)rec.scanned);
+	struct rfb_cache_entry e;
+	CHECK(c && rfb_cache_lookup(c, 29, &e) == 0);
+	rfb_cache_close(c, &err);
+	rfb_cache_segment_path(dir, e.addr.segment, path, sizeof path);
+	int fd = open(path, O_WRONLY | O_APPEND);
+	CHECK(fd >= 0 && write(fd, "RFR\x01garbage", 11) == 11);
+	close(fd);
+	off_t before = 0;
+	struct stat st;
+	stat(path, &st);
+	before = st.st_size;
+	c = rfb_cache_open(dir, &m, 0, 2, &rec, &err);
+	CHECK(c && rec.torn_bytes == 11 && rec.records == 30);
+	stat(path, &st);
+	CHECK(st.st_size == before - 11);
+	/* appends go on after the cut tail */
+	CHECK(c && put(c, 31, 0, 1, &a) == 0 && (off_t)a.offset == before - 11);
+	rfb_cache_close(c, &err);
+	free(ids);
+}
+
+/* Segments die in their death epoch and are deleted after the grace. */
+static void test_eviction(void)
+{
+	struct rfb_cache_manifest m = manifest();
+	struct rfb_cache_recovery rec;
+	struct rfb_cache_addr a;
+	struct rfb_cache_stats st;
+	struct rfb_cache_entry e;
+	rfb_err err = { 0 };
+	rfb_cache *c = rfb_cache_open(dir, &m, RFB_CACHE_RESET, 3, &rec, &err);
+	char path[128];
+
+	CHECK(rfb_cache_advance(c, 0, 0, &err) == 0);
+	for (uint32_t i = 0; i < 10; i++)
+		CHECK(put(c, i, 0, 1 + i % 2, &a) == 0);
+	CHECK(rfb_cache_advance(c, 1, 5, &err) == 0); /* death 1 dies */
+	CHECK(rfb_cache_lookup(c, 0, &e) == RFB_ENOTFOUND);
+	CHECK(rfb_cache_lookup(c, 1, &e) == 0 && e.death_epoch == 2);
+	rfb_cache_get_stats(c, &st);
+	CHECK(st.live_records == 5 && st.dead_segments == 1);
+	rfb_cache_segment_path(dir, 0, path, sizeof path);
+	CHECK(access(path, F_OK) == 0);             /* kept for the grace */
+	CHECK(rfb_cache_advance(c, 1, 7, &err) == 0);
+	CHECK(access(path, F_OK) == 0);
+	CHECK(rfb_cache_advance(c, 1, 8, &err) == 0); /* 5 + 3 */
+	CHECK(access(path, F_OK) != 0);
+	rfb_cache_get_stats(c, &st);
+	CHECK(st.deleted_segments == 1 && st.dead_segments == 0);
+	rfb_cache_close(c, &err);
+}
+
+/* Superseded records leave a sparse full segment: it is compacted. */
+static void test_compaction(void)
+{
+	struct rfb_cache_manifest m = manifest();
+	struct rfb_cache_recovery rec;
+	struct rfb_cache_addr a;
+	struct rfb_cache_stats st;
+	rfb_err err = { 0 };
+	m.segment_max = 8 << 10;
+	rfb_cache *c = rfb_cache_open(dir, &m, RFB_CACHE_RESET, 1, &rec, &err);
+
+	CHECK(rfb_cache_advance(c, 0, 0, &err) == 0);
+	/* small segments: several full ones before the rewrites */
+	for (uint32_t i = 0; i < 40; i++)
+		CHECK(put(c, i, 0, 9, &a) == 0);
+	/* rewrite samples 0-9: their old copies are garbage now */
+	for (uint32_t i = 0; i < 10; i++)
+		CHECK(put(c, i, 1, 9, &a) == 0);
+	CHECK(rfb_cache_advance(c, 1, 1, &err) == 0);
+	rfb_cache_get_stats(c, &st);
+	CHECKF(st.compacted_records > 0 && st.compacted_records < 30,
+	       "%llu", (unsigned long long)st.compacted_records);
+	CHECK(st.live_records == 40);
+	rfb_cache_view *v = rfb_cache_view_open(dir, 0, &err);
+	for (uint32_t i = 0; i < 40; i++) {
+		struct rfb_cache_entry e;
+		CHECK(rfb_cache_lookup(c, i, &e) == 0);
+		CHECK(rfb_cache_flush(c, &err) == 0);
+		CHECKF(readable(v, &e.addr, i, i < 10), "sample %u", i);
+	}
+	rfb_cache_view_close(v);
+	rfb_cache_close(c, &err);
+}
+
+int main(void)
+{
+	snprintf(dir, sizeof dir, "/tmp/rfb-cache-test-%d", (int)getpid());
+	codec_ctx = rfb_codec_ctx_new(NULL);
+	RUN(test_codecs);
+	RUN(test_append_lookup_read);
+	RUN(test_lock_and_manifest);
+	RUN(test_crash_recovery);
+	RUN(test_eviction);
+	RUN(test_compaction);
+	rfb_codec_ctx_free(codec_ctx);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		printf("# could not remove %s\n", dir);
+	return test_done();
+}
