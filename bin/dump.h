@@ -12,10 +12,25 @@
 struct dump_opts {
 	int stats;            /* --stats: a summary instead of the listing */
 	const char *output;   /* -o FILE, "-" = stdout */
+	const char *index;    /* -i FILE: the index, for the plan's miss
+			       * pixels per batch; NULL if not given */
 };
 
 /* Each part returns the program's exit status (0 ok, 1 error). */
 int dump_index(struct cli *c, const char *path, const struct dump_opts *o,
 	       FILE *out);
+
+/* An eviction schedule (starts with the magic "RFBSCHD" + version byte):
+ * TSV "sample_id<TAB>phase", or with --stats the parameters and the phase
+ * histogram. */
+int dump_schedule(struct cli *c, const char *path, const struct dump_opts *o,
+		  FILE *out);
+
+/* A plan stream (text, starts with "#refurb-plan "; path "-" = stdin):
+ * TSV "epoch<TAB>step<TAB>sample_id<TAB>hit|miss" per sample in plan
+ * order, or with --stats the per-epoch table (misses per batch; miss
+ * pixels per batch when o->index is set) and the uses per cached record. */
+int dump_plan(struct cli *c, const char *path, const struct dump_opts *o,
+	      FILE *out);
 
 #endif

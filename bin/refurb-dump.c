@@ -16,21 +16,26 @@
 static const char usage[] = "refurb-dump [OPTIONS] FILE";
 
 static const char help[] =
-	"Print a refurb file as text: an index (as TSV that refurb-index\n"
-	"--from-tsv reads back).  FILE '-' is stdin.\n"
+	"Print a refurb file as text; the kind is recognised by its magic:\n"
+	"  index     TSV (id label class bytes width height channels path) that\n"
+	"            refurb-index --from-tsv reads back\n"
+	"  schedule  TSV (id phase) and, with --stats, N, r, policy, phases\n"
+	"  plan      TSV (epoch step sample_id hit|miss), one line per sample;\n"
+	"            with --stats a per-epoch table and the reuse counts\n"
 	"\n"
 	"  -S, --stats        a summary instead of the listing\n"
+	"  -i, --index FILE   the index (plans: miss pixels per batch)\n"
 	"  -o, --output FILE  write to FILE instead of stdout\n"
 	CLI_COMMON_HELP
 	"\nExit status: 0 ok, 1 unreadable or corrupt file, 2 usage error.\n"
 	"See refurb-dump(1).\n";
 
-enum kind { KIND_UNKNOWN, KIND_INDEX };
+enum kind { KIND_UNKNOWN, KIND_INDEX, KIND_SCHEDULE, KIND_PLAN };
 
 /* Recognise a file by its first bytes. */
 static enum kind file_kind(struct cli *c, const char *path)
 {
-	unsigned char magic[8] = { 0 };
+	unsigned char magic[16] = { 0 };
 	struct stat st;
 	ssize_t got;
 	int fd;
@@ -51,6 +56,10 @@ static enum kind file_kind(struct cli *c, const char *path)
 		cli_die(c, "%s: read failed: %s", path, strerror(errno));
 	if (got >= 7 && memcmp(magic, "RFBINDX", 7) == 0)
 		return KIND_INDEX;
+	if (got >= 7 && memcmp(magic, "RFBSCHD", 7) == 0)
+		return KIND_SCHEDULE;
+	if (got >= 13 && memcmp(magic, "#refurb-plan ", 13) == 0)
+		return KIND_PLAN;
 	return KIND_UNKNOWN;
 }
 
@@ -59,6 +68,7 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "stats", no_argument, NULL, 'S' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "index", required_argument, NULL, 'i' },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -68,11 +78,12 @@ int main(int argc, char **argv)
 	int opt, rc = 1;
 
 	cli_init(&c, "refurb-dump", usage, help);
-	while ((opt = getopt_long(argc, argv, "So:" CLI_COMMON_SHORTOPTS,
+	while ((opt = getopt_long(argc, argv, "So:i:" CLI_COMMON_SHORTOPTS,
 				  longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'S': o.stats = 1; break;
 		case 'o': o.output = optarg; break;
+		case 'i': o.index = optarg; break;
 		default:
 			if (!cli_common_option(&c, opt, optarg))
 				cli_usage_error(&c, "unexpected option");
@@ -88,6 +99,10 @@ int main(int argc, char **argv)
 	out = cli_open_output(&c, o.output, 0, 0);
 	if (k == KIND_INDEX)
 		rc = dump_index(&c, path, &o, out);
+	else if (k == KIND_SCHEDULE)
+		rc = dump_schedule(&c, path, &o, out);
+	else if (k == KIND_PLAN)
+		rc = dump_plan(&c, path, &o, out);
 	cli_close_output(&c, out, o.output);
 	return rc;
 }

@@ -37,8 +37,8 @@ enum rfb_op {
 
 enum rfb_interp {
 	RFB_INTERP_NEAREST,  /* torchvision's default for the augment ops */
-	RFB_INTERP_BILINEAR,
-	RFB_INTERP_BICUBIC,
+	RFB_INTERP_BILINEAR, /* PIL's affine bilinear (2x2, truncated) */
+	RFB_INTERP_BICUBIC,  /* PIL's affine bicubic (4x4, a = -1) */
 };
 
 /* torchvision's name of op ("ShearX" ...); NULL if op is out of range. */
@@ -51,8 +51,14 @@ const char *rfb_op_name(enum rfb_op op);
  * for posterize, threshold for solarize; ignored where unused).  Geometric
  * ops use interp and fill (one value per channel; NULL = black, like
  * torchvision's fill=None).  dst must already have src's shape and must
- * not overlap it.  Returns 0 or a negative RFB_E* code with err filled
- * (an unsupported interp for a geometric op is RFB_EINVAL).
+ * not overlap it.  Returns 0 or a negative RFB_E* code with err filled.
+ *
+ * NEAREST, BILINEAR and BICUBIC are all PIL's affine resampling (exact).
+ * RFB_EINVAL for: NULL or mismatched images, 0 or 2 channels, overlap,
+ * an unknown op or interp, a non-finite magnitude, Posterize with
+ * int(magnitude) outside 0..8 (torchvision raises ValueError), an enhance
+ * factor 1 + magnitude beyond float range.  No allocation: histograms and
+ * tables live on the stack.  Thread-safe (no state).
  */
 int rfb_op_apply(enum rfb_op op, double magnitude, enum rfb_interp interp,
 		 const unsigned char *fill, const rfb_image *src,

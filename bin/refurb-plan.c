@@ -1,0 +1,285 @@
+/*
+ * refurb-plan - write the plan stream of a schedule: one line per
+ * mini-batch, each sample marked hit or miss; or, with --diversity, the
+ * expected number of unique samples of Theorem 1.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "refurb/index.h"
+#include "refurb/plan.h"
+#include "refurb/sched.h"
+
+static const char usage[] =
+	"refurb-plan [OPTIONS] SCHEDULE\n"
+	"       refurb-plan --diversity -A N -F N -r R -k EPOCHS";
+
+static const char help[] =
+	"Write the plan of SCHEDULE (from refurb-evict; '-' = stdin) to stdout:\n"
+	"a header line, then one line per mini-batch with each sample marked\n"
+	"hit or miss, and a summary line after each epoch (refurb-plan(5)).\n"
+	"\n"
+	"  -b, --batch-size B    samples per mini-batch (default 256)\n"
+	"  -e, --epochs A-B      plan epochs A to B, or only A (default 0); the\n"
+	"                        plan of 5-9 is exactly the tail of that of 0-9\n"
+	"  -s, --seed SEED       seed of the shuffles (default: the schedule's)\n"
+	"      --shuffle MODE    cache-aware (default): misses and hits shuffled\n"
+	"                        and spread evenly, every full batch has the same\n"
+	"                        number of misses +-1; random: one plain shuffle;\n"
+	"                        none: schedule order (for debugging)\n"
+	"      --balance MODE    none (default), or pixels: every batch gets the\n"
+	"                        same number of miss pixels (needs --index)\n"
+	"      --drop-last       mark the incomplete last batch of each epoch as\n"
+	"                        dropped (D): cached, not trained on\n"
+	"  -i, --index FILE      the index of the schedule: checked, and read for\n"
+	"                        --balance pixels\n"
+	"      --shard K/N       fail unless SCHEDULE is shard K of N\n"
+	"  -o, --output FILE     write to FILE instead of stdout\n"
+	"\n"
+	"Theorem 1 (expected unique samples E(U) over k epochs, and E(U)/E(U*),\n"
+	"E(U*) being standard augmentation, r = 1):\n"
+	"      --diversity       print E(U), E(U*) and their ratio, and exit\n"
+	"  -A, --augmentations N        |A|, distinct full augmentations\n"
+	"  -F, --final-augmentations N  |A_F|, distinct final augmentations\n"
+	"  -r, --reuse R                reuse factor\n"
+	"  -k, --epoch-count K          number of epochs\n"
+	CLI_COMMON_HELP
+	"\nExit status: 0 ok, 1 bad schedule or index, write error, 2 usage\n"
+	"error.  See refurb-plan(1), refurb-plan(5).\n";
+
+enum { OPT_SHUFFLE = 0x2000, OPT_BALANCE, OPT_DROP_LAST, OPT_SHARD,
+       OPT_DIVERSITY };
+
+struct options {
+	const char *schedule, *index, *output;
+	rfb_plan_params p;
+	int seed_given, shard_given, diversity;
+	uint32_t shard_index, shard_count;
+	double aug, final, reuse, epochs; /* --diversity; 0 = not given */
+};
+
+/* A real number >= 1 (1e30 is fine) or a usage error. */
+static double parse_real(const struct cli *c, const char *opt, const char *arg)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (end == arg || *end || errno == ERANGE || !isfinite(v) || v < 1)
+		cli_usage_error(c, "%s: '%s' is not a number >= 1", opt, arg);
+	return v;
+}
+
+static void parse_option(struct cli *c, struct options *o, int opt)
+{
+	switch (opt) {
+	case 'b':
+		o->p.batch_size = (uint32_t)cli_parse_u64(c, "--batch-size",
+					optarg, 1, RFB_PLAN_MAX_BATCH);
+		break;
+	case 'e':
+		cli_parse_range(c, "--epochs", optarg, &o->p.first_epoch,
+				&o->p.last_epoch);
+		break;
+	case 's':
+		o->p.seed = cli_parse_u64(c, "--seed", optarg, 0, UINT64_MAX);
+		o->seed_given = 1;
+		break;
+	case OPT_SHUFFLE:
+		if (!(o->p.shuffle = rfb_plan_shuffle_parse(optarg)))
+			cli_usage_error(c, "--shuffle: '%s' is not cache-aware, "
+					"random or none", optarg);
+		break;
+	case OPT_BALANCE:
+		if ((o->p.balance = rfb_plan_balance_parse(optarg)) < 0)
+			cli_usage_error(c, "--balance: '%s' is not none or "
+					"pixels", optarg);
+		break;
+	case OPT_DROP_LAST: o->p.drop_last = 1; break;
+	case 'i': o->index = optarg; break;
+	case 'o': o->output = optarg; break;
+	case OPT_SHARD:
+		cli_parse_shard(c, optarg, &o->shard_index, &o->shard_count);
+		o->shard_given = 1;
+		break;
+	case OPT_DIVERSITY: o->diversity = 1; break;
+	case 'A': o->aug = parse_real(c, "--augmentations", optarg); break;
+	case 'F': o->final = parse_real(c, "--final-augmentations", optarg);
+		break;
+	case 'r': o->reuse = parse_real(c, "--reuse", optarg); break;
+	case 'k': o->epochs = parse_real(c, "--epoch-count", optarg); break;
+	default:
+		if (!cli_common_option(c, opt, optarg))
+			cli_usage_error(c, "unexpected option");
+	}
+}
+
+static void check_diversity_args(const struct cli *c, const struct options *o,
+				 int argc)
+{
+	if (!o->aug || !o->final || !o->reuse || !o->epochs)
+		cli_usage_error(c, "--diversity needs -A, -F, -r and -k");
+	if (o->final > o->aug)
+		cli_usage_error(c, "|A_F| (-F) cannot exceed |A| (-A): the final "
+				"part is one factor of the full augmentation");
+	if (optind != argc)
+		cli_usage_error(c, "--diversity takes no schedule");
+}
+
+static void parse(struct cli *c, struct options *o, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "batch-size", required_argument, NULL, 'b' },
+		{ "epochs", required_argument, NULL, 'e' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "shuffle", required_argument, NULL, OPT_SHUFFLE },
+		{ "balance", required_argument, NULL, OPT_BALANCE },
+		{ "drop-last", no_argument, NULL, OPT_DROP_LAST },
+		{ "index", required_argument, NULL, 'i' },
+		{ "shard", required_argument, NULL, OPT_SHARD },
+		{ "output", required_argument, NULL, 'o' },
+		{ "diversity", no_argument, NULL, OPT_DIVERSITY },
+		{ "augmentations", required_argument, NULL, 'A' },
+		{ "final-augmentations", required_argument, NULL, 'F' },
+		{ "reuse", required_argument, NULL, 'r' },
+		{ "epoch-count", required_argument, NULL, 'k' },
+		CLI_COMMON_LONGOPTS,
+		{ NULL, 0, NULL, 0 }
+	};
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "b:e:s:i:o:A:F:r:k:"
+				  CLI_COMMON_SHORTOPTS, longopts, NULL)) != -1)
+		parse_option(c, o, opt);
+	if (o->diversity) {
+		check_diversity_args(c, o, argc);
+		return;
+	}
+	if (o->aug || o->final || o->reuse || o->epochs)
+		cli_usage_error(c, "-A, -F, -r and -k go with --diversity");
+	if (optind != argc - 1)
+		cli_usage_error(c, optind >= argc ? "no schedule given"
+				: "give one schedule");
+	o->schedule = argv[optind];
+	if (o->p.balance == RFB_PLAN_BALANCE_PIXELS && !o->index)
+		cli_usage_error(c, "--balance pixels needs the index (-i FILE)");
+	if (o->p.balance == RFB_PLAN_BALANCE_PIXELS &&
+	    o->p.shuffle != RFB_PLAN_CACHE_AWARE)
+		cli_usage_error(c, "--balance pixels works with --shuffle "
+				"cache-aware only");
+}
+
+static int print_diversity(struct cli *c, const struct options *o)
+{
+	double u = rfb_sched_diversity(o->aug, o->final, o->reuse, o->epochs);
+	double star = rfb_sched_diversity(o->aug, o->final, 1, o->epochs);
+
+	if (isnan(u) || isnan(star))
+		cli_usage_error(c, "no E(U) for these arguments");
+	printf("|A|\t%.10g\n|A_F|\t%.10g\nr\t%.10g\nepochs\t%.10g\n"
+	       "E(U)\t%.10g\nE(U*)\t%.10g\nE(U)/E(U*)\t%.10g\n",
+	       o->aug, o->final, o->reuse, o->epochs, u, star, u / star);
+	cli_close_output(c, stdout, "-");
+	return 0;
+}
+
+static uint64_t index_pixels(const void *idx, uint32_t id)
+{
+	return rfb_index_pixels(idx, id);
+}
+
+/* Check the schedule against --shard and the index; the pixel table for
+ * --balance pixels (NULL otherwise). */
+static uint32_t *check_inputs(struct cli *c, const struct options *o,
+			      const rfb_sched *s)
+{
+	const rfb_sched_params *sp = rfb_sched_params_of(s);
+	rfb_err err = { 0 };
+	uint32_t *pixels = NULL;
+	rfb_index *idx;
+
+	if (o->shard_given && (sp->shard_index != o->shard_index ||
+			       sp->shard_count != o->shard_count))
+		cli_die(c, "%s: schedule of shard %u/%u, not %u/%u", o->schedule,
+			sp->shard_index, sp->shard_count, o->shard_index,
+			o->shard_count);
+	if (!o->index)
+		return NULL;
+	if (!(idx = rfb_index_open(o->index, &err)))
+		cli_die_err(c, &err);
+	if (rfb_sched_check_index(s, rfb_index_identity(idx),
+				  rfb_index_count(idx), o->schedule, &err) < 0)
+		cli_die(c, "%s: %s; give the index it was made from, not %s",
+			o->schedule, err.msg, o->index);
+	if (o->p.balance == RFB_PLAN_BALANCE_PIXELS &&
+	    !(pixels = rfb_plan_pixel_table(s, index_pixels, idx)))
+		cli_die(c, "out of memory");
+	rfb_index_close(idx);
+	return pixels;
+}
+
+static void write_plan(struct cli *c, rfb_plan *pl, FILE *out)
+{
+	rfb_plan_header h;
+	rfb_plan_item it;
+	char head[1024], *line;
+	uint64_t done = 0, total;
+
+	rfb_plan_header_of(pl, &h);
+	total = (uint64_t)(h.last_epoch - h.first_epoch + 1) * h.batches;
+	if (!(line = malloc(rfb_plan_batch_text_max(h.batch_size))))
+		cli_die(c, "out of memory");
+	if (rfb_plan_format_header(head, sizeof head, &h) >= sizeof head)
+		cli_die(c, "plan header longer than %zu bytes", sizeof head);
+	fputs(head, out);
+	while (rfb_plan_next(pl, &it) > 0 && !ferror(out)) {
+		size_t len;
+		if (it.type == RFB_PLAN_LINE_BATCH) {
+			len = rfb_plan_format_batch(line, &it.batch);
+			cli_progress(c, ++done, total, "batches");
+		} else {
+			len = rfb_plan_format_epoch_end(line, 128, &it.epoch);
+		}
+		fwrite(line, 1, len, out);
+	}
+	cli_progress_clear(c);
+	free(line);
+}
+
+int main(int argc, char **argv)
+{
+	struct cli c;
+	struct options o = { .output = "-" };
+	rfb_err err = { 0 };
+	rfb_sched *s;
+	rfb_plan *pl;
+	uint32_t *pixels;
+	FILE *out;
+
+	o.p.batch_size = 256;
+	o.p.shuffle = RFB_PLAN_CACHE_AWARE;
+	cli_init(&c, "refurb-plan", usage, help);
+	parse(&c, &o, argc, argv);
+	if (o.diversity)
+		return print_diversity(&c, &o);
+	if (!(s = rfb_sched_open(o.schedule, &err)))
+		cli_die_err(&c, &err);
+	if (!o.seed_given)
+		o.p.seed = rfb_sched_params_of(s)->seed;
+	pixels = check_inputs(&c, &o, s);
+	if (!(pl = rfb_plan_new(s, &o.p, pixels, &err)))
+		cli_die(&c, "%s: %s", o.schedule, err.msg);
+	free(pixels);
+	out = cli_open_output(&c, o.output, 0, 0);
+	setvbuf(out, NULL, _IOFBF, 1 << 20);
+	write_plan(&c, pl, out);
+	cli_close_output(&c, out, o.output);
+	rfb_plan_free(pl);
+	rfb_sched_free(s);
+	return 0;
+}

@@ -1,0 +1,151 @@
+/*
+ * ops.c - rfb_op_apply(): argument checks and dispatch to the kernels of
+ * ops_color.c and ops_geometry.c, with torchvision's _apply_op mapping
+ * from the signed magnitude to each op's parameter.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "ops_internal.h"
+
+static const char *const op_names[RFB_OP_COUNT] = {
+	"Identity",   "ShearX",	  "ShearY",    "TranslateX",   "TranslateY",
+	"Rotate",     "Brightness", "Color",   "Contrast",     "Sharpness",
+	"Posterize",  "Solarize", "AutoContrast", "Equalize",  "Invert",
+};
+
+const char *rfb_op_name(enum rfb_op op)
+{
+	if ((unsigned)op >= RFB_OP_COUNT)
+		return NULL;
+	return op_names[op];
+}
+
+/* First and one-past-last byte an image's pixels occupy. */
+static void image_span(const rfb_image *img, uintptr_t *lo, uintptr_t *hi)
+{
+	*lo = (uintptr_t)img->data;
+	*hi = *lo + (size_t)(img->height - 1) * img->stride +
+	      (size_t)img->width * (size_t)img->channels;
+}
+
+static int check_images(const rfb_image *src, const rfb_image *dst,
+			rfb_err *err)
+{
+	uintptr_t s0, s1, d0, d1;
+
+	if (!src || !dst || !src->data || !dst->data)
+		return rfb_err_set(err, RFB_EINVAL, NULL, "op: NULL image");
+	if (src->width < 1 || src->height < 1 ||
+	    (src->channels != 1 && src->channels != 3) ||
+	    src->stride < (size_t)src->width * (size_t)src->channels)
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "op: bad source image %dx%dx%d",
+				   src->width, src->height, src->channels);
+	if (dst->width != src->width || dst->height != src->height ||
+	    dst->channels != src->channels ||
+	    dst->stride < (size_t)dst->width * (size_t)dst->channels)
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "op: destination %dx%dx%d does not match source %dx%dx%d",
+				   dst->width, dst->height, dst->channels,
+				   src->width, src->height, src->channels);
+	image_span(src, &s0, &s1);
+	image_span(dst, &d0, &d1);
+	if (s0 < d1 && d0 < s1)
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "op: source and destination overlap");
+	return 0;
+}
+
+static int uses_magnitude(enum rfb_op op)
+{
+	return op != RFB_OP_IDENTITY && op != RFB_OP_AUTOCONTRAST &&
+	       op != RFB_OP_EQUALIZE && op != RFB_OP_INVERT;
+}
+
+static int is_geometric(enum rfb_op op)
+{
+	return op >= RFB_OP_SHEAR_X && op <= RFB_OP_ROTATE;
+}
+
+static int check_params(enum rfb_op op, double magnitude, enum rfb_interp interp,
+			rfb_err *err)
+{
+	if ((unsigned)op >= RFB_OP_COUNT)
+		return rfb_err_set(err, RFB_EINVAL, NULL, "op: unknown op %d", (int)op);
+	if (uses_magnitude(op) && !isfinite(magnitude))
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "%s: magnitude is not a finite number", op_names[op]);
+	if (is_geometric(op) && interp != RFB_INTERP_NEAREST &&
+	    interp != RFB_INTERP_BILINEAR && interp != RFB_INTERP_BICUBIC)
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "%s: unsupported interpolation %d", op_names[op],
+				   (int)interp);
+	if (op == RFB_OP_POSTERIZE && !(magnitude > -1.0 && magnitude < 9.0))
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "Posterize: %g bits (int(magnitude) must be 0 to 8)",
+				   magnitude);
+	if (op >= RFB_OP_BRIGHTNESS && op <= RFB_OP_SHARPNESS &&
+	    !(fabs(1.0 + magnitude) <= FLT_MAX))
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "%s: factor 1 + %g out of range", op_names[op],
+				   magnitude);
+	return 0;
+}
+
+static void apply_color(enum rfb_op op, double magnitude,
+			const rfb_image *src, rfb_image *dst)
+{
+	/* ImageEnhance's factor reaches Blend.c as a C float */
+	float factor = (float)(1.0 + magnitude);
+
+	switch (op) {
+	case RFB_OP_BRIGHTNESS: rfb_ops_brightness(src, dst, factor); break;
+	case RFB_OP_COLOR: rfb_ops_color(src, dst, factor); break;
+	case RFB_OP_CONTRAST: rfb_ops_contrast(src, dst, factor); break;
+	case RFB_OP_SHARPNESS: rfb_ops_sharpness(src, dst, factor); break;
+	case RFB_OP_POSTERIZE: rfb_ops_posterize(src, dst, (int)magnitude); break;
+	case RFB_OP_SOLARIZE: rfb_ops_solarize(src, dst, magnitude); break;
+	case RFB_OP_AUTOCONTRAST: rfb_ops_autocontrast(src, dst); break;
+	case RFB_OP_EQUALIZE: rfb_ops_equalize(src, dst); break;
+	case RFB_OP_INVERT: rfb_ops_invert(src, dst); break;
+	default: rfb_image_copy(dst, src); break;
+	}
+}
+
+int rfb_op_apply(enum rfb_op op, double magnitude, enum rfb_interp interp,
+		 const unsigned char *fill, const rfb_image *src,
+		 rfb_image *dst, rfb_err *err)
+{
+	static const unsigned char black[3] = { 0, 0, 0 };
+	int rc = check_images(src, dst, err);
+
+	if (rc == 0)
+		rc = check_params(op, magnitude, interp, err);
+	if (rc)
+		return rc;
+	if (!fill)
+		fill = black;
+	switch (op) {
+	case RFB_OP_SHEAR_X:
+		rfb_ops_shear(src, dst, magnitude, 0.0, interp, fill);
+		break;
+	case RFB_OP_SHEAR_Y:
+		rfb_ops_shear(src, dst, 0.0, magnitude, interp, fill);
+		break;
+	case RFB_OP_TRANSLATE_X:
+		rfb_ops_translate(src, dst, magnitude, 0.0, interp, fill);
+		break;
+	case RFB_OP_TRANSLATE_Y:
+		rfb_ops_translate(src, dst, 0.0, magnitude, interp, fill);
+		break;
+	case RFB_OP_ROTATE:
+		rfb_ops_rotate(src, dst, magnitude, interp, fill);
+		break;
+	default:
+		apply_color(op, magnitude, src, dst);
+		break;
+	}
+	return 0;
+}

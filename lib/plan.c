@@ -1,0 +1,426 @@
+/*
+ * plan.c - the plan generator: for every epoch, the order of the shard's
+ * samples cut into mini-batches, each marked hit or miss (see plan.h and
+ * refurb-plan(5) for the exact rules).
+ *
+ * One epoch is computed at a time into an order array of positions into
+ * the schedule; nothing is allocated per epoch or per batch.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "refurb/plan.h"
+#include "refurb/rng.h"
+
+struct rfb_plan {
+	const rfb_sched *s;
+	rfb_plan_params p;
+	uint32_t n, reuse, batches;
+	const uint32_t *ids;
+	const uint16_t *phases;
+	uint32_t *order;   /* the current epoch: positions, batch after batch */
+	uint32_t *work;    /* misses then hits, each shuffled */
+	/* balance = pixels only */
+	uint32_t *pixels;  /* by position */
+	uint64_t *keys;    /* misses sorted by pixels */
+	uint32_t *heap;    /* batches with free miss slots, by miss pixels */
+	uint64_t *sum;     /* miss pixels per batch */
+	uint32_t *tie;     /* random tie-break per batch */
+	uint32_t *fill;    /* misses placed per batch */
+	rfb_plan_sample *batch;
+	/* iteration state */
+	uint32_t epoch, step, epoch_misses;
+	int started, done;
+};
+
+const char *rfb_plan_shuffle_name(int shuffle)
+{
+	switch (shuffle) {
+	case RFB_PLAN_CACHE_AWARE: return "cache-aware";
+	case RFB_PLAN_RANDOM: return "random";
+	case RFB_PLAN_SEQUENTIAL: return "none";
+	}
+	return "?";
+}
+
+int rfb_plan_shuffle_parse(const char *name)
+{
+	if (strcmp(name, "cache-aware") == 0)
+		return RFB_PLAN_CACHE_AWARE;
+	if (strcmp(name, "random") == 0)
+		return RFB_PLAN_RANDOM;
+	if (strcmp(name, "none") == 0 || strcmp(name, "sequential") == 0)
+		return RFB_PLAN_SEQUENTIAL;
+	return 0;
+}
+
+const char *rfb_plan_balance_name(int balance)
+{
+	switch (balance) {
+	case RFB_PLAN_BALANCE_NONE: return "none";
+	case RFB_PLAN_BALANCE_PIXELS: return "pixels";
+	}
+	return "?";
+}
+
+int rfb_plan_balance_parse(const char *name)
+{
+	if (strcmp(name, "none") == 0)
+		return RFB_PLAN_BALANCE_NONE;
+	if (strcmp(name, "pixels") == 0)
+		return RFB_PLAN_BALANCE_PIXELS;
+	return -1;
+}
+
+static int check_params(const rfb_plan_params *p, const uint32_t *pixels,
+			rfb_err *err)
+{
+	if (p->batch_size < 1 || p->batch_size > RFB_PLAN_MAX_BATCH)
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "batch size %u out of range (1 to %u)",
+				   p->batch_size, RFB_PLAN_MAX_BATCH);
+	if (p->first_epoch > p->last_epoch)
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "epoch range %u-%u is reversed",
+				   p->first_epoch, p->last_epoch);
+	if (!rfb_plan_shuffle_parse(rfb_plan_shuffle_name(p->shuffle)))
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "unknown shuffle mode %d", p->shuffle);
+	if (p->balance != RFB_PLAN_BALANCE_NONE &&
+	    p->balance != RFB_PLAN_BALANCE_PIXELS)
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "unknown balance mode %d", p->balance);
+	if (p->balance == RFB_PLAN_BALANCE_PIXELS &&
+	    (p->shuffle != RFB_PLAN_CACHE_AWARE || !pixels))
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "balancing pixels needs the cache-aware "
+				   "shuffle and the index's pixel sizes");
+	return 0;
+}
+
+static int alloc_pixel_state(rfb_plan *pl, const uint32_t *pixels)
+{
+	size_t n = pl->n, nb = pl->batches;
+
+	pl->pixels = malloc(n * sizeof *pl->pixels);
+	pl->keys = malloc(n * sizeof *pl->keys);
+	pl->heap = malloc(nb * sizeof *pl->heap);
+	pl->sum = malloc(nb * sizeof *pl->sum);
+	pl->tie = malloc(nb * sizeof *pl->tie);
+	pl->fill = malloc(nb * sizeof *pl->fill);
+	if (!pl->pixels || !pl->keys || !pl->heap || !pl->sum || !pl->tie ||
+	    !pl->fill)
+		return -1;
+	memcpy(pl->pixels, pixels, n * sizeof *pl->pixels);
+	return 0;
+}
+
+rfb_plan *rfb_plan_new(const rfb_sched *s, const rfb_plan_params *p,
+		       const uint32_t *pixels, rfb_err *err)
+{
+	rfb_plan *pl;
+
+	if (check_params(p, pixels, err) < 0)
+		return NULL;
+	if (!(pl = calloc(1, sizeof *pl)))
+		goto nomem;
+	pl->s = s;
+	pl->p = *p;
+	pl->n = rfb_sched_count(s);
+	pl->reuse = rfb_sched_params_of(s)->reuse;
+	pl->batches = (uint32_t)(((uint64_t)pl->n + p->batch_size - 1) /
+				 p->batch_size);
+	pl->ids = rfb_sched_ids(s);
+	pl->phases = rfb_sched_phases(s);
+	pl->epoch = p->first_epoch;
+	pl->order = malloc((size_t)pl->n * sizeof *pl->order + 1);
+	pl->work = malloc((size_t)pl->n * sizeof *pl->work + 1);
+	pl->batch = malloc((size_t)p->batch_size * sizeof *pl->batch);
+	if (!pl->order || !pl->work || !pl->batch)
+		goto nomem;
+	if (p->balance == RFB_PLAN_BALANCE_PIXELS &&
+	    alloc_pixel_state(pl, pixels) < 0)
+		goto nomem;
+	return pl;
+nomem:
+	rfb_plan_free(pl);
+	rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	return NULL;
+}
+
+void rfb_plan_free(rfb_plan *pl)
+{
+	if (!pl)
+		return;
+	free(pl->order);
+	free(pl->work);
+	free(pl->pixels);
+	free(pl->keys);
+	free(pl->heap);
+	free(pl->sum);
+	free(pl->tie);
+	free(pl->fill);
+	free(pl->batch);
+	free(pl);
+}
+
+void rfb_plan_header_of(const rfb_plan *pl, rfb_plan_header *h)
+{
+	const rfb_sched_params *sp = rfb_sched_params_of(pl->s);
+
+	memset(h, 0, sizeof *h);
+	h->version = RFB_PLAN_VERSION;
+	h->schedule_identity = rfb_sched_identity(pl->s);
+	h->index_identity = sp->index_identity;
+	h->samples = pl->n;
+	h->total = sp->total;
+	h->reuse = sp->reuse;
+	h->policy = sp->policy;
+	h->evict_seed = sp->seed;
+	h->seed = pl->p.seed;
+	h->batch_size = pl->p.batch_size;
+	h->batches = pl->batches;
+	h->first_epoch = pl->p.first_epoch;
+	h->last_epoch = pl->p.last_epoch;
+	h->shuffle = pl->p.shuffle;
+	h->balance = pl->p.balance;
+	h->drop_last = pl->p.drop_last;
+	h->shard_index = sp->shard_index;
+	h->shard_count = sp->shard_count;
+}
+
+/* ---- one epoch ---- */
+
+static uint32_t batch_start(const rfb_plan *pl, uint32_t b)
+{
+	return b * pl->p.batch_size;
+}
+
+static uint32_t batch_end(const rfb_plan *pl, uint32_t b)
+{
+	uint64_t end = (uint64_t)(b + 1) * pl->p.batch_size;
+	return end < pl->n ? (uint32_t)end : pl->n;
+}
+
+/* Misses of batch b: its share of the epoch's misses, proportional to
+ * its size, so full batches get floor or ceil(misses * B / n). */
+static uint32_t batch_misses(const rfb_plan *pl, uint32_t misses, uint32_t b)
+{
+	return (uint32_t)((uint64_t)misses * batch_end(pl, b) / pl->n -
+			  (uint64_t)misses * batch_start(pl, b) / pl->n);
+}
+
+/* work = the epoch's misses (positions, ascending) then its hits.
+ * Returns the number of misses. */
+static uint32_t split_misses(rfb_plan *pl, uint32_t epoch)
+{
+	uint32_t m = 0, h;
+
+	for (uint32_t i = 0; i < pl->n; i++)
+		if (rfb_sched_is_miss(epoch, pl->phases[i], pl->reuse))
+			m++;
+	h = m;
+	for (uint32_t i = 0, mi = 0; i < pl->n; i++) {
+		if (rfb_sched_is_miss(epoch, pl->phases[i], pl->reuse))
+			pl->work[mi++] = i;
+		else
+			pl->work[h++] = i;
+	}
+	return m;
+}
+
+/* Cache-aware: batch b takes its share of the (shuffled) misses and fills
+ * up with (shuffled) hits; then the batch itself is shuffled so that the
+ * misses are not all at its front. */
+static void interleave(rfb_plan *pl, uint32_t misses, uint32_t *order,
+		       rfb_rng *rng)
+{
+	const uint32_t *miss = pl->work, *hit = pl->work + misses;
+
+	for (uint32_t b = 0; b < pl->batches; b++) {
+		uint32_t start = batch_start(pl, b), size = batch_end(pl, b) - start;
+		uint32_t m = batch_misses(pl, misses, b);
+
+		memcpy(order + start, miss, (size_t)m * sizeof *order);
+		memcpy(order + start + m, hit, (size_t)(size - m) * sizeof *order);
+		miss += m;
+		hit += size - m;
+		rfb_rng_shuffle_u32(rng, order + start, size);
+	}
+}
+
+static int heap_less(const rfb_plan *pl, uint32_t a, uint32_t b)
+{
+	return pl->sum[a] != pl->sum[b] ? pl->sum[a] < pl->sum[b]
+					: pl->tie[a] < pl->tie[b];
+}
+
+static void heap_sift_down(rfb_plan *pl, uint32_t len, uint32_t i)
+{
+	uint32_t *h = pl->heap;
+
+	for (;;) {
+		uint64_t l = 2 * (uint64_t)i + 1, r = l + 1, m = i;
+		if (l < len && heap_less(pl, h[l], h[m]))
+			m = l;
+		if (r < len && heap_less(pl, h[r], h[m]))
+			m = r;
+		if (m == i)
+			return;
+		uint32_t t = h[i];
+		h[i] = h[m];
+		h[m] = t;
+		i = (uint32_t)m;
+	}
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Balance pixels: each batch keeps its miss count (as cache-aware), but
+ * the misses are dealt largest first, each to the batch with the fewest
+ * miss pixels that still has a free miss slot (LPT with capacities).
+ * Equal pixel counts keep their shuffled order, batch ties are random. */
+static void deal_by_pixels(rfb_plan *pl, uint32_t misses, uint32_t *order,
+			   rfb_rng *rng)
+{
+	uint32_t len = 0;
+
+	for (uint32_t i = 0; i < misses; i++)
+		pl->keys[i] = (uint64_t)(UINT32_MAX - pl->pixels[pl->work[i]])
+				      << 32 | i;
+	qsort(pl->keys, misses, sizeof *pl->keys, key_cmp);
+	for (uint32_t b = 0; b < pl->batches; b++) {
+		pl->sum[b] = 0;
+		pl->fill[b] = 0;
+		pl->tie[b] = rfb_rng_u32(rng);
+		if (batch_misses(pl, misses, b))
+			pl->heap[len++] = b;
+	}
+	for (uint32_t i = len / 2; i-- > 0;)
+		heap_sift_down(pl, len, i);
+	for (uint32_t k = 0; k < misses; k++) {
+		uint32_t pos = pl->work[(uint32_t)pl->keys[k]], b = pl->heap[0];
+		order[batch_start(pl, b) + pl->fill[b]++] = pos;
+		pl->sum[b] += pl->pixels[pos];
+		if (pl->fill[b] == batch_misses(pl, misses, b))
+			pl->heap[0] = pl->heap[--len];
+		heap_sift_down(pl, len, 0);
+	}
+}
+
+static void fill_hits(rfb_plan *pl, uint32_t misses, uint32_t *order,
+		      rfb_rng *rng)
+{
+	const uint32_t *hit = pl->work + misses;
+
+	for (uint32_t b = 0; b < pl->batches; b++) {
+		uint32_t start = batch_start(pl, b), size = batch_end(pl, b) - start;
+		uint32_t m = batch_misses(pl, misses, b);
+
+		memcpy(order + start + m, hit, (size_t)(size - m) * sizeof *order);
+		hit += size - m;
+		rfb_rng_shuffle_u32(rng, order + start, size);
+	}
+}
+
+void rfb_plan_epoch_order(rfb_plan *pl, uint32_t epoch, uint32_t *order)
+{
+	rfb_rng rng;
+	uint32_t misses;
+
+	rfb_rng_init(&rng, pl->p.seed, epoch, 0, RFB_STAGE_PLAN);
+	if (pl->p.shuffle != RFB_PLAN_CACHE_AWARE) {
+		for (uint32_t i = 0; i < pl->n; i++)
+			order[i] = i;
+		if (pl->p.shuffle == RFB_PLAN_RANDOM)
+			rfb_rng_shuffle_u32(&rng, order, pl->n);
+		return;
+	}
+	misses = split_misses(pl, epoch);
+	rfb_rng_shuffle_u32(&rng, pl->work, misses);
+	rfb_rng_shuffle_u32(&rng, pl->work + misses, pl->n - misses);
+	if (pl->p.balance == RFB_PLAN_BALANCE_PIXELS) {
+		deal_by_pixels(pl, misses, order, &rng);
+		fill_hits(pl, misses, order, &rng);
+	} else {
+		interleave(pl, misses, order, &rng);
+	}
+}
+
+/* ---- walking the plan ---- */
+
+static void fill_batch(rfb_plan *pl, rfb_plan_batch *b)
+{
+	uint32_t start = batch_start(pl, pl->step), end = batch_end(pl, pl->step);
+
+	b->epoch = pl->epoch;
+	b->step = pl->step;
+	b->global_step = (uint64_t)pl->epoch * pl->batches + pl->step;
+	b->count = end - start;
+	b->dropped = pl->p.drop_last && b->count < pl->p.batch_size;
+	b->samples = pl->batch;
+	for (uint32_t i = 0; i < b->count; i++) {
+		uint32_t pos = pl->order[start + i];
+		rfb_plan_sample *smp = &pl->batch[i];
+		uint16_t phase = pl->phases[pos];
+
+		smp->id = pl->ids[pos];
+		smp->miss = (uint8_t)rfb_sched_is_miss(pl->epoch, phase,
+							pl->reuse);
+		smp->death = smp->miss ? rfb_sched_death(pl->epoch, phase,
+							  pl->reuse) : 0;
+		smp->addr_count = 0;
+		pl->epoch_misses += smp->miss;
+	}
+}
+
+int rfb_plan_next(rfb_plan *pl, rfb_plan_item *item)
+{
+	if (pl->done)
+		return 0;
+	if (!pl->started) {
+		rfb_plan_epoch_order(pl, pl->epoch, pl->order);
+		pl->started = 1;
+		pl->step = 0;
+		pl->epoch_misses = 0;
+	}
+	if (pl->step < pl->batches) {
+		item->type = RFB_PLAN_LINE_BATCH;
+		fill_batch(pl, &item->batch);
+		pl->step++;
+		return item->type;
+	}
+	item->type = RFB_PLAN_LINE_EPOCH;
+	item->epoch.epoch = pl->epoch;
+	item->epoch.batches = pl->batches;
+	item->epoch.samples = pl->n;
+	item->epoch.misses = pl->epoch_misses;
+	if (pl->epoch == pl->p.last_epoch)
+		pl->done = 1;
+	else
+		pl->epoch++;
+	pl->started = 0;
+	return item->type;
+}
+
+uint32_t *rfb_plan_pixel_table(const rfb_sched *s,
+			       uint64_t (*pixels_of)(const void *ctx,
+						     uint32_t id),
+			       const void *ctx)
+{
+	uint32_t n = rfb_sched_count(s);
+	const uint32_t *ids = rfb_sched_ids(s);
+	uint32_t *t = malloc((size_t)n * sizeof *t + 1);
+
+	if (!t)
+		return NULL;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t px = pixels_of(ctx, ids[i]);
+		t[i] = px > UINT32_MAX ? UINT32_MAX : (uint32_t)px;
+	}
+	return t;
+}

@@ -1,0 +1,487 @@
+/*
+ * sched.c - the eviction schedule: the shard partition, the balanced and
+ * reference-count policies, and the refurb-schedule(5) file (see sched.h).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "refurb/bytes.h"
+#include "refurb/checksum.h"
+#include "refurb/io.h"
+#include "refurb/rng.h"
+#include "refurb/sched.h"
+
+#define SCHED_MAGIC "RFBSCHD"   /* 7 bytes, then the version byte */
+#define SCHED_VERSION 1
+#define SCHED_IDENTITY_SEED 0x5343484544554c45ULL /* "SCHEDULE" */
+
+struct rfb_sched {
+	rfb_sched_params p;
+	uint32_t n;        /* samples in the shard */
+	uint32_t *ids;     /* ascending */
+	uint16_t *phases;
+	uint64_t identity;
+};
+
+const char *rfb_sched_policy_name(int policy)
+{
+	switch (policy) {
+	case RFB_SCHED_BALANCED: return "balanced";
+	case RFB_SCHED_REFCOUNT: return "refcount";
+	}
+	return "?";
+}
+
+int rfb_sched_policy_parse(const char *name)
+{
+	if (strcmp(name, "balanced") == 0)
+		return RFB_SCHED_BALANCED;
+	if (strcmp(name, "refcount") == 0)
+		return RFB_SCHED_REFCOUNT;
+	return 0;
+}
+
+uint32_t rfb_sched_shard_size(uint32_t total, uint32_t n_shards, uint32_t k)
+{
+	if (n_shards == 0 || k >= n_shards)
+		return 0;
+	return (uint32_t)((uint64_t)(k + 1) * total / n_shards -
+			  (uint64_t)k * total / n_shards);
+}
+
+/* The permutation 0..n-1 shuffled by the stream (seed, 0, 0, stage). */
+static uint32_t *seeded_permutation(uint32_t n, uint64_t seed, uint32_t stage)
+{
+	uint32_t *perm = malloc(((size_t)n ? n : 1) * sizeof *perm);
+	rfb_rng rng;
+
+	if (!perm)
+		return NULL;
+	for (uint32_t i = 0; i < n; i++)
+		perm[i] = i;
+	rfb_rng_init(&rng, seed, 0, 0, stage);
+	rfb_rng_shuffle_u32(&rng, perm, n);
+	return perm;
+}
+
+int rfb_sched_shard_members(uint32_t total, uint64_t seed, uint32_t k,
+			    uint32_t n_shards, uint32_t *out, rfb_err *err)
+{
+	uint64_t lo, hi;
+	uint32_t *perm;
+	uint8_t *member;
+	size_t at = 0;
+
+	if (n_shards == 0 || k >= n_shards || n_shards > total)
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "shard %u/%u of %u samples: need K < N <= "
+				   "the sample count", k, n_shards, total);
+	if (n_shards == 1) {
+		for (uint32_t i = 0; i < total; i++)
+			out[i] = i;
+		return 0;
+	}
+	perm = seeded_permutation(total, seed, RFB_STAGE_SHARD);
+	member = calloc(total, 1);
+	if (!perm || !member) {
+		free(perm);
+		free(member);
+		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	}
+	/* members are a slice of the permutation; a mark array sorts them */
+	lo = (uint64_t)k * total / n_shards;
+	hi = (uint64_t)(k + 1) * total / n_shards;
+	for (uint64_t i = lo; i < hi; i++)
+		member[perm[i]] = 1;
+	for (uint32_t id = 0; id < total; id++)
+		if (member[id])
+			out[at++] = id;
+	free(perm);
+	free(member);
+	return 0;
+}
+
+static int check_params(const rfb_sched_params *p, rfb_err *err)
+{
+	if (p->total < 1 || p->total > RFB_SCHED_MAX_SAMPLES)
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "sample count %u out of range (1 to %u)",
+				   p->total, RFB_SCHED_MAX_SAMPLES);
+	if (p->reuse < 1 || p->reuse > RFB_SCHED_MAX_REUSE)
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "reuse factor %u out of range (1 to %u)",
+				   p->reuse, RFB_SCHED_MAX_REUSE);
+	if (p->policy != RFB_SCHED_BALANCED && p->policy != RFB_SCHED_REFCOUNT)
+		return rfb_err_set(err, RFB_EINVAL, NULL, "unknown policy %d",
+				   p->policy);
+	if (p->shard_count < 1 || p->shard_index >= p->shard_count)
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "shard %u/%u: K must be less than N",
+				   p->shard_index, p->shard_count);
+	if (p->shard_count > p->total)
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "%u shards for %u samples: every shard needs "
+				   "at least one sample", p->shard_count,
+				   p->total);
+	return 0;
+}
+
+static rfb_sched *sched_alloc(const rfb_sched_params *p, uint32_t n,
+			      rfb_err *err)
+{
+	rfb_sched *s = calloc(1, sizeof *s);
+
+	if (s) {
+		s->p = *p;
+		s->n = n;
+		s->ids = malloc((size_t)n * sizeof *s->ids);
+		s->phases = malloc((size_t)n * sizeof *s->phases);
+	}
+	if (!s || !s->ids || !s->phases) {
+		rfb_sched_free(s);
+		rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+		return NULL;
+	}
+	return s;
+}
+
+/* Phases of the balanced policy: a permutation of the shard cut into r
+ * chunks; the sample at permutation position i gets phase floor(i*r/n)'s
+ * chunk, i.e. chunk c covers positions [c*n/r, (c+1)*n/r). */
+static int assign_balanced(rfb_sched *s, rfb_err *err)
+{
+	uint32_t r = s->p.reuse, n = s->n;
+	uint32_t *perm = seeded_permutation(n, s->p.seed, RFB_STAGE_EVICT);
+
+	if (!perm)
+		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	for (uint32_t c = 0; c < r; c++) {
+		uint64_t lo = (uint64_t)c * n / r, hi = (uint64_t)(c + 1) * n / r;
+		for (uint64_t i = lo; i < hi; i++)
+			s->phases[perm[i]] = (uint16_t)c;
+	}
+	free(perm);
+	return 0;
+}
+
+static int compute_identity(rfb_sched *s, rfb_err *err)
+{
+	unsigned char *data;
+	size_t len;
+	int rc = rfb_sched_serialize(s, &data, &len, err);
+
+	if (rc < 0)
+		return rc;
+	s->identity = rfb_hash64(data, len, SCHED_IDENTITY_SEED);
+	free(data);
+	return 0;
+}
+
+rfb_sched *rfb_sched_build(const rfb_sched_params *p, rfb_err *err)
+{
+	rfb_sched *s;
+	uint32_t n;
+
+	if (check_params(p, err) < 0)
+		return NULL;
+	n = rfb_sched_shard_size(p->total, p->shard_count, p->shard_index);
+	if (!(s = sched_alloc(p, n, err)))
+		return NULL;
+	if (rfb_sched_shard_members(p->total, p->seed, p->shard_index,
+				    p->shard_count, s->ids, err) < 0)
+		goto fail;
+	if (p->policy == RFB_SCHED_REFCOUNT) {
+		for (uint32_t i = 0; i < n; i++)
+			s->phases[i] = (uint16_t)(p->reuse - 1);
+	} else if (assign_balanced(s, err) < 0) {
+		goto fail;
+	}
+	if (compute_identity(s, err) < 0)
+		goto fail;
+	return s;
+fail:
+	rfb_sched_free(s);
+	return NULL;
+}
+
+void rfb_sched_free(rfb_sched *s)
+{
+	if (!s)
+		return;
+	free(s->ids);
+	free(s->phases);
+	free(s);
+}
+
+static void write_header(const rfb_sched *s, unsigned char *h,
+			 uint32_t body_crc)
+{
+	memset(h, 0, RFB_SCHED_HEADER_SIZE);
+	memcpy(h, SCHED_MAGIC, 7);
+	h[7] = SCHED_VERSION;
+	rfb_put_le32(h + 8, RFB_SCHED_HEADER_SIZE);
+	rfb_put_le32(h + 12, 0); /* flags */
+	rfb_put_le64(h + 16, s->p.index_identity);
+	rfb_put_le32(h + 24, s->p.total);
+	rfb_put_le32(h + 28, s->n);
+	rfb_put_le32(h + 32, s->p.reuse);
+	rfb_put_le16(h + 36, (uint16_t)s->p.policy);
+	rfb_put_le16(h + 38, 0); /* reserved */
+	rfb_put_le64(h + 40, s->p.seed);
+	rfb_put_le32(h + 48, s->p.shard_index);
+	rfb_put_le32(h + 52, s->p.shard_count);
+	rfb_put_le32(h + 56, body_crc);
+	rfb_put_le32(h + 60, rfb_crc32c(0, h, 60));
+}
+
+int rfb_sched_serialize(const rfb_sched *s, unsigned char **data, size_t *len,
+			rfb_err *err)
+{
+	size_t body = (size_t)s->n * 6, total = RFB_SCHED_HEADER_SIZE + body;
+	unsigned char *buf = malloc(total), *ids, *phases;
+
+	if (!buf)
+		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	ids = buf + RFB_SCHED_HEADER_SIZE;
+	phases = ids + (size_t)s->n * 4;
+	for (uint32_t i = 0; i < s->n; i++) {
+		rfb_put_le32(ids + (size_t)i * 4, s->ids[i]);
+		rfb_put_le16(phases + (size_t)i * 2, s->phases[i]);
+	}
+	write_header(s, buf, rfb_crc32c(0, ids, body));
+	*data = buf;
+	*len = total;
+	return 0;
+}
+
+/* ---- reading ---- */
+
+static int check_magic(const unsigned char *d, size_t len, const char *name,
+		       rfb_err *err)
+{
+	size_t cmp = len < 7 ? len : 7;
+
+	if (memcmp(d, SCHED_MAGIC, cmp) != 0)
+		return rfb_err_set(err, RFB_EFORMAT, name,
+				   "bad magic (not a refurb schedule)");
+	if (len < RFB_SCHED_HEADER_SIZE)
+		return rfb_err_set(err, RFB_ETRUNC, name,
+				   "truncated: %zu bytes, a schedule header "
+				   "has %u", len, RFB_SCHED_HEADER_SIZE);
+	if (d[7] != SCHED_VERSION)
+		return rfb_err_set(err, RFB_EVERSION, name,
+				   "schedule format version %u (this build "
+				   "reads version %u)", d[7], SCHED_VERSION);
+	if (rfb_get_le32(d + 60) != rfb_crc32c(0, d, 60))
+		return rfb_err_set(err, RFB_ECHECKSUM, name,
+				   "header checksum mismatch");
+	if (rfb_get_le32(d + 8) != RFB_SCHED_HEADER_SIZE ||
+	    rfb_get_le32(d + 12) != 0 || rfb_get_le16(d + 38) != 0)
+		return rfb_err_set(err, RFB_EFORMAT, name,
+				   "unknown header size, flags or reserved "
+				   "field (corrupt or from a newer refurb)");
+	return 0;
+}
+
+static int parse_header(const unsigned char *d, size_t len, const char *name,
+			rfb_sched_params *p, uint32_t *n, rfb_err *err)
+{
+	uint64_t want;
+	rfb_err why = { 0 };
+
+	p->index_identity = rfb_get_le64(d + 16);
+	p->total = rfb_get_le32(d + 24);
+	*n = rfb_get_le32(d + 28);
+	p->reuse = rfb_get_le32(d + 32);
+	p->policy = rfb_get_le16(d + 36);
+	p->seed = rfb_get_le64(d + 40);
+	p->shard_index = rfb_get_le32(d + 48);
+	p->shard_count = rfb_get_le32(d + 52);
+	if (check_params(p, &why) < 0)
+		return rfb_err_set(err, RFB_EFORMAT, name, "bad header: %s",
+				   why.msg);
+	if (*n != rfb_sched_shard_size(p->total, p->shard_count,
+				       p->shard_index))
+		return rfb_err_set(err, RFB_EFORMAT, name,
+				   "shard %u/%u of %u samples cannot have %u",
+				   p->shard_index, p->shard_count, p->total, *n);
+	want = RFB_SCHED_HEADER_SIZE + (uint64_t)*n * 6;
+	if (len < want)
+		return rfb_err_set(err, RFB_ETRUNC, name,
+				   "truncated: %zu bytes, expected %llu", len,
+				   (unsigned long long)want);
+	if (len > want)
+		return rfb_err_set(err, RFB_EFORMAT, name,
+				   "%llu bytes of garbage after the schedule",
+				   (unsigned long long)(len - want));
+	if (rfb_get_le32(d + 56) !=
+	    rfb_crc32c(0, d + RFB_SCHED_HEADER_SIZE, len - RFB_SCHED_HEADER_SIZE))
+		return rfb_err_set(err, RFB_ECHECKSUM, name,
+				   "body checksum mismatch");
+	return 0;
+}
+
+/* Ids strictly increasing and below total, phases below r. */
+static int load_body(rfb_sched *s, const unsigned char *d, const char *name,
+		     rfb_err *err)
+{
+	const unsigned char *ids = d + RFB_SCHED_HEADER_SIZE;
+	const unsigned char *phases = ids + (size_t)s->n * 4;
+
+	for (uint32_t i = 0; i < s->n; i++) {
+		s->ids[i] = rfb_get_le32(ids + (size_t)i * 4);
+		s->phases[i] = rfb_get_le16(phases + (size_t)i * 2);
+		if (s->ids[i] >= s->p.total || (i && s->ids[i] <= s->ids[i - 1]))
+			return rfb_err_set(err, RFB_EFORMAT, name,
+					   "sample id %u at position %u out of "
+					   "order or out of range", s->ids[i], i);
+		if (s->phases[i] >= s->p.reuse)
+			return rfb_err_set(err, RFB_EFORMAT, name,
+					   "sample %u has phase %u, r is %u",
+					   s->ids[i], s->phases[i], s->p.reuse);
+	}
+	return 0;
+}
+
+/* The phase histogram the policy promises: balanced chunks of floor or
+ * ceil(n/r) samples, or every phase r-1 for refcount. */
+static int check_histogram(const rfb_sched *s, const char *name, rfb_err *err)
+{
+	uint32_t r = s->p.reuse, lo = s->n / r, hi = lo + (s->n % r != 0);
+	uint32_t *count = calloc(r, sizeof *count);
+	int rc = 0;
+
+	if (!count)
+		return rfb_err_set(err, RFB_ENOMEM, name, "out of memory");
+	for (uint32_t i = 0; i < s->n; i++)
+		count[s->phases[i]]++;
+	for (uint32_t c = 0; c < r && rc == 0; c++) {
+		if (s->p.policy == RFB_SCHED_REFCOUNT && c != r - 1 && count[c])
+			rc = rfb_err_set(err, RFB_EFORMAT, name,
+					 "refcount schedule with phase %u "
+					 "(all must be r-1)", c);
+		if (s->p.policy == RFB_SCHED_BALANCED &&
+		    (count[c] < lo || count[c] > hi))
+			rc = rfb_err_set(err, RFB_EFORMAT, name,
+					 "unbalanced: phase %u has %u samples, "
+					 "expected %u or %u", c, count[c], lo, hi);
+	}
+	free(count);
+	return rc;
+}
+
+rfb_sched *rfb_sched_open_mem(const void *data, size_t len, const char *name,
+			      rfb_err *err)
+{
+	const unsigned char *d = data;
+	rfb_sched_params p;
+	rfb_sched *s;
+	uint32_t n;
+
+	if (!name)
+		name = "(memory)";
+	if (check_magic(d, len, name, err) < 0 ||
+	    parse_header(d, len, name, &p, &n, err) < 0)
+		return NULL;
+	if (!(s = sched_alloc(&p, n, err)))
+		return NULL;
+	if (load_body(s, d, name, err) < 0 || check_histogram(s, name, err) < 0) {
+		rfb_sched_free(s);
+		return NULL;
+	}
+	s->identity = rfb_hash64(d, len, SCHED_IDENTITY_SEED);
+	return s;
+}
+
+rfb_sched *rfb_sched_open(const char *path, rfb_err *err)
+{
+	size_t max = RFB_SCHED_HEADER_SIZE + (size_t)RFB_SCHED_MAX_SAMPLES * 6;
+	unsigned char *data;
+	size_t len;
+	rfb_sched *s;
+
+	if (rfb_file_load(path, max, &data, &len, err) < 0)
+		return NULL;
+	s = rfb_sched_open_mem(data, len, strcmp(path, "-") ? path : "(stdin)",
+			       err);
+	free(data);
+	return s;
+}
+
+/* ---- accessors ---- */
+
+const rfb_sched_params *rfb_sched_params_of(const rfb_sched *s)
+{
+	return &s->p;
+}
+
+uint32_t rfb_sched_count(const rfb_sched *s)
+{
+	return s->n;
+}
+
+const uint32_t *rfb_sched_ids(const rfb_sched *s)
+{
+	return s->ids;
+}
+
+const uint16_t *rfb_sched_phases(const rfb_sched *s)
+{
+	return s->phases;
+}
+
+uint64_t rfb_sched_identity(const rfb_sched *s)
+{
+	return s->identity;
+}
+
+int rfb_sched_check_index(const rfb_sched *s, uint64_t index_identity,
+			  uint32_t index_count, const char *name, rfb_err *err)
+{
+	if (s->p.index_identity != index_identity || s->p.total != index_count)
+		return rfb_err_set(err, RFB_EMISMATCH, name,
+				   "schedule made for another index (index "
+				   "%016llx of %u samples, schedule is for "
+				   "%016llx of %u)",
+				   (unsigned long long)index_identity,
+				   index_count,
+				   (unsigned long long)s->p.index_identity,
+				   s->p.total);
+	return 0;
+}
+
+int64_t rfb_sched_find(const rfb_sched *s, uint32_t id)
+{
+	size_t lo = 0, hi = s->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->ids[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < s->n && s->ids[lo] == id ? (int64_t)lo : -1;
+}
+
+/* ---- Theorem 1 ---- */
+
+double rfb_sched_diversity(double aug, double final, double reuse,
+			   double epochs)
+{
+	double fresh, q_log;
+
+	if (!isfinite(aug) || !isfinite(final) || !isfinite(reuse) ||
+	    !isfinite(epochs) || final < 1 || aug < final || reuse < 1 ||
+	    epochs < 1)
+		return NAN;
+	/* A given full augmentation a is produced in one refurbishing round
+	 * (one partial draw, r final draws) when the partial draw matches
+	 * a's partial part (probability |A_F|/|A|) and one of the r final
+	 * draws matches its final part (probability fresh). */
+	fresh = -expm1(reuse * log1p(-1.0 / final));
+	/* q = P(a not produced in a round); k/r rounds; E(U) = |A| (1 - q^(k/r)) */
+	q_log = log1p(-(final / aug) * fresh);
+	return aug * -expm1(epochs / reuse * q_log);
+}
