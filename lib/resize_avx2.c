@@ -9,6 +9,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+#include <stdlib.h>
 #include <string.h>
 
 int rfb_resize_have_avx2(void)
@@ -32,43 +33,114 @@ __attribute__((target("avx2"))) static inline __m128i clip_lanes(__m128i s)
 	return _mm_packus_epi16(s, s);
 }
 
-/* RGB: two taps per vector, lanes R G B 0 | R G B 0.  Reads 8 bytes from
- * each pair's first pixel: the caller keeps this inside the row. */
-__attribute__((target("avx2"))) static void px3(const unsigned char *p,
-						const int32_t *k, int n,
-						unsigned char *out)
+static int grow16(int16_t **p, size_t *cap, size_t n)
 {
-	const __m128i shuf = _mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, -1, -1, -1,
-					   -1, -1, -1, -1, -1);
-	const __m256i pick = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
-	__m256i acc = _mm256_setzero_si256();
-	uint32_t v;
+	int16_t *q;
 
-	for (int t = 0; t < n; t += 2) {
-		__m128i b = _mm_loadl_epi64((const __m128i *)(p + 3 * t));
-		__m256i x = _mm256_cvtepu8_epi32(_mm_shuffle_epi8(b, shuf));
-		__m256i w = _mm256_permutevar8x32_epi32(
-			_mm256_loadu_si256((const __m256i *)(k + t)), pick);
-		acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(x, w));
-	}
-	v = (uint32_t)_mm_cvtsi128_si32(clip_lanes(_mm_add_epi32(
-		_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1))));
-	memcpy(out, &v, 3);
+	if (n <= *cap)
+		return 0;
+	q = realloc(*p, n * sizeof *q);
+	if (!q)
+		return -1;
+	*p = q;
+	*cap = n;
+	return 0;
 }
 
-/* Gray: eight taps per vector.  Reads 8 bytes per step. */
-__attribute__((target("avx2"))) static unsigned char px1(const unsigned char *p,
-							 const int32_t *k, int n)
+static int16_t hi(int32_t k)
 {
-	__m256i acc = _mm256_setzero_si256();
+	return (int16_t)(k >> 11); /* |k| < 2^23, so |hi| <= 4096 */
+}
+
+static int16_t lo(int32_t k)
+{
+	return (int16_t)(k & 2047);
+}
+
+int rfb_resize_split_weights(struct coeffs *c)
+{
+	size_t n3, n1;
+
+	c->groups3 = (c->ksize + 3) / 4;
+	c->groups1 = (c->ksize + 15) / 16;
+	n3 = (size_t)c->out_size * c->groups3 * 64;
+	n1 = (size_t)c->out_size * c->groups1 * 32;
+	if (grow16(&c->kx3, &c->kx3_cap, n3) || grow16(&c->kx1, &c->kx1_cap, n1))
+		return -1;
+	for (int xx = 0; xx < c->out_size; xx++) {
+		const int32_t *k = c->k + (size_t)xx * c->kstride;
+		int n = c->bounds[2 * xx + 1];
+		int16_t *x3 = c->kx3 + (size_t)xx * c->groups3 * 64;
+		int16_t *x1 = c->kx1 + (size_t)xx * c->groups1 * 32;
+		/* 3 channels: per group [hi 16 lanes][lo 16 lanes]; 128-bit
+		 * half h holds taps 2h, 2h + 1 as a b a b a b 0 0 */
+		for (int g = 0; g < c->groups3; g++)
+			for (int part = 0; part < 2; part++)
+				for (int lane = 0; lane < 16; lane++) {
+					int t = 4 * g + 2 * (lane / 8) + (lane & 1);
+					int32_t w = t < n && (lane & 7) < 6 ? k[t] : 0;
+					x3[(g * 2 + part) * 16 + lane] = part ? lo(w) : hi(w);
+				}
+		/* 1 channel: per group [hi of 16 taps][lo of 16 taps] */
+		for (int g = 0; g < c->groups1; g++)
+			for (int lane = 0; lane < 16; lane++) {
+				int t = 16 * g + lane;
+				int32_t w = t < n ? k[t] : 0;
+				x1[g * 32 + lane] = hi(w);
+				x1[g * 32 + 16 + lane] = lo(w);
+			}
+	}
+	return 0;
+}
+
+/* Sum of hi products * 2048 + lo products, lane-wise. */
+__attribute__((target("avx2"))) static inline __m256i
+join_parts(__m256i acc_hi, __m256i acc_lo)
+{
+	return _mm256_add_epi32(_mm256_slli_epi32(acc_hi, 11), acc_lo);
+}
+
+/* RGB: four taps per step, pmaddwd on 16-bit samples.  Reads 16 bytes
+ * from each step's first pixel: the caller keeps this inside the row. */
+__attribute__((target("avx2"))) static inline uint32_t px3(const unsigned char *p,
+							    const int16_t *kx, int n)
+{
+	const __m256i shuf = _mm256_setr_epi8(
+		0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,
+		6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1);
+	__m256i acc_hi = _mm256_setzero_si256(), acc_lo = acc_hi;
+	uint32_t v;
+
+	for (int t = 0; t < n; t += 4, p += 12, kx += 32) {
+		__m256i b = _mm256_broadcastsi128_si256(
+			_mm_loadu_si128((const __m128i *)p));
+		__m256i x = _mm256_shuffle_epi8(b, shuf);
+		acc_hi = _mm256_add_epi32(acc_hi, _mm256_madd_epi16(
+			x, _mm256_loadu_si256((const __m256i *)kx)));
+		acc_lo = _mm256_add_epi32(acc_lo, _mm256_madd_epi16(
+			x, _mm256_loadu_si256((const __m256i *)(kx + 16))));
+	}
+	__m256i acc = join_parts(acc_hi, acc_lo);
+	v = (uint32_t)_mm_cvtsi128_si32(clip_lanes(_mm_add_epi32(
+		_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1))));
+	return v; /* R G B 0 */
+}
+
+/* Gray: sixteen taps per step.  Reads 16 bytes per step. */
+__attribute__((target("avx2"))) static unsigned char px1(const unsigned char *p,
+							 const int16_t *kx, int n)
+{
+	__m256i acc_hi = _mm256_setzero_si256(), acc_lo = acc_hi;
 	__m128i s;
 
-	for (int t = 0; t < n; t += 8) {
-		__m128i b = _mm_loadl_epi64((const __m128i *)(p + t));
-		acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(
-			_mm256_cvtepu8_epi32(b),
-			_mm256_loadu_si256((const __m256i *)(k + t))));
+	for (int t = 0; t < n; t += 16, p += 16, kx += 32) {
+		__m256i x = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p));
+		acc_hi = _mm256_add_epi32(acc_hi, _mm256_madd_epi16(
+			x, _mm256_loadu_si256((const __m256i *)kx)));
+		acc_lo = _mm256_add_epi32(acc_lo, _mm256_madd_epi16(
+			x, _mm256_loadu_si256((const __m256i *)(kx + 16))));
 	}
+	__m256i acc = join_parts(acc_hi, acc_lo);
 	s = _mm_add_epi32(_mm256_castsi256_si128(acc),
 			  _mm256_extracti128_si256(acc, 1));
 	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
@@ -87,15 +159,22 @@ rfb_resize_hpass_avx2(const rfb_image *src, int y0, int rows,
 		unsigned char *out = dst->data + (size_t)y * dst->stride;
 		for (int xx = 0; xx < c->out_size; xx++) {
 			int xmin = c->bounds[2 * xx], n = c->bounds[2 * xx + 1];
-			const int32_t *k = c->k + (size_t)xx * c->kstride;
-			/* loads run up to 8 bytes past the last tap's start:
-			 * near the row's end use the scalar kernel */
-			if (ch == 3 && xmin + n + 2 <= w)
-				px3(in + 3 * (size_t)xmin, k, n, out + 3 * xx);
-			else if (ch == 3)
+			/* the last step's 16-byte load must stay inside the
+			 * row: near its end use the scalar kernel */
+			if (ch == 3 && 3 * (xmin + ((n + 3) & ~3)) + 4 <= 3 * w) {
+				uint32_t v = px3(in + 3 * (size_t)xmin,
+						 c->kx3 + (size_t)xx * c->groups3 * 64, n);
+				/* a 4-byte store; the next pixel overwrites the
+				 * fourth byte, except after the last one */
+				if (xx + 1 < c->out_size)
+					memcpy(out + 3 * xx, &v, 4);
+				else
+					memcpy(out + 3 * xx, &v, 3);
+			} else if (ch == 3)
 				rfb_resize_px3(in, out + 3 * xx, c, xx);
-			else if (xmin + ((n + 7) & ~7) <= w)
-				out[xx] = px1(in + xmin, k, n);
+			else if (xmin + ((n + 15) & ~15) <= w)
+				out[xx] = px1(in + xmin,
+					      c->kx1 + (size_t)xx * c->groups1 * 32, n);
 			else
 				out[xx] = rfb_resize_px1(in, c, xx);
 		}
@@ -106,6 +185,12 @@ rfb_resize_hpass_avx2(const rfb_image *src, int y0, int rows,
 
 int rfb_resize_have_avx2(void)
 {
+	return 0;
+}
+
+int rfb_resize_split_weights(struct coeffs *c)
+{
+	(void)c;
 	return 0;
 }
 
