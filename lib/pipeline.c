@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline_exec.h"
+#include "pipeline_run_internal.h"
 
 rfb_pipe_ctx *rfb_pipe_ctx_new(rfb_err *err)
 {
@@ -33,7 +33,7 @@ void rfb_pipe_ctx_free(rfb_pipe_ctx *ctx)
 {
 	if (!ctx)
 		return;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 2; i++)
 		rfb_imgbuf_free(&ctx->buf[i]);
 	rfb_resizer_free(ctx->rz);
 	free(ctx->tensor);

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "refurb/decode.h"
-#include "pipeline_exec.h"
+#include "pipeline_run_internal.h"
 
 struct rfb_jpeg_state {
 	rfb_decoder *dec;
