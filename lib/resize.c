@@ -28,6 +28,7 @@ struct rfb_resizer {
 	double *pre;           /* one output pixel's weights before rounding */
 	size_t pre_cap;
 	rfb_imgbuf tmp;        /* horizontally resampled rows */
+	rfb_imgbuf strip;      /* the AVX2 horizontal pass's transposed rows */
 	int simd;              /* use the AVX2 kernels (when the CPU has them) */
 };
 
@@ -62,6 +63,7 @@ void rfb_resizer_free(rfb_resizer *rz)
 	}
 	free(rz->pre);
 	rfb_imgbuf_free(&rz->tmp);
+	rfb_imgbuf_free(&rz->strip);
 	free(rz);
 }
 
@@ -285,12 +287,16 @@ static struct coeffs *get_coeffs(rfb_resizer *rz, int in_size, int out_size,
 /* ---- passes ---- */
 
 /* Horizontal pass over source rows [y0, y0 + rows) into dst's rows. */
-static void hpass(const rfb_resizer *rz, const rfb_image *src, int y0,
-		  int rows, const struct coeffs *c, rfb_image *dst)
+static int hpass(rfb_resizer *rz, const rfb_image *src, int y0, int rows,
+		 const struct coeffs *c, rfb_image *dst, rfb_err *err)
 {
 	if (rz->simd) {
-		rfb_resize_hpass_avx2(src, y0, rows, c, dst);
-		return;
+		size_t need = (size_t)src->width * RFB_RESIZE_STRIP_BYTES;
+		int rc = rfb_imgbuf_reserve(&rz->strip, need, err);
+		if (rc)
+			return rc;
+		rfb_resize_hpass_avx2(src, y0, rows, c, dst, rz->strip.data);
+		return 0;
 	}
 	for (int y = 0; y < rows; y++) {
 		const unsigned char *in = src->data + (size_t)(y0 + y) * src->stride;
@@ -302,6 +308,7 @@ static void hpass(const rfb_resizer *rz, const rfb_image *src, int y0,
 			for (int xx = 0; xx < c->out_size; xx++)
 				out[xx] = rfb_resize_px1(in, c, xx);
 	}
+	return 0;
 }
 
 /* Vertical pass; src row 0 is source row row0 of the table's bounds. */
@@ -385,17 +392,15 @@ static int filter_resize(rfb_resizer *rz, const rfb_image *src,
 			rfb_image_copy(dst, src);
 		return 0;
 	}
-	if (!need_v) {
-		hpass(rz, src, 0, dst->height, cx, dst);
-		return 0;
-	}
+	if (!need_v)
+		return hpass(rz, src, 0, dst->height, cx, dst, err);
 	rc = rfb_image_alloc(&tmp, &rz->tmp, dst->width, row1 - row0,
 			     src->channels, err);
-	if (rc)
-		return rc;
-	hpass(rz, src, row0, row1 - row0, cx, &tmp);
-	vpass(rz, &tmp, row0, cy, dst);
-	return 0;
+	if (!rc)
+		rc = hpass(rz, src, row0, row1 - row0, cx, &tmp, err);
+	if (!rc)
+		vpass(rz, &tmp, row0, cy, dst);
+	return rc;
 }
 
 int rfb_resize_mapped(rfb_resizer *rz, const rfb_image *src,

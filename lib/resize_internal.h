@@ -111,9 +111,13 @@ int rfb_resize_have_avx2(void);
  * kernels are used).  0, or -1 when out of memory. */
 int rfb_resize_split_weights(struct coeffs *c);
 
-/* The AVX2 kernels (call only when rfb_resize_have_avx2()). */
+/* The AVX2 kernels (call only when rfb_resize_have_avx2()).  The
+ * horizontal pass needs src->width * RFB_RESIZE_STRIP_BYTES bytes of
+ * scratch (8 rows of a column side by side, 4 bytes a pixel). */
+#define RFB_RESIZE_STRIP_BYTES 32
 void rfb_resize_hpass_avx2(const rfb_image *src, int y0, int rows,
-			   const struct coeffs *c, rfb_image *dst);
+			   const struct coeffs *c, rfb_image *dst,
+			   unsigned char *scratch);
 void rfb_resize_vrow_avx2(const unsigned char *in, size_t stride, int n,
 			  const int32_t *k, unsigned char *out, size_t len);
 
