@@ -141,7 +141,10 @@ static int run_flip(struct rfb_run *r, const struct rfb_layer *l, rfb_rng *rng,
 
 	if (!rfb_flip_draw(rng, l->p))
 		return 0;
-	if (r->cur_buf >= 0) {
+	/* in place on a whole buffer; a view (a crop) is flipped while it
+	 * is copied out, which the output would do anyway */
+	if (r->cur_buf >= 0 && r->cur.data == r->ctx->buf[r->cur_buf].data &&
+	    r->cur.stride == (size_t)r->cur.width * r->cur.channels) {
 		rfb_hflip_inplace(&r->cur);
 		return 0;
 	}

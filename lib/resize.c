@@ -58,7 +58,6 @@ void rfb_resizer_free(rfb_resizer *rz)
 	for (int i = 0; i < CACHE_SLOTS; i++) {
 		free(rz->slot[i].bounds);
 		free(rz->slot[i].k);
-		free(rz->slot[i].kx3);
 		free(rz->slot[i].kx1);
 	}
 	free(rz->pre);

@@ -88,29 +88,17 @@ static int16_t lo(int32_t k)
 
 int rfb_resize_split_weights(struct coeffs *c)
 {
-	size_t n3, n1;
+	size_t n1;
 
-	c->groups3 = (c->ksize + 3) / 4;
 	c->groups1 = (c->ksize + 15) / 16;
-	n3 = (size_t)c->out_size * c->groups3 * 64;
 	n1 = (size_t)c->out_size * c->groups1 * 32;
-	if (grow16(&c->kx3, &c->kx3_cap, n3) || grow16(&c->kx1, &c->kx1_cap, n1))
+	if (grow16(&c->kx1, &c->kx1_cap, n1))
 		return -1;
 	for (int xx = 0; xx < c->out_size; xx++) {
 		const int32_t *k = c->k + (size_t)xx * c->kstride;
 		int n = c->bounds[2 * xx + 1];
-		int16_t *x3 = c->kx3 + (size_t)xx * c->groups3 * 64;
 		int16_t *x1 = c->kx1 + (size_t)xx * c->groups1 * 32;
-		/* 3 channels: per group [hi 16 lanes][lo 16 lanes]; 128-bit
-		 * half h holds taps 2h, 2h + 1 as a b a b a b 0 0 */
-		for (int g = 0; g < c->groups3; g++)
-			for (int part = 0; part < 2; part++)
-				for (int lane = 0; lane < 16; lane++) {
-					int t = 4 * g + 2 * (lane / 8) + (lane & 1);
-					int32_t w = t < n && (lane & 7) < 6 ? k[t] : 0;
-					x3[(g * 2 + part) * 16 + lane] = part ? lo(w) : hi(w);
-				}
-		/* 1 channel: per group [hi of 16 taps][lo of 16 taps] */
+		/* per group of 16 taps: [hi of the 16][lo of the 16] */
 		for (int g = 0; g < c->groups1; g++)
 			for (int lane = 0; lane < 16; lane++) {
 				int t = 16 * g + lane;
@@ -127,32 +115,6 @@ __attribute__((target("avx2"))) static inline __m256i
 join_parts(__m256i acc_hi, __m256i acc_lo)
 {
 	return _mm256_add_epi32(_mm256_slli_epi32(acc_hi, 11), acc_lo);
-}
-
-/* RGB: four taps per step, pmaddwd on 16-bit samples.  Reads 16 bytes
- * from each step's first pixel: the caller keeps this inside the row. */
-__attribute__((target("avx2"))) static inline uint32_t px3(const unsigned char *p,
-							    const int16_t *kx, int n)
-{
-	const __m256i shuf = _mm256_setr_epi8(
-		0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,
-		6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1);
-	__m256i acc_hi = _mm256_setzero_si256(), acc_lo = acc_hi;
-	uint32_t v;
-
-	for (int t = 0; t < n; t += 4, p += 12, kx += 32) {
-		__m256i b = _mm256_broadcastsi128_si256(
-			_mm_loadu_si128((const __m128i *)p));
-		__m256i x = _mm256_shuffle_epi8(b, shuf);
-		acc_hi = _mm256_add_epi32(acc_hi, _mm256_madd_epi16(
-			x, _mm256_loadu_si256((const __m256i *)kx)));
-		acc_lo = _mm256_add_epi32(acc_lo, _mm256_madd_epi16(
-			x, _mm256_loadu_si256((const __m256i *)(kx + 16))));
-	}
-	__m256i acc = join_parts(acc_hi, acc_lo);
-	v = (uint32_t)_mm_cvtsi128_si32(clip_lanes(_mm_add_epi32(
-		_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1))));
-	return v; /* R G B 0 */
 }
 
 /* Gray: sixteen taps per step.  Reads 16 bytes per step. */

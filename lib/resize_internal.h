@@ -26,12 +26,12 @@ struct coeffs {
 	int *bounds;           /* [2k] = first source pixel, [2k+1] = count */
 	int32_t *k;            /* out_size * kstride (+ 8) fixed-point weights */
 	size_t bounds_cap, k_cap;
-	/* the AVX2 kernels' copy of k: each weight split into high and low
-	 * 16-bit halves (k = hi * 2048 + lo) laid out for pmaddwd; groups of
-	 * 4 taps per 3-channel pixel, of 16 taps per 1-channel pixel */
-	int16_t *kx3, *kx1;
-	int groups3, groups1;
-	size_t kx3_cap, kx1_cap;
+	/* the 1-channel AVX2 kernel's copy of k: each weight split into
+	 * high and low 16-bit halves (k = hi * 2048 + lo) for pmaddwd, in
+	 * groups of 16 taps */
+	int16_t *kx1;
+	int groups1;
+	size_t kx1_cap;
 	unsigned long used;    /* LRU stamp */
 };
 
@@ -107,7 +107,7 @@ static inline void rfb_resize_vrow(const unsigned char *in, size_t stride,
 /* 1 if the CPU runs the AVX2 kernels (always 0 off x86-64). */
 int rfb_resize_have_avx2(void);
 
-/* Fill c's kx3/kx1 from its k (after every recomputation, when the AVX2
+/* Fill c's kx1 from its k (after every recomputation, when the AVX2
  * kernels are used).  0, or -1 when out of memory. */
 int rfb_resize_split_weights(struct coeffs *c);
 
