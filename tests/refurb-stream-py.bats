@@ -42,11 +42,12 @@ with open_stream(path, verify=True) as s:
         assert (ids == (pos + 7 * epoch) % n_epoch).all(), ids
         assert (labels == ids % len(h.classes)).all()
         i = np.arange(images[0].size, dtype=np.uint64)
+        nhwc = images.transpose(0, 2, 3, 1) if nchw else images
         for j in range(n):
             v = ((31 * int(ids[j]) + 7 * i) & 255).astype(np.float32 if f32 else np.uint8)
             if f32:
                 v = v / np.float32(255) - np.float32(0.5 if norm else 0)
-            assert (images[j].ravel() == v).all(), (epoch, step, j)
+            assert (nhwc[j].ravel() == v).all(), (epoch, step, j)
         seen += n
         last = (epoch, step)
     assert s.ended

@@ -17,10 +17,11 @@
  *
  * Content, so that a reader can check every value: image j of epoch e at
  * position k (from the epoch's start) is sample id = (k + 7e) mod N,
- * label = id mod K; element i of its pixel data, in the stream's layout,
- * is v = (31 id + 7 i) mod 256 for uint8, and v / 255 as float32 (minus
- * 0.5 with --normalize, where mean = 0.5 and std = 1).  The first batch
- * has global step 0.
+ * label = id mod K; sample (y, x, c) of its pixels is v = (31 id + 7 i)
+ * mod 256 with i = (y W + x) C + c (its index in NHWC order, whatever the
+ * layout) for uint8, and v / 255 as float32 (minus 0.5 with --normalize,
+ * where mean = 0.5 and std = 1): every dtype and layout holds the same
+ * picture.  The first batch has global step 0.
  */
 #include <getopt.h>
 #include <signal.h>
@@ -49,17 +50,25 @@ static void usage(void)
 	exit(2);
 }
 
+/* Image id's pixel data at p, in the stream's dtype and layout. */
 static void fill(const struct rfb_stream_info *in, uint32_t id,
-		 unsigned char *p, size_t elems)
+		 unsigned char *p)
 {
-	for (size_t i = 0; i < elems; i++) {
-		unsigned v = (unsigned)((31u * id + 7u * i) & 255);
-		if (in->dtype == RFB_DTYPE_U8)
-			p[i] = (unsigned char)v;
-		else
-			rfb_put_lef32(p + 4 * i, (float)v / 255.0f -
-				      (in->normalized ? 0.5f : 0.0f));
-	}
+	size_t H = in->height, W = in->width, C = in->channels;
+
+	for (size_t y = 0; y < H; y++)
+		for (size_t x = 0; x < W; x++)
+			for (size_t c = 0; c < C; c++) {
+				size_t i = (y * W + x) * C + c;
+				size_t at = in->layout == RFB_LAYOUT_NHWC ? i
+					    : (c * H + y) * W + x;
+				unsigned v = (unsigned)((31u * id + 7u * i) & 255);
+				if (in->dtype == RFB_DTYPE_U8)
+					p[at] = (unsigned char)v;
+				else
+					rfb_put_lef32(p + 4 * at, (float)v / 255.0f -
+						      (in->normalized ? 0.5f : 0.0f));
+			}
 }
 
 static void parse(int argc, char **argv, struct opts *o)
@@ -132,8 +141,7 @@ static int write_epoch(const struct opts *o, struct run *r, uint32_t e)
 				pos = 0;
 			r->ids[j] = (pos + 7 * e) % n_all;
 			r->labels[j] = r->ids[j] % in->class_count;
-			fill(in, r->ids[j], r->px + j * img,
-			     img / (in->dtype == RFB_DTYPE_F32 ? 4 : 1));
+			fill(in, r->ids[j], r->px + j * img);
 		}
 		struct rfb_stream_batch b = { e, step, r->global++, n,
 			r->labels, r->ids, r->px, n * img };
