@@ -309,6 +309,39 @@ static int info_decode_names(const char *sec, uint32_t len, uint32_t k,
 	return i == k ? 0 : -1;
 }
 
+/*
+ * Copy the four sections after the fixed part into c->blob (texts
+ * NUL-terminated, the class section as it is) and point info at them.
+ * Returns 0, or the message of what is wrong.
+ */
+static const char *info_copy_sections(struct stream_info_copy *c,
+				      const unsigned char *src,
+				      const uint32_t l[4])
+{
+	struct rfb_stream_info *in = &c->info;
+	const char **texts[4] = { &in->partial_pipeline, &in->final_pipeline,
+				  NULL, &in->extra };
+	char *b = c->blob;
+
+	for (int i = 0; i < 4; i++) {
+		memcpy(b, src, l[i]);
+		if (i != 2 && memchr(b, '\0', l[i]))
+			return "NUL byte inside a HEADER text";
+		if (i == 2 && info_decode_names(b, l[i], in->class_count,
+						c->names))
+			return "class section does not hold K NUL-terminated "
+			       "names";
+		if (texts[i])
+			*texts[i] = b;
+		b += l[i];
+		if (i != 2)
+			*b++ = '\0';
+		src += l[i];
+	}
+	in->class_names = c->names;
+	return NULL;
+}
+
 int stream_info_decode(const unsigned char *p, uint64_t len,
 		       const struct rfb_stream_limits *lim,
 		       struct stream_info_copy *c, const char *name,
@@ -317,7 +350,8 @@ int stream_info_decode(const unsigned char *p, uint64_t len,
 	struct rfb_stream_info *in = &c->info;
 	uint32_t l[4]; /* partial, final, class section, extra */
 	uint64_t sum = STREAM_INFO_FIXED;
-	char *b;
+	const char *why;
+	int rc;
 
 	memset(c, 0, sizeof *c);
 	if (len < STREAM_INFO_FIXED)
@@ -340,44 +374,19 @@ int stream_info_decode(const unsigned char *p, uint64_t len,
 		return rfb_err_set(err, RFB_ELIMIT, name, "%s%u classes exceed "
 				   "the limit %u", where, in->class_count,
 				   lim->max_classes);
-	c->blob = b = malloc(len - STREAM_INFO_FIXED + 3);
+	c->blob = malloc(len - STREAM_INFO_FIXED + 3);
 	c->names = malloc(((size_t)in->class_count + 1) * sizeof *c->names);
-	if (!b || !c->names) {
+	if (!c->blob || !c->names) {
 		stream_info_copy_free(c);
 		return rfb_err_set(err, RFB_ENOMEM, name, "out of memory");
 	}
-	/* texts NUL-terminated in the blob, class section as it is */
-	const unsigned char *src = p + STREAM_INFO_FIXED;
-	const char **texts[4] = { &in->partial_pipeline, &in->final_pipeline,
-				  NULL, &in->extra };
-	for (int i = 0; i < 4; i++) {
-		memcpy(b, src, l[i]);
-		if (i != 2 && memchr(b, '\0', l[i]))
-			goto bad_text;
-		if (i == 2 && info_decode_names(b, l[i], in->class_count,
-						c->names))
-			goto bad_names;
-		if (texts[i])
-			*texts[i] = b;
-		b += l[i];
-		if (i != 2)
-			*b++ = '\0';
-		src += l[i];
+	if ((why = info_copy_sections(c, p + STREAM_INFO_FIXED, l))) {
+		stream_info_copy_free(c);
+		return rfb_err_set(err, RFB_EFORMAT, name, "%s%s", where, why);
 	}
-	in->class_names = c->names;
-	int rc = stream_info_check(in, lim, RFB_EFORMAT, name, where, err);
-	if (rc)
+	if ((rc = stream_info_check(in, lim, RFB_EFORMAT, name, where, err)))
 		stream_info_copy_free(c);
 	return rc;
-bad_text:
-	stream_info_copy_free(c);
-	return rfb_err_set(err, RFB_EFORMAT, name, "%sNUL byte inside a "
-			   "HEADER text", where);
-bad_names:
-	stream_info_copy_free(c);
-	return rfb_err_set(err, RFB_EFORMAT, name, "%sclass section does not "
-			   "hold %u NUL-terminated names", where,
-			   rfb_get_le32(p + 24));
 }
 
 int stream_info_dup(const struct rfb_stream_info *info,

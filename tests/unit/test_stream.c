@@ -490,6 +490,50 @@ static void test_unknown_frames(void)
 	CHECK(strstr(err.msg, "does not start with a HEADER"));
 }
 
+/* HEADER payloads with one thing wrong, checksums right: refused. */
+static void test_bad_header(void)
+{
+	static const struct { size_t at; uint32_t value; int width;
+			      const char *why; } cases[] = {
+		{ 0, 2, 4, "HEADER says version 2" },
+		{ 4, 3, 1, "unknown dtype 3" },
+		{ 5, 0, 1, "unknown layout 0" },
+		{ 16, 2, 4, "2 channels" },
+		{ 8, 0, 4, "must not be 0" },
+		{ 24, 0, 4, "class section does not hold" },
+		{ 24, 2, 4, "class section does not hold" },
+		{ 28, 2, 4, "first epoch 2 after last epoch 1" },
+		{ 40, 2, 4, "bad shard 2/2" },
+		{ 104, 27, 4, "sections add up to" },
+		{ 128, 0, 1, "NUL byte inside a HEADER text" },
+		{ 128 + 26 + 13 + 3, 'x', 1, "class section does not hold" },
+		{ 96, 0, 4, "bad mean/std of channel 1" },
+	};
+	unsigned char buf[1024], p[512];
+	struct spec s = small;
+	rfb_err err = { 0 };
+
+	s.dtype = RFB_DTYPE_F32; /* normalized: mean and std are checked */
+	size_t n = header_frame(buf, &s);
+	size_t len = rfb_get_le64(buf + 16);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		memcpy(p, buf + 64, len);
+		if (cases[i].width == 4)
+			rfb_put_le32(p + cases[i].at, cases[i].value);
+		else
+			p[cases[i].at] = (unsigned char)cases[i].value;
+		unsigned char frame[1024];
+		size_t fl = craft(frame, 1, 0, 0, p, len, (uint32_t)len);
+		CHECKF(read_all(frame, fl, NULL, &err) == RFB_EFORMAT,
+		       "case %zu", i);
+		CHECKF(strstr(err.msg, cases[i].why), "case %zu: %s", i, err.msg);
+	}
+	CHECK(n == 64 + (len + 63) / 64 * 64);
+	/* a head length other than the payload's */
+	n = craft(buf, 1, 0, 0, p, len, (uint32_t)len - 1);
+	CHECK(read_all(buf, n, NULL, &err) == RFB_EFORMAT);
+}
+
 /* A BATCH payload by hand: n images of s's shape (pixels zero). */
 static size_t batch_payload(unsigned char *p, const struct spec *s,
 			    uint32_t epoch, uint32_t step, uint64_t global,
@@ -859,6 +903,7 @@ int main(void)
 	RUN(test_every_truncation);
 	RUN(test_every_corrupted_byte);
 	RUN(test_unknown_frames);
+	RUN(test_bad_header);
 	RUN(test_reader_sequence);
 	RUN(test_reader_endings);
 	RUN(test_limits);
