@@ -268,7 +268,7 @@ class Stream:
             most = (64 + 8 * h.batch_size + 63) // 64 * 64 + h.batch_size * h.image_bytes
             if plen > most:
                 raise StreamError(self._where() + "BATCH frame of %d bytes, at most %d" % (plen, most))
-        if plen > 1 << 32:
+        if plen > 1 << 32 or (kind == HEADER and plen > 128 + (3 << 20) + 1000000 * 1025):
             raise StreamError(self._where() + "frame of %d bytes exceeds the limit" % plen)
 
     def _payload(self, plen, qlen, qcrc, pcrc, bulk):
