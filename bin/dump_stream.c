@@ -248,12 +248,12 @@ static unsigned char sample_u8(const struct rfb_stream_info *in,
 			       float hi)
 {
 	size_t H = in->height, W = in->width, C = in->channels;
-	size_t at = j * H * W * C + (in->layout == RFB_LAYOUT_NHWC
+	size_t at = j * H * W * C + (in->layout == RFB_STREAM_NHWC
 		    ? (y * W + x) * C + ch : ch * H * W + y * W + x);
 	const unsigned char *p = b->pixels;
 	float v;
 
-	if (in->dtype == RFB_DTYPE_U8)
+	if (in->dtype == RFB_STREAM_U8)
 		return p[at];
 	memcpy(&v, p + 4 * at, 4);
 	if (in->normalized)
@@ -271,7 +271,7 @@ static void render(const struct rfb_stream_info *in,
 {
 	float lo = 0, hi = 0;
 
-	if (in->dtype == RFB_DTYPE_F32 && !in->normalized)
+	if (in->dtype == RFB_STREAM_F32 && !in->normalized)
 		f32_range(b, &lo, &hi);
 	memset(sheet->data, SHEET_GRAY, sheet->stride * (size_t)sheet->height);
 	for (uint32_t j = 0; j < b->n; j++) {

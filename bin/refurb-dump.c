@@ -11,9 +11,12 @@
 
 #include "cli.h"
 #include "dump.h"
+#include "dump_preview.h"
 #include "refurb/io.h"
 
-static const char usage[] = "refurb-dump [OPTIONS] FILE";
+static const char usage[] =
+	"refurb-dump [OPTIONS] FILE\n"
+	"       refurb-dump --preview SPEC [-n K] [-o SHEET.jpg] IMAGE.jpg...";
 
 static const char help[] =
 	"Print a refurb file as text; the kind is recognised by its magic:\n"
@@ -22,6 +25,9 @@ static const char help[] =
 	"  schedule  TSV (id phase) and, with --stats, N, r, policy, phases\n"
 	"  plan      TSV (epoch step sample_id hit|miss), one line per sample;\n"
 	"            with --stats a per-epoch table and the reuse counts\n"
+	"\n"
+	"  --preview SPEC     a contact sheet of K augmentations of each image\n"
+	"                     under SPEC (see refurb-dump(1) for its options)\n"
 	"\n"
 	"  -S, --stats        a summary instead of the listing\n"
 	"  -i, --index FILE   the index (plans: miss pixels per batch)\n"
@@ -78,6 +84,10 @@ int main(int argc, char **argv)
 	int opt, rc = 1;
 
 	cli_init(&c, "refurb-dump", usage, help);
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--preview") || !strcmp(argv[i], "-P") ||
+		    !strncmp(argv[i], "--preview=", 10))
+			return dump_preview(&c, argc, argv);
 	while ((opt = getopt_long(argc, argv, "So:i:" CLI_COMMON_SHORTOPTS,
 				  longopts, NULL)) != -1) {
 		switch (opt) {

@@ -27,18 +27,18 @@ void rfb_stream_limits_default(struct rfb_stream_limits *lim)
 
 const char *rfb_stream_dtype_name(enum rfb_stream_dtype d)
 {
-	return d == RFB_DTYPE_U8 ? "uint8" : d == RFB_DTYPE_F32 ? "float32" : "?";
+	return d == RFB_STREAM_U8 ? "uint8" : d == RFB_STREAM_F32 ? "float32" : "?";
 }
 
 const char *rfb_stream_layout_name(enum rfb_stream_layout l)
 {
-	return l == RFB_LAYOUT_NHWC ? "NHWC" : l == RFB_LAYOUT_NCHW ? "NCHW" : "?";
+	return l == RFB_STREAM_NHWC ? "NHWC" : l == RFB_STREAM_NCHW ? "NCHW" : "?";
 }
 
 size_t rfb_stream_image_bytes(const struct rfb_stream_info *info)
 {
 	return (size_t)info->height * info->width * info->channels *
-	       (info->dtype == RFB_DTYPE_F32 ? 4 : 1);
+	       (info->dtype == RFB_STREAM_F32 ? 4 : 1);
 }
 
 /* ---- frame headers --------------------------------------------------- */
@@ -116,10 +116,10 @@ static int check_shape(const struct rfb_stream_info *in,
 		       const struct rfb_stream_limits *lim, int code,
 		       const char *name, const char *where, rfb_err *err)
 {
-	if (in->dtype != RFB_DTYPE_U8 && in->dtype != RFB_DTYPE_F32)
+	if (in->dtype != RFB_STREAM_U8 && in->dtype != RFB_STREAM_F32)
 		return rfb_err_set(err, code, name, "%sunknown dtype %d",
 				   where, (int)in->dtype);
-	if (in->layout != RFB_LAYOUT_NHWC && in->layout != RFB_LAYOUT_NCHW)
+	if (in->layout != RFB_STREAM_NHWC && in->layout != RFB_STREAM_NCHW)
 		return rfb_err_set(err, code, name, "%sunknown layout %d",
 				   where, (int)in->layout);
 	if (in->channels != 1 && in->channels != 3)

@@ -183,7 +183,7 @@ static int batch_args_ok(const rfb_stream_writer *w,
 				   "%zu", b->n, b->pixel_bytes,
 				   b->n * rfb_stream_image_bytes(in));
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-	if (in->dtype == RFB_DTYPE_F32)
+	if (in->dtype == RFB_STREAM_F32)
 		return rfb_err_set(err, RFB_EINVAL, w->name, "float32 pixels "
 				   "need a little-endian host");
 #endif

@@ -193,8 +193,8 @@ static void setup(struct bench *B, uint32_t batch, uint32_t side, int f32)
 	struct rfb_stream_info *in = &B->info;
 
 	memset(in, 0, sizeof *in);
-	in->dtype = f32 ? RFB_DTYPE_F32 : RFB_DTYPE_U8;
-	in->layout = f32 ? RFB_LAYOUT_NCHW : RFB_LAYOUT_NHWC;
+	in->dtype = f32 ? RFB_STREAM_F32 : RFB_STREAM_U8;
+	in->layout = f32 ? RFB_STREAM_NCHW : RFB_STREAM_NHWC;
 	in->height = in->width = side;
 	in->channels = 3;
 	in->batch_size = batch;

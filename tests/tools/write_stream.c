@@ -60,10 +60,10 @@ static void fill(const struct rfb_stream_info *in, uint32_t id,
 		for (size_t x = 0; x < W; x++)
 			for (size_t c = 0; c < C; c++) {
 				size_t i = (y * W + x) * C + c;
-				size_t at = in->layout == RFB_LAYOUT_NHWC ? i
+				size_t at = in->layout == RFB_STREAM_NHWC ? i
 					    : (c * H + y) * W + x;
 				unsigned v = (unsigned)((31u * id + 7u * i) & 255);
-				if (in->dtype == RFB_DTYPE_U8)
+				if (in->dtype == RFB_STREAM_U8)
 					p[at] = (unsigned char)v;
 				else
 					rfb_put_lef32(p + 4 * at, (float)v / 255.0f -
@@ -87,10 +87,10 @@ static void parse(int argc, char **argv, struct opts *o)
 	while ((opt = getopt_long(argc, argv, "d:l:H:W:C:b:n:k:e:s:o:",
 				  longopts, NULL)) != -1) {
 		switch (opt) {
-		case 'd': in->dtype = strcmp(optarg, "f32") ? RFB_DTYPE_U8
-				      : RFB_DTYPE_F32; break;
-		case 'l': in->layout = strcmp(optarg, "nchw") ? RFB_LAYOUT_NHWC
-				       : RFB_LAYOUT_NCHW; break;
+		case 'd': in->dtype = strcmp(optarg, "f32") ? RFB_STREAM_U8
+				      : RFB_STREAM_F32; break;
+		case 'l': in->layout = strcmp(optarg, "nchw") ? RFB_STREAM_NHWC
+				       : RFB_STREAM_NCHW; break;
 		case 'H': in->height = (uint32_t)atoi(optarg); break;
 		case 'W': in->width = (uint32_t)atoi(optarg); break;
 		case 'C': in->channels = (uint32_t)atoi(optarg); break;
@@ -162,8 +162,8 @@ int main(int argc, char **argv)
 {
 	static const char *names[256];
 	static char name_buf[256][16];
-	struct opts o = { .info = { .dtype = RFB_DTYPE_U8,
-		.layout = RFB_LAYOUT_NHWC, .height = 8, .width = 6,
+	struct opts o = { .info = { .dtype = RFB_STREAM_U8,
+		.layout = RFB_STREAM_NHWC, .height = 8, .width = 6,
 		.channels = 3, .batch_size = 4, .class_count = 3,
 		.last_epoch = 1, .shard_n = 1, .epoch_images = 10,
 		.plan_seed = 7, .augment_seed = 8, .index_identity = 0xabcdef,

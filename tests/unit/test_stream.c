@@ -33,7 +33,7 @@ struct spec {
 };
 
 static const struct spec small = {
-	RFB_DTYPE_U8, RFB_LAYOUT_NHWC, 3, 2, 3, 4, 3, 0, 1, 0, 10, 1, 1
+	RFB_STREAM_U8, RFB_STREAM_NHWC, 3, 2, 3, 4, 3, 0, 1, 0, 10, 1, 1
 };
 
 static void spec_info(const struct spec *s, struct rfb_stream_info *in)
@@ -56,7 +56,7 @@ static void spec_info(const struct spec *s, struct rfb_stream_info *in)
 	in->plan_seed = 0x1122334455667788ULL;
 	in->augment_seed = 7;
 	in->index_identity = 0xfedcba9876543210ULL;
-	in->normalized = s->dtype == RFB_DTYPE_F32;
+	in->normalized = s->dtype == RFB_STREAM_F32;
 	for (int c = 0; c < 3; c++) {
 		in->mean[c] = 0.485f + 0.01f * c;
 		in->std[c] = 0.229f + 0.01f * c;
@@ -75,7 +75,7 @@ static uint32_t sample_id(uint32_t epoch, uint32_t pos)
 static void fill_image(const struct spec *s, uint32_t id, unsigned char *p,
 		       size_t nb)
 {
-	if (s->dtype == RFB_DTYPE_U8) {
+	if (s->dtype == RFB_STREAM_U8) {
 		for (size_t i = 0; i < nb; i++)
 			p[i] = (unsigned char)(id * 31 + i * 7);
 		return;
@@ -242,8 +242,8 @@ static void test_roundtrip_memory(void)
 	struct spec s = small;
 	size_t len;
 
-	for (int d = RFB_DTYPE_U8; d <= RFB_DTYPE_F32; d++)
-		for (int l = RFB_LAYOUT_NHWC; l <= RFB_LAYOUT_NCHW; l++)
+	for (int d = RFB_STREAM_U8; d <= RFB_STREAM_F32; d++)
+		for (int l = RFB_STREAM_NHWC; l <= RFB_STREAM_NCHW; l++)
 			for (uint32_t c = 1; c <= 3; c += 2) {
 				s.dtype = d;
 				s.layout = l;
@@ -267,8 +267,8 @@ static void test_roundtrip_pipe(void)
 	struct spec s = small;
 	int fds[2];
 
-	s.dtype = RFB_DTYPE_F32;
-	s.layout = RFB_LAYOUT_NCHW;
+	s.dtype = RFB_STREAM_F32;
+	s.layout = RFB_STREAM_NCHW;
 	s.h = 64;
 	s.w = 48;
 	s.batch = 16;
@@ -513,7 +513,7 @@ static void test_bad_header(void)
 	struct spec s = small;
 	rfb_err err = { 0 };
 
-	s.dtype = RFB_DTYPE_F32; /* normalized: mean and std are checked */
+	s.dtype = RFB_STREAM_F32; /* normalized: mean and std are checked */
 	size_t n = header_frame(buf, &s);
 	size_t len = rfb_get_le64(buf + 16);
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -540,7 +540,7 @@ static size_t batch_payload(unsigned char *p, const struct spec *s,
 			    uint32_t n, uint32_t label)
 {
 	size_t head = (64 + 8 * n + 63) / 64 * 64;
-	size_t img = (size_t)s->h * s->w * s->c * (s->dtype == RFB_DTYPE_F32 ? 4 : 1);
+	size_t img = (size_t)s->h * s->w * s->c * (s->dtype == RFB_STREAM_F32 ? 4 : 1);
 
 	memset(p, 0, head + n * img);
 	rfb_put_le32(p, epoch);

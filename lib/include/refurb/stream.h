@@ -37,8 +37,8 @@ enum rfb_stream_frame_type {
 	RFB_FRAME_END = 4,
 };
 
-enum rfb_stream_dtype { RFB_DTYPE_U8 = 1, RFB_DTYPE_F32 = 2 };
-enum rfb_stream_layout { RFB_LAYOUT_NHWC = 1, RFB_LAYOUT_NCHW = 2 };
+enum rfb_stream_dtype { RFB_STREAM_U8 = 1, RFB_STREAM_F32 = 2 };
+enum rfb_stream_layout { RFB_STREAM_NHWC = 1, RFB_STREAM_NCHW = 2 };
 
 /* Frame-header flag: a reader that does not know this frame's type must
  * stop (RFB_EVERSION) instead of skipping it. */
