@@ -528,8 +528,8 @@ static int write_stream_header(struct final *F, rfb_err *err)
 		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
 	for (uint32_t c = 0; c < nc; c++)
 		names[c] = rfb_index_class_name(F->idx, c);
-	info.dtype = F->dtype;
-	info.layout = F->layout;
+	info.dtype = F->dtype == RFB_DTYPE_F32 ? RFB_STREAM_F32 : RFB_STREAM_U8;
+	info.layout = F->layout == RFB_LAYOUT_CHW ? RFB_STREAM_NCHW : RFB_STREAM_NHWC;
 	info.height = (uint32_t)F->shape.height;
 	info.width = (uint32_t)F->shape.width;
 	info.channels = (uint32_t)F->shape.channels;

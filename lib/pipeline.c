@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline_exec.h"
+#include "pipeline_run_internal.h"
 
 rfb_pipe_ctx *rfb_pipe_ctx_new(rfb_err *err)
 {
@@ -33,7 +33,7 @@ void rfb_pipe_ctx_free(rfb_pipe_ctx *ctx)
 {
 	if (!ctx)
 		return;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 2; i++)
 		rfb_imgbuf_free(&ctx->buf[i]);
 	rfb_resizer_free(ctx->rz);
 	free(ctx->tensor);
@@ -141,7 +141,10 @@ static int run_flip(struct rfb_run *r, const struct rfb_layer *l, rfb_rng *rng,
 
 	if (!rfb_flip_draw(rng, l->p))
 		return 0;
-	if (r->cur_buf >= 0) {
+	/* in place on a whole buffer; a view (a crop) is flipped while it
+	 * is copied out, which the output would do anyway */
+	if (r->cur_buf >= 0 && r->cur.data == r->ctx->buf[r->cur_buf].data &&
+	    r->cur.stride == (size_t)r->cur.width * r->cur.channels) {
 		rfb_hflip_inplace(&r->cur);
 		return 0;
 	}
@@ -248,6 +251,22 @@ int rfb_run_layer(struct rfb_run *r, const struct rfb_layer *l, int position,
 		break;
 	}
 	return 0; /* normalize is applied to the output */
+}
+
+int rfb_pipeline_normalization(const rfb_pipeline *p, float mean[3],
+			       float std[3])
+{
+	const struct rfb_layer *l;
+
+	if (p->nlayers == 0 || p->layers[p->nlayers - 1].kind != RFB_F_NORMALIZE)
+		return 0;
+	l = &p->layers[p->nlayers - 1];
+	for (int c = 0; c < 3; c++) {
+		int k = l->norm_channels == 1 ? 0 : c;
+		mean[c] = (float)l->mean[k];
+		std[c] = (float)l->std[k];
+	}
+	return 1;
 }
 
 /* ---- output ---- */

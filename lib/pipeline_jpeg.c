@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "refurb/decode.h"
-#include "pipeline_exec.h"
+#include "pipeline_run_internal.h"
 
 struct rfb_jpeg_state {
 	rfb_decoder *dec;
@@ -118,9 +118,12 @@ static int pick_denom(rfb_pipe_ctx *ctx, int w, int h, int rw, int rh,
 		      int out_w, int out_h)
 {
 	struct rfb_decode_target t = { 0, 0, rw, rh, out_w, out_h };
-	double ratio = ctx->scale_ratio < 0 ? RFB_DECODE_MIN_RATIO : ctx->scale_ratio;
+	double ratio = ctx->scale_ratio < 0 ? RFB_PIPE_SCALE_RATIO : ctx->scale_ratio;
 
-	if (!(ratio > 0))
+	/* a scaled decode's last partial row and column weigh too much in
+	 * a small output: keep those at full resolution */
+	if (!(ratio > 0) || out_w < RFB_PIPE_SCALE_MIN_OUT ||
+	    out_h < RFB_PIPE_SCALE_MIN_OUT)
 		return 1;
 	return rfb_decode_pick_scale(w, h, &t, ratio);
 }

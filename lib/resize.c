@@ -18,23 +18,9 @@
 
 #include "refurb/bytes.h"
 #include "refurb/resize.h"
+#include "resize_internal.h"
 
-#define PRECISION_BITS (32 - 8 - 2)
-#define HALF (1 << (PRECISION_BITS - 1))
 #define CACHE_SLOTS 6
-#define BLOCK 64 /* samples per vertical-pass block (fixed trip count) */
-
-/* One axis' coefficients, cached by the parameters that produced them. */
-struct coeffs {
-	int valid;
-	int in_size, out_size, first, origin, interp;
-	double offset, scale;
-	int ksize;             /* stride of k: ceil(support) * 2 + 1 */
-	int *bounds;           /* [2k] = first source pixel, [2k+1] = count */
-	int32_t *k;            /* out_size * ksize fixed-point weights */
-	size_t bounds_cap, k_cap;
-	unsigned long used;    /* LRU stamp */
-};
 
 struct rfb_resizer {
 	struct coeffs slot[CACHE_SLOTS];
@@ -42,6 +28,8 @@ struct rfb_resizer {
 	double *pre;           /* one output pixel's weights before rounding */
 	size_t pre_cap;
 	rfb_imgbuf tmp;        /* horizontally resampled rows */
+	rfb_imgbuf strip;      /* the AVX2 horizontal pass's transposed rows */
+	int simd;              /* use the AVX2 kernels (when the CPU has them) */
 };
 
 rfb_resizer *rfb_resizer_new(rfb_err *err)
@@ -50,7 +38,17 @@ rfb_resizer *rfb_resizer_new(rfb_err *err)
 
 	if (!rz)
 		rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory for a resizer");
+	else
+		rz->simd = rfb_resize_have_avx2();
 	return rz;
+}
+
+int rfb_resizer_set_simd(rfb_resizer *rz, int on)
+{
+	rz->simd = on && rfb_resize_have_avx2();
+	for (int i = 0; i < CACHE_SLOTS; i++)
+		rz->slot[i].valid = 0; /* the AVX2 tables are made on a miss */
+	return rz->simd;
 }
 
 void rfb_resizer_free(rfb_resizer *rz)
@@ -60,9 +58,11 @@ void rfb_resizer_free(rfb_resizer *rz)
 	for (int i = 0; i < CACHE_SLOTS; i++) {
 		free(rz->slot[i].bounds);
 		free(rz->slot[i].k);
+		free(rz->slot[i].kx1);
 	}
 	free(rz->pre);
 	rfb_imgbuf_free(&rz->tmp);
+	rfb_imgbuf_free(&rz->strip);
 	free(rz);
 }
 
@@ -152,7 +152,7 @@ static void pixel_weights(struct coeffs *c, int xx, double center,
 	double ww = 0.0, ss = 1.0 / filterscale;
 	int xmin = (int)(center - support + 0.5);
 	int xmax = (int)(center + support + 0.5);
-	int32_t *k = c->k + (size_t)xx * c->ksize;
+	int32_t *k = c->k + (size_t)xx * c->kstride;
 
 	/* like PIL's (int) casts, truncation toward zero; then the source
 	 * pixels that exist are [origin, origin + in_size) */
@@ -168,7 +168,7 @@ static void pixel_weights(struct coeffs *c, int xx, double center,
 		pre[x] = w;
 		ww += w;
 	}
-	for (int x = 0; x < c->ksize; x++) {
+	for (int x = 0; x < c->kstride; x++) {
 		double v = x < xmax ? pre[x] : 0.0;
 		if (x < xmax && ww != 0.0)
 			v /= ww;
@@ -192,17 +192,20 @@ static int compute_filter_coeffs(rfb_resizer *rz, struct coeffs *c,
 		return rfb_err_set(err, RFB_ELIMIT, NULL,
 				   "resize factor %g too large", c->scale);
 	c->ksize = (int)ks;
-	if (rfb_mul_size((size_t)c->out_size, (size_t)c->ksize, &nk))
+	c->kstride = (c->ksize + 7) & ~7; /* zero-padded for 8-lane loads */
+	if (rfb_mul_size((size_t)c->out_size, (size_t)c->kstride, &nk) ||
+	    rfb_add_size(nk, 8, &nk)) /* the last pixel's loads may run over */
 		return rfb_err_set(err, RFB_ELIMIT, NULL, "resize table too large");
 	rc = grow((void **)&c->k, &c->k_cap, nk, sizeof *c->k, err);
 	if (!rc)
 		rc = grow((void **)&c->bounds, &c->bounds_cap,
 			  2 * (size_t)c->out_size, sizeof *c->bounds, err);
 	if (!rc)
-		rc = grow((void **)&rz->pre, &rz->pre_cap, (size_t)c->ksize,
+		rc = grow((void **)&rz->pre, &rz->pre_cap, (size_t)c->kstride,
 			  sizeof *rz->pre, err);
 	if (rc)
 		return rc;
+	memset(c->k + nk - 8, 0, 8 * sizeof *c->k);
 	for (int xx = 0; xx < c->out_size; xx++) {
 		double center = c->offset + (xx + c->first + 0.5) * c->scale;
 		pixel_weights(c, xx, center, support, filterscale, rz->pre);
@@ -220,7 +223,7 @@ static int compute_nearest(struct coeffs *c, rfb_err *err)
 
 	if (rc)
 		return rc;
-	c->ksize = 0;
+	c->ksize = c->kstride = 0;
 	for (int i = 0; i < c->first + c->out_size; i++) {
 		if (i >= c->first) {
 			int x = pos < 0.0 ? -1 : (int)pos - c->origin;
@@ -269,6 +272,10 @@ static struct coeffs *get_coeffs(rfb_resizer *rz, int in_size, int out_size,
 	c->scale = a->scale;
 	rc = interp == RFB_INTERP_NEAREST ? compute_nearest(c, err)
 					  : compute_filter_coeffs(rz, c, err);
+	if (!rc && rz->simd && interp != RFB_INTERP_NEAREST &&
+	    rfb_resize_split_weights(c))
+		rc = rfb_err_set(err, RFB_ENOMEM, NULL,
+				 "out of memory for a resize table");
 	if (rc)
 		return NULL;
 	c->valid = 1;
@@ -278,99 +285,47 @@ static struct coeffs *get_coeffs(rfb_resizer *rz, int in_size, int out_size,
 
 /* ---- passes ---- */
 
-static inline unsigned char clip8(int32_t v)
-{
-	v >>= PRECISION_BITS;
-	return (unsigned char)(v < 0 ? 0 : v > 255 ? 255 : v);
-}
-
-static void hpass_row1(const unsigned char *in, unsigned char *out,
-		       const struct coeffs *c)
-{
-	for (int xx = 0; xx < c->out_size; xx++) {
-		const unsigned char *p = in + c->bounds[2 * xx];
-		const int32_t *k = c->k + (size_t)xx * c->ksize;
-		int n = c->bounds[2 * xx + 1];
-		int32_t s = HALF;
-
-		for (int t = 0; t < n; t++)
-			s += p[t] * k[t];
-		out[xx] = clip8(s);
-	}
-}
-
-static void hpass_row3(const unsigned char *in, unsigned char *out,
-		       const struct coeffs *c)
-{
-	for (int xx = 0; xx < c->out_size; xx++) {
-		const unsigned char *p = in + 3 * (size_t)c->bounds[2 * xx];
-		const int32_t *k = c->k + (size_t)xx * c->ksize;
-		int n = c->bounds[2 * xx + 1];
-		int32_t s0 = HALF, s1 = HALF, s2 = HALF;
-
-		for (int t = 0; t < n; t++) {
-			s0 += p[3 * t] * k[t];
-			s1 += p[3 * t + 1] * k[t];
-			s2 += p[3 * t + 2] * k[t];
-		}
-		out[3 * xx] = clip8(s0);
-		out[3 * xx + 1] = clip8(s1);
-		out[3 * xx + 2] = clip8(s2);
-	}
-}
-
 /* Horizontal pass over source rows [y0, y0 + rows) into dst's rows. */
-static void hpass(const rfb_image *src, int y0, int rows,
-		  const struct coeffs *c, rfb_image *dst)
+static int hpass(rfb_resizer *rz, const rfb_image *src, int y0, int rows,
+		 const struct coeffs *c, rfb_image *dst, rfb_err *err)
 {
+	if (rz->simd) {
+		size_t need = (size_t)src->width * RFB_RESIZE_STRIP_BYTES;
+		int rc = rfb_imgbuf_reserve(&rz->strip, need, err);
+		if (rc)
+			return rc;
+		rfb_resize_hpass_avx2(src, y0, rows, c, dst, rz->strip.data);
+		return 0;
+	}
 	for (int y = 0; y < rows; y++) {
 		const unsigned char *in = src->data + (size_t)(y0 + y) * src->stride;
 		unsigned char *out = dst->data + (size_t)y * dst->stride;
 		if (src->channels == 3)
-			hpass_row3(in, out, c);
+			for (int xx = 0; xx < c->out_size; xx++)
+				rfb_resize_px3(in, out + 3 * xx, c, xx);
 		else
-			hpass_row1(in, out, c);
+			for (int xx = 0; xx < c->out_size; xx++)
+				out[xx] = rfb_resize_px1(in, c, xx);
 	}
-}
-
-/* One output row of the vertical pass: n taps from rows starting at in. */
-static void vpass_row(const unsigned char *in, size_t stride, int n,
-		      const int32_t *k, unsigned char *out, size_t len)
-{
-	size_t x0 = 0;
-
-	for (; x0 + BLOCK <= len; x0 += BLOCK) {
-		int32_t acc[BLOCK];
-		for (int i = 0; i < BLOCK; i++)
-			acc[i] = HALF;
-		for (int t = 0; t < n; t++) {
-			const unsigned char *p = in + (size_t)t * stride + x0;
-			const int32_t kt = k[t];
-			for (int i = 0; i < BLOCK; i++)
-				acc[i] += p[i] * kt;
-		}
-		for (int i = 0; i < BLOCK; i++)
-			out[x0 + i] = clip8(acc[i]);
-	}
-	for (; x0 < len; x0++) {
-		int32_t s = HALF;
-		for (int t = 0; t < n; t++)
-			s += in[(size_t)t * stride + x0] * k[t];
-		out[x0] = clip8(s);
-	}
+	return 0;
 }
 
 /* Vertical pass; src row 0 is source row row0 of the table's bounds. */
-static void vpass(const rfb_image *src, int row0, const struct coeffs *c,
-		  rfb_image *dst)
+static void vpass(const rfb_resizer *rz, const rfb_image *src, int row0,
+		  const struct coeffs *c, rfb_image *dst)
 {
 	size_t len = (size_t)dst->width * dst->channels;
 
 	for (int yy = 0; yy < c->out_size; yy++) {
-		int ymin = c->bounds[2 * yy] - row0;
-		vpass_row(src->data + (size_t)ymin * src->stride, src->stride,
-			  c->bounds[2 * yy + 1], c->k + (size_t)yy * c->ksize,
-			  dst->data + (size_t)yy * dst->stride, len);
+		const unsigned char *in = src->data +
+			(size_t)(c->bounds[2 * yy] - row0) * src->stride;
+		const int32_t *k = c->k + (size_t)yy * c->kstride;
+		unsigned char *out = dst->data + (size_t)yy * dst->stride;
+		int n = c->bounds[2 * yy + 1];
+		if (rz->simd)
+			rfb_resize_vrow_avx2(in, src->stride, n, k, out, len);
+		else
+			rfb_resize_vrow(in, src->stride, n, k, out, len);
 	}
 }
 
@@ -431,22 +386,20 @@ static int filter_resize(rfb_resizer *rz, const rfb_image *src,
 
 	if (!need_h) {
 		if (need_v)
-			vpass(src, 0, cy, dst);
+			vpass(rz, src, 0, cy, dst);
 		else
 			rfb_image_copy(dst, src);
 		return 0;
 	}
-	if (!need_v) {
-		hpass(src, 0, dst->height, cx, dst);
-		return 0;
-	}
+	if (!need_v)
+		return hpass(rz, src, 0, dst->height, cx, dst, err);
 	rc = rfb_image_alloc(&tmp, &rz->tmp, dst->width, row1 - row0,
 			     src->channels, err);
-	if (rc)
-		return rc;
-	hpass(src, row0, row1 - row0, cx, &tmp);
-	vpass(&tmp, row0, cy, dst);
-	return 0;
+	if (!rc)
+		rc = hpass(rz, src, row0, row1 - row0, cx, &tmp, err);
+	if (!rc)
+		vpass(rz, &tmp, row0, cy, dst);
+	return rc;
 }
 
 int rfb_resize_mapped(rfb_resizer *rz, const rfb_image *src,

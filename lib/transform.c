@@ -194,13 +194,12 @@ void rfb_hflip_inplace(rfb_image *img)
 	int ch = img->channels;
 
 	for (int y = 0; y < img->height; y++) {
-		unsigned char *row = img->data + (size_t)y * img->stride;
-		for (int a = 0, b = img->width - 1; a < b; a++, b--)
-			for (int k = 0; k < ch; k++) {
-				unsigned char t = row[a * ch + k];
-				row[a * ch + k] = row[b * ch + k];
-				row[b * ch + k] = t;
-			}
+		unsigned char *row = img->data + (size_t)y * img->stride, t[3];
+		for (int a = 0, b = img->width - 1; a < b; a++, b--) {
+			memcpy(t, row + a * ch, ch == 3 ? 3 : 1);
+			memcpy(row + a * ch, row + b * ch, ch == 3 ? 3 : 1);
+			memcpy(row + b * ch, t, ch == 3 ? 3 : 1);
+		}
 	}
 }
 

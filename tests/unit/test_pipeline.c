@@ -244,6 +244,7 @@ static void test_split_join(void)
 	CHECK(strncmp(rfb_pipeline_canonical(tail), "randaug=n=1:m=9", 15) == 0);
 	CHECK(rfb_pipeline_join(head, tail, &joined, NULL) == 0);
 	CHECK(strcmp(rfb_pipeline_canonical(joined), rfb_pipeline_canonical(p)) == 0);
+	rfb_pipeline_free(joined);
 	CHECK(rfb_pipeline_join(tail, head, &joined, &err) == RFB_ESPEC && !joined);
 	CHECK(strstr(err.msg, "normalize") != NULL);
 	rfb_pipeline_free(head);

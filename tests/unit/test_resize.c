@@ -199,6 +199,62 @@ static void test_steady_state(void)
 	rfb_resizer_free(rz);
 }
 
+/* The AVX2 kernels give exactly the scalar reference's bytes, for every
+ * filter, channel count, up- and downscales, windows and odd sizes
+ * (rows whose last taps fall back to the scalar kernel included). */
+static void test_simd_matches_scalar(void)
+{
+	rfb_resizer *a = rfb_resizer_new(NULL), *b = rfb_resizer_new(NULL);
+	rfb_imgbuf sb = { 0 }, xb = { 0 }, yb = { 0 };
+	rfb_image src, x, y;
+	unsigned seed = 7;
+
+	if (!rfb_resizer_set_simd(a, 1)) {
+		printf("# no AVX2 on this CPU: scalar only\n");
+		goto out;
+	}
+	rfb_resizer_set_simd(b, 0);
+	for (int i = 0; i < 300; i++) {
+		seed = seed * 1103515245u + 12345u;
+		int sw = 1 + (int)(seed >> 8) % 300, sh = 1 + (int)(seed >> 4) % 200;
+		int dw = 1 + (int)(seed >> 12) % 260, dh = 1 + (int)(seed >> 16) % 180;
+		int ch = (seed >> 20) & 1 ? 3 : 1;
+		enum rfb_interp interp = (enum rfb_interp)((seed >> 24) % 3);
+		CHECK(rfb_image_alloc(&src, &sb, sw, sh, ch, NULL) == 0);
+		fill_pattern(&src, seed);
+		CHECK(rfb_image_alloc(&x, &xb, dw, dh, ch, NULL) == 0);
+		CHECK(rfb_image_alloc(&y, &yb, dw, dh, ch, NULL) == 0);
+		CHECK(rfb_resize(a, &src, &x, interp, NULL) == 0);
+		CHECK(rfb_resize(b, &src, &y, interp, NULL) == 0);
+		CHECKF(images_equal(&x, &y), "%dx%dx%d -> %dx%d interp %d", sw,
+		       sh, ch, dw, dh, (int)interp);
+	}
+out:
+	rfb_imgbuf_free(&sb);
+	rfb_imgbuf_free(&xb);
+	rfb_imgbuf_free(&yb);
+	rfb_resizer_free(a);
+	rfb_resizer_free(b);
+}
+
+/* The golden cases again with the scalar kernels. */
+static void test_golden_scalar(void)
+{
+	rfb_resizer *rz = rfb_resizer_new(NULL);
+	int n = 0;
+
+	rfb_resizer_set_simd(rz, 0);
+	for (int i = 0; i < ncases; i++) {
+		if (strcmp(cases[i].op, "resize") && strcmp(cases[i].op, "resize_short"))
+			continue;
+		struct golden_diff d = run_case(rz, &cases[i]);
+		CHECKF(d.same_shape && d.max_abs == 0, "%s", cases[i].name);
+		n++;
+	}
+	CHECK(n >= 100);
+	rfb_resizer_free(rz);
+}
+
 static void test_bad_args(void)
 {
 	rfb_resizer *rz = rfb_resizer_new(NULL);
@@ -222,6 +278,8 @@ int main(void)
 {
 	ncases = gcase_load(&cases);
 	RUN(test_golden_resize);
+	RUN(test_golden_scalar);
+	RUN(test_simd_matches_scalar);
 	RUN(test_window_matches_crop);
 	RUN(test_box);
 	RUN(test_shorter_rule);

@@ -29,6 +29,11 @@ rfb_resizer *rfb_resizer_new(rfb_err *err);
 /* Free a resizer and its tables.  NULL accepted. */
 void rfb_resizer_free(rfb_resizer *rz);
 
+/* Use the AVX2 kernels (on by default where the CPU has them) or the
+ * portable scalar ones; both give the same bytes.  Returns whether the
+ * AVX2 kernels are now in use.  For tests and benchmarks. */
+int rfb_resizer_set_simd(rfb_resizer *rz, int on);
+
 /*
  * Resize all of src to dst's size (PIL Image.resize((w, h), filter)).
  * dst must be allocated by the caller with its width, height and src's

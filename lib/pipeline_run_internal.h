@@ -1,15 +1,15 @@
 /*
- * pipeline_exec.h - the executor's state, shared by pipeline.c (layers
+ * pipeline_run_internal.h - the executor's state, shared by pipeline.c (layers
  * on decoded images) and pipeline_jpeg.c (planning and running the
  * decode-time shortcuts).
  */
-#ifndef REFURB_PIPELINE_EXEC_H
-#define REFURB_PIPELINE_EXEC_H
+#ifndef REFURB_PIPELINE_RUN_INTERNAL_H
+#define REFURB_PIPELINE_RUN_INTERNAL_H
 
 #include "pipeline_internal.h"
 
 struct rfb_pipe_ctx {
-	rfb_imgbuf buf[3];      /* ping-pong images (and the decoded one) */
+	rfb_imgbuf buf[2];      /* ping-pong images (the decoded one in buf[0]) */
 	rfb_resizer *rz;
 	float *tensor;          /* normalize's output */
 	size_t tensor_cap;
