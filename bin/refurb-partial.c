@@ -38,36 +38,53 @@ static const char help[] =
 	"      --grace N          keep dead segments N batches (default: one\n"
 	"                         epoch, at least 64)\n"
 	"      --inflight N       batches computed at once (default 2)\n"
+	"      --stats FILE       one TSV line per batch (misses computed, worker\n"
+	"                         wall and CPU time)\n"
 	CLI_COMMON_HELP
 	"\nExit status: 0 done (also when the reader closed the stream), 1 error,\n"
 	"2 usage error.  See refurb-partial(1), refurb-cache(5).\n";
 
 enum {
 	OPT_CODEC = 0x2000, OPT_RESET, OPT_ROOT, OPT_STRICT, OPT_MAX_PIXELS,
-	OPT_SEGMENT, OPT_GRACE, OPT_INFLIGHT
+	OPT_SEGMENT, OPT_GRACE, OPT_INFLIGHT, OPT_STATS
 };
 
-struct progress_ctx {
+struct run_ctx {
 	struct cli *c;
+	const char *stats_path;  /* --stats, or NULL */
+	FILE *stats;
 };
 
 static void on_bad(void *ctx, uint32_t sample, const rfb_err *why)
 {
-	struct cli *c = ctx;
+	struct run_ctx *r = ctx;
 	char text[1200];
 
-	cli_warn(c, "%s (sample %u left out of its batch)",
+	cli_warn(r->c, "%s (sample %u left out of its batch)",
 		 rfb_err_text(why, text, sizeof text), sample);
 }
 
 static void on_progress(void *ctx, const struct rfb_partial_stats *st,
 			uint64_t total)
 {
-	cli_progress(ctx, st->batches, total, "batches");
+	struct run_ctx *r = ctx;
+
+	cli_progress(r->c, st->batches, total, "batches");
+}
+
+/* --stats: one line per batch; a write error is found at fclose. */
+static void on_batch(void *ctx, const struct rfb_partial_batch_stats *b)
+{
+	struct run_ctx *r = ctx;
+
+	fprintf(r->stats, "%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%.0f\t%.0f\n",
+		b->epoch, b->step, b->samples, b->misses, b->computed, b->healed,
+		b->reused, b->skipped, b->worker_seconds * 1e6,
+		b->cpu_seconds * 1e6);
 }
 
 static void parse(struct cli *c, struct rfb_partial_opts *o, const char **in,
-		  const char **out, int argc, char **argv)
+		  const char **out, const char **stats, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "cache", required_argument, NULL, 'c' },
@@ -83,6 +100,7 @@ static void parse(struct cli *c, struct rfb_partial_opts *o, const char **in,
 		{ "segment-size", required_argument, NULL, OPT_SEGMENT },
 		{ "grace", required_argument, NULL, OPT_GRACE },
 		{ "inflight", required_argument, NULL, OPT_INFLIGHT },
+		{ "stats", required_argument, NULL, OPT_STATS },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -124,6 +142,7 @@ static void parse(struct cli *c, struct rfb_partial_opts *o, const char **in,
 		case OPT_INFLIGHT:
 			o->inflight = (int)cli_parse_u64(c, "--inflight", optarg, 1, 64);
 			break;
+		case OPT_STATS: *stats = optarg; break;
 		default:
 			if (!cli_common_option(c, opt, optarg))
 				cli_usage_error(c, "unexpected option");
@@ -189,17 +208,26 @@ int main(int argc, char **argv)
 	struct rfb_partial_opts o = { 0 };
 	struct rfb_partial_stats st;
 	const char *in = "-", *out = "-";
+	struct run_ctx r = { &c, NULL, NULL };
 	rfb_err err = { 0 };
 	int in_fd, out_fd, rc;
 
 	cli_init(&c, "refurb-partial", usage, help);
-	parse(&c, &o, &in, &out, argc, argv);
+	parse(&c, &o, &in, &out, &r.stats_path, argc, argv);
 	signal(SIGPIPE, SIG_IGN); /* a closed reader is EPIPE, handled */
 	in_fd = open_fd(&c, in, 0);
 	out_fd = open_fd(&c, out, 1);
+	if (r.stats_path) {
+		if (!(r.stats = fopen(r.stats_path, "w")))
+			cli_die(&c, "%s: cannot open: %s", r.stats_path,
+				strerror(errno));
+		fputs("epoch\tstep\tsamples\tmisses\tcomputed\thealed\treused\t"
+		      "skipped\tworker_us\tcpu_us\n", r.stats);
+		o.on_batch = on_batch;
+	}
 	o.on_bad = on_bad;
 	o.on_progress = on_progress;
-	o.ctx = &c;
+	o.ctx = &r;
 	rc = rfb_partial_run(&o, in_fd, strcmp(in, "-") ? in : "(stdin)", out_fd,
 			     &st, &err);
 	cli_progress_clear(&c);
@@ -209,6 +237,8 @@ int main(int argc, char **argv)
 		cli_die_err(&c, &err);
 	if (out_fd != STDOUT_FILENO && close(out_fd) < 0)
 		cli_die(&c, "%s: write failed: %s", out, strerror(errno));
+	if (r.stats && fclose(r.stats) != 0)
+		cli_die(&c, "%s: write failed: %s", r.stats_path, strerror(errno));
 	if (!c.quiet)
 		summary(&st);
 	return 0;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "refurb/annotate.h"
@@ -42,7 +43,7 @@ struct job {
 	rfb_imgbuf rec;
 	size_t rec_len;
 	uint64_t file_bytes;
-	double seconds;
+	double seconds, cpu_seconds;
 };
 
 struct slot {
@@ -51,6 +52,7 @@ struct slot {
 	struct job *jobs;          /* batch_size, one per sample */
 	unsigned char *has_job;    /* batch_size */
 	struct rfb_group group;
+	struct rfb_partial_batch_stats bs;
 };
 
 struct worker {
@@ -95,6 +97,14 @@ static uint32_t death32(uint64_t death)
 }
 
 /* ---- workers ---- */
+
+static double thread_cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static void *worker_new(void *arg)
 {
@@ -165,7 +175,7 @@ static void run_job(void *ctx, struct rfb_task *t)
 	struct rfb_pipe_out out;
 	char path[8192];
 	size_t len = 0;
-	double t0 = rfb_now();
+	double t0 = rfb_now(), c0 = thread_cpu_now();
 
 	rfb_err_clear(&j->why);
 	j->status = rfb_index_full_path(P->idx, j->sample, P->o->root, path,
@@ -187,6 +197,7 @@ static void run_job(void *ctx, struct rfb_task *t)
 					      &j->rec, &j->rec_len, &j->why);
 	j->file_bytes = len;
 	j->seconds = rfb_now() - t0;
+	j->cpu_seconds = thread_cpu_now() - c0;
 }
 
 /* ---- batches ---- */
@@ -242,6 +253,7 @@ static int prepare(struct partial *P, const rfb_plan_batch *b, rfb_err *err)
 	memcpy(s->samples, b->samples, b->count * sizeof *b->samples);
 	s->batch.samples = s->samples;
 	memset(s->has_job, 0, b->count);
+	memset(&s->bs, 0, sizeof s->bs);
 	P->count++;
 	for (uint32_t i = 0; i < b->count; i++) {
 		rfb_plan_sample *x = &s->samples[i];
@@ -253,6 +265,7 @@ static int prepare(struct partial *P, const rfb_plan_batch *b, rfb_err *err)
 			   e.write_epoch == b->epoch) {
 			rfb_annot_set(x, &e.addr, b->epoch); /* a stopped run made it */
 			P->st->reused++;
+			s->bs.reused++;
 		} else {
 			queue_job(P, s, i, b->epoch, death32(x->death));
 		}
@@ -284,7 +297,11 @@ static int settle_job(struct partial *P, struct slot *s, uint32_t i,
 	int rc;
 
 	P->st->worker_seconds += j->seconds;
+	P->st->worker_cpu_seconds += j->cpu_seconds;
 	P->st->image_bytes += j->file_bytes;
+	s->bs.worker_seconds += j->seconds;
+	s->bs.cpu_seconds += j->cpu_seconds;
+	s->bs.healed += !s->samples[i].miss;
 	if (j->status) {
 		if (!is_image_error(j->status) || P->o->strict) {
 			*err = j->why;
@@ -294,6 +311,7 @@ static int settle_job(struct partial *P, struct slot *s, uint32_t i,
 			P->o->on_bad(P->o->ctx, j->sample, &j->why);
 		rfb_annot_set_skipped(&s->samples[i]);
 		P->st->skipped++;
+		s->bs.skipped++;
 		return 0;
 	}
 	if ((rc = rfb_record_parse_header(j->rec.data, j->rec_len, &m, err)) ||
@@ -302,7 +320,18 @@ static int settle_job(struct partial *P, struct slot *s, uint32_t i,
 	rfb_annot_set(&s->samples[i], &a, j->write_epoch);
 	P->st->record_bytes += j->rec_len;
 	P->st->computed += s->samples[i].miss;
+	s->bs.computed += s->samples[i].miss;
 	return 0;
+}
+
+static void report_batch(struct partial *P, struct slot *s)
+{
+	s->bs.epoch = s->batch.epoch;
+	s->bs.step = s->batch.step;
+	s->bs.samples = s->batch.count;
+	for (uint32_t i = 0; i < s->batch.count; i++)
+		s->bs.misses += s->samples[i].miss;
+	P->o->on_batch(P->o->ctx, &s->bs);
 }
 
 /* Finish the oldest batch: wait, append, flush, write its line. */
@@ -334,6 +363,8 @@ static int finish_oldest(struct partial *P, rfb_err *err)
 	P->st->samples += s->batch.count;
 	P->st->epoch = s->batch.epoch;
 	P->st->global_step = s->batch.global_step;
+	if (P->o->on_batch)
+		report_batch(P, s);
 	if (P->o->on_progress)
 		P->o->on_progress(P->o->ctx, P->st,
 				  (uint64_t)P->h->batches *

@@ -205,3 +205,18 @@ setup() {
 	run refurb-dump --verify "$T/c"
 	[ "$status" -eq 0 ]
 }
+
+@test "--stats: a line per batch, misses as planned and computed" {
+	refurb-partial -q -c "$T/c" -p "$SPEC" --stats "$T/s.tsv" train.idx \
+		< plan.txt > /dev/null
+	head -n 1 "$T/s.tsv" | grep -q '^epoch	step	samples	misses	computed	healed	reused	skipped	worker_us	cpu_us$'
+	[ "$(sed 1d "$T/s.tsv" | wc -l)" -eq "$(grep -c '^B' plan.txt)" ]
+	# per epoch: planned and computed misses equal the plan's E lines
+	diff <(grep '^E' plan.txt | awk '{print $2, $5}') \
+	     <(sed 1d "$T/s.tsv" | awk '{m[$1] += $4; c[$1] += $5} END {
+		for (e in m) print e, m[e], c[e]}' | sort -n | awk '$2 == $3 {print $1, $2}')
+	# every field is a number
+	! sed 1d "$T/s.tsv" | grep -v '^[0-9]*\(	[0-9]*\)\{9\}$'
+	run refurb-partial -q -c "$T/c2" -p "$SPEC" --stats /nonexistent/s.tsv train.idx < plan.txt
+	expect_fail 1 "refurb-partial: /nonexistent/s.tsv: cannot open"
+}

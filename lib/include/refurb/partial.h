@@ -27,12 +27,23 @@ struct rfb_partial_stats {
 	uint64_t live_records, live_bytes, raw_bytes;
 	double seconds;         /* wall time */
 	double worker_seconds;  /* decode + augment + encode, all workers */
+	double worker_cpu_seconds; /* the same in thread CPU time */
 	/* what opening the cache found */
 	int created;
 	uint64_t recovered_records, torn_bytes, lost_records;
 	uint32_t epoch;         /* last epoch seen */
 	uint64_t global_step;   /* last batch seen */
 	int stopped_by_reader;  /* downstream closed the stream (EPIPE) */
+};
+
+/* One finished batch, for on_batch (refurb-partial --stats). */
+struct rfb_partial_batch_stats {
+	uint32_t epoch, step;
+	uint32_t samples, misses;  /* as planned */
+	uint32_t computed;         /* misses run through the pipeline */
+	uint32_t healed, reused, skipped;
+	double worker_seconds;     /* wall time of the batch's jobs, summed */
+	double cpu_seconds;        /* their thread CPU time, summed */
 };
 
 struct rfb_partial_opts {
@@ -56,6 +67,9 @@ struct rfb_partial_opts {
 	/* Called from the calling thread after every batch. */
 	void (*on_progress)(void *ctx, const struct rfb_partial_stats *st,
 			    uint64_t total_batches);
+	/* Called from the calling thread after every batch's line is
+	 * written, or NULL. */
+	void (*on_batch)(void *ctx, const struct rfb_partial_batch_stats *b);
 	void *ctx;
 };
 
