@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "refurb/aio.h"
@@ -46,7 +47,7 @@ struct ftask {
 	const struct rfb_batch_record *rec;
 	int status, healed;
 	rfb_err why;
-	double decode_s, augment_s, heal_s;
+	double decode_s, augment_s, heal_s, cpu_s;
 };
 
 struct fslot {
@@ -97,6 +98,14 @@ struct final {
 };
 
 /* ---- workers ---- */
+
+static double thread_cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static void *fworker_new(void *arg)
 {
@@ -204,13 +213,15 @@ static void run_task(void *ctx, struct rfb_task *task)
 				    RFB_STAGE_FINAL };
 	struct rfb_pipe_out out;
 	rfb_image img;
-	double t0;
+	double t0, c0 = thread_cpu_now();
 
 	rfb_err_clear(&t->why);
 	t->healed = 0;
-	t->decode_s = t->augment_s = t->heal_s = 0;
-	if ((t->status = source_image(w, t, &img)))
+	t->decode_s = t->augment_s = t->heal_s = t->cpu_s = 0;
+	if ((t->status = source_image(w, t, &img))) {
+		t->cpu_s = thread_cpu_now() - c0;
 		return;
+	}
 	t0 = rfb_now();
 	t->status = rfb_pipe_run(w->final, F->final_pipe, &img, &key, &out, &t->why);
 	if (!t->status && (out.size != F->image_bytes ||
@@ -226,6 +237,7 @@ static void run_task(void *ctx, struct rfb_task *task)
 		memcpy(t->slot->pixels + (size_t)t->out * F->image_bytes, out.data,
 		       F->image_bytes);
 	t->augment_s = rfb_now() - t0;
+	t->cpu_s = thread_cpu_now() - c0;
 }
 
 /* ---- batches ---- */
@@ -295,7 +307,8 @@ static int prepare(struct final *F, const rfb_plan_batch *b, rfb_err *err)
 
 /* Check the tasks of a finished batch; drop the images that failed. */
 static int settle(struct final *F, struct fslot *s, double *decode,
-		  double *augment, double *heal, uint64_t *healed, rfb_err *err)
+		  double *augment, double *heal, double *cpu, uint64_t *healed,
+		  rfb_err *err)
 {
 	uint32_t kept = 0;
 
@@ -304,6 +317,7 @@ static int settle(struct final *F, struct fslot *s, double *decode,
 		*decode += t->decode_s;
 		*augment += t->augment_s;
 		*heal += t->heal_s;
+		*cpu += t->cpu_s;
 		if (t->healed && F->o->on_heal)
 			F->o->on_heal(F->o->ctx, t->sample, &t->why);
 		*healed += t->healed;
@@ -330,7 +344,7 @@ static int settle(struct final *F, struct fslot *s, double *decode,
 }
 
 static void stats_line(struct final *F, const struct fslot *s, double decode,
-		       double augment, double heal, uint64_t healed,
+		       double augment, double heal, double cpu, uint64_t healed,
 		       double out_wait, double interval)
 {
 	int n;
@@ -339,10 +353,10 @@ static void stats_line(struct final *F, const struct fslot *s, double decode,
 		return;
 	n = snprintf(F->stats_line, sizeof F->stats_line,
 		     "%u\t%u\t%u\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%.0f\t%.0f"
-		     "\t%.0f\t%.0f\t%.0f\t%.0f\n", s->batch.epoch, s->batch.step,
-		     s->n, s->misses, healed, s->bytes_read, s->read_s * 1e6,
-		     decode * 1e6, augment * 1e6, heal * 1e6, out_wait * 1e6,
-		     interval * 1e6);
+		     "\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\n", s->batch.epoch,
+		     s->batch.step, s->n, s->misses, healed, s->bytes_read,
+		     s->read_s * 1e6, decode * 1e6, augment * 1e6, heal * 1e6,
+		     out_wait * 1e6, interval * 1e6, cpu * 1e6);
 	if (rfb_write_full(F->o->stats_fd, F->stats_line, (size_t)n) < 0) {
 		/* statistics are best effort; the stream matters */
 	}
@@ -353,14 +367,14 @@ static int finish_oldest(struct final *F, rfb_err *err)
 {
 	struct fslot *s = &F->slots[F->head];
 	struct rfb_stream_batch b = { 0 };
-	double decode = 0, augment = 0, heal = 0, t0, now, interval = 0;
+	double decode = 0, augment = 0, heal = 0, cpu = 0, t0, now, interval = 0;
 	uint64_t healed = 0;
 	int rc;
 
 	rfb_group_wait(&s->group);
 	F->head = (F->head + 1) % F->nslots;
 	F->count--;
-	if ((rc = settle(F, s, &decode, &augment, &heal, &healed, err)))
+	if ((rc = settle(F, s, &decode, &augment, &heal, &cpu, &healed, err)))
 		return rc;
 	F->st->decode_s += decode;
 	F->st->augment_s += augment;
@@ -386,7 +400,7 @@ static int finish_oldest(struct final *F, rfb_err *err)
 		F->intervals++;
 	}
 	F->last_write = now;
-	stats_line(F, s, decode, augment, heal, healed, now - t0, interval);
+	stats_line(F, s, decode, augment, heal, cpu, healed, now - t0, interval);
 	F->st->batches++;
 	F->st->images += s->n;
 	F->st->epoch = s->batch.epoch;
@@ -575,7 +589,7 @@ static int setup(struct final *F, int in_fd, const char *in_name, int out_fd,
 	if (F->o->stats_fd >= 0) {
 		static const char head[] = "epoch\tstep\timages\tmisses\thealed\t"
 			"bytes_read\tread_us\tdecompress_us\taugment_us\theal_us\t"
-			"output_wait_us\tinterval_us\n";
+			"output_wait_us\tinterval_us\tcpu_us\n";
 		if (rfb_write_full(F->o->stats_fd, head, sizeof head - 1) < 0)
 			return rfb_err_sys(err, errno, "(stats)", "cannot write");
 	}
