@@ -261,8 +261,10 @@ static int prepare(struct final *F, const rfb_plan_batch *b, rfb_err *err)
 	}
 	rfb_batch_reader_get_stats(s->reader, &before);
 	if ((rc = rfb_batch_reader_submit(s->reader, s->addrs, s->addr_sample,
-					  s->nread, err)) ||
-	    (rc = rfb_batch_reader_wait(s->reader, &recs, err)))
+					  s->nread, err)))
+		return rc;
+	/* >= 0 is the number of bad records: they are healed below */
+	if ((rc = rfb_batch_reader_wait(s->reader, &recs, err)) < 0)
 		return rc;
 	rfb_batch_reader_get_stats(s->reader, &after);
 	s->bytes_read = after.bytes_read - before.bytes_read;
