@@ -26,37 +26,53 @@ CLI_OBJ   = $(BUILD)/bin/cli.o
 DUMP_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(sort $(wildcard bin/dump_*.c)))
 PROGS     = $(patsubst bin/%.c,$(BUILD)/bin/%,$(sort $(wildcard bin/refurb-*.c)))
 UNIT_SRC  = $(sort $(wildcard tests/unit/test_*.c))
+TOOLS     = $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(sort $(wildcard tests/tools/*.c)))
 BENCHES   = $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(sort $(wildcard tests/bench/*.c)))
 UNITS     = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HEADERS   = $(wildcard lib/include/refurb/*.h lib/*_internal.h bin/*.h)
 MAN       = $(wildcard man/man1/*.1 man/man5/*.5 man/man7/*.7)
 
+# keep objects of tests and tools (make would delete them as intermediate)
+.SECONDARY:
+
 .PHONY: all check bench asan deps demo install uninstall clean fuzz
-all: $(LIB) $(PROGS)
+all: $(LIB) $(PROGS) $(TOOLS)
 
 $(BUILD)/%.o: %.c $(HEADERS)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	@echo "  CC      $<"
+	@$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(@D)
-	rm -f $@ && $(AR) rcs $@ $^
+	@echo "  AR      $@"
+	@rm -f $@ && $(AR) rcs $@ $^
 
 $(BUILD)/bin/refurb-dump: $(BUILD)/bin/refurb-dump.o $(DUMP_OBJ) $(CLI_OBJ) $(LIB)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/bin/refurb-%: $(BUILD)/bin/refurb-%.o $(CLI_OBJ) $(LIB)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(CLI_OBJ) $(LIB)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # C micro-benchmarks used by the scripts in scripts/ (never by tests)
 bench: all $(BENCHES)
 
 $(BUILD)/bench/%: $(BUILD)/tests/bench/%.o $(CLI_OBJ) $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# helpers the tests and scripts run (scripts/make-dataset ...)
+$(BUILD)/tools/%: $(BUILD)/tests/tools/%.o $(LIB)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # make check: the README's test command.  Ends with "N passed, N failed".
 check: deps all $(UNITS)

@@ -1,0 +1,67 @@
+/*
+ * scan.h - finding a dataset's images and reading their headers, to build
+ * an index: from a directory tree in torchvision's ImageFolder layout, or
+ * from a list of "path<TAB>label" lines (which also reads back the TSV that
+ * refurb-dump prints for an index).
+ */
+#ifndef REFURB_SCAN_H
+#define REFURB_SCAN_H
+
+#include <stdint.h>
+
+#include "refurb/error.h"
+#include "refurb/index.h"
+
+struct rfb_scan_opts {
+	uint64_t max_pixels;  /* larger images are bad files */
+	int threads;          /* header-reading threads, >= 1 */
+	int strict;           /* the first bad file fails the scan */
+	const char *root;     /* lists: base of relative paths (NULL = cwd,
+			       * unless the list names its root) */
+	/* Called (from the calling thread, in index order) for every bad
+	 * file; why has the reason, path the file.  May be NULL. */
+	void (*on_bad)(void *ctx, const char *path, const rfb_err *why);
+	/* Called from the calling thread now and then while headers are
+	 * read.  May be NULL. */
+	void (*on_progress)(void *ctx, uint64_t done, uint64_t total);
+	void *ctx;
+};
+
+struct rfb_scan_stats {
+	uint64_t candidates;    /* files that looked like images */
+	uint64_t indexed;       /* good files, now in the index */
+	uint64_t bad;           /* files left out (reported via on_bad) */
+	uint32_t classes;
+	uint32_t empty_classes; /* classes without a single good image */
+};
+
+/*
+ * Index the ImageFolder tree at dir: the class of an image is its
+ * first-level subdirectory; classes are sorted by code point exactly as
+ * torchvision's ImageFolder sorts them (label = class_to_idx); files are
+ * taken as torchvision's make_dataset takes them (os.walk following
+ * symlinks, directories in sorted path order, files sorted, extensions
+ * .jpg .jpeg .png .ppm .bmp .pgm .tif .tiff .webp in any case; non-JPEG
+ * contents are bad files).  On success *out is a builder holding the index
+ * (caller frees).  Returns 0 or a negative RFB_E* code: a missing or
+ * unreadable dir, no images at all, or (strict) the first bad file.
+ */
+int rfb_scan_folder(const char *dir, const struct rfb_scan_opts *o,
+		    rfb_index_builder **out, struct rfb_scan_stats *st,
+		    rfb_err *err) RFB_MUST_CHECK;
+
+/*
+ * Index the images listed in the text file list ("-" = stdin): lines
+ * "path<TAB>label" where label is a class name or a number (all numbers:
+ * classes are "0" .. max; otherwise names, sorted like ImageFolder), or
+ * the TSV refurb-dump prints for an index ("id label class bytes width
+ * height channels path" with "# root" and "# class" lines), which gives
+ * back the same index.  Blank lines and lines starting with '#' are
+ * ignored.  Returns as rfb_scan_folder(); a malformed line is RFB_EFORMAT
+ * naming the line.
+ */
+int rfb_scan_list(const char *list, const struct rfb_scan_opts *o,
+		  rfb_index_builder **out, struct rfb_scan_stats *st,
+		  rfb_err *err) RFB_MUST_CHECK;
+
+#endif

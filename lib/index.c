@@ -1,0 +1,276 @@
+/*
+ * index.c - the dataset index: building, serializing, opening and
+ * verifying (byte layout in refurb-index(5), API in index.h).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "refurb/bytes.h"
+#include "refurb/checksum.h"
+#include "refurb/index.h"
+#include "refurb/io.h"
+
+#define INDEX_MAGIC "RFBINDX"
+#define INDEX_VERSION 1
+#define HEADER_SIZE 64
+#define RECORD_SIZE 40
+#define INDEX_MAX_FILE ((size_t)1 << 40)
+
+struct rfb_index {
+	unsigned char *data;     /* the whole file */
+	size_t len;
+	uint32_t count, class_count;
+	uint64_t identity;
+	char *root;              /* NUL-terminated copy */
+	const unsigned char *records;
+	const char *paths;
+	size_t paths_len;
+	const char **class_names;
+};
+
+/* ---- opening ---- */
+
+static int check_header(const unsigned char *d, size_t len, const char *name,
+			rfb_err *err)
+{
+	if (len < 8 || memcmp(d, INDEX_MAGIC, 7) != 0)
+		return rfb_err_set(err, len == 0 ? RFB_ETRUNC : RFB_EFORMAT,
+				   name, len == 0 ? "empty file, not a refurb index"
+				   : "bad magic (not a refurb index)");
+	if (d[7] != INDEX_VERSION)
+		return rfb_err_set(err, RFB_EVERSION, name,
+				   "index format version %u, this refurb reads "
+				   "version %u", d[7], INDEX_VERSION);
+	if (len < HEADER_SIZE)
+		return rfb_err_set(err, RFB_ETRUNC, name,
+				   "truncated index (%zu bytes, header needs %d)",
+				   len, HEADER_SIZE);
+	if (rfb_crc32c(0, d, 60) != rfb_get_le32(d + 60))
+		return rfb_err_set(err, RFB_ECHECKSUM, name,
+				   "index header checksum mismatch");
+	if (rfb_get_le32(d + 20) != RECORD_SIZE)
+		return rfb_err_set(err, RFB_EFORMAT, name,
+				   "record size %u, expected %d",
+				   rfb_get_le32(d + 20), RECORD_SIZE);
+	return 0;
+}
+
+/* Section sizes from the header, checked against the file length. */
+static int check_sections(rfb_index *x, const unsigned char *d,
+			  const char *name, size_t *root_len,
+			  size_t *classes_len, rfb_err *err)
+{
+	uint64_t n = rfb_get_le64(d + 8), body = 0;
+	uint64_t parts[4];
+
+	parts[0] = rfb_get_le32(d + 24);               /* root */
+	parts[1] = rfb_get_le64(d + 32);               /* classes */
+	parts[2] = n * RECORD_SIZE;                    /* records */
+	parts[3] = rfb_get_le64(d + 40);               /* paths */
+	if (n > RFB_INDEX_MAX_SAMPLES || rfb_get_le32(d + 16) >
+	    RFB_INDEX_MAX_CLASSES || parts[0] > RFB_INDEX_MAX_PATH)
+		return rfb_err_set(err, RFB_ELIMIT, name,
+				   "index header counts exceed refurb's limits");
+	for (int i = 0; i < 4; i++) {
+		if (parts[i] > INDEX_MAX_FILE || body + parts[i] > INDEX_MAX_FILE)
+			return rfb_err_set(err, RFB_ELIMIT, name,
+					   "index sections too large");
+		body += parts[i];
+	}
+	if (HEADER_SIZE + body != x->len)
+		return rfb_err_set(err, HEADER_SIZE + body > x->len ? RFB_ETRUNC
+				   : RFB_EFORMAT, name,
+				   "index is %zu bytes, its header says %llu",
+				   x->len, (unsigned long long)(HEADER_SIZE + body));
+	if (rfb_crc32c(0, d + HEADER_SIZE, body) != rfb_get_le32(d + 56))
+		return rfb_err_set(err, RFB_ECHECKSUM, name,
+				   "index body checksum mismatch (corrupt file)");
+	x->count = (uint32_t)n;
+	x->class_count = rfb_get_le32(d + 16);
+	x->identity = rfb_get_le64(d + 48);
+	*root_len = parts[0];
+	*classes_len = parts[1];
+	x->paths_len = parts[3];
+	return 0;
+}
+
+/* Class table: class_count entries of u32 length, bytes, NUL. */
+static int parse_classes(rfb_index *x, const unsigned char *p, size_t len,
+			 const char *name, rfb_err *err)
+{
+	size_t off = 0;
+
+	x->class_names = calloc(x->class_count ? x->class_count : 1,
+				sizeof *x->class_names);
+	if (!x->class_names)
+		return rfb_err_set(err, RFB_ENOMEM, name, "out of memory");
+	for (uint32_t c = 0; c < x->class_count; c++) {
+		uint32_t n;
+		if (len - off < 4)
+			goto bad;
+		n = rfb_get_le32(p + off);
+		if (n > RFB_INDEX_MAX_CLASS_NAME || len - off - 4 < (size_t)n + 1 ||
+		    p[off + 4 + n] != 0 || memchr(p + off + 4, 0, n))
+			goto bad;
+		x->class_names[c] = (const char *)p + off + 4;
+		off += 4 + (size_t)n + 1;
+	}
+	if (off == len)
+		return 0;
+bad:
+	return rfb_err_set(err, RFB_EFORMAT, name, "corrupt class table");
+}
+
+static int check_records(const rfb_index *x, const char *name, rfb_err *err)
+{
+	for (uint32_t i = 0; i < x->count; i++) {
+		const unsigned char *r = x->records + (size_t)i * RECORD_SIZE;
+		uint64_t off = rfb_get_le64(r + 24);
+		uint32_t plen = rfb_get_le32(r + 32);
+		if (rfb_get_le32(r) >= x->class_count)
+			return rfb_err_set(err, RFB_EFORMAT, name,
+					   "sample %u: label %u out of range", i,
+					   rfb_get_le32(r));
+		if (plen == 0 || plen > RFB_INDEX_MAX_PATH ||
+		    off >= x->paths_len || x->paths_len - off < (uint64_t)plen + 1 ||
+		    x->paths[off + plen] != 0 ||
+		    memchr(x->paths + off, 0, plen))
+			return rfb_err_set(err, RFB_EFORMAT, name,
+					   "sample %u: corrupt path entry", i);
+	}
+	return 0;
+}
+
+static rfb_index *open_owned(unsigned char *data, size_t len, const char *name,
+			     rfb_err *err)
+{
+	rfb_index *x = calloc(1, sizeof *x);
+	size_t root_len = 0, classes_len = 0;
+	const unsigned char *p;
+
+	if (!x) {
+		free(data);
+		rfb_err_set(err, RFB_ENOMEM, name, "out of memory");
+		return NULL;
+	}
+	x->data = data;
+	x->len = len;
+	if (check_header(data, len, name, err) ||
+	    check_sections(x, data, name, &root_len, &classes_len, err))
+		goto fail;
+	p = data + HEADER_SIZE;
+	x->root = strndup((const char *)p, root_len);
+	if (!x->root || strlen(x->root) != root_len) {
+		rfb_err_set(err, RFB_EFORMAT, name, "corrupt root path");
+		goto fail;
+	}
+	p += root_len;
+	if (parse_classes(x, p, classes_len, name, err))
+		goto fail;
+	x->records = p + classes_len;
+	x->paths = (const char *)x->records + (size_t)x->count * RECORD_SIZE;
+	if (check_records(x, name, err))
+		goto fail;
+	if (rfb_hash64(p, len - HEADER_SIZE - root_len, x->count) != x->identity) {
+		rfb_err_set(err, RFB_ECHECKSUM, name, "index identity mismatch");
+		goto fail;
+	}
+	return x;
+fail:
+	rfb_index_close(x);
+	return NULL;
+}
+
+rfb_index *rfb_index_open(const char *path, rfb_err *err)
+{
+	unsigned char *data;
+	size_t len;
+
+	if (rfb_file_load(path, INDEX_MAX_FILE, &data, &len, err))
+		return NULL;
+	return open_owned(data, len, strcmp(path, "-") ? path : "(stdin)", err);
+}
+
+rfb_index *rfb_index_open_mem(const void *data, size_t len, const char *name,
+			      rfb_err *err)
+{
+	unsigned char *copy = malloc(len + 1);
+
+	if (!copy) {
+		rfb_err_set(err, RFB_ENOMEM, name, "out of memory");
+		return NULL;
+	}
+	memcpy(copy, data, len);
+	return open_owned(copy, len, name, err);
+}
+
+void rfb_index_close(rfb_index *x)
+{
+	if (!x)
+		return;
+	free(x->data);
+	free(x->root);
+	free(x->class_names);
+	free(x);
+}
+
+uint32_t rfb_index_count(const rfb_index *x) { return x->count; }
+uint32_t rfb_index_class_count(const rfb_index *x) { return x->class_count; }
+uint64_t rfb_index_identity(const rfb_index *x) { return x->identity; }
+const char *rfb_index_root(const rfb_index *x) { return x->root; }
+
+const char *rfb_index_class_name(const rfb_index *x, uint32_t label)
+{
+	return label < x->class_count ? x->class_names[label] : NULL;
+}
+
+int rfb_index_get(const rfb_index *x, uint32_t id, rfb_sample_info *out)
+{
+	const unsigned char *r;
+
+	if (id >= x->count)
+		return RFB_ENOTFOUND;
+	r = x->records + (size_t)id * RECORD_SIZE;
+	out->id = id;
+	out->label = rfb_get_le32(r);
+	out->width = rfb_get_le32(r + 4);
+	out->height = rfb_get_le32(r + 8);
+	out->channels = r[12];
+	out->colorspace = r[13];
+	out->subsampling = r[14];
+	out->bytes = rfb_get_le64(r + 16);
+	out->path = x->paths + rfb_get_le64(r + 24);
+	return 0;
+}
+
+uint32_t rfb_index_label(const rfb_index *x, uint32_t id)
+{
+	return rfb_get_le32(x->records + (size_t)id * RECORD_SIZE);
+}
+
+uint64_t rfb_index_pixels(const rfb_index *x, uint32_t id)
+{
+	const unsigned char *r = x->records + (size_t)id * RECORD_SIZE;
+
+	return (uint64_t)rfb_get_le32(r + 4) * rfb_get_le32(r + 8);
+}
+
+int rfb_index_full_path(const rfb_index *x, uint32_t id,
+			const char *root_override, char *buf, size_t n)
+{
+	rfb_sample_info s;
+	int len;
+
+	if (rfb_index_get(x, id, &s))
+		return RFB_ENOTFOUND;
+	if (s.path[0] == '/')
+		len = snprintf(buf, n, "%s", s.path);
+	else
+		len = snprintf(buf, n, "%s/%s",
+			       root_override ? root_override : x->root, s.path);
+	return len < 0 || (size_t)len >= n ? RFB_ELIMIT : 0;
+}

@@ -1,0 +1,254 @@
+#!/usr/bin/env bats
+# refurb-index: options, ImageFolder semantics, bad files, round trip,
+# determinism.
+
+load helpers
+
+setup_file() {
+	make_dataset "$BATS_FILE_TMPDIR/ds" 60 3
+}
+
+setup() {
+	DS="$BATS_FILE_TMPDIR/ds"
+	T="$BATS_TEST_TMPDIR"
+}
+
+@test "--help prints usage on stdout and exits 0" {
+	run refurb-index --help
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == "Usage: refurb-index"* ]]
+	[[ "$output" == *"--max-pixels"* ]]
+}
+
+@test "--version" {
+	run refurb-index --version
+	[ "$status" -eq 0 ]
+	[[ "$output" == "refurb-index (refurb) "* ]]
+}
+
+@test "no directory is a usage error" {
+	run refurb-index -o "$T/x.idx"
+	expect_fail 2 "refurb-index: no dataset directory given"
+}
+
+@test "unknown option is a usage error" {
+	run refurb-index --frobnicate "$DS"
+	expect_fail 2 "refurb-index: unrecognized option"
+}
+
+@test "missing output is a usage error" {
+	run refurb-index "$DS"
+	expect_fail 2 "refurb-index: no output"
+}
+
+@test "bad --max-pixels is a usage error" {
+	run refurb-index --max-pixels 12x -o "$T/x.idx" "$DS"
+	expect_fail 2 "refurb-index: --max-pixels: '12x' is not a number"
+}
+
+@test "missing directory: exit 1 naming it" {
+	run refurb-index -o "$T/x.idx" "$T/nope"
+	expect_fail 1 "refurb-index: $T/nope: cannot open dataset directory: No such file"
+	[ ! -e "$T/x.idx" ]
+}
+
+@test "a file given as the directory: exit 1" {
+	run refurb-index -o "$T/x.idx" "$(sample_jpeg "$DS")"
+	expect_fail 1 "refurb-index: $(sample_jpeg "$DS"): not a directory"
+}
+
+@test "directory without class directories: exit 1" {
+	mkdir "$T/flat" && cp "$(sample_jpeg "$DS")" "$T/flat/"
+	run refurb-index -o "$T/x.idx" "$T/flat"
+	expect_fail 1 "refurb-index: $T/flat: no class directories"
+}
+
+@test "class directories without images: exit 1" {
+	mkdir -p "$T/empty/a" "$T/empty/b" && echo hi > "$T/empty/a/readme.txt"
+	run refurb-index -o "$T/x.idx" "$T/empty"
+	expect_fail 1 "refurb-index: $T/empty: no image files"
+}
+
+@test "indexes every image with label, size and pixel size" {
+	run refurb-index -q -o "$T/x.idx" "$DS"
+	[ "$status" -eq 0 ] && [ -z "$output" ]
+	run refurb-dump "$T/x.idx"
+	[ "$status" -eq 0 ]
+	[ "$(grep -vc '^#' <<< "$output")" -eq 60 ]
+	# id 0 is the first file of the first class, with its real size
+	first=$(grep -v '^#' <<< "$output" | head -n 1)
+	f="$DS/$(cut -f8 <<< "$first")"
+	[ "$(cut -f4 <<< "$first")" -eq "$(stat -c %s "$f")" ]
+	[ "$(cut -f1-3 <<< "$first")" = "$(printf '0\t0\tclass000')" ]
+}
+
+@test "pixel sizes agree with an independent JPEG parser" {
+	refurb-index -q -o "$T/x.idx" "$DS"
+	refurb-dump "$T/x.idx" | grep -v '^#' | head -n 10 | while IFS=$'\t' read -r id l c b w h ch p; do
+		# file(1) prints "precision 8, WxH, components N"
+		info=$(file -b "$DS/$p")
+		[[ "$info" == *", ${w}x${h}, components $ch"* ]] || { echo "$p: $info vs ${w}x${h} $ch"; false; }
+	done
+}
+
+@test "ImageFolder class order is code-point order, whatever the locale" {
+	for c in B a _x Z é "a b" a-b ab 10 9; do
+		mkdir -p "$T/loc/$c" && cp "$(sample_jpeg "$DS")" "$T/loc/$c/i.jpg"
+	done
+	expected=$(printf '%s\n' 10 9 B Z _x a "a b" a-b ab é)
+	for loc in C C.UTF-8 en_US.UTF-8; do
+		LC_ALL=$loc refurb-index -q -o "$T/loc.idx" "$T/loc"
+		got=$(refurb-dump "$T/loc.idx" | sed -n 's/^# class\t[0-9]*\t//p')
+		[ "$got" = "$expected" ] || { echo "locale $loc: $got"; false; }
+	done
+}
+
+@test "class order equals torchvision's class_to_idx (when installed)" {
+	/usr/bin/python3 -c 'import torchvision' 2>/dev/null ||
+		skip "python3-torchvision not installed"
+	for c in B a _x Z é "a b" a-b ab; do
+		mkdir -p "$T/tv/$c" && cp "$(sample_jpeg "$DS")" "$T/tv/$c/i.jpg"
+	done
+	refurb-index -q -o "$T/tv.idx" "$T/tv"
+	ours=$(refurb-dump "$T/tv.idx" | sed -n 's/^# class\t\([0-9]*\)\t\(.*\)/\2 \1/p')
+	theirs=$(/usr/bin/python3 -c '
+import sys
+from torchvision.datasets.folder import find_classes
+for c, i in find_classes(sys.argv[1])[1].items(): print(c, i)' "$T/tv")
+	[ "$ours" = "$theirs" ]
+}
+
+@test "file order follows torchvision's make_dataset (sorted os.walk)" {
+	j=$(sample_jpeg "$DS")
+	mkdir -p "$T/ord/c/a/x" "$T/ord/c/a b" "$T/ord/c/a-b"
+	for f in c/z.jpg c/B.JPG "c/a b/1.jpg" c/a/2.jpeg c/a/x/0.jpg c/a-b/3.jpg; do
+		cp "$j" "$T/ord/$f"
+	done
+	echo x > "$T/ord/c/notes.txt"
+	refurb-index -q -o "$T/o.idx" "$T/ord"
+	got=$(refurb-dump "$T/o.idx" | grep -v '^#' | cut -f8)
+	expected=$(printf '%s\n' c/B.JPG c/z.jpg c/a/2.jpeg "c/a b/1.jpg" c/a-b/3.jpg c/a/x/0.jpg)
+	[ "$got" = "$expected" ]
+}
+
+make_bad_files() {
+	j=$(sample_jpeg "$DS")
+	cp -r "$DS" "$T/bad"
+	: > "$T/bad/class001/empty.jpg"
+	echo "plain text" > "$T/bad/class001/text.jpg"
+	head -c 100 "$j" > "$T/bad/class001/trunc.jpg"
+	ln -s "$T/nowhere.jpg" "$T/bad/class002/dangling.jpg"
+	# SOF0 with width 0
+	/usr/bin/python3 - "$j" "$T/bad/class002/zerowidth.jpg" <<'PY'
+import sys
+d = bytearray(open(sys.argv[1], "rb").read())
+i = d.index(b"\xff\xc0")
+d[i + 7:i + 9] = b"\x00\x00"
+open(sys.argv[2], "wb").write(d)
+PY
+}
+
+@test "bad files: one line each naming path and reason, left out, counted" {
+	make_bad_files
+	run refurb-index -o "$T/b.idx" "$T/bad"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"refurb-index: class001/empty.jpg: empty file"* ]]
+	[[ "$output" == *"refurb-index: class001/text.jpg: not a JPEG file"* ]]
+	[[ "$output" == *"refurb-index: class001/trunc.jpg: JPEG header is truncated"* ]]
+	[[ "$output" == *"refurb-index: class002/dangling.jpg: cannot open: No such file"* ]]
+	[[ "$output" == *"refurb-index: class002/zerowidth.jpg: bad JPEG header"* ]]
+	[[ "$output" == *"indexed 60 of 65 files in 3 classes (5 bad, left out)"* ]]
+	[ "$(refurb-dump "$T/b.idx" | grep -vc '^#')" -eq 60 ]
+}
+
+@test "bad files do not change the rest of the index" {
+	make_bad_files
+	refurb-index -q -o "$T/good.idx" "$DS"
+	refurb-index -q -o "$T/b.idx" "$T/bad"
+	diff <(refurb-dump "$T/good.idx" | grep -v '^# root') \
+	     <(refurb-dump "$T/b.idx" | grep -v '^# root')
+}
+
+@test "--strict: the first bad file is fatal" {
+	make_bad_files
+	run refurb-index --strict -o "$T/b.idx" "$T/bad"
+	expect_fail 1 "refurb-index: class001/empty.jpg: empty file"
+	[[ "$output" == *"stopped at the first bad file (--strict)"* ]]
+	[ ! -e "$T/b.idx" ]
+}
+
+@test "--max-pixels: larger images are bad files" {
+	run refurb-index --max-pixels 2000 -o "$T/m.idx" "$DS"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"is more than the limit of 2000 pixels"* ]]
+	n=$(refurb-dump "$T/m.idx" | grep -v '^#' | awk -F'\t' '$5 * $6 > 2000' | wc -l)
+	[ "$n" -eq 0 ]
+}
+
+@test "unreadable file (not as root)" {
+	[ "$(id -u)" -ne 0 ] || skip "root reads everything"
+	cp -r "$DS" "$T/unr" && chmod 000 "$T/unr/class000/"*.jpg
+	run refurb-index -o "$T/u.idx" "$T/unr"
+	[[ "$output" == *"cannot open: Permission denied"* ]]
+}
+
+@test "a FIFO named like an image is a bad file, not a hang" {
+	cp -r "$DS" "$T/fifo" && mkfifo "$T/fifo/class000/pipe.jpg"
+	run timeout 20 refurb-index -o "$T/f.idx" "$T/fifo"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"class000/pipe.jpg: not a regular file"* ]]
+}
+
+@test "symlink cycles do not loop" {
+	cp -r "$DS" "$T/cyc" && ln -s .. "$T/cyc/class000/up"
+	run timeout 20 refurb-index -q -o "$T/c.idx" "$T/cyc"
+	[ "$status" -eq 0 ]
+}
+
+@test "deterministic: same tree, same bytes, any thread count" {
+	refurb-index -q -j 1 -o "$T/a.idx" "$DS"
+	refurb-index -q -j 2 -o "$T/b.idx" "$DS"
+	refurb-index -q -j 7 -o "$T/c.idx" "$DS"
+	cmp "$T/a.idx" "$T/b.idx" && cmp "$T/a.idx" "$T/c.idx"
+}
+
+@test "round trip: dump then --from-tsv gives the same index" {
+	refurb-index -q -o "$T/a.idx" "$DS"
+	refurb-dump -o "$T/a.tsv" "$T/a.idx"
+	(cd / && refurb-index -q --from-tsv "$T/a.tsv" -o "$T/b.idx")
+	cmp "$T/a.idx" "$T/b.idx"
+	refurb-dump "$T/a.idx" | refurb-index -q --list - -o "$T/c.idx"
+	cmp "$T/a.idx" "$T/c.idx"
+}
+
+@test "list input: PATH<TAB>LABEL with names and with numbers" {
+	(cd "$DS" && ls class000/*.jpg | head -n 3 | sed 's/$/\tcat/'
+	 ls class001/*.jpg | head -n 2 | sed 's/$/\tdog/') > "$T/names.txt"
+	refurb-index -q --root "$DS" --list "$T/names.txt" -o "$T/n.idx"
+	[ "$(refurb-dump "$T/n.idx" | sed -n 's/^# class\t//p' | tr '\t\n' ': ')" = "0:cat 1:dog " ]
+	(cd "$DS" && ls "$PWD"/class000/*.jpg | head -n 2 | sed 's/$/\t4/') > "$T/nums.txt"
+	refurb-index -q --list "$T/nums.txt" -o "$T/u.idx"
+	[ "$(refurb-dump -S "$T/u.idx" | sed -n 's/^classes *//p')" -eq 5 ]
+}
+
+@test "list input: malformed line is an error naming the line" {
+	printf 'a.jpg\t0\njust-a-path\n' > "$T/bad.txt"
+	run refurb-index --list "$T/bad.txt" -o "$T/x.idx"
+	expect_fail 1 "refurb-index: $T/bad.txt: line 2: expected PATH<TAB>LABEL"
+}
+
+@test "list input: missing list file" {
+	run refurb-index --list "$T/none.txt" -o "$T/x.idx"
+	expect_fail 1 "refurb-index: $T/none.txt: cannot open: No such file"
+}
+
+@test "output to stdout with -o -" {
+	refurb-index -q -o - "$DS" > "$T/s.idx"
+	refurb-index -q -o "$T/f.idx" "$DS"
+	cmp "$T/s.idx" "$T/f.idx"
+}
+
+@test "unwritable output: exit 1, nothing half-written" {
+	run refurb-index -o "$T/no/such/dir/x.idx" "$DS"
+	expect_fail 1 "refurb-index: $T/no/such/dir/x.idx.tmp."
+}
