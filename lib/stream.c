@@ -456,16 +456,16 @@ int stream_seq_batch(struct stream_seq *s, const struct rfb_stream_batch *b,
 	if (seq_open(s, "BATCH", why, n) ||
 	    seq_epoch_ok(s, "batch", b->epoch, why, n))
 		return -1;
-	/* steps may skip a batch whose every sample was left out */
-	if (b->step < s->next_step)
-		return WHY("epoch %u: step %u, expected step %u or later",
-			   b->epoch, b->step, s->next_step);
-	if (s->have_batch && b->global_step - s->next_global !=
-			     (uint64_t)(b->step - s->next_step))
+	if (b->step != s->next_step)
+		return WHY("epoch %u: step %u, expected step %u", b->epoch,
+			   b->step, s->next_step);
+	if (s->short_seen)
+		return WHY("epoch %u: batch after a short batch (only the last "
+			   "batch of an epoch may be short)", b->epoch);
+	if (s->have_batch && b->global_step != s->next_global)
 		return WHY("global step %llu, expected %llu",
 			   (unsigned long long)b->global_step,
-			   (unsigned long long)(s->next_global + b->step -
-						s->next_step));
+			   (unsigned long long)s->next_global);
 	if (b->n == 0 || b->n > in->batch_size)
 		return WHY("batch of %u images, the batch size is %u", b->n,
 			   in->batch_size);
@@ -474,7 +474,8 @@ int stream_seq_batch(struct stream_seq *s, const struct rfb_stream_batch *b,
 			return WHY("image %u (sample %u) has label %u, the "
 				   "stream has %u classes", i, b->ids[i],
 				   b->labels[i], in->class_count);
-	s->next_step = b->step + 1;
+	s->next_step++;
+	s->short_seen = b->n < in->batch_size;
 	s->have_batch = 1;
 	s->next_global = b->global_step + 1;
 	s->epoch_batches++;
@@ -500,13 +501,16 @@ int stream_seq_epoch_end(struct stream_seq *s,
 			   e->batches, (unsigned long long)e->images,
 			   s->epoch_batches,
 			   (unsigned long long)s->epoch_images);
-	/* fewer when samples were left out, or before a resumed first step */
-	if (in->epoch_images && e->images > in->epoch_images)
+	/* a resumed first epoch lacks the batches before first_step */
+	int resumed = e->epoch == in->first_epoch && in->first_step > 0;
+	if (in->epoch_images && (resumed ? e->images > in->epoch_images
+				 : e->images != in->epoch_images))
 		return WHY("epoch %u has %llu images, the HEADER says %llu per "
 			   "epoch", e->epoch, (unsigned long long)e->images,
 			   (unsigned long long)in->epoch_images);
 	s->next_epoch++;
 	s->next_step = 0;
+	s->short_seen = 0;
 	s->epoch_batches = 0;
 	s->epoch_images = 0;
 	s->epochs++;

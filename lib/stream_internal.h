@@ -92,6 +92,7 @@ struct stream_seq {
 	int ended;                  /* END seen */
 	uint64_t next_epoch;        /* epoch of the next batch / EPOCH_END */
 	uint32_t next_step;
+	int short_seen;             /* this epoch's last batch was short */
 	int have_batch;
 	uint64_t next_global;       /* global step of the next batch */
 	uint32_t epoch_batches;     /* of the current epoch */

@@ -193,6 +193,7 @@ class Stream:
         self.header = header
         self._epoch, self._step = header.first_epoch, header.first_step
         self._global = None
+        self._short = False
         self._counts = [0, 0, 0, 0]   # epoch batches, epoch images, batches, images
         self._epochs = 0
 
@@ -293,7 +294,7 @@ class Stream:
             raise StreamError(self._where() + "BATCH frame does not match the HEADER")
         labels, ids = p[64:64 + 4 * n].view("<u4"), p[64 + 4 * n:64 + 8 * n].view("<u4")
         self._sequence(self._batch_rule(epoch, step, glob, labels))
-        self._step, self._global = step + 1, glob + 1
+        self._step, self._global, self._short = step + 1, glob + 1, n < h.batch_size
         self._counts = [c + d for c, d in zip(self._counts, (1, n, 1, n))]
         shape = (n, hh, ww, cc) if h.layout == "NHWC" else (n, cc, hh, ww)
         return Batch(p[qlen:].view(h.dtype).reshape(shape), labels, ids, epoch, step)
@@ -306,26 +307,28 @@ class Stream:
         """What is wrong with a batch there, or None (refurb-stream(5) SEQUENCE RULES)."""
         if self._epoch > self.header.last_epoch or epoch != self._epoch:
             return "batch of epoch %d, expected epoch %d" % (epoch, self._epoch)
-        # steps may skip a batch whose every sample was left out
-        if step < self._step:
-            return "epoch %d: step %d, expected step %d or later" % (epoch, step, self._step)
-        if self._global is not None and glob - self._global != step - self._step:
-            return "global step %d, expected %d" % (glob, self._global + step - self._step)
+        if step != self._step:
+            return "epoch %d: step %d, expected step %d" % (epoch, step, self._step)
+        if self._short:
+            return "epoch %d: batch after a short batch" % epoch
+        if self._global is not None and glob != self._global:
+            return "global step %d, expected %d" % (glob, self._global)
         if labels.max() >= len(self.header.classes):
             return "label %d, the stream has %d classes" % (labels.max(), len(self.header.classes))
         return None
 
     def _epoch_end(self, e):
         h, c = self.header, self._counts
+        resumed = e.epoch == h.first_epoch and h.first_step > 0
         if self._epoch > h.last_epoch or e.epoch != self._epoch:
             self._sequence("EPOCH_END of epoch %d, expected epoch %d" % (e.epoch, self._epoch))
         if (e.batches, e.images) != tuple(c[:2]):
             self._sequence("EPOCH_END counts %d batches and %d images, the stream has %d and %d"
                            % (e.batches, e.images, c[0], c[1]))
-        if h.epoch_images and e.images > h.epoch_images:
+        if h.epoch_images and (e.images > h.epoch_images if resumed else e.images != h.epoch_images):
             self._sequence("epoch %d has %d images, the HEADER says %d per epoch"
                            % (e.epoch, e.images, h.epoch_images))
-        self._epoch, self._step, self._counts[:2] = self._epoch + 1, 0, [0, 0]
+        self._epoch, self._step, self._short, self._counts[:2] = self._epoch + 1, 0, False, [0, 0]
         self._epochs += 1
         return e
 
