@@ -119,22 +119,6 @@ static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
 	o->threads = c->threads;
 }
 
-static int open_fd(struct cli *c, const char *path, int out, int force)
-{
-	int fd;
-
-	if (!path || strcmp(path, "-") == 0) {
-		if (out)
-			cli_refuse_tty(c, STDOUT_FILENO, force);
-		return out ? STDOUT_FILENO : STDIN_FILENO;
-	}
-	fd = out ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
-		 : open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		cli_die(c, "%s: cannot open: %s", path, strerror(errno));
-	return fd;
-}
-
 static void summary(const struct rfb_final_stats *st)
 {
 	fprintf(stderr, "refurb-final: %llu batches, %llu images in %.2f s "
@@ -172,9 +156,9 @@ int main(int argc, char **argv)
 	cli_init(&c, "refurb-final", usage, help);
 	parse(&c, &o, &a, argc, argv);
 	signal(SIGPIPE, SIG_IGN); /* a closed reader is EPIPE, handled */
-	in_fd = open_fd(&c, a.in, 0, 0);
-	out_fd = open_fd(&c, a.out, 1, a.force);
-	o.stats_fd = a.stats ? open_fd(&c, a.stats, 1, 1) : -1;
+	in_fd = cli_open_fd(&c, a.in, 0, 0);
+	out_fd = cli_open_fd(&c, a.out, 1, a.force);
+	o.stats_fd = a.stats ? cli_open_fd(&c, a.stats, 1, 1) : -1;
 	o.on_heal = on_heal;
 	o.on_progress = on_progress;
 	o.ctx = &c;

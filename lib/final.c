@@ -139,34 +139,6 @@ static void fworker_free(void *arg)
 	free(w);
 }
 
-static int read_file(struct fworker *w, const char *path, size_t *len,
-		     rfb_err *err)
-{
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), rc = 0;
-	ssize_t got;
-
-	if (fd < 0)
-		return rfb_err_sys(err, errno, path, "cannot open image");
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		rc = rfb_err_set(err, RFB_EINVAL, path, "not a regular file");
-	else if ((size_t)st.st_size > MAX_IMAGE_FILE)
-		rc = rfb_err_set(err, RFB_ELIMIT, path, "image file too large");
-	else if (w->file_cap < (size_t)st.st_size + 1) {
-		unsigned char *nb = realloc(w->file, (size_t)st.st_size + 1);
-		if (!nb)
-			rc = rfb_err_set(err, RFB_ENOMEM, path, "out of memory");
-		else
-			w->file = nb, w->file_cap = (size_t)st.st_size + 1;
-	}
-	if (rc == 0 && (got = rfb_read_full(fd, w->file, (size_t)st.st_size)) < 0)
-		rc = rfb_err_sys(err, errno, path, "cannot read image");
-	else if (rc == 0)
-		*len = (size_t)got;
-	close(fd);
-	return rc;
-}
-
 /* The partially augmented image of t: its record, or recomputed. */
 static int source_image(struct fworker *w, struct ftask *t, rfb_image *img)
 {
@@ -195,7 +167,8 @@ static int source_image(struct fworker *w, struct ftask *t, rfb_image *img)
 	if ((rc = rfb_index_full_path(F->idx, t->sample,
 				      F->annot.root[0] ? F->annot.root : NULL,
 				      path, sizeof path)) ||
-	    (rc = read_file(w, path, &len, &t->why)) ||
+	    (rc = rfb_file_read_into(path, MAX_IMAGE_FILE, &w->file, &w->file_cap,
+				     &len, &t->why)) ||
 	    (rc = rfb_pipe_run_jpeg(w->heal, F->partial_pipe, w->file, len, &key,
 				    &out, &t->why)))
 		return rc ? rc : RFB_EIO;
@@ -273,8 +246,10 @@ static int prepare(struct final *F, const rfb_plan_batch *b, rfb_err *err)
 	}
 	rfb_batch_reader_get_stats(s->reader, &before);
 	if ((rc = rfb_batch_reader_submit(s->reader, s->addrs, s->addr_sample,
-					  s->nread, err)) ||
-	    (rc = rfb_batch_reader_wait(s->reader, &recs, err)))
+					  s->nread, err)))
+		return rc;
+	/* >= 0 is the number of bad records: they are healed below */
+	if ((rc = rfb_batch_reader_wait(s->reader, &recs, err)) < 0)
 		return rc;
 	rfb_batch_reader_get_stats(s->reader, &after);
 	s->bytes_read = after.bytes_read - before.bytes_read;
