@@ -260,9 +260,11 @@ static int prepare(struct final *F, const rfb_plan_batch *b, rfb_err *err)
 		s->addr_sample[s->nread++] = x->id;
 	}
 	rfb_batch_reader_get_stats(s->reader, &before);
+	/* wait returns how many records are bad: those are healed, only a
+	 * negative code (the batch as a whole failed) stops the run */
 	if ((rc = rfb_batch_reader_submit(s->reader, s->addrs, s->addr_sample,
 					  s->nread, err)) ||
-	    (rc = rfb_batch_reader_wait(s->reader, &recs, err)))
+	    (rc = rfb_batch_reader_wait(s->reader, &recs, err)) < 0)
 		return rc;
 	rfb_batch_reader_get_stats(s->reader, &after);
 	s->bytes_read = after.bytes_read - before.bytes_read;
