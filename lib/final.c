@@ -287,6 +287,9 @@ static int prepare(struct final *F, const rfb_plan_batch *b, rfb_err *err)
 	    (rc = rfb_batch_reader_wait(s->reader, &recs, err)) < 0)
 		return rc;
 	rfb_batch_reader_get_stats(s->reader, &after);
+	/* the batch is in memory: let go of the segments the writer deleted
+	 * that no batch of the last epoch read (their disk space) */
+	rfb_cache_view_release(F->view, F->h->batches);
 	s->bytes_read = after.bytes_read - before.bytes_read;
 	F->st->submit_calls += after.submit_calls - before.submit_calls;
 	F->st->bytes_read += s->bytes_read;
