@@ -59,6 +59,15 @@ static void on_heal(void *ctx, uint32_t sample, const rfb_err *why)
 		 rfb_err_text(why, text, sizeof text));
 }
 
+static void on_bad(void *ctx, uint32_t sample, const rfb_err *why)
+{
+	char text[1200];
+
+	cli_warn(ctx, "%s (sample %u left out of its batch: its record is bad "
+		 "and its image cannot be read)",
+		 rfb_err_text(why, text, sizeof text), sample);
+}
+
 static void on_progress(void *ctx, const struct rfb_final_stats *st,
 			uint64_t total)
 {
@@ -160,6 +169,7 @@ int main(int argc, char **argv)
 	out_fd = cli_open_fd(&c, a.out, 1, a.force);
 	o.stats_fd = a.stats ? cli_open_fd(&c, a.stats, 1, 1) : -1;
 	o.on_heal = on_heal;
+	o.on_bad = on_bad;
 	o.on_progress = on_progress;
 	o.ctx = &c;
 	rc = rfb_final_run(&o, in_fd, a.in && strcmp(a.in, "-") ? a.in : "(stdin)",

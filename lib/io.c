@@ -207,12 +207,32 @@ int rfb_fsync_parent(const char *path, rfb_err *err)
 	return 0;
 }
 
+/* Write to path as it is (a FIFO, a terminal, /dev/null ...): such files
+ * cannot be replaced by renaming, and must not be (as root, a rename over
+ * /dev/null would replace the device node with a regular file). */
+static int write_in_place(const char *path, const void *data, size_t len,
+			  rfb_err *err)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return rfb_err_sys(err, errno, path, "cannot open");
+	if (rfb_write_full(fd, data, len) < 0)
+		rc = rfb_err_sys(err, errno, path, "write failed");
+	if (close(fd) < 0 && rc == 0)
+		rc = rfb_err_sys(err, errno, path, "write failed");
+	return rc;
+}
+
 int rfb_file_replace(const char *path, const void *data, size_t len,
 		     rfb_err *err)
 {
 	char tmp[PATH_MAX];
+	struct stat st;
 	int fd;
 
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+		return write_in_place(path, data, len, err);
 	if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >=
 	    (int)sizeof tmp)
 		return rfb_err_set(err, RFB_EINVAL, path, "path too long");
