@@ -74,7 +74,9 @@ $(RESULTS)/grid.tsv: $(CELLS)
 			print row[i], base ? sprintf("%.3f", v[i] / base) : "-" }' \
 		$^ > $@.tmp && mv $@.tmp $@
 	@echo "experiment: $(words $(CELLS)) cells joined into $@"
-	@awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) col[$$i] = i } \
+	@awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) col[$$i] = i; \
+		  printf "%-12s %-28s %-34s %9s %9s %8s %11s %9s\n", "cell", "partial", \
+		  "final", "img/s", "img/CPU-s", "batchCV", "cache_bytes", "x_r1s1"; next } \
 		{ printf "%-12s %-28s %-34s %9s %9s %8s %11s %9s\n", $$col["setting"], \
 		  $$col["partial"], $$col["final"], $$col["images_per_s"], \
 		  $$col["images_per_cpu_s"], $$col["batch_time_cv"], \
