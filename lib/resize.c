@@ -290,7 +290,8 @@ static int hpass(rfb_resizer *rz, const rfb_image *src, int y0, int rows,
 		 const struct coeffs *c, rfb_image *dst, rfb_err *err)
 {
 	if (rz->simd) {
-		size_t need = (size_t)src->width * RFB_RESIZE_STRIP_BYTES;
+		size_t need = ((size_t)src->width + (size_t)c->ksize +
+			       (size_t)dst->width) * RFB_RESIZE_STRIP_BYTES + 32;
 		int rc = rfb_imgbuf_reserve(&rz->strip, need, err);
 		if (rc)
 			return rc;

@@ -156,96 +156,177 @@ __attribute__((target("avx2"))) static inline void transpose8(__m256i v[8])
 {
 	__m256i t[8], u[8];
 
+#pragma GCC unroll 8
 	for (int i = 0; i < 8; i += 2) {
 		t[i] = _mm256_unpacklo_epi32(v[i], v[i + 1]);
 		t[i + 1] = _mm256_unpackhi_epi32(v[i], v[i + 1]);
 	}
+#pragma GCC unroll 8
 	for (int i = 0; i < 8; i += 4) {
 		u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
 		u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
 		u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
 		u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
 	}
+#pragma GCC unroll 8
 	for (int j = 0; j < 4; j++) {
 		v[j] = _mm256_permute2x128_si256(u[j], u[j + 4], 0x20);
 		v[j + 4] = _mm256_permute2x128_si256(u[j], u[j + 4], 0x31);
 	}
 }
 
-/* cols[x] = pixel x of the 8 rows r[0..8), 4 bytes (R G B 0) each. */
+/* R G B 0 R G B 0 ... -> R G B R G B ... in each 128-bit lane (12 bytes
+ * of samples, then 4 zero bytes); and back. */
+#define RGB_PACK 0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1
+#define RGB_UNPACK 0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1
+
+/* cols[x] = pixel x of the 8 rows r[0..8): 24 bytes (row i's R G B at
+ * 3i), then 8 unused bytes. */
 __attribute__((target("avx2"))) static void strip_columns(
 	const unsigned char *const r[8], int w, unsigned char *cols)
 {
+	const __m256i pack = _mm256_setr_epi8(RGB_PACK, RGB_PACK);
+	const __m256i join = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 3, 7);
 	int x = 0;
 
 	for (; x + 10 <= w; x += 8) {
 		__m256i v[8];
+#pragma GCC unroll 8
 		for (int i = 0; i < 8; i++)
 			v[i] = rgbx8(r[i] + 3 * (size_t)x);
 		transpose8(v);
+#pragma GCC unroll 8
 		for (int j = 0; j < 8; j++)
-			_mm256_storeu_si256((__m256i *)(cols + (size_t)(x + j) * 32), v[j]);
+			_mm256_store_si256((__m256i *)(cols + (size_t)(x + j) * 32),
+					   _mm256_permutevar8x32_epi32(
+						   _mm256_shuffle_epi8(v[j], pack), join));
 	}
 	for (; x < w; x++)
-		for (int i = 0; i < 8; i++) {
-			unsigned char *d = cols + (size_t)x * 32 + 4 * i;
-			memcpy(d, r[i] + 3 * (size_t)x, 3);
-			d[3] = 0;
-		}
+		for (int i = 0; i < 8; i++)
+			memcpy(cols + (size_t)x * 32 + 3 * i, r[i] + 3 * (size_t)x, 3);
 }
 
-/* Samples 8j .. 8j + 7 of a column (rows 2j, 2j + 1) times kt. */
+/* Samples 8j .. 8j + 7 of a column times kt. */
 #define COL_TERM(cols, j, kt)                                               \
 	_mm256_mullo_epi32(kt, _mm256_cvtepu8_epi32(_mm_loadl_epi64(         \
 				       (const __m128i *)((cols) + 8 * (j)))))
 
-/* Output pixel xx of the 8 rows: out[i] = row i's R G B 0. */
+/* Output pixel xx of the 8 rows, stored as 8 lanes R G B 0 (row i in
+ * lane i) at out, 32-byte aligned. */
 __attribute__((target("avx2"))) static inline void strip_pixel(
-	const unsigned char *cols, const int32_t *k, int n, uint32_t out[8])
+	const unsigned char *cols, const int32_t *k, int n, unsigned char *out)
 {
-	__m256i a0 = _mm256_set1_epi32(HALF), a1 = a0, a2 = a0, a3 = a0, b;
+	__m256i a0 = _mm256_set1_epi32(HALF), a1 = a0, a2 = a0, b;
 
 	for (int t = 0; t < n; t++, cols += 32) {
 		__m256i kt = _mm256_set1_epi32(k[t]);
 		a0 = _mm256_add_epi32(a0, COL_TERM(cols, 0, kt));
 		a1 = _mm256_add_epi32(a1, COL_TERM(cols, 1, kt));
 		a2 = _mm256_add_epi32(a2, COL_TERM(cols, 2, kt));
-		a3 = _mm256_add_epi32(a3, COL_TERM(cols, 3, kt));
 	}
 	a0 = _mm256_srai_epi32(a0, PRECISION_BITS);
 	a1 = _mm256_srai_epi32(a1, PRECISION_BITS);
 	a2 = _mm256_srai_epi32(a2, PRECISION_BITS);
-	a3 = _mm256_srai_epi32(a3, PRECISION_BITS);
-	/* lanes: low halves rows 0 2 4 6, high halves rows 1 3 5 7 */
+	/* dwords: a0[0..3] a1[0..3] a2[0..3] (dup) a0[4..7] a1[4..7]
+	 * a2[4..7] (dup); gather bytes 0..15 of the 24 in the low lane,
+	 * 12..27 in the high one, then widen each lane to R G B 0 */
 	b = _mm256_packus_epi16(_mm256_packs_epi32(a0, a1),
-				_mm256_packs_epi32(a2, a3));
-	b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-	_mm256_storeu_si256((__m256i *)out, b);
+				_mm256_packs_epi32(a2, a2));
+	b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 5, 2, 6, 3));
+	b = _mm256_shuffle_epi8(b, _mm256_setr_epi8(RGB_UNPACK, RGB_UNPACK));
+	_mm256_store_si256((__m256i *)out, b);
+}
+
+/* Rows [0, m) of the transposed output strip px (32 bytes an output
+ * pixel) into dst rows starting at out: 8 pixels at a time transposed
+ * back and packed from R G B 0 to R G B. */
+__attribute__((target("avx2"))) static void unstrip(const unsigned char *px,
+						    int w, int m, unsigned char *out,
+						    size_t stride)
+{
+	const __m128i pack = _mm_setr_epi8(RGB_PACK);
+	int x = 0;
+
+	for (; x + 8 <= w; x += 8) {
+		__m256i v[8];
+#pragma GCC unroll 8
+		for (int j = 0; j < 8; j++)
+			v[j] = _mm256_load_si256((const __m256i *)(px + (size_t)(x + j) * 32));
+		transpose8(v);
+		/* 16-byte stores write 4 bytes past each 12: the next group
+		 * overwrites them; the row's last group stores exactly */
+		int wide = 3 * x + 28 <= 3 * w;
+		for (int i = 0; i < m; i++) {
+			unsigned char *o = out + (size_t)i * stride + 3 * (size_t)x;
+			__m128i lo = _mm_shuffle_epi8(_mm256_castsi256_si128(v[i]), pack);
+			__m128i hi = _mm_shuffle_epi8(_mm256_extracti128_si256(v[i], 1), pack);
+			if (wide) {
+				_mm_storeu_si128((__m128i *)o, lo);
+				_mm_storeu_si128((__m128i *)(o + 12), hi);
+			} else {
+				unsigned char tmp[32];
+				_mm_storeu_si128((__m128i *)tmp, lo);
+				_mm_storeu_si128((__m128i *)(tmp + 12), hi);
+				memcpy(o, tmp, 24);
+			}
+		}
+	}
+	for (; x < w; x++)
+		for (int i = 0; i < m; i++)
+			memcpy(out + (size_t)i * stride + 3 * (size_t)x,
+			       px + (size_t)x * 32 + 4 * i, 3);
+}
+
+/* The output pixels of one strip with a fixed number of taps (a loop
+ * whose trip count varies from pixel to pixel mispredicts its exit):
+ * pixels with fewer taps read zero weights past their own.  A constant
+ * taps lets the compiler unroll. */
+__attribute__((target("avx2"), always_inline)) static inline void strip_row(
+	const unsigned char *cols, const struct coeffs *c, int taps,
+	unsigned char *px)
+{
+	for (int xx = 0; xx < c->out_size; xx++)
+		strip_pixel(cols + (size_t)c->bounds[2 * xx] * 32,
+			    c->k + (size_t)xx * c->kstride, taps,
+			    px + (size_t)xx * 32);
+}
+
+__attribute__((target("avx2"))) static void strip_any(
+	const unsigned char *cols, const struct coeffs *c, int taps,
+	unsigned char *px)
+{
+	switch (taps) {
+	case 2: strip_row(cols, c, 2, px); break;
+	case 3: strip_row(cols, c, 3, px); break;
+	case 4: strip_row(cols, c, 4, px); break;
+	case 5: strip_row(cols, c, 5, px); break;
+	case 6: strip_row(cols, c, 6, px); break;
+	default: strip_row(cols, c, taps, px); break;
+	}
 }
 
 __attribute__((target("avx2"))) static void hpass3(const rfb_image *src, int y0, int rows,
-		   const struct coeffs *c, rfb_image *dst, unsigned char *cols)
+		   const struct coeffs *c, rfb_image *dst, unsigned char *scratch)
 {
+	unsigned char *cols = scratch + (-(uintptr_t)scratch & 31);
+	unsigned char *px = cols + ((size_t)src->width + c->ksize) * 32;
+	int taps = 1;
+
+	/* weights past a pixel's count are zero (up to kstride >= ksize),
+	 * and the columns past the image are readable zeros */
+	for (int xx = 0; xx < c->out_size; xx++)
+		if (c->bounds[2 * xx + 1] > taps)
+			taps = c->bounds[2 * xx + 1];
+	memset(cols + (size_t)src->width * 32, 0, (size_t)c->ksize * 32);
 	for (int y = 0; y < rows; y += 8) {
 		const unsigned char *r[8];
 		int m = rows - y < 8 ? rows - y : 8;
 		for (int i = 0; i < 8; i++) /* a short strip repeats a row */
 			r[i] = src->data + (size_t)(y0 + y + (i < m ? i : 0)) * src->stride;
 		strip_columns(r, src->width, cols);
-		for (int xx = 0; xx < c->out_size; xx++) {
-			uint32_t px[8];
-			strip_pixel(cols + (size_t)c->bounds[2 * xx] * 32,
-				    c->k + (size_t)xx * c->kstride,
-				    c->bounds[2 * xx + 1], px);
-			/* 4-byte stores: the next pixel overwrites the 4th */
-			unsigned char *o = dst->data + (size_t)y * dst->stride + 3 * xx;
-			if (xx + 1 < c->out_size)
-				for (int i = 0; i < m; i++)
-					memcpy(o + (size_t)i * dst->stride, &px[i], 4);
-			else
-				for (int i = 0; i < m; i++)
-					memcpy(o + (size_t)i * dst->stride, &px[i], 3);
-		}
+		strip_any(cols, c, taps, px);
+		unstrip(px, c->out_size, m, dst->data + (size_t)y * dst->stride,
+			dst->stride);
 	}
 }
 

@@ -112,8 +112,10 @@ int rfb_resize_have_avx2(void);
 int rfb_resize_split_weights(struct coeffs *c);
 
 /* The AVX2 kernels (call only when rfb_resize_have_avx2()).  The
- * horizontal pass needs src->width * RFB_RESIZE_STRIP_BYTES bytes of
- * scratch (8 rows of a column side by side, 4 bytes a pixel). */
+ * horizontal pass needs (src->width + c->ksize + dst->width) *
+ * RFB_RESIZE_STRIP_BYTES + 32 bytes of scratch (a column of 8 rows side
+ * by side in 32 bytes, for the input with ksize columns of padding and
+ * for the output; aligned inside to 32). */
 #define RFB_RESIZE_STRIP_BYTES 32
 void rfb_resize_hpass_avx2(const rfb_image *src, int y0, int rows,
 			   const struct coeffs *c, rfb_image *dst,
