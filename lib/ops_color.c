@@ -13,6 +13,9 @@
  * constant trip count, which GCC vectorizes at -O2 (its "very cheap" cost
  * model refuses loops that would need a remainder loop).  Vectorizing
  * does not change results: each sample keeps its own operation order.
+ * Sharpness, Color, the constant blends and Contrast's luma sum have
+ * hand-written AVX2 twins in ops_color_avx2.c, used when the CPU has
+ * AVX2; the *_scalar functions here are their reference.
  */
 #include <stdint.h>
 #include <string.h>
@@ -20,22 +23,6 @@
 #include "ops_internal.h"
 
 #define BLOCK 32 /* samples per vectorized block */
-
-/* Blend.c for one sample: in1 + alpha * (in2 - in1), clamped, truncated. */
-static inline unsigned char pil_blend(int in1, int in2, float alpha)
-{
-	float v = (float)in1 + alpha * (float)(in2 - in1);
-
-	v = v < 0.0f ? 0.0f : v;
-	v = v > 255.0f ? 255.0f : v;
-	return (unsigned char)(int)v;
-}
-
-/* Convert.c's rgb2l: ITU-R 601-2 luma in 16.16 fixed point, rounded. */
-static inline int pil_luma(const unsigned char *p)
-{
-	return (p[0] * 19595 + p[1] * 38470 + p[2] * 7471 + 0x8000) >> 16;
-}
 
 static size_t row_len(const rfb_image *img)
 {
@@ -132,14 +119,23 @@ static void identity_lut(unsigned char lut[256])
 /* Blend of a constant degenerate image (level) with src: one value per
  * input level, so a 256-entry table (measured faster than the vectorized
  * float blend of every sample). */
-static void blend_level(const rfb_image *src, rfb_image *dst, int level,
-			float factor)
+void rfb_ops_blend_level_scalar(const rfb_image *src, rfb_image *dst,
+				int level, float factor)
 {
 	unsigned char lut[256];
 
 	for (int i = 0; i < 256; i++)
-		lut[i] = pil_blend(level, i, factor);
+		lut[i] = rfb_pil_blend(level, i, factor);
 	apply_lut(src, dst, lut);
+}
+
+static void blend_level(const rfb_image *src, rfb_image *dst, int level,
+			float factor)
+{
+	if (rfb_ops_have_avx2())
+		rfb_ops_blend_level_avx2(src, dst, level, factor);
+	else
+		rfb_ops_blend_level_scalar(src, dst, level, factor);
 }
 
 void rfb_ops_brightness(const rfb_image *src, rfb_image *dst, float factor)
@@ -149,7 +145,7 @@ void rfb_ops_brightness(const rfb_image *src, rfb_image *dst, float factor)
 
 /* Mean of the L image, rounded as ImageEnhance.Contrast does:
  * int(ImageStat.Stat(image.convert("L")).mean[0] + 0.5). */
-static int luma_mean(const rfb_image *img)
+uint64_t rfb_ops_luma_sum_scalar(const rfb_image *img)
 {
 	uint64_t sum = 0;
 
@@ -161,8 +157,16 @@ static int luma_mean(const rfb_image *img)
 			continue;
 		}
 		for (int x = 0; x < img->width; x++, p += 3)
-			sum += (uint64_t)pil_luma(p);
+			sum += (uint64_t)rfb_pil_luma(p);
 	}
+	return sum;
+}
+
+static int luma_mean(const rfb_image *img)
+{
+	uint64_t sum = rfb_ops_have_avx2() ? rfb_ops_luma_sum_avx2(img)
+					   : rfb_ops_luma_sum_scalar(img);
+
 	/* exact below 2^53; Python divides the same two numbers */
 	return (int)((double)sum / ((double)img->width * img->height) + 0.5);
 }
@@ -182,14 +186,14 @@ static void blend_span(unsigned char *restrict out,
 
 	for (; i + BLOCK <= n; i += BLOCK)
 		for (size_t k = 0; k < BLOCK; k++)
-			out[i + k] = pil_blend(in1[i + k], in2[i + k], alpha);
+			out[i + k] = rfb_pil_blend(in1[i + k], in2[i + k], alpha);
 	for (; i < n; i++)
-		out[i] = pil_blend(in1[i], in2[i], alpha);
+		out[i] = rfb_pil_blend(in1[i], in2[i], alpha);
 }
 
 #define COLOR_CHUNK 256 /* pixels of gray kept on the stack */
 
-void rfb_ops_color(const rfb_image *src, rfb_image *dst, float factor)
+void rfb_ops_color_scalar(const rfb_image *src, rfb_image *dst, float factor)
 {
 	unsigned char gray3[3 * COLOR_CHUNK];
 
@@ -208,36 +212,13 @@ void rfb_ops_color(const rfb_image *src, rfb_image *dst, float factor)
 								 COLOR_CHUNK;
 			const unsigned char *p = in + (size_t)x0 * 3;
 			for (int x = 0; x < n; x++) {
-				unsigned char g = (unsigned char)pil_luma(p + 3 * x);
+				unsigned char g = (unsigned char)rfb_pil_luma(p + 3 * x);
 				gray3[3 * x] = gray3[3 * x + 1] = gray3[3 * x + 2] = g;
 			}
 			blend_span(out + (size_t)x0 * 3, gray3, p, (size_t)n * 3,
 				   factor);
 		}
 	}
-}
-
-/* Filter.c's 3x3 SMOOTH (kernel 1 1 1 / 1 5 1 / 1 1 1, divided by 13 in
- * float) at sample i, blended with the original sample. */
-static inline unsigned char sharpen_px(const unsigned char *restrict above,
-				       const unsigned char *restrict in,
-				       const unsigned char *restrict below,
-				       size_t i, size_t d, float factor)
-{
-	const float k1 = 1.0f / 13.0f, k5 = 5.0f / 13.0f;
-	/* Filter.c sums the row below first, then this one, then the one
-	 * above, each left to right, starting from 0.5 (rounding) */
-	float ss = 0.5f;
-
-	ss += (float)below[i - d] * k1 + (float)below[i] * k1 +
-	      (float)below[i + d] * k1;
-	ss += (float)in[i - d] * k1 + (float)in[i] * k5 + (float)in[i + d] * k1;
-	ss += (float)above[i - d] * k1 + (float)above[i] * k1 +
-	      (float)above[i + d] * k1;
-	/* Filter.c clamps to [0, 255] and truncates; with positive weights
-	 * summing to 1 (within a float ulp), 0.5 <= ss < 255.6 and the
-	 * clamp never acts (leaving it out lets the loop vectorize) */
-	return pil_blend((int)ss, in[i], factor);
 }
 
 /* One interior row; d = channels (the first and last pixel are kept,
@@ -253,13 +234,14 @@ static inline void sharpen_row(const unsigned char *restrict above,
 	memcpy(out, in, d);
 	for (; i + BLOCK <= n - d; i += BLOCK)
 		for (size_t k = 0; k < BLOCK; k++)
-			out[i + k] = sharpen_px(above, in, below, i + k, d, factor);
+			out[i + k] = rfb_pil_sharpen(above, in, below, i + k, d, factor);
 	for (; i < n - d; i++)
-		out[i] = sharpen_px(above, in, below, i, d, factor);
+		out[i] = rfb_pil_sharpen(above, in, below, i, d, factor);
 	memcpy(out + n - d, in + n - d, d);
 }
 
-void rfb_ops_sharpness(const rfb_image *src, rfb_image *dst, float factor)
+void rfb_ops_sharpness_scalar(const rfb_image *src, rfb_image *dst,
+			      float factor)
 {
 	size_t n = row_len(src), d = (size_t)src->channels;
 	int h = src->height;
@@ -281,6 +263,22 @@ void rfb_ops_sharpness(const rfb_image *src, rfb_image *dst, float factor)
 			sharpen_row(above, in, below, dst_row(dst, y), n, 3, factor);
 	}
 	memcpy(dst_row(dst, h - 1), src_row(src, h - 1), n);
+}
+
+void rfb_ops_color(const rfb_image *src, rfb_image *dst, float factor)
+{
+	if (rfb_ops_have_avx2())
+		rfb_ops_color_avx2(src, dst, factor);
+	else
+		rfb_ops_color_scalar(src, dst, factor);
+}
+
+void rfb_ops_sharpness(const rfb_image *src, rfb_image *dst, float factor)
+{
+	if (rfb_ops_have_avx2())
+		rfb_ops_sharpness_avx2(src, dst, factor);
+	else
+		rfb_ops_sharpness_scalar(src, dst, factor);
 }
 
 /* ---- ImageOps ---- */

@@ -10,8 +10,52 @@
 #ifndef REFURB_OPS_INTERNAL_H
 #define REFURB_OPS_INTERNAL_H
 
+#include <stdint.h>
+
 #include "refurb/image.h"
 #include "refurb/ops.h"
+
+/* ---- per-sample arithmetic shared by the scalar and AVX2 kernels ---- */
+
+/* Blend.c for one sample: in1 + alpha * (in2 - in1), clamped, truncated. */
+static inline unsigned char rfb_pil_blend(int in1, int in2, float alpha)
+{
+	float v = (float)in1 + alpha * (float)(in2 - in1);
+
+	v = v < 0.0f ? 0.0f : v;
+	v = v > 255.0f ? 255.0f : v;
+	return (unsigned char)(int)v;
+}
+
+/* Convert.c's rgb2l: ITU-R 601-2 luma in 16.16 fixed point, rounded. */
+static inline int rfb_pil_luma(const unsigned char *p)
+{
+	return (p[0] * 19595 + p[1] * 38470 + p[2] * 7471 + 0x8000) >> 16;
+}
+
+/* Filter.c's 3x3 SMOOTH (kernel 1 1 1 / 1 5 1 / 1 1 1, divided by 13 in
+ * float) at sample i of the row in (d = channels apart), blended with
+ * the original sample. */
+static inline unsigned char rfb_pil_sharpen(const unsigned char *above,
+					    const unsigned char *in,
+					    const unsigned char *below,
+					    size_t i, size_t d, float factor)
+{
+	const float k1 = 1.0f / 13.0f, k5 = 5.0f / 13.0f;
+	/* Filter.c sums the row below first, then this one, then the one
+	 * above, each left to right, starting from 0.5 (rounding) */
+	float ss = 0.5f;
+
+	ss += (float)below[i - d] * k1 + (float)below[i] * k1 +
+	      (float)below[i + d] * k1;
+	ss += (float)in[i - d] * k1 + (float)in[i] * k5 + (float)in[i + d] * k1;
+	ss += (float)above[i - d] * k1 + (float)above[i] * k1 +
+	      (float)above[i + d] * k1;
+	/* Filter.c clamps to [0, 255] and truncates; with positive weights
+	 * summing to 1 (within a float ulp), 0.5 <= ss < 255.6 and the
+	 * clamp never acts (leaving it out lets the loop vectorize) */
+	return rfb_pil_blend((int)ss, in[i], factor);
+}
 
 /* ---- ops_color.c ---- */
 
@@ -33,6 +77,23 @@ void rfb_ops_autocontrast(const rfb_image *src, rfb_image *dst);
 void rfb_ops_equalize(const rfb_image *src, rfb_image *dst);
 /* ImageOps.invert. */
 void rfb_ops_invert(const rfb_image *src, rfb_image *dst);
+
+/* The scalar kernels (the reference) and the AVX2 ones behind the
+ * dispatchers above: same float operations in the same order per sample,
+ * so identical bytes.  Call the _avx2 ones only when rfb_ops_have_avx2(). */
+int rfb_ops_have_avx2(void);
+void rfb_ops_sharpness_scalar(const rfb_image *src, rfb_image *dst, float factor);
+void rfb_ops_sharpness_avx2(const rfb_image *src, rfb_image *dst, float factor);
+void rfb_ops_color_scalar(const rfb_image *src, rfb_image *dst, float factor);
+void rfb_ops_color_avx2(const rfb_image *src, rfb_image *dst, float factor);
+/* Blend of the constant image level with src (Brightness, Contrast). */
+void rfb_ops_blend_level_scalar(const rfb_image *src, rfb_image *dst,
+				int level, float factor);
+void rfb_ops_blend_level_avx2(const rfb_image *src, rfb_image *dst,
+			      int level, float factor);
+/* Sum of the L image's samples (rgb2l of each pixel, or the samples). */
+uint64_t rfb_ops_luma_sum_scalar(const rfb_image *img);
+uint64_t rfb_ops_luma_sum_avx2(const rfb_image *img);
 
 /* ---- ops_geometry.c ---- */
 
