@@ -381,7 +381,7 @@ static void autocontrast_lut(const uint32_t hist[256], unsigned char lut[256])
 	}
 }
 
-void rfb_ops_autocontrast(const rfb_image *src, rfb_image *dst)
+void rfb_ops_autocontrast_scalar(const rfb_image *src, rfb_image *dst)
 {
 	uint32_t hist[6][256];
 	unsigned char lut[3][256];
@@ -390,6 +390,14 @@ void rfb_ops_autocontrast(const rfb_image *src, rfb_image *dst)
 	for (int c = 0; c < src->channels; c++)
 		autocontrast_lut(hist[c], lut[c]);
 	apply_lut3(src, dst, lut);
+}
+
+void rfb_ops_autocontrast(const rfb_image *src, rfb_image *dst)
+{
+	if (rfb_ops_have_avx2())
+		rfb_ops_autocontrast_avx2(src, dst);
+	else
+		rfb_ops_autocontrast_scalar(src, dst);
 }
 
 /* ImageOps.equalize's table for one channel; Image.point clips to 255. */

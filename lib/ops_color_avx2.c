@@ -1,7 +1,7 @@
 /*
  * ops_color_avx2.c - the float-blend ops of ops_color.c (Sharpness,
- * Color, and the constant-level blend of Brightness and Contrast) and the
- * luma sum of Contrast with AVX2, chosen at run time.
+ * Color, and the constant-level blend of Brightness and Contrast), the
+ * luma sum of Contrast and AutoContrast with AVX2, chosen at run time.
  *
  * Every sample goes through the same IEEE single-precision operations in
  * the same order as in the scalar kernels of ops_color.c (the reference,
@@ -81,16 +81,23 @@ AVX2 void rfb_ops_blend_level_avx2(const rfb_image *src, rfb_image *dst, int lev
 	for (int y = 0; y < src->height; y++) {
 		const unsigned char *in = row_in(src, y);
 		unsigned char *out = row_out(dst, y);
-		size_t i = 0;
-		for (; i + 32 <= n; i += 32) {
+		if (n < 32) {
+			for (size_t i = 0; i < n; i++)
+				out[i] = rfb_pil_blend(level, in[i], factor);
+			continue;
+		}
+		/* the last block ends the row, overlapping the one before
+		 * (the same values written twice) */
+		for (size_t i = 0;; i += 32) {
 			__m256i r[4];
+			i = i + 32 > n ? n - 32 : i;
 			for (int j = 0; j < 4; j++)
 				r[j] = blend8(lv, lvf, load8_epi32(in + i + 8 * j), a);
 			_mm256_storeu_si256((__m256i *)(out + i),
 					    pack32(r[0], r[1], r[2], r[3]));
+			if (i + 32 == n)
+				break;
 		}
-		for (; i < n; i++)
-			out[i] = rfb_pil_blend(level, in[i], factor);
 	}
 }
 
@@ -223,6 +230,140 @@ AVX2 void rfb_ops_color_avx2(const rfb_image *src, rfb_image *dst, float factor)
 	}
 }
 
+/* ---- AutoContrast ---- */
+
+/* Min and max of the 96 samples at p into mn[0..3), mx[0..3). */
+AVX2 static inline void range96(const unsigned char *p, __m256i mn[3],
+				__m256i mx[3])
+{
+	for (int j = 0; j < 3; j++) {
+		__m256i v = _mm256_loadu_si256((const __m256i *)(p + 32 * j));
+		mn[j] = _mm256_min_epu8(mn[j], v);
+		mx[j] = _mm256_max_epu8(mx[j], v);
+	}
+}
+
+/* Per-channel minimum and maximum of img (channels 1 or 3). */
+AVX2 static void channel_range(const rfb_image *img, int lo[3], int hi[3])
+{
+	const int c = img->channels;
+	size_t n = (size_t)img->width * (size_t)c;
+	/* 96 bytes (a multiple of 3) per step, so that byte b of vector j
+	 * always holds channel (32 j + b) % 3; a row's last step starts at
+	 * n - 96 (also a multiple of 3), overlapping the one before, which
+	 * does not change a minimum or a maximum */
+	__m256i mn[3], mx[3];
+	unsigned char vmin[96], vmax[96];
+
+	for (int j = 0; j < 3; j++) {
+		mn[j] = _mm256_set1_epi8(-1);
+		mx[j] = _mm256_setzero_si256();
+	}
+	for (int k = 0; k < 3; k++)
+		lo[k] = 255, hi[k] = 0;
+	for (int y = 0; y < img->height; y++) {
+		const unsigned char *p = row_in(img, y);
+		if (n < 96) {
+			for (size_t i = 0; i < n; i++) {
+				int k = c == 1 ? 0 : (int)(i % 3);
+				lo[k] = p[i] < lo[k] ? p[i] : lo[k];
+				hi[k] = p[i] > hi[k] ? p[i] : hi[k];
+			}
+			continue;
+		}
+		for (size_t i = 0; i + 96 <= n; i += 96)
+			range96(p + i, mn, mx);
+		range96(p + n - 96, mn, mx);
+	}
+	for (int j = 0; j < 3; j++) {
+		_mm256_storeu_si256((__m256i *)(vmin + 32 * j), mn[j]);
+		_mm256_storeu_si256((__m256i *)(vmax + 32 * j), mx[j]);
+	}
+	for (int b = 0; b < 96; b++) {
+		int k = b % c;
+		lo[k] = vmin[b] < lo[k] ? vmin[b] : lo[k];
+		hi[k] = vmax[b] > hi[k] ? vmax[b] : hi[k];
+	}
+}
+
+/* int(x * scale + offset) for the 4 samples at in, as int32. */
+AVX2 static inline __m128i stretch4(const unsigned char *in, __m256d scale,
+				    __m256d offset)
+{
+	int32_t four;
+	__m256d x;
+
+	memcpy(&four, in, 4);
+	x = _mm256_cvtepi32_pd(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(four)));
+	/* truncation toward zero, like int() */
+	return _mm256_cvttpd_epi32(_mm256_add_pd(_mm256_mul_pd(x, scale), offset));
+}
+
+/* 48 samples (16 pixels: 12 groups of 4) at in to out; group g uses
+ * sc[g % 3] and of[g % 3], whose lanes hold channels (g + l) % 3. */
+AVX2 static inline void stretch48(const unsigned char *in, unsigned char *out,
+				  const __m256d sc[3], const __m256d of[3])
+{
+#pragma GCC unroll 3
+	for (int q = 0; q < 3; q++) {
+		__m128i r[4];
+#pragma GCC unroll 4
+		for (int v = 0; v < 4; v++)
+			r[v] = stretch4(in + 16 * q + 4 * v, sc[(4 * q + v) % 3],
+					of[(4 * q + v) % 3]);
+		/* saturating packs clip to 0..255 (|value| < 2^17 here) */
+		_mm_storeu_si128((__m128i *)(out + 16 * q),
+				 _mm_packus_epi16(_mm_packs_epi32(r[0], r[1]),
+						  _mm_packs_epi32(r[2], r[3])));
+	}
+}
+
+AVX2 void rfb_ops_autocontrast_avx2(const rfb_image *src, rfb_image *dst)
+{
+	const int c = src->channels;
+	size_t n = (size_t)src->width * (size_t)c;
+	unsigned char lut[3][256];
+	double scale[3], offset[3];
+	int lo[3], hi[3], flat = 1;
+	__m256d sc[3], of[3];
+
+	channel_range(src, lo, hi);
+	for (int k = 0; k < c; k++) {
+		/* ImageOps.autocontrast: an identity table when hi <= lo */
+		scale[k] = hi[k] <= lo[k] ? 1.0 : 255.0 / (hi[k] - lo[k]);
+		offset[k] = hi[k] <= lo[k] ? 0.0 : -lo[k] * scale[k];
+		flat &= hi[k] <= lo[k];
+		for (int i = 0; i < 256; i++) {
+			double v = i * scale[k] + offset[k];
+			lut[k][i] = v < 0.0 ? 0 : v >= 255.0 ? 255 : (unsigned char)(int)v;
+		}
+	}
+	if (flat) {
+		rfb_image_copy(dst, src);
+		return;
+	}
+	for (int j = 0; j < 3; j++) {
+		int k0 = (c == 3) ? j : 0, k1 = (c == 3) ? (j + 1) % 3 : 0,
+		    k2 = (c == 3) ? (j + 2) % 3 : 0;
+		sc[j] = _mm256_setr_pd(scale[k0], scale[k1], scale[k2], scale[k0]);
+		of[j] = _mm256_setr_pd(offset[k0], offset[k1], offset[k2], offset[k0]);
+	}
+	for (int y = 0; y < src->height; y++) {
+		const unsigned char *in = row_in(src, y);
+		unsigned char *out = row_out(dst, y);
+		/* 48 samples (a multiple of 3 and of 16) per step, the last
+		 * one at n - 48 (overlapping: same values written twice) */
+		if (n < 48) {
+			for (size_t i = 0; i < n; i++)
+				out[i] = lut[c == 1 ? 0 : i % 3][in[i]];
+			continue;
+		}
+		for (size_t i = 0; i + 48 <= n; i += 48)
+			stretch48(in + i, out + i, sc, of);
+		stretch48(in + n - 48, out + n - 48, sc, of);
+	}
+}
+
 /* ---- Sharpness ---- */
 
 #define SHARP_CHUNK 256 /* samples of a column strip (a multiple of 8) */
@@ -348,6 +489,11 @@ void rfb_ops_color_avx2(const rfb_image *src, rfb_image *dst, float factor)
 void rfb_ops_sharpness_avx2(const rfb_image *src, rfb_image *dst, float factor)
 {
 	rfb_ops_sharpness_scalar(src, dst, factor);
+}
+
+void rfb_ops_autocontrast_avx2(const rfb_image *src, rfb_image *dst)
+{
+	rfb_ops_autocontrast_scalar(src, dst);
 }
 
 #endif

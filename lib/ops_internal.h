@@ -91,6 +91,11 @@ void rfb_ops_blend_level_scalar(const rfb_image *src, rfb_image *dst,
 				int level, float factor);
 void rfb_ops_blend_level_avx2(const rfb_image *src, rfb_image *dst,
 			      int level, float factor);
+/* AutoContrast: the scalar one from histograms and tables, the AVX2 one
+ * from per-channel minima and maxima and the table's formula in double
+ * (the same two roundings, i * scale then + offset). */
+void rfb_ops_autocontrast_scalar(const rfb_image *src, rfb_image *dst);
+void rfb_ops_autocontrast_avx2(const rfb_image *src, rfb_image *dst);
 /* Sum of the L image's samples (rgb2l of each pixel, or the samples). */
 uint64_t rfb_ops_luma_sum_scalar(const rfb_image *img);
 uint64_t rfb_ops_luma_sum_avx2(const rfb_image *img);

@@ -4,7 +4,7 @@
  * against PIL's golden outputs.  Random and smooth images of every width
  * from 1 to 80 (all the vector loops' remainders), some wide ones, 1 and
  * 3 channels, padded strides, and blend factors inside, at the ends of
- * and outside [0, 1].  White-box: calls the kernels of ops_internal.h.
+ * and outside [0, 1]; AutoContrast on narrowed and flat ranges.  White-box: calls the kernels of ops_internal.h.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -152,6 +152,46 @@ static void level_case(const rfb_image *src, const char *what)
 	       src->height, src->channels, f);
 }
 
+static void autocontrast_scalar(const rfb_image *s, rfb_image *d, float f)
+{
+	(void)f;
+	rfb_ops_autocontrast_scalar(s, d);
+}
+
+static void autocontrast_simd(const rfb_image *s, rfb_image *d, float f)
+{
+	(void)f;
+	rfb_ops_autocontrast_avx2(s, d);
+}
+
+/* Narrow the image's range to [lo, hi] per channel sometimes, so that
+ * stretches of every size (and flat channels) come up. */
+static void autocontrast_case(const rfb_image *src, const char *what)
+{
+	rfb_imgbuf nb = { 0 };
+	rfb_image img = *src;
+	int lo = (int)(next() % 256), span = (int)(next() % 40);
+
+	(void)what;
+	if (next() % 2) {
+		if (rfb_imgbuf_reserve(&nb, src->stride * src->height, NULL))
+			abort();
+		img.data = nb.data;
+		for (int y = 0; y < src->height; y++)
+			for (size_t i = 0; i < src->stride; i++) {
+				int v = lo + src->data[y * src->stride + i] % (span + 1);
+				/* the first channel sometimes flat */
+				if (span < 5 && i % (size_t)src->channels == 0)
+					v = lo;
+				img.data[y * src->stride + i] = (unsigned char)(v > 255 ? 255 : v);
+			}
+	}
+	CHECKF(compare(autocontrast_scalar, autocontrast_simd, &img, 0.0f),
+	       "AutoContrast %dx%dx%d range %d+%d", img.width, img.height,
+	       img.channels, lo, span);
+	rfb_imgbuf_free(&nb);
+}
+
 static void luma_case(const rfb_image *src, const char *what)
 {
 	(void)what;
@@ -183,6 +223,14 @@ static void test_blend_level(void)
 {
 	if (have_simd())
 		each_shape(level_case);
+}
+
+static void test_autocontrast(void)
+{
+	if (have_simd()) {
+		each_shape(autocontrast_case);
+		each_shape(autocontrast_case);
+	}
 }
 
 static void test_luma_sum(void)
@@ -221,6 +269,7 @@ int main(void)
 	RUN(test_color);
 	RUN(test_blend_level);
 	RUN(test_luma_sum);
+	RUN(test_autocontrast);
 	RUN(test_all_factors);
 	return test_done();
 }
