@@ -204,13 +204,24 @@ static void gather_fixed(const rfb_image *src, unsigned char *out, int64_t lo,
 				      (size_t)(xx >> 16)];
 		return;
 	}
-	for (int64_t x = lo; x < hi; x++, xx += dx, yy += dy) {
+	/* 4-byte moves: the 4th byte written is the next output pixel's,
+	 * which is written after (by this loop, or by the fill after the
+	 * span; the span's last pixel is copied exactly); the 4th byte read
+	 * must lie inside src, i.e. not after its very last pixel */
+	const unsigned char *last = rfb_image_px(src, src->width - 1,
+						 src->height - 1);
+	for (int64_t x = lo; x < hi - 1; x++, xx += dx, yy += dy) {
 		const unsigned char *p = base + (size_t)(yy >> 16) * stride +
 					 (size_t)(xx >> 16) * 3;
-		out[3 * x] = p[0];
-		out[3 * x + 1] = p[1];
-		out[3 * x + 2] = p[2];
+		uint32_t v;
+		memcpy(&v, p < last ? p : last - 1, 4);
+		if (p == last)
+			v >>= 8;
+		memcpy(out + 3 * x, &v, 4);
 	}
+	if (lo < hi)
+		memcpy(out + 3 * (hi - 1), base + (size_t)(yy >> 16) * stride +
+		       (size_t)(xx >> 16) * 3, 3);
 }
 
 /* gather_fixed() when dx is exactly one pixel (the shears): the source
