@@ -71,6 +71,29 @@ void rfb_run_take(struct rfb_run *r, const rfb_image *img, int slot)
 	r->cur_buf = slot;
 }
 
+int rfb_run_expand(struct rfb_run *r, rfb_err *err)
+{
+	rfb_image dst;
+	int slot, rc;
+
+	if (!r->gray3)
+		return 0;
+	rc = rfb_run_target(r, r->cur.width, r->cur.height, 3, &dst, &slot, err);
+	if (!rc)
+		rc = rfb_to_rgb(&r->cur, &dst, err);
+	if (!rc) {
+		rfb_run_take(r, &dst, slot);
+		r->gray3 = 0;
+	}
+	return rc;
+}
+
+/* A gray3 image may stay gray through a layer filling with fill. */
+static int gray_fill(const unsigned char *fill)
+{
+	return !fill || (fill[0] == fill[1] && fill[1] == fill[2]);
+}
+
 /* ---- layers ---- */
 
 static int run_resize(struct rfb_run *r, const struct rfb_layer *l, rfb_err *err)
@@ -105,6 +128,8 @@ int rfb_run_crop(struct rfb_run *r, const struct rfb_rect *rect,
 		r->cur = rfb_crop_view(&r->cur, rect);
 		return 0;
 	}
+	if (!gray_fill(fill) && (rc = rfb_run_expand(r, err)))
+		return rc;
 	rc = rfb_run_target(r, rect->width, rect->height, r->cur.channels, &dst,
 			    &slot, err);
 	if (!rc)
@@ -181,6 +206,8 @@ static int run_augment(struct rfb_run *r, const struct rfb_layer *l,
 	struct rfb_aug_op ops[2];
 	int n = 1, rc = 0;
 
+	if (!gray_fill(l->fill) && (rc = rfb_run_expand(r, err)))
+		return rc;
 	if (l->kind == RFB_F_RANDAUG)
 		rfb_randaug_draw(rng, l->magnitude, l->bins, r->cur.width,
 				 r->cur.height, &ops[0]);
@@ -200,6 +227,16 @@ static int run_channels(struct rfb_run *r, int channels, rfb_err *err)
 	rfb_image dst;
 	int slot, rc;
 
+	/* the L image of a gray3 image is its one channel; the RGB image of
+	 * a gray one is a gray3 image */
+	if (channels == 1 && r->gray3) {
+		r->gray3 = 0;
+		return 0;
+	}
+	if (channels == 3 && r->cur.channels == 1) {
+		r->gray3 = 1;
+		return 0;
+	}
 	if (r->cur.channels == channels)
 		return 0;
 	rc = rfb_run_target(r, r->cur.width, r->cur.height, channels, &dst, &slot,
@@ -312,10 +349,14 @@ static int normalize_output(rfb_pipe_ctx *ctx, const struct rfb_layer *l,
 int rfb_run_finish(struct rfb_run *r, const rfb_pipeline *p,
 		   struct rfb_pipe_out *out, rfb_err *err)
 {
-	size_t row = (size_t)r->cur.width * r->cur.channels;
+	size_t row;
 	rfb_image dst;
 	int slot, rc;
 
+	rc = rfb_run_expand(r, err); /* also the copy out of a view */
+	if (rc)
+		return rc;
+	row = (size_t)r->cur.width * r->cur.channels;
 	if (r->cur_buf < 0 || r->cur.stride != row ||
 	    r->cur.data != r->ctx->buf[r->cur_buf].data) {
 		rc = rfb_run_target(r, r->cur.width, r->cur.height, r->cur.channels,
@@ -353,7 +394,7 @@ int rfb_pipe_run(rfb_pipe_ctx *ctx, const rfb_pipeline *p, const rfb_image *in,
 		 const struct rfb_pipe_key *key, struct rfb_pipe_out *out,
 		 rfb_err *err)
 {
-	struct rfb_run r = { ctx, key, *in, -1 };
+	struct rfb_run r = { ctx, key, *in, -1, 0 };
 
 	if (in->width < 1 || in->height < 1 ||
 	    (in->channels != 1 && in->channels != 3))

@@ -255,7 +255,7 @@ int rfb_pipe_run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 		      rfb_err *err)
 {
 	struct rfb_jpeg_state *st = state(ctx, err);
-	struct rfb_run r = { ctx, key, { 0 }, 0 };
+	struct rfb_run r = { ctx, key, { 0 }, 0, 0 };
 	struct rfb_jpeg_info info;
 	struct plan pl;
 	int start = 0, rc;
@@ -265,12 +265,15 @@ int rfb_pipe_run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 	memset(&pl, 0, sizeof pl);
 	pl.opts.max_pixels = ctx->max_pixels;
 	/* torchvision's loader gives RGB; a leading gray filter is PIL's
-	 * convert("L") of that, which the decoder produces directly */
+	 * convert("L") of that, which the decoder produces directly.  A
+	 * grayscale JPEG's RGB is its gray channel three times: it stays one
+	 * channel (gray3) until the output. */
+	pl.opts.color = RFB_DECODE_KEEP;
 	if (p->nlayers > 0 && (p->layers[0].kind == RFB_F_GRAY ||
 			       p->layers[0].kind == RFB_F_RGB)) {
 		start = 1;
-		pl.opts.color = p->layers[0].kind == RFB_F_GRAY ? RFB_DECODE_GRAY
-								: RFB_DECODE_RGB;
+		if (p->layers[0].kind == RFB_F_GRAY)
+			pl.opts.color = RFB_DECODE_GRAY;
 	}
 	rc = rfb_decode_header(st->dec, data, len, &pl.opts, &info, err);
 	if (rc)
@@ -279,6 +282,7 @@ int rfb_pipe_run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 	rc = rfb_decode_pixels(st->dec, &pl.opts, &r.cur, &ctx->buf[0], err);
 	if (rc)
 		return rc;
+	r.gray3 = pl.opts.color == RFB_DECODE_KEEP && r.cur.channels == 1;
 	record(st, &info, &pl, &r.cur);
 	rc = finish_plan(&r, &pl, err);
 	return rc ? rc : rfb_run_layers(&r, p, start + pl.folded, out, err);

@@ -23,13 +23,22 @@ struct rfb_pipe_ctx {
 };
 
 /* One run: the current image is cur; it lives in ctx->buf[cur_buf], or in
- * the caller's memory when cur_buf is -1 (then it must not be written). */
+ * the caller's memory when cur_buf is -1 (then it must not be written).
+ * gray3: cur has one channel but stands for the RGB image with that
+ * channel in all three (a grayscale JPEG as torchvision's loader gives
+ * it); every layer gives the same result on either form as long as its
+ * fill colour is gray, so the work is done once per pixel and the
+ * channels are replicated at the end (rfb_run_expand). */
 struct rfb_run {
 	rfb_pipe_ctx *ctx;
 	const struct rfb_pipe_key *key;
 	rfb_image cur;
 	int cur_buf;
+	int gray3;
 };
+
+/* Replicate a gray3 image into three real channels (nothing otherwise). */
+int rfb_run_expand(struct rfb_run *r, rfb_err *err);
 
 /* Allocate dst (w x h x c) in a buffer other than cur's; *slot says which. */
 int rfb_run_target(struct rfb_run *r, int w, int h, int c, rfb_image *dst,

@@ -253,6 +253,7 @@ int rfb_to_gray(const rfb_image *src, rfb_image *dst, rfb_err *err)
 int rfb_to_rgb(const rfb_image *src, rfb_image *dst, rfb_err *err)
 {
 	int rc = check_same_size(src, dst, 3, err);
+	int simd = rfb_transform_have_ssse3();
 
 	if (rc)
 		return rc;
@@ -263,7 +264,8 @@ int rfb_to_rgb(const rfb_image *src, rfb_image *dst, rfb_err *err)
 	for (int y = 0; y < src->height; y++) {
 		const unsigned char *in = src->data + (size_t)y * src->stride;
 		unsigned char *out = dst->data + (size_t)y * dst->stride;
-		for (int x = 0; x < src->width; x++)
+		int x = simd ? rfb_gray_to_rgb_ssse3(in, out, src->width) : 0;
+		for (; x < src->width; x++)
 			out[3 * x] = out[3 * x + 1] = out[3 * x + 2] = in[x];
 	}
 	return 0;

@@ -1,7 +1,8 @@
 /*
  * transform_internal.h - what transform.c and transform_ssse3.c share:
- * the mirrored row copy and swap, whose scalar versions in transform.c
- * are the reference for the SSSE3 ones.
+ * the mirrored row copy and swap and the gray to RGB row expansion,
+ * whose scalar versions in transform.c are the reference for the SSSE3
+ * ones.
  */
 #ifndef REFURB_TRANSFORM_INTERNAL_H
 #define REFURB_TRANSFORM_INTERNAL_H
@@ -19,5 +20,9 @@ int rfb_flip_row_ssse3(const unsigned char *in, unsigned char *out, int w,
 /* Swap pixels a and w - 1 - a of a row in place, for a = 0 .. done - 1;
  * returns done (at most w / 2). */
 int rfb_flip_inplace_ssse3(unsigned char *row, int w, int ch);
+
+/* out[3x] = out[3x + 1] = out[3x + 2] = in[x] for a prefix of the w
+ * pixels of a gray row; returns how many were done. */
+int rfb_gray_to_rgb_ssse3(const unsigned char *in, unsigned char *out, int w);
 
 #endif

@@ -1,7 +1,8 @@
 /*
- * transform_ssse3.c - horizontal flips with SSSE3 byte shuffles, chosen
- * at run time: 16 gray pixels or 5 RGB pixels (15 bytes) reversed by one
- * pshufb.  A flip only moves bytes, so the result is the scalar loop's of
+ * transform_ssse3.c - horizontal flips and gray to RGB expansion with
+ * SSSE3 byte shuffles, chosen at run time: 16 gray pixels or 5 RGB
+ * pixels (15 bytes) reversed by one pshufb, 16 gray pixels widened to 48
+ * bytes by three.  A flip only moves bytes, so the result is the scalar loop's of
  * transform.c; these functions do the part of a row they can reach with
  * 16-byte loads and stores that stay inside it, and say how far they got.
  */
@@ -96,7 +97,33 @@ SSSE3 int rfb_flip_inplace_ssse3(unsigned char *row, int w, int ch)
 	return a;
 }
 
+SSSE3 int rfb_gray_to_rgb_ssse3(const unsigned char *in, unsigned char *out,
+				int w)
+{
+	const __m128i m0 = _mm_setr_epi8(0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4,
+					 4, 5);
+	const __m128i m1 = _mm_setr_epi8(5, 5, 6, 6, 6, 7, 7, 7, 8, 8, 8, 9, 9,
+					 9, 10, 10);
+	const __m128i m2 = _mm_setr_epi8(10, 11, 11, 11, 12, 12, 12, 13, 13, 13,
+					 14, 14, 14, 15, 15, 15);
+	int x = 0;
+
+	for (; x + 16 <= w; x += 16) {
+		__m128i g = load16(in + x);
+		store16(out + 3 * x, _mm_shuffle_epi8(g, m0));
+		store16(out + 3 * x + 16, _mm_shuffle_epi8(g, m1));
+		store16(out + 3 * x + 32, _mm_shuffle_epi8(g, m2));
+	}
+	return x;
+}
+
 #else
+
+int rfb_gray_to_rgb_ssse3(const unsigned char *in, unsigned char *out, int w)
+{
+	(void)in, (void)out, (void)w;
+	return 0;
+}
 
 int rfb_transform_have_ssse3(void)
 {
