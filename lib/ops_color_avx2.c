@@ -318,7 +318,8 @@ AVX2 static inline void stretch48(const unsigned char *in, unsigned char *out,
 	}
 }
 
-AVX2 void rfb_ops_autocontrast_avx2(const rfb_image *src, rfb_image *dst)
+AVX2 void rfb_ops_autocontrast_avx2(const rfb_image *stats,
+				    const rfb_image *src, rfb_image *dst)
 {
 	const int c = src->channels;
 	size_t n = (size_t)src->width * (size_t)c;
@@ -327,7 +328,7 @@ AVX2 void rfb_ops_autocontrast_avx2(const rfb_image *src, rfb_image *dst)
 	int lo[3], hi[3], flat = 1;
 	__m256d sc[3], of[3];
 
-	channel_range(src, lo, hi);
+	channel_range(stats, lo, hi);
 	for (int k = 0; k < c; k++) {
 		/* ImageOps.autocontrast: an identity table when hi <= lo */
 		scale[k] = hi[k] <= lo[k] ? 1.0 : 255.0 / (hi[k] - lo[k]);
@@ -386,25 +387,22 @@ AVX2 static inline void row_terms(const unsigned char *p, size_t d, float *h,
 					  right));
 }
 
-/* row_terms of samples [i0, i0 + m) of row y into slot y % 3. */
-AVX2 static void strip_terms(const rfb_image *src, int y, size_t i0, size_t m,
+/* row_terms of the m samples at p into slot (the row's index + 1) % 3. */
+AVX2 static void strip_terms(const unsigned char *p, int slot, size_t m,
 			     size_t d, float h[3][SHARP_CHUNK],
 			     float c[3][SHARP_CHUNK])
 {
-	const unsigned char *p = row_in(src, y) + i0;
-
 	for (size_t i = 0; i < m; i += 8)
-		row_terms(p + i, d, h[y % 3] + i, c[y % 3] + i);
+		row_terms(p + i, d, h[slot] + i, c[slot] + i);
 }
 
-/* Output row y, samples [i0, i0 + m), from the terms of rows y - 1 .. y + 1. */
-AVX2 static void strip_out(const rfb_image *src, rfb_image *dst, int y,
-			   size_t i0, size_t m, float h[3][SHARP_CHUNK],
+/* Output row r (m samples from out) from the terms of rows r - 1 .. r + 1
+ * (slots r % 3 .. (r + 2) % 3) and the samples at in. */
+AVX2 static void strip_out(const unsigned char *in, unsigned char *out, int r,
+			   size_t m, float h[3][SHARP_CHUNK],
 			   float c[3][SHARP_CHUNK], __m256 alpha)
 {
-	const unsigned char *in = row_in(src, y) + i0;
-	unsigned char *out = row_out(dst, y) + i0;
-	const float *below = h[(y + 1) % 3], *above = h[(y - 1) % 3], *mid = c[y % 3];
+	const float *above = h[r % 3], *mid = c[(r + 1) % 3], *below = h[(r + 2) % 3];
 
 	for (size_t i = 0; i < m; i += 8) {
 		/* ss = ((0.5 + below) + centre) + above, as Filter.c adds */
@@ -420,47 +418,35 @@ AVX2 static void strip_out(const rfb_image *src, rfb_image *dst, int y,
 	}
 }
 
-/* Columns [i0, i0 + m) of all interior rows (m a multiple of 8). */
-AVX2 static void sharpen_strip(const rfb_image *src, rfb_image *dst, size_t i0,
+/* m samples (a multiple of 8, at most SHARP_CHUNK) of every row. */
+AVX2 static void sharpen_strip(const unsigned char *in, size_t in_stride,
+			       unsigned char *out, size_t out_stride, int rows,
 			       size_t m, size_t d, __m256 alpha)
 {
 	float h[3][SHARP_CHUNK], c[3][SHARP_CHUNK];
 
-	strip_terms(src, 0, i0, m, d, h, c);
-	strip_terms(src, 1, i0, m, d, h, c);
-	for (int y = 1; y < src->height - 1; y++) {
-		strip_terms(src, y + 1, i0, m, d, h, c);
-		strip_out(src, dst, y, i0, m, h, c, alpha);
+	strip_terms(in - in_stride, 0, m, d, h, c);
+	strip_terms(in, 1, m, d, h, c);
+	for (int r = 0; r < rows; r++) {
+		strip_terms(in + (size_t)(r + 1) * in_stride, (r + 2) % 3, m, d, h, c);
+		strip_out(in + (size_t)r * in_stride, out + (size_t)r * out_stride, r,
+			  m, h, c, alpha);
 	}
 }
 
-AVX2 void rfb_ops_sharpness_avx2(const rfb_image *src, rfb_image *dst, float factor)
+AVX2 void rfb_ops_sharpen_block_avx2(const unsigned char *in, size_t in_stride,
+				     unsigned char *out, size_t out_stride,
+				     int rows, size_t m, size_t d, float factor)
 {
-	size_t n = (size_t)src->width * (size_t)src->channels;
-	size_t d = (size_t)src->channels, vec, i;
 	const __m256 alpha = _mm256_set1_ps(factor);
-	int h = src->height;
+	size_t vec = m & ~(size_t)7, i;
 
-	if (src->width < 3 || h < 3) {
-		rfb_image_copy(dst, src);
-		return;
-	}
-	/* interior samples [d, n - d): vectors over the first vec of them */
-	vec = (n - 2 * d) & ~(size_t)7;
 	for (i = 0; i < vec; i += SHARP_CHUNK)
-		sharpen_strip(src, dst, d + i,
+		sharpen_strip(in + i, in_stride, out + i, out_stride, rows,
 			      vec - i < SHARP_CHUNK ? vec - i : SHARP_CHUNK, d, alpha);
-	memcpy(row_out(dst, 0), row_in(src, 0), n);
-	for (int y = 1; y < h - 1; y++) {
-		const unsigned char *in = row_in(src, y);
-		unsigned char *out = row_out(dst, y);
-		memcpy(out, in, d);
-		for (i = d + vec; i < n - d; i++)
-			out[i] = rfb_pil_sharpen(in - src->stride, in,
-						 in + src->stride, i, d, factor);
-		memcpy(out + n - d, in + n - d, d);
-	}
-	memcpy(row_out(dst, h - 1), row_in(src, h - 1), n);
+	if (vec < m)
+		rfb_ops_sharpen_block_scalar(in + vec, in_stride, out + vec,
+					     out_stride, rows, m - vec, d, factor);
 }
 
 #else
@@ -486,14 +472,18 @@ void rfb_ops_color_avx2(const rfb_image *src, rfb_image *dst, float factor)
 	rfb_ops_color_scalar(src, dst, factor);
 }
 
-void rfb_ops_sharpness_avx2(const rfb_image *src, rfb_image *dst, float factor)
+void rfb_ops_sharpen_block_avx2(const unsigned char *in, size_t in_stride,
+				unsigned char *out, size_t out_stride, int rows,
+				size_t m, size_t d, float factor)
 {
-	rfb_ops_sharpness_scalar(src, dst, factor);
+	rfb_ops_sharpen_block_scalar(in, in_stride, out, out_stride, rows, m, d,
+				     factor);
 }
 
-void rfb_ops_autocontrast_avx2(const rfb_image *src, rfb_image *dst)
+void rfb_ops_autocontrast_avx2(const rfb_image *stats, const rfb_image *src,
+			       rfb_image *dst)
 {
-	rfb_ops_autocontrast_scalar(src, dst);
+	rfb_ops_autocontrast_scalar(stats, src, dst);
 }
 
 #endif

@@ -155,13 +155,13 @@ static void level_case(const rfb_image *src, const char *what)
 static void autocontrast_scalar(const rfb_image *s, rfb_image *d, float f)
 {
 	(void)f;
-	rfb_ops_autocontrast_scalar(s, d);
+	rfb_ops_autocontrast_scalar(s, s, d);
 }
 
 static void autocontrast_simd(const rfb_image *s, rfb_image *d, float f)
 {
 	(void)f;
-	rfb_ops_autocontrast_avx2(s, d);
+	rfb_ops_autocontrast_avx2(s, s, d);
 }
 
 /* Narrow the image's range to [lo, hi] per channel sometimes, so that
