@@ -1,9 +1,9 @@
 /*
  * pipeline.c - running a parsed pipeline on a decoded image (see
  * pipeline.h).  Layers write into two ping-pong buffers of the context;
- * crops that stay inside the image are views (no copy), flips happen in
- * place, so a typical pipeline copies each image only where a filter
- * really computes new pixels.
+ * crops that stay inside the image are views (no copy), a flip is the
+ * copy out of such a view, so a typical pipeline copies each image only
+ * where a filter really computes new pixels.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -166,13 +166,9 @@ static int run_flip(struct rfb_run *r, const struct rfb_layer *l, rfb_rng *rng,
 
 	if (!rfb_flip_draw(rng, l->p))
 		return 0;
-	/* in place on a whole buffer; a view (a crop) is flipped while it
-	 * is copied out, which the output would do anyway */
-	if (r->cur_buf >= 0 && r->cur.data == r->ctx->buf[r->cur_buf].data &&
-	    r->cur.stride == (size_t)r->cur.width * r->cur.channels) {
-		rfb_hflip_inplace(&r->cur);
-		return 0;
-	}
+	/* into the other buffer, also for a whole buffer: the mirrored copy
+	 * (SSSE3) is several times faster than swapping in place, and a view
+	 * (a crop) is copied out by the output anyway */
 	rc = rfb_run_target(r, r->cur.width, r->cur.height, r->cur.channels, &dst,
 			    &slot, err);
 	if (!rc) {
@@ -201,22 +197,16 @@ static int apply_op(struct rfb_run *r, const struct rfb_layer *l,
 }
 
 static int run_augment(struct rfb_run *r, const struct rfb_layer *l,
-		       rfb_rng *rng, rfb_err *err)
+		       int position, rfb_err *err)
 {
 	struct rfb_aug_op ops[2];
-	int n = 1, rc = 0;
+	int n, rc = 0;
 
 	if (!gray_fill(l->fill) && (rc = rfb_run_expand(r, err)))
 		return rc;
-	if (l->kind == RFB_F_RANDAUG)
-		rfb_randaug_draw(rng, l->magnitude, l->bins, r->cur.width,
-				 r->cur.height, &ops[0]);
-	else if (l->kind == RFB_F_TRIVIALAUG)
-		rfb_trivialaug_draw(rng, l->bins, r->cur.width, r->cur.height,
-				    &ops[0]);
-	else
-		n = rfb_autoaug_draw(rng, l->policy, r->cur.width, r->cur.height,
-				     ops);
+	if (r->win && position >= r->win->first && position < r->win->crop)
+		return rfb_win_augment(r, l, position, err);
+	n = rfb_run_draw_ops(r, l, position, r->cur.width, r->cur.height, ops);
 	for (int i = 0; i < n && !rc; i++)
 		rc = apply_op(r, l, &ops[i], err);
 	return rc;
@@ -263,10 +253,18 @@ int rfb_run_layer(struct rfb_run *r, const struct rfb_layer *l, int position,
 	case RFB_F_RESIZE:
 		return run_resize(r, l, err);
 	case RFB_F_CENTERCROP:
+		if (r->win && position == r->win->crop) {
+			rfb_win_crop(r);
+			return 0;
+		}
 		rect = rfb_centercrop_rect(r->cur.width, r->cur.height, l->height,
 					   l->width);
 		return rfb_run_crop(r, &rect, NULL, err);
 	case RFB_F_CROP:
+		if (r->win && position == r->win->crop) {
+			rfb_win_crop(r);
+			return 0;
+		}
 		rc = rfb_randcrop_rect(&rng, r->cur.width, r->cur.height, l->height,
 				       l->width, &l->pad, l->pad_if_needed, &rect,
 				       err);
@@ -278,7 +276,7 @@ int rfb_run_layer(struct rfb_run *r, const struct rfb_layer *l, int position,
 	case RFB_F_RANDAUG:
 	case RFB_F_AUTOAUG:
 	case RFB_F_TRIVIALAUG:
-		return run_augment(r, l, &rng, err);
+		return run_augment(r, l, position, err);
 	case RFB_F_GRAY:
 		return run_channels(r, 1, err);
 	case RFB_F_RGB:
@@ -394,7 +392,7 @@ int rfb_pipe_run(rfb_pipe_ctx *ctx, const rfb_pipeline *p, const rfb_image *in,
 		 const struct rfb_pipe_key *key, struct rfb_pipe_out *out,
 		 rfb_err *err)
 {
-	struct rfb_run r = { ctx, key, *in, -1, 0 };
+	struct rfb_run r = { ctx, key, *in, -1, 0, NULL, 0, 0, 0 };
 
 	if (in->width < 1 || in->height < 1 ||
 	    (in->channels != 1 && in->channels != 3))
