@@ -289,6 +289,7 @@ int rfb_pipe_run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 	 * grayscale JPEG's RGB is its gray channel three times: it stays one
 	 * channel (gray3) until the output. */
 	pl.opts.color = RFB_DECODE_KEEP;
+	pl.opts.flags = RFB_DECODE_VIEW; /* a region is used where decoded */
 	if (p->nlayers > 0 && (p->layers[0].kind == RFB_F_GRAY ||
 			       p->layers[0].kind == RFB_F_RGB)) {
 		start = 1;
