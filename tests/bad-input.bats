@@ -72,7 +72,8 @@ a13 | refurb-partial | 1 | refurb-partial: cut.plan: line 4 has no newline | ref
 a14 | refurb-partial | 1 | refurb-partial: (stdin): plan was made for another index | refurb-partial -q -c c-a14 -p resize=64 big.idx < plan.txt
 a15 | refurb-partial | 1 | refurb-partial: cache: cache was made with a different pipeline | refurb-partial -q -c cache -p resize=32 train.idx < plan.txt
 a16 | refurb-partial | 1 | refurb-partial: empty/lock: cannot open lock file: Not a directory | refurb-partial -q -c empty -p resize=64 train.idx < plan.txt
-a17 | refurb-partial | 1 | refurb-partial: ds: not a refurb cache and not empty | refurb-partial -q -c ds -p resize=64 train.idx < plan.txt
+a17 | refurb-partial | 1 | refurb-partial: ds: not a refurb cache and not empty | refurb-partial -q -c ds -p resize=64 train.idx < plan.txt; s=$?; [ -e ds/lock ] && exit 3; exit $s
+a28 | refurb-partial | 1 | refurb-partial: ds: not a refurb cache and not empty | refurb-partial -q --reset -c ds -p resize=64 train.idx < plan.txt; s=$?; [ -e ds/lock ] && exit 3; exit $s
 a18 | refurb-partial | 1 | refurb-partial: futurecache/manifest: cache format version 9 | refurb-partial -q -c futurecache -p resize=64 train.idx < plan.txt
 a19 | refurb-partial | 2 | refurb-partial: bad pipeline spec at column 11: unknown filter "blur" | refurb-partial -q -c c-a19 -p resize=64,blur train.idx < plan.txt
 a20 | refurb-partial | 2 | refurb-partial: the partial pipeline must produce 8-bit images | refurb-partial -q -c c-a20 -p resize=64,normalize train.idx < plan.txt
