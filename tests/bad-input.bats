@@ -3,7 +3,7 @@
 # input that concerns it, with the exit status and the first line of
 # stderr a user sees.  One row per case:
 #
-#   id | program | status | stderr | command
+#   id | case | program | status | stderr | command
 #
 # The command runs with bash in the fixture directory built by setup_file
 # (see there for what each file is), its stdout thrown away unless it
@@ -23,120 +23,120 @@
 load helpers
 
 MATRIX='
-i01 | refurb-index | 1 | refurb-index: nodir: cannot open dataset directory | refurb-index -q -o x.idx nodir
-i02 | refurb-index | 1 | refurb-index: empty: not a directory | refurb-index -q -o x.idx empty
-i03 | refurb-index | 1 | refurb-index: emptydir: no class directories | refurb-index -q -o x.idx emptydir
-i04 | refurb-index | 0 | refurb-index: c0/z.jpg: not a JPEG file | refurb-index -q -o x.idx ix-notjpeg
-i05 | refurb-index | 0 | refurb-index: c0/z.jpg: JPEG header is truncated | refurb-index -q -o x.idx ix-hdrcut
-i06 | refurb-index | 0 | refurb-index: c0/z.jpg: bad JPEG header: Empty JPEG image | refurb-index -q -o x.idx ix-width0
-i07 | refurb-index | 0 | refurb-index: c0/z.jpg: empty file | refurb-index -q -o x.idx ix-empty
-i08 | refurb-index | 0 | (none) | refurb-index -q -o x.idx ix-trunc
-i09 | refurb-index | 1 | refurb-index: c0/z.jpg: not a JPEG file | refurb-index -q --strict -o x.idx ix-notjpeg
-i10 | refurb-index | 1 | refurb-index: nolist: | refurb-index -q --list nolist -o x.idx
-i11 | refurb-index | 1 | refurb-index: garbage.list: line 1: | refurb-index -q --list garbage.list -o x.idx
-i12 | refurb-index | 1 | refurb-index: adir: cannot rename | refurb-index -q -o adir ds
-i13 | refurb-index | 141 | (none) | fifo_closed refurb-index -q --list big.list -o -
-i14 | refurb-index | 141 | (none) | fifo_closed_path refurb-index -q --list big.list -o
-e01 | refurb-evict | 1 | refurb-evict: nofile: cannot open | refurb-evict -q nofile
-e02 | refurb-evict | 1 | refurb-evict: empty: empty file, not a refurb index | refurb-evict -q empty
-e03 | refurb-evict | 1 | refurb-evict: trunc.idx: truncated index | refurb-evict -q trunc.idx
-e04 | refurb-evict | 1 | refurb-evict: train.evict: bad magic (not a refurb index) | refurb-evict -q train.evict
-e05 | refurb-evict | 1 | refurb-evict: future.idx: index format version 9 | refurb-evict -q future.idx
-e06 | refurb-evict | 1 | refurb-evict: corrupt.idx: index body checksum mismatch | refurb-evict -q corrupt.idx
-e07 | refurb-evict | 1 | refurb-evict: adir: is a directory | refurb-evict -q adir
-e08 | refurb-evict | 1 | refurb-evict: adir: cannot rename | refurb-evict -q -o adir train.idx
-e09 | refurb-evict | 141 | (none) | fifo_closed refurb-evict -q big.idx
-p01 | refurb-plan | 1 | refurb-plan: nofile: cannot open | refurb-plan -q nofile
-p02 | refurb-plan | 1 | refurb-plan: empty: truncated | refurb-plan -q empty
-p03 | refurb-plan | 1 | refurb-plan: trunc.evict: truncated | refurb-plan -q trunc.evict
-p04 | refurb-plan | 1 | refurb-plan: train.idx: bad magic (not a refurb schedule) | refurb-plan -q train.idx
-p05 | refurb-plan | 1 | refurb-plan: future.evict: schedule format version 9 | refurb-plan -q future.evict
-p06 | refurb-plan | 1 | refurb-plan: corrupt.evict: body checksum mismatch | refurb-plan -q corrupt.evict
-p07 | refurb-plan | 1 | refurb-plan: adir: is a directory | refurb-plan -q adir
-p08 | refurb-plan | 1 | refurb-plan: train.evict: schedule made for another index | refurb-plan -q --index big.idx train.evict
-p09 | refurb-plan | 1 | refurb-plan: trunc.idx: truncated index | refurb-plan -q --index trunc.idx train.evict
-p10 | refurb-plan | 141 | (none) | fifo_closed refurb-plan -q -e 0-999 train.evict
-a01 | refurb-partial | 1 | refurb-partial: nofile: cannot open | refurb-partial -q -c c-a01 -p resize=64 nofile < plan.txt
-a02 | refurb-partial | 1 | refurb-partial: trunc.idx: truncated index | refurb-partial -q -c c-a02 -p resize=64 trunc.idx < plan.txt
-a03 | refurb-partial | 1 | refurb-partial: train.evict: bad magic (not a refurb index) | refurb-partial -q -c c-a03 -p resize=64 train.evict < plan.txt
-a04 | refurb-partial | 1 | refurb-partial: future.idx: index format version 9 | refurb-partial -q -c c-a04 -p resize=64 future.idx < plan.txt
-a05 | refurb-partial | 1 | refurb-partial: adir: is a directory | refurb-partial -q -c c-a05 -p resize=64 adir < plan.txt
-a06 | refurb-partial | 1 | refurb-partial: nofile: cannot open | refurb-partial -q -c c-a06 -p resize=64 -i nofile train.idx
-a07 | refurb-partial | 1 | refurb-partial: empty: empty (no plan header line) | refurb-partial -q -c c-a07 -p resize=64 -i empty train.idx
-a08 | refurb-partial | 1 | refurb-partial: garbage: line 1: not a refurb plan | refurb-partial -q -c c-a08 -p resize=64 -i garbage train.idx
-a09 | refurb-partial | 1 | refurb-partial: future.plan: line 1: plan format version 2 | refurb-partial -q -c c-a09 -p resize=64 -i future.plan train.idx
-a10 | refurb-partial | 1 | refurb-partial: badid.plan: line 3: column 11: expected a sample id | refurb-partial -q -c c-a10 -p resize=64 -i badid.plan train.idx
-a11 | refurb-partial | 1 | refurb-partial: badtype.plan: line 3: unknown line type | refurb-partial -q -c c-a11 -p resize=64 -i badtype.plan train.idx
-a12 | refurb-partial | 1 | refurb-partial: beyond.plan: line 2: sample id 999, the index has 30 | refurb-partial -q -c c-a12 -p resize=64 -i beyond.plan train.idx
-a13 | refurb-partial | 1 | refurb-partial: cut.plan: line 4 has no newline | refurb-partial -q -c c-a13 -p resize=64 -i cut.plan train.idx
-a14 | refurb-partial | 1 | refurb-partial: (stdin): plan was made for another index | refurb-partial -q -c c-a14 -p resize=64 big.idx < plan.txt
-a15 | refurb-partial | 1 | refurb-partial: cache: cache was made with a different pipeline | refurb-partial -q -c cache -p resize=32 train.idx < plan.txt
-a16 | refurb-partial | 1 | refurb-partial: empty/lock: cannot open lock file: Not a directory | refurb-partial -q -c empty -p resize=64 train.idx < plan.txt
-a17 | refurb-partial | 1 | refurb-partial: ds: not a refurb cache and not empty | refurb-partial -q -c ds -p resize=64 train.idx < plan.txt; s=$?; [ -e ds/lock ] && exit 3; exit $s
-a28 | refurb-partial | 1 | refurb-partial: ds: not a refurb cache and not empty | refurb-partial -q --reset -c ds -p resize=64 train.idx < plan.txt; s=$?; [ -e ds/lock ] && exit 3; exit $s
-a18 | refurb-partial | 1 | refurb-partial: futurecache/manifest: cache format version 9 | refurb-partial -q -c futurecache -p resize=64 train.idx < plan.txt
-a19 | refurb-partial | 2 | refurb-partial: bad pipeline spec at column 11: unknown filter "blur" | refurb-partial -q -c c-a19 -p resize=64,blur train.idx < plan.txt
-a20 | refurb-partial | 2 | refurb-partial: the partial pipeline must produce 8-bit images | refurb-partial -q -c c-a20 -p resize=64,normalize train.idx < plan.txt
-a21 | refurb-partial | 0 | refurb-partial: @/pb-trunc/c0/z.jpg: Premature end of JPEG file (sample | refurb-partial -q -c c-a21 -p resize=64 pb-trunc.idx < pb-trunc.plan
-a22 | refurb-partial | 0 | refurb-partial: @/pb-scribble/c0/z.jpg: Corrupt JPEG data | refurb-partial -q -c c-a22 -p resize=64 pb-scribble.idx < pb-scribble.plan
-a23 | refurb-partial | 0 | refurb-partial: @/pb-notjpeg/c0/z.jpg: not a JPEG | refurb-partial -q -c c-a23 -p resize=64 pb-notjpeg.idx < pb-notjpeg.plan
-a24 | refurb-partial | 0 | refurb-partial: @/pb-dir/c0/z.jpg: not a regular file (sample | refurb-partial -q -c c-a24 -p resize=64 pb-dir.idx < pb-dir.plan
-a25 | refurb-partial | 0 | refurb-partial: @/pb-gone/c0/z.jpg: cannot open image: No such file | refurb-partial -q -c c-a25 -p resize=64 pb-gone.idx < pb-gone.plan
-a26 | refurb-partial | 1 | refurb-partial: @/pb-trunc/c0/z.jpg: Premature end of JPEG file | refurb-partial -q --strict -c c-a26 -p resize=64 pb-trunc.idx < pb-trunc.plan
-a27 | refurb-partial | 0 | ~refurb-partial: the reader closed the stream at epoch | fifo_closed refurb-partial -c c-a27 -p resize=64 -i long.plan train.idx
-f01 | refurb-final | 1 | refurb-final: nofile: cannot open | refurb-final -q -p crop=48 -i nofile
-f02 | refurb-final | 1 | refurb-final: empty: empty (no plan header line) | refurb-final -q -p crop=48 -i empty
-f03 | refurb-final | 1 | refurb-final: garbage: line 1: not a refurb plan | refurb-final -q -p crop=48 -i garbage
-f04 | refurb-final | 1 | refurb-final: future.ann: line 1: plan format version 2 | refurb-final -q -p crop=48 -i future.ann
-f05 | refurb-final | 1 | refurb-final: plan.txt: header has no valid cache= | refurb-final -q -p crop=48 -i plan.txt
-f06 | refurb-final | 1 | refurb-final: noaddr.ann: batch 0 of epoch 0: sample | refurb-final -q -p crop=48 -i noaddr.ann
-f07 | refurb-final | 1 | refurb-final: badid.ann: line 3: column 11: expected a sample id | refurb-final -q -p crop=48 -i badid.ann
-f08 | refurb-final | 1 | refurb-final: cut.ann: line 4 has no newline | refurb-final -q -p crop=48 -i cut.ann
-f09 | refurb-final | 1 | refurb-final: early.ann: ends in epoch 0, batch 2 | refurb-final -q -p crop=48 -i early.ann
-f10 | refurb-final | 1 | refurb-final: nofile: cannot open | refurb-final -q -p crop=48 --index nofile -i ann.txt
-f11 | refurb-final | 1 | refurb-final: trunc.idx: truncated index | refurb-final -q -p crop=48 --index trunc.idx -i ann.txt
-f12 | refurb-final | 1 | refurb-final: train.evict: bad magic (not a refurb index) | refurb-final -q -p crop=48 --index train.evict -i ann.txt
-f13 | refurb-final | 1 | refurb-final: future.idx: index format version 9 | refurb-final -q -p crop=48 --index future.idx -i ann.txt
-f14 | refurb-final | 1 | refurb-final: adir: is a directory | refurb-final -q -p crop=48 --index adir -i ann.txt
-f15 | refurb-final | 1 | refurb-final: ann.txt: plan was made for another index than big.idx | refurb-final -q -p crop=48 --index big.idx -i ann.txt
-f16 | refurb-final | 1 | refurb-final: cache32: the cache was made for another plan or pipeline | refurb-final -q -p crop=24 -c cache32 -i ann.txt
-f17 | refurb-final | 1 | refurb-final: nodir/manifest: cannot open | refurb-final -q -p crop=48 -c nodir -i ann.txt
-f18 | refurb-final | 1 | refurb-final: futurecache/manifest: cache format version 9 | refurb-final -q -p crop=48 -c futurecache -i ann.txt
-f19 | refurb-final | 2 | refurb-final: bad pipeline spec at column 9: unknown filter "blur" | refurb-final -q -p crop=48,blur -i ann.txt
-f20 | refurb-final | 2 | refurb-final: pipeline "resize=48 | refurb-final -q -p resize=48 -i ann.txt
-f21 | refurb-final | 1 | refurb-final: @/ds/class | refurb-final -q -p crop=4800 -i ann.txt
-f22 | refurb-final | 0 | refurb-final: sample 5: record recomputed from its image (record at segment | refurb-final -q -p crop=48 -i fb-crc.ann
-f23 | refurb-final | 0 | refurb-final: sample | refurb-final -q -p crop=48 -i fb-gone.ann
-f24 | refurb-final | 0 | refurb-final: @/fb-both/c0/z.jpg: Premature end of JPEG file (sample | refurb-final -q -p crop=48 -i fb-both.ann
-f25 | refurb-final | 1 | refurb-final: record at segment | refurb-final -q --strict -p crop=48 -i fb-crc.ann
-f26 | refurb-final | 0 | (none) | refurb-final -q -p crop=48 -i fb-leftout.ann
-f27 | refurb-final | 0 | ~refurb-final: the reader closed the stream at epoch 0 | fifo_closed refurb-final -p crop=48 -i ann.txt
-d01 | refurb-dump | 1 | refurb-dump: nofile: No such file or directory | refurb-dump -q nofile
-d02 | refurb-dump | 1 | refurb-dump: empty: not a refurb file (unknown magic) | refurb-dump -q empty
-d03 | refurb-dump | 1 | refurb-dump: garbage: not a refurb file (unknown magic) | refurb-dump -q garbage
-d04 | refurb-dump | 1 | refurb-dump: trunc.idx: truncated index | refurb-dump -q trunc.idx
-d05 | refurb-dump | 1 | refurb-dump: future.idx: index format version 9 | refurb-dump -q future.idx
-d06 | refurb-dump | 1 | refurb-dump: future.evict: schedule format version 9 | refurb-dump -q future.evict
-d07 | refurb-dump | 1 | refurb-dump: future.plan: line 1: plan format version 2 | refurb-dump -q future.plan
-d08 | refurb-dump | 1 | refurb-dump: future.bin: frame 0 at byte 0: batch stream format version 9 | refurb-dump -q future.bin
-d09 | refurb-dump | 1 | refurb-dump: futurecache/manifest: cache format version 9 | refurb-dump -q futurecache
-d10 | refurb-dump | 1 | refurb-dump: adir: is a directory, but not a refurb cache | refurb-dump -q adir
-d11 | refurb-dump | 1 | refurb-dump: badid.plan: line 3: column 11: expected a sample id | refurb-dump -q badid.plan
-d12 | refurb-dump | 1 | refurb-dump: cut.bin: frame 1 at byte 384: stream ends inside the frame | refurb-dump -q cut.bin
-d13 | refurb-dump | 1 | refurb-dump: crc.bin: frame 1 at byte 384: payload checksum mismatch | refurb-dump -q crc.bin
-d14 | refurb-dump | 1 | refurb-dump: corrupt.idx: index body checksum mismatch | refurb-dump -q corrupt.idx
-d15 | refurb-dump | 1 | ~fb-crc.c: 5 records checked, 2 problems | refurb-dump -q --verify fb-crc.c >&2
-d16 | refurb-dump | 2 | refurb-dump: bad pipeline spec at column 6: missing argument | refurb-dump -q --preview crop= -o x.jpg ds/class000/img000000.jpg
-d17 | refurb-dump | 1 | refurb-dump: ix-trunc/c0/z.jpg: Premature end of JPEG file | refurb-dump -q --preview resize=32 -o x.jpg ix-trunc/c0/z.jpg
-d18 | refurb-dump | 1 | refurb-dump: garbage: not a JPEG file | refurb-dump -q --preview resize=32 -o x.jpg garbage
-d19 | refurb-dump | 141 | (none) | fifo_closed refurb-dump -q big.idx
-y01 | refurb_stream.py | 1 | refurb_stream.py: nofile: No such file or directory | stream_py check nofile
-y02 | refurb_stream.py | 1 | refurb_stream.py: adir: Is a directory | stream_py check adir
-y03 | refurb_stream.py | 1 | refurb_stream.py: magic.bin: frame 0 at byte 0: bad magic | stream_py check magic.bin
-y04 | refurb_stream.py | 1 | refurb_stream.py: future.bin: frame 0 at byte 0: format version 9 | stream_py check future.bin
-y05 | refurb_stream.py | 1 | refurb_stream.py: cut.bin: frame 1 at byte 384: stream ends inside the frame | stream_py check cut.bin
-y06 | refurb_stream.py | 1 | refurb_stream.py: crc.bin: frame 1 at byte 384: payload checksum mismatch | stream_py check crc.bin
-y07 | refurb_stream.py | 0 | (none) | stream_py check fb-leftout.bin > /dev/null
+i01 | missing dataset directory | refurb-index | 1 | refurb-index: nodir: cannot open dataset directory | refurb-index -q -o x.idx nodir
+i02 | a file given for the directory | refurb-index | 1 | refurb-index: empty: not a directory | refurb-index -q -o x.idx empty
+i03 | directory without class directories | refurb-index | 1 | refurb-index: emptydir: no class directories | refurb-index -q -o x.idx emptydir
+i04 | corrupt JPEG: not a JPEG (PNG bytes) | refurb-index | 0 | refurb-index: c0/z.jpg: not a JPEG file | refurb-index -q -o x.idx ix-notjpeg
+i05 | corrupt JPEG: header cut short | refurb-index | 0 | refurb-index: c0/z.jpg: JPEG header is truncated | refurb-index -q -o x.idx ix-hdrcut
+i06 | corrupt JPEG: width 0 in SOF | refurb-index | 0 | refurb-index: c0/z.jpg: bad JPEG header: Empty JPEG image | refurb-index -q -o x.idx ix-width0
+i07 | corrupt JPEG: empty file | refurb-index | 0 | refurb-index: c0/z.jpg: empty file | refurb-index -q -o x.idx ix-empty
+i08 | corrupt JPEG: data truncated, header intact (found later) | refurb-index | 0 | (none) | refurb-index -q -o x.idx ix-trunc
+i09 | --strict and a corrupt JPEG | refurb-index | 1 | refurb-index: c0/z.jpg: not a JPEG file | refurb-index -q --strict -o x.idx ix-notjpeg
+i10 | missing --list file | refurb-index | 1 | refurb-index: nolist: | refurb-index -q --list nolist -o x.idx
+i11 | garbage --list line | refurb-index | 1 | refurb-index: garbage.list: line 1: | refurb-index -q --list garbage.list -o x.idx
+i12 | a directory given as the output | refurb-index | 1 | refurb-index: adir: cannot rename | refurb-index -q -o adir ds
+i13 | FIFO closed by the reader (-o -) | refurb-index | 141 | (none) | fifo_closed refurb-index -q --list big.list -o -
+i14 | FIFO given as -o, closed by the reader | refurb-index | 141 | (none) | fifo_closed_path refurb-index -q --list big.list -o
+e01 | missing index | refurb-evict | 1 | refurb-evict: nofile: cannot open | refurb-evict -q nofile
+e02 | empty index | refurb-evict | 1 | refurb-evict: empty: empty file, not a refurb index | refurb-evict -q empty
+e03 | truncated index | refurb-evict | 1 | refurb-evict: trunc.idx: truncated index | refurb-evict -q trunc.idx
+e04 | wrong magic (a schedule given) | refurb-evict | 1 | refurb-evict: train.evict: bad magic (not a refurb index) | refurb-evict -q train.evict
+e05 | index from a future version | refurb-evict | 1 | refurb-evict: future.idx: index format version 9 | refurb-evict -q future.idx
+e06 | corrupt index body | refurb-evict | 1 | refurb-evict: corrupt.idx: index body checksum mismatch | refurb-evict -q corrupt.idx
+e07 | a directory given for the index | refurb-evict | 1 | refurb-evict: adir: is a directory | refurb-evict -q adir
+e08 | a directory given as the output | refurb-evict | 1 | refurb-evict: adir: cannot rename | refurb-evict -q -o adir train.idx
+e09 | FIFO closed by the reader | refurb-evict | 141 | (none) | fifo_closed refurb-evict -q big.idx
+p01 | missing schedule | refurb-plan | 1 | refurb-plan: nofile: cannot open | refurb-plan -q nofile
+p02 | empty schedule | refurb-plan | 1 | refurb-plan: empty: truncated | refurb-plan -q empty
+p03 | truncated schedule | refurb-plan | 1 | refurb-plan: trunc.evict: truncated | refurb-plan -q trunc.evict
+p04 | wrong magic (an index given) | refurb-plan | 1 | refurb-plan: train.idx: bad magic (not a refurb schedule) | refurb-plan -q train.idx
+p05 | schedule from a future version | refurb-plan | 1 | refurb-plan: future.evict: schedule format version 9 | refurb-plan -q future.evict
+p06 | corrupt schedule body | refurb-plan | 1 | refurb-plan: corrupt.evict: body checksum mismatch | refurb-plan -q corrupt.evict
+p07 | a directory given for the schedule | refurb-plan | 1 | refurb-plan: adir: is a directory | refurb-plan -q adir
+p08 | --index of another dataset | refurb-plan | 1 | refurb-plan: train.evict: schedule made for another index | refurb-plan -q --index big.idx train.evict
+p09 | truncated --index | refurb-plan | 1 | refurb-plan: trunc.idx: truncated index | refurb-plan -q --index trunc.idx train.evict
+p10 | FIFO closed by the reader | refurb-plan | 141 | (none) | fifo_closed refurb-plan -q -e 0-999 train.evict
+a01 | missing index | refurb-partial | 1 | refurb-partial: nofile: cannot open | refurb-partial -q -c c-a01 -p resize=64 nofile < plan.txt
+a02 | truncated index | refurb-partial | 1 | refurb-partial: trunc.idx: truncated index | refurb-partial -q -c c-a02 -p resize=64 trunc.idx < plan.txt
+a03 | wrong magic (a schedule given) | refurb-partial | 1 | refurb-partial: train.evict: bad magic (not a refurb index) | refurb-partial -q -c c-a03 -p resize=64 train.evict < plan.txt
+a04 | index from a future version | refurb-partial | 1 | refurb-partial: future.idx: index format version 9 | refurb-partial -q -c c-a04 -p resize=64 future.idx < plan.txt
+a05 | a directory given for the index | refurb-partial | 1 | refurb-partial: adir: is a directory | refurb-partial -q -c c-a05 -p resize=64 adir < plan.txt
+a06 | missing plan (-i) | refurb-partial | 1 | refurb-partial: nofile: cannot open | refurb-partial -q -c c-a06 -p resize=64 -i nofile train.idx
+a07 | empty plan | refurb-partial | 1 | refurb-partial: empty: empty (no plan header line) | refurb-partial -q -c c-a07 -p resize=64 -i empty train.idx
+a08 | not a plan (wrong magic) | refurb-partial | 1 | refurb-partial: garbage: line 1: not a refurb plan | refurb-partial -q -c c-a08 -p resize=64 -i garbage train.idx
+a09 | plan from a future version | refurb-partial | 1 | refurb-partial: future.plan: line 1: plan format version 2 | refurb-partial -q -c c-a09 -p resize=64 -i future.plan train.idx
+a10 | garbage plan line (bad sample id) | refurb-partial | 1 | refurb-partial: badid.plan: line 3: column 11: expected a sample id | refurb-partial -q -c c-a10 -p resize=64 -i badid.plan train.idx
+a11 | garbage plan line (unknown type) | refurb-partial | 1 | refurb-partial: badtype.plan: line 3: unknown line type | refurb-partial -q -c c-a11 -p resize=64 -i badtype.plan train.idx
+a12 | plan sample id beyond the index | refurb-partial | 1 | refurb-partial: beyond.plan: line 2: sample id 999, the index has 30 | refurb-partial -q -c c-a12 -p resize=64 -i beyond.plan train.idx
+a13 | plan cut inside a line | refurb-partial | 1 | refurb-partial: cut.plan: line 4 has no newline | refurb-partial -q -c c-a13 -p resize=64 -i cut.plan train.idx
+a14 | plan made for another index | refurb-partial | 1 | refurb-partial: (stdin): plan was made for another index | refurb-partial -q -c c-a14 -p resize=64 big.idx < plan.txt
+a15 | cache made by another pipeline | refurb-partial | 1 | refurb-partial: cache: cache was made with a different pipeline | refurb-partial -q -c cache -p resize=32 train.idx < plan.txt
+a16 | a file given for the cache directory | refurb-partial | 1 | refurb-partial: empty/lock: cannot open lock file: Not a directory | refurb-partial -q -c empty -p resize=64 train.idx < plan.txt
+a17 | cache directory holding other files (no lock left) | refurb-partial | 1 | refurb-partial: ds: not a refurb cache and not empty | refurb-partial -q -c ds -p resize=64 train.idx < plan.txt; s=$?; [ -e ds/lock ] && exit 3; exit $s
+a28 | the same with --reset (no lock left) | refurb-partial | 1 | refurb-partial: ds: not a refurb cache and not empty | refurb-partial -q --reset -c ds -p resize=64 train.idx < plan.txt; s=$?; [ -e ds/lock ] && exit 3; exit $s
+a18 | cache from a future version | refurb-partial | 1 | refurb-partial: futurecache/manifest: cache format version 9 | refurb-partial -q -c futurecache -p resize=64 train.idx < plan.txt
+a19 | pipeline spec error | refurb-partial | 2 | refurb-partial: bad pipeline spec at column 11: unknown filter "blur" | refurb-partial -q -c c-a19 -p resize=64,blur train.idx < plan.txt
+a20 | normalize in the partial pipeline | refurb-partial | 2 | refurb-partial: the partial pipeline must produce 8-bit images | refurb-partial -q -c c-a20 -p resize=64,normalize train.idx < plan.txt
+a21 | JPEG truncated since indexing | refurb-partial | 0 | refurb-partial: @/pb-trunc/c0/z.jpg: Premature end of JPEG file (sample | refurb-partial -q -c c-a21 -p resize=64 pb-trunc.idx < pb-trunc.plan
+a22 | JPEG with an EOI inside its data | refurb-partial | 0 | refurb-partial: @/pb-scribble/c0/z.jpg: Corrupt JPEG data | refurb-partial -q -c c-a22 -p resize=64 pb-scribble.idx < pb-scribble.plan
+a23 | image replaced by a non-JPEG | refurb-partial | 0 | refurb-partial: @/pb-notjpeg/c0/z.jpg: not a JPEG | refurb-partial -q -c c-a23 -p resize=64 pb-notjpeg.idx < pb-notjpeg.plan
+a24 | image replaced by a directory | refurb-partial | 0 | refurb-partial: @/pb-dir/c0/z.jpg: not a regular file (sample | refurb-partial -q -c c-a24 -p resize=64 pb-dir.idx < pb-dir.plan
+a25 | image deleted since indexing | refurb-partial | 0 | refurb-partial: @/pb-gone/c0/z.jpg: cannot open image: No such file | refurb-partial -q -c c-a25 -p resize=64 pb-gone.idx < pb-gone.plan
+a26 | --strict and a broken image | refurb-partial | 1 | refurb-partial: @/pb-trunc/c0/z.jpg: Premature end of JPEG file | refurb-partial -q --strict -c c-a26 -p resize=64 pb-trunc.idx < pb-trunc.plan
+a27 | FIFO closed by the reader | refurb-partial | 0 | ~refurb-partial: the reader closed the stream at epoch | fifo_closed refurb-partial -c c-a27 -p resize=64 -i long.plan train.idx
+f01 | missing plan (-i) | refurb-final | 1 | refurb-final: nofile: cannot open | refurb-final -q -p crop=48 -i nofile
+f02 | empty plan | refurb-final | 1 | refurb-final: empty: empty (no plan header line) | refurb-final -q -p crop=48 -i empty
+f03 | not a plan (wrong magic) | refurb-final | 1 | refurb-final: garbage: line 1: not a refurb plan | refurb-final -q -p crop=48 -i garbage
+f04 | annotated plan from a future version | refurb-final | 1 | refurb-final: future.ann: line 1: plan format version 2 | refurb-final -q -p crop=48 -i future.ann
+f05 | plan not annotated by refurb-partial | refurb-final | 1 | refurb-final: plan.txt: header has no valid cache= | refurb-final -q -p crop=48 -i plan.txt
+f06 | annotations stripped from a line | refurb-final | 1 | refurb-final: noaddr.ann: batch 0 of epoch 0: sample | refurb-final -q -p crop=48 -i noaddr.ann
+f07 | garbage plan line | refurb-final | 1 | refurb-final: badid.ann: line 3: column 11: expected a sample id | refurb-final -q -p crop=48 -i badid.ann
+f08 | plan cut inside a line | refurb-final | 1 | refurb-final: cut.ann: line 4 has no newline | refurb-final -q -p crop=48 -i cut.ann
+f09 | plan ends early (partial died) | refurb-final | 1 | refurb-final: early.ann: ends in epoch 0, batch 2 | refurb-final -q -p crop=48 -i early.ann
+f10 | missing --index | refurb-final | 1 | refurb-final: nofile: cannot open | refurb-final -q -p crop=48 --index nofile -i ann.txt
+f11 | truncated --index | refurb-final | 1 | refurb-final: trunc.idx: truncated index | refurb-final -q -p crop=48 --index trunc.idx -i ann.txt
+f12 | wrong magic --index | refurb-final | 1 | refurb-final: train.evict: bad magic (not a refurb index) | refurb-final -q -p crop=48 --index train.evict -i ann.txt
+f13 | --index from a future version | refurb-final | 1 | refurb-final: future.idx: index format version 9 | refurb-final -q -p crop=48 --index future.idx -i ann.txt
+f14 | a directory given for --index | refurb-final | 1 | refurb-final: adir: is a directory | refurb-final -q -p crop=48 --index adir -i ann.txt
+f15 | --index of another dataset | refurb-final | 1 | refurb-final: ann.txt: plan was made for another index than big.idx | refurb-final -q -p crop=48 --index big.idx -i ann.txt
+f16 | cache made by another pipeline (-c) | refurb-final | 1 | refurb-final: cache32: the cache was made for another plan or pipeline | refurb-final -q -p crop=24 -c cache32 -i ann.txt
+f17 | missing cache directory (-c) | refurb-final | 1 | refurb-final: nodir/manifest: cannot open | refurb-final -q -p crop=48 -c nodir -i ann.txt
+f18 | cache from a future version | refurb-final | 1 | refurb-final: futurecache/manifest: cache format version 9 | refurb-final -q -p crop=48 -c futurecache -i ann.txt
+f19 | pipeline spec error | refurb-final | 2 | refurb-final: bad pipeline spec at column 9: unknown filter "blur" | refurb-final -q -p crop=48,blur -i ann.txt
+f20 | final pipeline without a fixed output size | refurb-final | 2 | refurb-final: pipeline "resize=48 | refurb-final -q -p resize=48 -i ann.txt
+f21 | crop larger than the images | refurb-final | 1 | refurb-final: @/ds/class | refurb-final -q -p crop=4800 -i ann.txt
+f22 | corrupt record: recomputed | refurb-final | 0 | refurb-final: sample 5: record recomputed from its image (record at segment | refurb-final -q -p crop=48 -i fb-crc.ann
+f23 | record segments deleted: recomputed | refurb-final | 0 | refurb-final: sample | refurb-final -q -p crop=48 -i fb-gone.ann
+f24 | corrupt record and broken image: left out | refurb-final | 0 | refurb-final: @/fb-both/c0/z.jpg: Premature end of JPEG file (sample | refurb-final -q -p crop=48 -i fb-both.ann
+f25 | --strict and a corrupt record | refurb-final | 1 | refurb-final: record at segment | refurb-final -q --strict -p crop=48 -i fb-crc.ann
+f26 | sample refurb-partial left out (@0) | refurb-final | 0 | (none) | refurb-final -q -p crop=48 -i fb-leftout.ann
+f27 | FIFO closed by the reader | refurb-final | 0 | ~refurb-final: the reader closed the stream at epoch 0 | fifo_closed refurb-final -p crop=48 -i ann.txt
+d01 | missing file | refurb-dump | 1 | refurb-dump: nofile: No such file or directory | refurb-dump -q nofile
+d02 | empty file | refurb-dump | 1 | refurb-dump: empty: not a refurb file (unknown magic) | refurb-dump -q empty
+d03 | wrong magic | refurb-dump | 1 | refurb-dump: garbage: not a refurb file (unknown magic) | refurb-dump -q garbage
+d04 | truncated index | refurb-dump | 1 | refurb-dump: trunc.idx: truncated index | refurb-dump -q trunc.idx
+d05 | index from a future version | refurb-dump | 1 | refurb-dump: future.idx: index format version 9 | refurb-dump -q future.idx
+d06 | schedule from a future version | refurb-dump | 1 | refurb-dump: future.evict: schedule format version 9 | refurb-dump -q future.evict
+d07 | plan from a future version | refurb-dump | 1 | refurb-dump: future.plan: line 1: plan format version 2 | refurb-dump -q future.plan
+d08 | stream from a future version | refurb-dump | 1 | refurb-dump: future.bin: frame 0 at byte 0: batch stream format version 9 | refurb-dump -q future.bin
+d09 | cache from a future version | refurb-dump | 1 | refurb-dump: futurecache/manifest: cache format version 9 | refurb-dump -q futurecache
+d10 | a directory that is not a cache | refurb-dump | 1 | refurb-dump: adir: is a directory, but not a refurb cache | refurb-dump -q adir
+d11 | garbage plan line | refurb-dump | 1 | refurb-dump: badid.plan: line 3: column 11: expected a sample id | refurb-dump -q badid.plan
+d12 | stream cut inside a frame | refurb-dump | 1 | refurb-dump: cut.bin: frame 1 at byte 384: stream ends inside the frame | refurb-dump -q cut.bin
+d13 | stream checksum mismatch | refurb-dump | 1 | refurb-dump: crc.bin: frame 1 at byte 384: payload checksum mismatch | refurb-dump -q crc.bin
+d14 | corrupt index body | refurb-dump | 1 | refurb-dump: corrupt.idx: index body checksum mismatch | refurb-dump -q corrupt.idx
+d15 | --verify of a cache with a corrupt record | refurb-dump | 1 | ~fb-crc.c: 5 records checked, 2 problems | refurb-dump -q --verify fb-crc.c >&2
+d16 | --preview pipeline spec error | refurb-dump | 2 | refurb-dump: bad pipeline spec at column 6: missing argument | refurb-dump -q --preview crop= -o x.jpg ds/class000/img000000.jpg
+d17 | --preview of a truncated JPEG | refurb-dump | 1 | refurb-dump: ix-trunc/c0/z.jpg: Premature end of JPEG file | refurb-dump -q --preview resize=32 -o x.jpg ix-trunc/c0/z.jpg
+d18 | --preview of a non-JPEG | refurb-dump | 1 | refurb-dump: garbage: not a JPEG file | refurb-dump -q --preview resize=32 -o x.jpg garbage
+d19 | FIFO closed by the reader | refurb-dump | 141 | (none) | fifo_closed refurb-dump -q big.idx
+y01 | missing file | refurb_stream.py | 1 | refurb_stream.py: nofile: No such file or directory | stream_py check nofile
+y02 | a directory | refurb_stream.py | 1 | refurb_stream.py: adir: Is a directory | stream_py check adir
+y03 | wrong magic | refurb_stream.py | 1 | refurb_stream.py: magic.bin: frame 0 at byte 0: bad magic | stream_py check magic.bin
+y04 | stream from a future version | refurb_stream.py | 1 | refurb_stream.py: future.bin: frame 0 at byte 0: format version 9 | stream_py check future.bin
+y05 | stream cut inside a frame | refurb_stream.py | 1 | refurb_stream.py: cut.bin: frame 1 at byte 384: stream ends inside the frame | stream_py check cut.bin
+y06 | stream checksum mismatch | refurb_stream.py | 1 | refurb_stream.py: crc.bin: frame 1 at byte 384: payload checksum mismatch | stream_py check crc.bin
+y07 | stream with left-out samples (valid) | refurb_stream.py | 0 | (none) | stream_py check fb-leftout.bin > /dev/null
 '
 
 # ---- running the rows ----
@@ -166,8 +166,8 @@ stream_py() {
 # check_rows PROGRAM: run PROGRAM's rows of the matrix, report each one
 # that differs, fail if any did.
 check_rows() {
-	local id prog want prefix cmd got first bad=0 rows=0
-	while IFS='|' read -r id prog want prefix cmd; do
+	local id what prog want prefix cmd got bad=0 rows=0
+	while IFS="|" read -r id what prog want prefix cmd; do
 		prog=$(echo $prog)
 		[ "$prog" = "$1" ] || continue
 		id=$(echo $id) want=$(echo $want)
@@ -176,9 +176,8 @@ check_rows() {
 		rows=$((rows + 1))
 		got=0
 		bash -c "$cmd" > /dev/null 2> "$BATS_TEST_TMPDIR/err" || got=$?
-		first=$(head -n 1 "$BATS_TEST_TMPDIR/err")
 		if [ "$got" != "$want" ] || ! stderr_matches "$prefix"; then
-			echo "$id: $cmd"
+			echo "$id ($what): $cmd"
 			echo "    expected status $want and stderr '$prefix'"
 			echo "    got status $got, stderr:"
 			sed 's/^/        /' "$BATS_TEST_TMPDIR/err" | head -n 5
@@ -351,4 +350,6 @@ setup() {
 	done
 	# ids are unique
 	[ -z "$(awk -F'|' 'NF > 1 { print $1 }' <<< "$MATRIX" | sort | uniq -d)" ]
+	# every row has its six fields
+	[ -z "$(awk -F'|' 'NF > 1 && NF < 6' <<< "$MATRIX")" ]
 }
