@@ -615,7 +615,8 @@ static int setup(struct final *F, int in_fd, const char *in_name, int out_fd,
 	if (!(F->pool = rfb_pool_new(F->o->threads > 0 ? F->o->threads : 1,
 				     fworker_new, fworker_free, F, err)))
 		return err->code;
-	if (!(F->writer = rfb_stream_writer_new(out_fd, "(output)", err)))
+	if (!(F->writer = rfb_stream_writer_new(out_fd, F->o->out_name ?
+						 F->o->out_name : "(output)", err)))
 		return err->code;
 	if (F->o->stats_fd >= 0) {
 		static const char head[] = "epoch\tstep\timages\tmisses\thealed\t"
