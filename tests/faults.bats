@@ -240,7 +240,7 @@ wait_size() {
 }
 
 @test "refurb-final reads while refurb-partial compacts and deletes: no bad record, same batches" {
-	local S='resize=160,randaug=n=2:m=9' stop healed=0
+	local S='resize=160,randaug=n=2:m=9' stop healed=0 delay direct
 	# big raw records in 1 MiB segments: every eviction group spans
 	# segments; a run stopped in epoch 4 and resumed from epoch 3 makes
 	# records superseded, so that sparse full segments are compacted
@@ -248,7 +248,9 @@ wait_size() {
 	refurb-partial -q -c "$T/ref" --codec raw --segment-size 1 -p "$S" train.idx < "$T/p.txt" |
 		refurb-final -q -p 'crop=128,flip' | "$D" > "$T/ref.txt"
 	stop=$(awk '$1 == "B" && $2 == 4 && $3 == 4 { print NR; exit }' "$T/p.txt")
-	for delay in 0 2000 50000; do
+	# delay:refurb-final options (the second round reads with O_DIRECT)
+	for round in 0: 2000:--direct 50000:; do
+		delay=${round%%:*} direct=${round#*:}
 		rm -rf "$T/c"
 		head -n "$stop" "$T/p.txt" |
 			refurb-partial -q -c "$T/c" --codec raw --segment-size 1 -p "$S" train.idx > /dev/null 2>&1 || true
@@ -256,8 +258,8 @@ wait_size() {
 		# slow trainer (delay us per batch) keeps refurb-final behind
 		refurb-plan -q -b 8 -e 3-11 train.evict |
 			refurb-partial -c "$T/c" --codec raw --segment-size 1 --grace 1 -p "$S" train.idx 2> "$T/p.err" |
-			refurb-final -p 'crop=128,flip' 2> "$T/f.err" | "$D" -s "$delay" > "$T/s.txt"
-		echo "delay $delay: $(tail -n 1 "$T/p.err")"
+			refurb-final $direct -p 'crop=128,flip' 2> "$T/f.err" | "$D" -s "$delay" > "$T/s.txt"
+		echo "delay $delay $direct: $(tail -n 1 "$T/p.err")"
 		[[ "$(tail -n 1 "$T/p.err")" =~ \ ([1-9][0-9]*)\ records\ compacted,\ ([1-9][0-9]*)\ segments\ deleted ]]
 		grep -q '^END' "$T/s.txt"
 		diff <(grep '^B' "$T/s.txt") <(awk '$1 == "B" && $2 >= 3' "$T/ref.txt")
