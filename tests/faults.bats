@@ -72,10 +72,12 @@ resume_epoch() {
 	awk '$1 == "B" { e = $2 } END { print e + 0 }' "$1"
 }
 
-# wait_size FILE BYTES PID: until FILE has BYTES or PID has exited.
+# wait_size FILE BYTES PID: until FILE has BYTES or PID has exited (at
+# most two minutes).
 wait_size() {
+	local end=$((SECONDS + 120))
 	while [ "$(stat -c %s "$1" 2>/dev/null || echo 0)" -lt "$2" ] &&
-		kill -0 "$3" 2>/dev/null; do
+		kill -0 "$3" 2>/dev/null && [ "$SECONDS" -lt "$end" ]; do
 		sleep 0.002
 	done
 }
@@ -113,21 +115,29 @@ wait_size() {
 }
 
 @test "kill -9 of refurb-partial mid-chain: refurb-final stops, resume gives the same batches" {
-	local total at ep pp fp
-	total=$(stream_bytes)
+	local lines at ep pp fp feeder
 	for round in 1 2 3; do
-		# in the first 45%, while refurb-partial has plan left to pass on
-		at=$(( (RANDOM * 32768 + RANDOM) % (total * 45 / 100) + 100000 ))
-		echo "round $round: kill refurb-partial after $at stream bytes"
-		rm -rf "$T/c" "$T/a" "$T/k.bin"
-		mkfifo "$T/a"
-		refurb-partial -q -c "$T/c" -p "$SPEC" train.idx < plan.txt > "$T/a" &
+		# refurb-partial gets the plan up to a random line and then waits
+		# for more, so that it is surely alive when it is killed: while
+		# computing, flushing or writing one of those batches, or waiting
+		lines=$(( RANDOM % 700 + 20 ))
+		# within the first half of what those lines make
+		at=$(head -n "$lines" plan.txt | grep -c '^B')
+		at=$(( (RANDOM * 32768 + RANDOM) % (at * 8 * 56 * 56 * 3 / 2) ))
+		echo "round $round: plan up to line $lines, kill refurb-partial after $at stream bytes"
+		rm -rf "$T/c" "$T/a" "$T/in" "$T/k.bin"
+		mkfifo "$T/a" "$T/in"
+		(head -n "$lines" plan.txt; exec sleep 60) > "$T/in" 2> /dev/null &
+		feeder=$!
+		refurb-partial -q -c "$T/c" -p "$SPEC" train.idx < "$T/in" > "$T/a" &
 		pp=$!
 		refurb-final -q -p "$FINAL" < "$T/a" > "$T/k.bin" 2> "$T/f.err" &
 		fp=$!
 		wait_size "$T/k.bin" "$at" "$fp"
-		kill -9 "$pp" 2>/dev/null || true
+		kill -0 "$pp"                     # alive until now
+		kill -9 "$pp"
 		wait "$pp" || true
+		kill "$feeder" 2> /dev/null || true
 		status=0
 		wait "$fp" || status=$?
 		# the plan is cut short: refurb-final says so, exit 1, no END
@@ -221,7 +231,7 @@ wait_size() {
 @test "two writers: refused while the first lives, the lock is free once it is killed -9" {
 	local first
 	mkfifo "$T/fifo"
-	(head -n 3 plan.txt; sleep 30) > "$T/fifo" &
+	(head -n 3 plan.txt; exec sleep 30) > "$T/fifo" 2> /dev/null &
 	local feeder=$!
 	refurb-partial -q -c "$T/c" -p "$SPEC" train.idx < "$T/fifo" > /dev/null 2>&1 &
 	first=$!
