@@ -182,6 +182,10 @@ static int source_image(struct fworker *w, struct ftask *t, rfb_image *img)
 	/* the record is bad: recompute it (unless strict) */
 	if (t->rec->status)
 		t->why = t->rec->why;
+	if (!t->why.path[0])   /* name the segment file */
+		(void)rfb_cache_segment_path(F->annot.cache,
+					     t->slot->addrs[t->out].segment,
+					     t->why.path, sizeof t->why.path);
 	if (F->o->strict)
 		return t->rec->status ? t->rec->status : RFB_EFORMAT;
 	t->healed = 1;

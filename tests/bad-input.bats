@@ -105,10 +105,10 @@ f18 | cache from a future version | refurb-final | 1 | refurb-final: futurecache
 f19 | pipeline spec error | refurb-final | 2 | refurb-final: bad pipeline spec at column 9: unknown filter "blur" | refurb-final -q -p crop=48,blur -i ann.txt
 f20 | final pipeline without a fixed output size | refurb-final | 2 | refurb-final: pipeline "resize=48 | refurb-final -q -p resize=48 -i ann.txt
 f21 | crop larger than the images | refurb-final | 1 | refurb-final: @/ds/class | refurb-final -q -p crop=4800 -i ann.txt
-f22 | corrupt record: recomputed | refurb-final | 0 | refurb-final: sample 5: record recomputed from its image (record at segment | refurb-final -q -p crop=48 -i fb-crc.ann
+f22 | corrupt record: recomputed | refurb-final | 0 | refurb-final: sample 5: record recomputed from its image (@/fb-crc.c/0000000 | refurb-final -q -p crop=48 -i fb-crc.ann
 f23 | record segments deleted: recomputed | refurb-final | 0 | refurb-final: sample | refurb-final -q -p crop=48 -i fb-gone.ann
 f24 | corrupt record and broken image: left out | refurb-final | 0 | refurb-final: @/fb-both/c0/z.jpg: Premature end of JPEG file (sample | refurb-final -q -p crop=48 -i fb-both.ann
-f25 | --strict and a corrupt record | refurb-final | 1 | refurb-final: record at segment | refurb-final -q --strict -p crop=48 -i fb-crc.ann
+f25 | --strict and a corrupt record | refurb-final | 1 | refurb-final: @/fb-crc.c/0000000 | refurb-final -q --strict -p crop=48 -i fb-crc.ann
 f26 | sample refurb-partial left out (@0) | refurb-final | 0 | (none) | refurb-final -q -p crop=48 -i fb-leftout.ann
 f27 | FIFO closed by the reader | refurb-final | 0 | ~refurb-final: the reader closed the stream at epoch 0 | fifo_closed refurb-final -p crop=48 -i ann.txt
 d01 | missing file | refurb-dump | 1 | refurb-dump: nofile: No such file or directory | refurb-dump -q nofile
