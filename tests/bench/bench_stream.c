@@ -213,7 +213,7 @@ static void setup(struct bench *B, uint32_t batch, uint32_t side, int f32)
 		B->px[i] = (unsigned char)(i * 2654435761u >> 13);
 	memset(B->copy, 1, bytes);
 	B->b = (struct rfb_stream_batch){ 0, 0, 0, batch, B->labels, B->ids,
-					  B->px, bytes };
+					  B->px, bytes, 0 };
 }
 
 int main(int argc, char **argv)
