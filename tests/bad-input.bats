@@ -81,7 +81,7 @@ a21 | JPEG truncated since indexing | refurb-partial | 0 | refurb-partial: @/pb-
 a22 | JPEG with an EOI inside its data | refurb-partial | 0 | refurb-partial: @/pb-scribble/c0/z.jpg: Corrupt JPEG data | refurb-partial -q -c c-a22 -p resize=64 pb-scribble.idx < pb-scribble.plan
 a23 | image replaced by a non-JPEG | refurb-partial | 0 | refurb-partial: @/pb-notjpeg/c0/z.jpg: not a JPEG | refurb-partial -q -c c-a23 -p resize=64 pb-notjpeg.idx < pb-notjpeg.plan
 a24 | image replaced by a directory | refurb-partial | 0 | refurb-partial: @/pb-dir/c0/z.jpg: not a regular file (sample | refurb-partial -q -c c-a24 -p resize=64 pb-dir.idx < pb-dir.plan
-a25 | image deleted since indexing | refurb-partial | 0 | refurb-partial: @/pb-gone/c0/z.jpg: cannot open image: No such file | refurb-partial -q -c c-a25 -p resize=64 pb-gone.idx < pb-gone.plan
+a25 | image deleted since indexing | refurb-partial | 0 | refurb-partial: @/pb-gone/c0/z.jpg: cannot open: No such file | refurb-partial -q -c c-a25 -p resize=64 pb-gone.idx < pb-gone.plan
 a26 | --strict and a broken image | refurb-partial | 1 | refurb-partial: @/pb-trunc/c0/z.jpg: Premature end of JPEG file | refurb-partial -q --strict -c c-a26 -p resize=64 pb-trunc.idx < pb-trunc.plan
 a27 | FIFO closed by the reader | refurb-partial | 0 | ~refurb-partial: the reader closed the stream at epoch | fifo_closed refurb-partial -c c-a27 -p resize=64 -i long.plan train.idx
 f01 | missing plan (-i) | refurb-final | 1 | refurb-final: nofile: cannot open | refurb-final -q -p crop=48 -i nofile
