@@ -209,6 +209,7 @@ int main(int argc, char **argv)
 		      "skipped\tworker_us\tcpu_us\n", r.stats);
 		o.on_batch = on_batch;
 	}
+	o.out_name = strcmp(out, "-") ? out : NULL;
 	o.on_bad = on_bad;
 	o.on_progress = on_progress;
 	o.ctx = &r;
