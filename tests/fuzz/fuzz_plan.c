@@ -1,0 +1,157 @@
+/*
+ * fuzz_plan.c - the plan's text (refurb-plan(5)) on any bytes: every line
+ * through the three line parsers, then the whole input as a stream
+ * through rfb_plan_reader (from a memfd).  The parsers accept only the
+ * canonical form, so a batch or epoch line that parses must format back
+ * to the same bytes, and a header that parses must survive a format and
+ * parse round trip; every item the stream reader returns must be the line
+ * it read.
+ */
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "fuzz.h"
+#include "refurb/plan.h"
+
+static int plan_same_header(const rfb_plan_header *a, const rfb_plan_header *b)
+{
+	return a->version == b->version &&
+	       a->schedule_identity == b->schedule_identity &&
+	       a->index_identity == b->index_identity &&
+	       a->samples == b->samples && a->total == b->total &&
+	       a->reuse == b->reuse && a->policy == b->policy &&
+	       a->evict_seed == b->evict_seed && a->seed == b->seed &&
+	       a->batch_size == b->batch_size && a->batches == b->batches &&
+	       a->first_epoch == b->first_epoch &&
+	       a->last_epoch == b->last_epoch && a->shuffle == b->shuffle &&
+	       a->balance == b->balance && a->drop_last == b->drop_last &&
+	       a->shard_index == b->shard_index &&
+	       a->shard_count == b->shard_count;
+}
+
+static void plan_header_line(const char *line, size_t len)
+{
+	rfb_plan_header h, again;
+	rfb_err err = { 0 };
+	char text[1024];
+	size_t n;
+
+	if (rfb_plan_parse_header(line, len, &h, &err)) {
+		FUZZ_ASSERT(err.code < 0 && err.msg[0]);
+		return;
+	}
+	n = rfb_plan_format_header(text, sizeof text, &h);
+	FUZZ_ASSERT(n > 1 && n < sizeof text && text[n - 1] == '\n');
+	FUZZ_ASSERT(rfb_plan_parse_header(text, n - 1, &again, &err) == 0);
+	FUZZ_ASSERT(plan_same_header(&h, &again));
+}
+
+/* Format b and compare with the line it came from. */
+static void plan_batch_matches(const rfb_plan_batch *b, const char *line,
+			       size_t len)
+{
+	char *text = malloc(rfb_plan_batch_text_max(b->count));
+	size_t n;
+
+	FUZZ_ASSERT(text != NULL);
+	n = rfb_plan_format_batch(text, b);
+	FUZZ_ASSERT(n == len + 1 && memcmp(text, line, len) == 0);
+	free(text);
+}
+
+static void plan_batch_line(const char *line, size_t len,
+			    rfb_plan_sample *samples, uint32_t capacity)
+{
+	rfb_plan_batch b = { 0 };
+	rfb_err err = { 0 };
+
+	b.samples = samples;
+	if (rfb_plan_parse_batch(line, len, &b, capacity, &err)) {
+		FUZZ_ASSERT(err.code < 0 && err.msg[0]);
+		return;
+	}
+	FUZZ_ASSERT(b.count >= 1 && b.count <= capacity);
+	plan_batch_matches(&b, line, len);
+}
+
+static void plan_epoch_line(const char *line, size_t len)
+{
+	rfb_plan_epoch_end e;
+	rfb_err err = { 0 };
+	char text[128];
+
+	if (rfb_plan_parse_epoch_end(line, len, &e, &err)) {
+		FUZZ_ASSERT(err.code < 0 && err.msg[0]);
+		return;
+	}
+	FUZZ_ASSERT(rfb_plan_format_epoch_end(text, sizeof text, &e) ==
+		    len + 1);
+	FUZZ_ASSERT(memcmp(text, line, len) == 0);
+}
+
+/* Every line through every parser (not only the one its type names:
+ * the others must refuse it cleanly). */
+static void plan_lines(const char *d, size_t size)
+{
+	const char *p = d, *end = d + size;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		uint32_t capacity = 1;
+		rfb_plan_sample *samples;
+
+		for (size_t i = 0; i < len; i++)
+			capacity += p[i] == ' ' && capacity < RFB_PLAN_MAX_BATCH;
+		samples = malloc(capacity * sizeof *samples);
+		FUZZ_ASSERT(samples != NULL);
+		(void)rfb_plan_line_type(p, len);
+		plan_header_line(p, len);
+		plan_batch_line(p, len, samples, capacity);
+		plan_epoch_line(p, len);
+		free(samples);
+		p += len + 1;
+	}
+}
+
+/* 1 if the stream was read to its end without an error. */
+static int plan_stream(const uint8_t *data, size_t size)
+{
+	int fd = memfd_create("fuzz-plan", MFD_CLOEXEC);
+	rfb_err err = { 0 };
+	rfb_plan_reader *r;
+	rfb_plan_item item;
+	int rc = 0, ok;
+
+	FUZZ_ASSERT(fd >= 0);
+	FUZZ_ASSERT(size == 0 || write(fd, data, size) == (ssize_t)size);
+	FUZZ_ASSERT(lseek(fd, 0, SEEK_SET) == 0);
+	r = rfb_plan_reader_open(fd, "fuzz", &err);
+	if (!r)
+		FUZZ_ASSERT(err.code < 0 && err.msg[0]);
+	while (r && (rc = rfb_plan_reader_next(r, &item, &err)) > 0) {
+		const rfb_plan_header *h = rfb_plan_reader_header(r);
+		size_t len;
+		const char *line = rfb_plan_reader_line(r, &len);
+
+		FUZZ_ASSERT(rc == item.type);
+		if (rc == RFB_PLAN_LINE_BATCH) {
+			FUZZ_ASSERT(item.batch.count <= h->batch_size);
+			FUZZ_ASSERT(item.batch.epoch >= h->first_epoch &&
+				    item.batch.epoch <= h->last_epoch);
+			plan_batch_matches(&item.batch, line, len);
+		}
+	}
+	ok = r && rc == 0;
+	if (r && rc < 0)
+		FUZZ_ASSERT(err.code == rc && err.msg[0]);
+	rfb_plan_reader_close(r);
+	close(fd);
+	return ok;
+}
+
+FUZZ_TARGET(plan)
+{
+	plan_lines((const char *)data, size);
+	return plan_stream(data, size);
+}
