@@ -483,8 +483,7 @@ static int parse_field(struct cursor *c, rfb_plan_header *h, unsigned *seen)
 
 static int check_header(const rfb_plan_header *h, rfb_err *err)
 {
-	uint64_t batches = ((uint64_t)h->samples + h->batch_size - 1) /
-			   h->batch_size;
+	uint64_t batches;
 
 	if (h->samples < 1 || h->total < h->samples || h->reuse < 1 ||
 	    h->batch_size < 1)
@@ -492,6 +491,8 @@ static int check_header(const rfb_plan_header *h, rfb_err *err)
 				   "samples %u, total %u, reuse %u, batch %u: "
 				   "all must be >= 1, samples <= total",
 				   h->samples, h->total, h->reuse, h->batch_size);
+	/* only now: batch=0 would divide by zero */
+	batches = ((uint64_t)h->samples + h->batch_size - 1) / h->batch_size;
 	if (h->batches != batches)
 		return rfb_err_set(err, RFB_EFORMAT, NULL,
 				   "batches=%u, but %u samples in batches of "

@@ -563,6 +563,9 @@ static void test_parse_header(void)
 	CHECK(parse_header_text(text, &g, &err) == RFB_EFORMAT);
 	header_with(&h, "batch=", "batch=2x", text, sizeof text);
 	CHECK(parse_header_text(text, &g, &err) == RFB_EFORMAT);
+	header_with(&h, "batch=", "batch=0", text, sizeof text);
+	CHECK(parse_header_text(text, &g, &err) == RFB_EFORMAT &&
+	      strstr(err.msg, "batch 0")); /* found by fuzz_plan: SIGFPE */
 	header_with(&h, "shard=", "shard=1/1", text, sizeof text);
 	CHECK(parse_header_text(text, &g, &err) == RFB_EFORMAT);
 	header_with(&h, "epochs=", "epochs=3-2", text, sizeof text);
