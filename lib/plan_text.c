@@ -155,7 +155,8 @@ static int parse_dec(struct cursor *c, uint64_t max, uint64_t *v,
 
 	while (!at_end(c) && *c->p >= '0' && *c->p <= '9') {
 		unsigned d = (unsigned)(*c->p - '0');
-		if (x > (max - d) / 10) {
+		/* d > max first: max - d must not wrap (max = 1 for 0/1) */
+		if (d > max || x > (max - d) / 10) {
 			c->p = start;
 			return fail(c, RFB_EFORMAT, what);
 		}

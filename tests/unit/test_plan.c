@@ -563,6 +563,13 @@ static void test_parse_header(void)
 	CHECK(parse_header_text(text, &g, &err) == RFB_EFORMAT);
 	header_with(&h, "batch=", "batch=2x", text, sizeof text);
 	CHECK(parse_header_text(text, &g, &err) == RFB_EFORMAT);
+	header_with(&h, "drop-last=", "drop-last=5", text, sizeof text);
+	CHECK(parse_header_text(text, &g, &err) == RFB_EFORMAT &&
+	      strstr(err.msg, "0 or 1")); /* found by fuzz_plan */
+	header_with(&h, "drop-last=", "drop-last=10", text, sizeof text);
+	CHECK(parse_header_text(text, &g, &err) == RFB_EFORMAT);
+	header_with(&h, "drop-last=", "drop-last=1", text, sizeof text);
+	CHECK(parse_header_text(text, &g, &err) == 0 && g.drop_last == 1);
 	header_with(&h, "batch=", "batch=0", text, sizeof text);
 	CHECK(parse_header_text(text, &g, &err) == RFB_EFORMAT &&
 	      strstr(err.msg, "batch 0")); /* found by fuzz_plan: SIGFPE */
