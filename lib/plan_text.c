@@ -216,12 +216,18 @@ static int parse_address(struct cursor *c, rfb_plan_sample *s)
 	if (at_end(c) || *c->p != '@')
 		return 0;
 	for (;;) {
-		c->p++; /* the '@' or the '.' */
+		const char *start = ++c->p; /* past the '@' or the '.' */
 		if (s->addr_count == RFB_PLAN_MAX_ADDR)
 			return fail(c, RFB_ELIMIT, "at most 6 address fields");
 		if ((rc = parse_hex(c, &s->addr[s->addr_count++],
 				    "a hex address field")))
 			return rc;
+		/* canonical, as the writer puts it: "0", else no leading 0 */
+		if (*start == '0' && c->p - start > 1) {
+			c->p = start;
+			return fail(c, RFB_EFORMAT, "a hex address field without "
+				    "leading zeros");
+		}
 		if (at_end(c) || *c->p != '.')
 			return 0;
 	}

@@ -441,6 +441,8 @@ static void test_parse_batch_bad(void)
 		{ "B 0 0 0 1 5:h@1.2.3.4.5.6.7", RFB_ELIMIT, "at most 6" },
 		{ "B 0 0 0 1 5:h@1.", RFB_EFORMAT, "hex address" },
 		{ "B 0 0 0 1 5:h@AB", RFB_EFORMAT, "hex address" },
+		{ "B 0 0 0 1 5:h@1.0e", RFB_EFORMAT, "leading zeros" },
+		{ "B 0 0 0 1 5:h@00", RFB_EFORMAT, "leading zeros" },
 		{ "B 0 0 0 1 5:h@12345678901234567", RFB_EFORMAT, "hex" },
 		{ "B 0 0 0 1 5:hx", RFB_EFORMAT, "' ' or the end" },
 		{ "B 0 0 0 0", RFB_EFORMAT, "empty batch" },
