@@ -30,6 +30,7 @@
 
 #include "refurb/bytes.h"
 #include "refurb/checksum.h"
+#include "refurb/error.h"
 
 /* An invariant of the reader under test: abort (a finding) if false. */
 #define FUZZ_ASSERT(cond)                                                  \
@@ -40,6 +41,17 @@
 			abort();                                           \
 		}                                                          \
 	} while (0)
+
+/*
+ * A reader's refusal: a negative code (rc, when the function returns one)
+ * and a message.  Never RFB_ENOMEM: the inputs are small, so a reader
+ * that runs out of memory allocated what the input claims instead of what
+ * it holds (tests/unit/test_fuzz_regressions.c caps the address space so
+ * that such an allocation fails there too).
+ */
+#define FUZZ_REJECTED(err, rc)                                             \
+	FUZZ_ASSERT((err)->code < 0 && (err)->code == (rc) &&               \
+		    (err)->code != RFB_ENOMEM && (err)->msg[0])
 
 #ifdef FUZZ_NO_MAIN
 #define FUZZ_TARGET(name)                                                  \

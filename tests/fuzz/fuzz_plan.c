@@ -37,7 +37,7 @@ static void plan_header_line(const char *line, size_t len)
 	size_t n;
 
 	if (rfb_plan_parse_header(line, len, &h, &err)) {
-		FUZZ_ASSERT(err.code < 0 && err.msg[0]);
+		FUZZ_REJECTED(&err, err.code);
 		return;
 	}
 	n = rfb_plan_format_header(text, sizeof text, &h);
@@ -67,7 +67,7 @@ static void plan_batch_line(const char *line, size_t len,
 
 	b.samples = samples;
 	if (rfb_plan_parse_batch(line, len, &b, capacity, &err)) {
-		FUZZ_ASSERT(err.code < 0 && err.msg[0]);
+		FUZZ_REJECTED(&err, err.code);
 		return;
 	}
 	FUZZ_ASSERT(b.count >= 1 && b.count <= capacity);
@@ -81,7 +81,7 @@ static void plan_epoch_line(const char *line, size_t len)
 	char text[128];
 
 	if (rfb_plan_parse_epoch_end(line, len, &e, &err)) {
-		FUZZ_ASSERT(err.code < 0 && err.msg[0]);
+		FUZZ_REJECTED(&err, err.code);
 		return;
 	}
 	FUZZ_ASSERT(rfb_plan_format_epoch_end(text, sizeof text, &e) ==
@@ -128,7 +128,7 @@ static int plan_stream(const uint8_t *data, size_t size)
 	FUZZ_ASSERT(lseek(fd, 0, SEEK_SET) == 0);
 	r = rfb_plan_reader_open(fd, "fuzz", &err);
 	if (!r)
-		FUZZ_ASSERT(err.code < 0 && err.msg[0]);
+		FUZZ_REJECTED(&err, err.code);
 	while (r && (rc = rfb_plan_reader_next(r, &item, &err)) > 0) {
 		const rfb_plan_header *h = rfb_plan_reader_header(r);
 		size_t len;
@@ -144,7 +144,7 @@ static int plan_stream(const uint8_t *data, size_t size)
 	}
 	ok = r && rc == 0;
 	if (r && rc < 0)
-		FUZZ_ASSERT(err.code == rc && err.msg[0]);
+		FUZZ_REJECTED(&err, rc);
 	rfb_plan_reader_close(r);
 	close(fd);
 	return ok;
