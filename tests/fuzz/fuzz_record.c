@@ -1,8 +1,10 @@
 /*
  * fuzz_record.c - a cache record (refurb-cache(5)) on any bytes: header
  * parse, payload check and decode through whichever codec the header
- * names (raw, zstd, JPEG), checksums repaired first.  A record that
- * decodes must give an image of the header's shape; a raw record must
+ * names (raw, zstd, JPEG), checksums repaired first.  Decoding must not
+ * allocate an image larger than the header's raw length (a JPEG payload
+ * may claim any size); a record that decodes must give an image of the
+ * header's shape; a raw record must
  * encode back to the same bytes, and a zstd one to a record that decodes
  * to the same pixels.
  */
@@ -58,6 +60,9 @@ FUZZ_TARGET(record)
 	x = rfb_codec_ctx_new(&err);
 	FUZZ_ASSERT(x != NULL);
 	rc = rfb_record_decode(x, d, size, &m, &img, &buf, &err);
+	/* the image buffer is only touched once the header parsed, and never
+	 * grows beyond what the header says, whatever the payload claims */
+	FUZZ_ASSERT(buf.cap == 0 || buf.cap <= m.raw_len);
 	if (rc == 0) {
 		FUZZ_ASSERT(rfb_record_size(&m) <= size);
 		FUZZ_ASSERT(img.width == m.width && img.height == m.height &&
