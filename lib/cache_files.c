@@ -260,6 +260,11 @@ const struct rfb_cache_manifest *rfb_cache_view_manifest(const rfb_cache_view *v
 	return &v->man;
 }
 
+int rfb_cache_view_direct(const rfb_cache_view *v)
+{
+	return v->direct;
+}
+
 int rfb_cache_view_fd(rfb_cache_view *v, uint32_t segment, rfb_err *err)
 {
 	size_t lo = 0, hi = v->nopen;
@@ -278,6 +283,8 @@ int rfb_cache_view_fd(rfb_cache_view *v, uint32_t segment, rfb_err *err)
 	if (rfb_cache_segment_path(v->dir, segment, path, sizeof path))
 		return rfb_err_set(err, RFB_ELIMIT, v->dir, "path too long");
 	fd = open(path, O_RDONLY | O_CLOEXEC | (v->direct ? O_DIRECT : 0));
+	if (fd < 0 && errno == EINVAL && v->direct) /* no O_DIRECT here */
+		fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT
 			? rfb_err_set(err, RFB_ENOTFOUND, path, "segment is gone")

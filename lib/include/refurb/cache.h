@@ -181,8 +181,13 @@ void rfb_cache_view_close(rfb_cache_view *v);
 
 const struct rfb_cache_manifest *rfb_cache_view_manifest(const rfb_cache_view *v);
 
+/* Whether the view was opened with direct set. */
+int rfb_cache_view_direct(const rfb_cache_view *v);
+
 /* File descriptor of segment (owned by the view), or a negative RFB_E*
- * code with err filled (the file is gone: RFB_ENOTFOUND). */
+ * code with err filled (the file is gone: RFB_ENOTFOUND).  In a direct
+ * view the fd has O_DIRECT, unless the filesystem refused it at open
+ * (EINVAL, e.g. tmpfs before Linux 6.6): then it is a buffered fd. */
 int rfb_cache_view_fd(rfb_cache_view *v, uint32_t segment, rfb_err *err);
 
 /*
