@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 
 #define FUZZ_NO_MAIN
+#include "../fuzz/fuzz_checkpoint.c"
 #include "../fuzz/fuzz_index.c"
 #include "../fuzz/fuzz_jpeg.c"
 #include "../fuzz/fuzz_manifest.c"
@@ -115,6 +116,7 @@ TARGET_TEST(schedule)
 TARGET_TEST(plan)
 TARGET_TEST(record)
 TARGET_TEST(manifest)
+TARGET_TEST(checkpoint)
 TARGET_TEST(jpeg)
 
 /* Without AddressSanitizer (which maps terabytes of shadow), cap the
@@ -141,6 +143,7 @@ int main(void)
 	RUN(test_plan);
 	RUN(test_record);
 	RUN(test_manifest);
+	RUN(test_checkpoint);
 	RUN(test_jpeg);
 	return test_done();
 }
