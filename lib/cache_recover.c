@@ -201,7 +201,10 @@ static int scan_tail(rfb_cache *c, struct seg *s, int fd, uint64_t from,
 		    rfb_record_parse_header(buf.data, RFB_RECORD_HEADER_SIZE, &m, NULL))
 			break;
 		len = rfb_record_size(&m);
+		/* a record dies with its segment: another death epoch means
+		 * the segment is damaged from here on */
 		if (len > file_len - off || m.sample >= c->man.samples ||
+		    m.death_epoch != s->death ||
 		    (rc = rfb_imgbuf_reserve(&buf, len, err)))
 			break;
 		if (rfb_pread_full(fd, buf.data, len, (off_t)off) != (ssize_t)len ||
