@@ -147,7 +147,8 @@ int rfb_cache_read_checkpoint(const char *dir,
 }
 
 /* Take segments and entries from a checkpoint that belongs to this cache.
- * Entries pointing past their segment's checkpointed length are ignored. */
+ * Entries shorter than a record header or not inside their segment's
+ * checkpointed length are ignored. */
 static int adopt_checkpoint(rfb_cache *c, const struct ckpt *k, rfb_err *err)
 {
 	for (uint32_t i = 0; i < k->segments; i++) {
@@ -166,8 +167,11 @@ static int adopt_checkpoint(rfb_cache *c, const struct ckpt *k, rfb_err *err)
 		uint64_t off = rfb_get_le64(p + 8);
 		uint32_t len = rfb_get_le32(p + 16);
 		struct seg *s = cache_find_seg(c, sid);
+		/* off + len could wrap: compare without adding */
 		if (sample >= c->man.samples || !s || s->dead ||
-		    off < RFB_CACHE_SEGMENT_HEADER || off + len > s->durable)
+		    off < RFB_CACHE_SEGMENT_HEADER ||
+		    len < RFB_RECORD_HEADER_SIZE || len > s->durable ||
+		    off > s->durable - len)
 			continue;
 		cache_set_entry(c, sample, sid, off, len, rfb_get_le32(p + 20),
 				s->death);
