@@ -14,6 +14,9 @@ struct dump_opts {
 	const char *output;   /* -o FILE, "-" = stdout */
 	const char *index;    /* -i FILE: the index, for the plan's miss
 			       * pixels per batch; NULL if not given */
+	int verify;           /* --verify: check every checksum */
+	long long extract;    /* --extract ID: a cached sample as an image;
+			       * -1 if not given */
 };
 
 /* Each part returns the program's exit status (0 ok, 1 error). */
@@ -32,5 +35,14 @@ int dump_schedule(struct cli *c, const char *path, const struct dump_opts *o,
  * pixels per batch when o->index is set) and the uses per cached record. */
 int dump_plan(struct cli *c, const char *path, const struct dump_opts *o,
 	      FILE *out);
+
+/* A cache directory (holds "manifest"): the record listing (TSV), with
+ * --stats the summary, with --verify every record and checkpoint entry
+ * checked (problems listed, status 1), with --extract ID the sample's
+ * record as an image on out (PPM/PGM, JPEG if o->output ends in .jpg). */
+int dump_cache(struct cli *c, const char *dir, const struct dump_opts *o,
+	       FILE *out);
+int dump_cache_extract(struct cli *c, const char *dir, uint32_t sample,
+		       const struct dump_opts *o, FILE *out);
 
 #endif

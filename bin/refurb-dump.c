@@ -1,19 +1,25 @@
 /*
- * refurb-dump - print any refurb file as text, with summaries.
- * The kind of file is recognised by its magic; each kind has its part
- * (bin/dump_*.c, see dump.h).
+ * refurb-dump - print any refurb file as text, with summaries, checks and
+ * pictures.  The kind of file is recognised by its magic; each kind has
+ * its part (bin/dump_*.c, see dump.h); --preview makes contact sheets of
+ * a pipeline's augmentations (dump_preview.c).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "dump.h"
+#include "dump_preview.h"
+#include "dump_stream.h"
 #include "refurb/io.h"
 
-static const char usage[] = "refurb-dump [OPTIONS] FILE";
+static const char usage[] =
+	"refurb-dump [OPTIONS] FILE\n"
+	"       refurb-dump --preview SPEC [-n K] [-o SHEET.jpg] IMAGE.jpg...";
 
 static const char help[] =
 	"Print a refurb file as text; the kind is recognised by its magic:\n"
@@ -22,15 +28,45 @@ static const char help[] =
 	"  schedule  TSV (id phase) and, with --stats, N, r, policy, phases\n"
 	"  plan      TSV (epoch step sample_id hit|miss), one line per sample;\n"
 	"            with --stats a per-epoch table and the reuse counts\n"
+	"            (FILE '-' reads a plan from stdin)\n"
+	"  cache     a directory holding a manifest: TSV of its records; with\n"
+	"            --stats a summary (records, compression, write\n"
+	"            amplification ...)\n"
+	"  stream    a batch stream: one line per frame; with --stats per-epoch\n"
+	"            counts and the label histogram\n"
 	"\n"
 	"  -S, --stats        a summary instead of the listing\n"
-	"  -i, --index FILE   the index (plans: miss pixels per batch)\n"
+	"  -i, --index FILE   plan: the index, for miss pixels per batch\n"
+	"      --verify       cache: check every record and checkpoint entry;\n"
+	"                     list the problems, exit 1 if there are any\n"
+	"  -x, --extract ID   cache: sample ID's record as an image (PPM/PGM, or\n"
+	"                     JPEG when -o names a .jpg file)\n"
+	"  -b, --batch SEL    stream: the batch EPOCH:STEP or GLOBAL_STEP\n"
+	"      --sheet FILE   stream, with --batch: a contact sheet (JPEG) of it\n"
+	"      --columns N    images per row of the sheet\n"
+	"      --quality Q    JPEG quality of the sheet (default 90)\n"
 	"  -o, --output FILE  write to FILE instead of stdout\n"
+	"  -P, --preview SPEC a contact sheet of K augmentations of each image\n"
+	"                     under SPEC (options in refurb-dump(1))\n"
 	CLI_COMMON_HELP
-	"\nExit status: 0 ok, 1 unreadable or corrupt file, 2 usage error.\n"
-	"See refurb-dump(1).\n";
+	"\nExit status: 0 ok, 1 unreadable or corrupt file (or --verify found\n"
+	"problems), 2 usage error.  See refurb-dump(1).\n";
 
-enum kind { KIND_UNKNOWN, KIND_INDEX, KIND_SCHEDULE, KIND_PLAN };
+enum kind { KIND_UNKNOWN, KIND_INDEX, KIND_SCHEDULE, KIND_PLAN, KIND_CACHE,
+	    KIND_STREAM };
+
+enum { OPT_VERIFY = 0x2000, OPT_SHEET, OPT_COLUMNS, OPT_QUALITY };
+
+static enum kind directory_kind(struct cli *c, const char *path)
+{
+	char manifest[4200];
+
+	snprintf(manifest, sizeof manifest, "%s/manifest", path);
+	if (access(manifest, F_OK) == 0)
+		return KIND_CACHE;
+	cli_die(c, "%s: is a directory, but not a refurb cache (no manifest)",
+		path);
+}
 
 /* Recognise a file by its first bytes. */
 static enum kind file_kind(struct cli *c, const char *path)
@@ -41,12 +77,11 @@ static enum kind file_kind(struct cli *c, const char *path)
 	int fd;
 
 	if (strcmp(path, "-") == 0)
-		cli_die(c, "(stdin): give a file: refurb-dump needs to recognise "
-			"it by its magic");
+		return KIND_PLAN; /* the only format that is read from a pipe */
 	if (stat(path, &st) < 0)
 		cli_die(c, "%s: %s", path, strerror(errno));
 	if (S_ISDIR(st.st_mode))
-		cli_die(c, "%s: is a directory, not a refurb file", path);
+		return directory_kind(c, path);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		cli_die(c, "%s: cannot open: %s", path, strerror(errno));
@@ -58,51 +93,90 @@ static enum kind file_kind(struct cli *c, const char *path)
 		return KIND_INDEX;
 	if (got >= 7 && memcmp(magic, "RFBSCHD", 7) == 0)
 		return KIND_SCHEDULE;
+	if (got >= 7 && memcmp(magic, "RFBSTRM", 7) == 0)
+		return KIND_STREAM;
 	if (got >= 13 && memcmp(magic, "#refurb-plan ", 13) == 0)
 		return KIND_PLAN;
 	return KIND_UNKNOWN;
 }
 
-int main(int argc, char **argv)
+static void parse(struct cli *c, struct dump_opts *o,
+		  struct dump_stream_opts *so, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "stats", no_argument, NULL, 'S' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "index", required_argument, NULL, 'i' },
+		{ "verify", no_argument, NULL, OPT_VERIFY },
+		{ "extract", required_argument, NULL, 'x' },
+		{ "batch", required_argument, NULL, 'b' },
+		{ "sheet", required_argument, NULL, OPT_SHEET },
+		{ "columns", required_argument, NULL, OPT_COLUMNS },
+		{ "quality", required_argument, NULL, OPT_QUALITY },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
-	struct cli c;
-	struct dump_opts o = { .output = "-" };
-	FILE *out;
-	int opt, rc = 1;
+	int opt;
 
-	cli_init(&c, "refurb-dump", usage, help);
-	while ((opt = getopt_long(argc, argv, "So:i:" CLI_COMMON_SHORTOPTS,
+	while ((opt = getopt_long(argc, argv, "So:i:x:b:" CLI_COMMON_SHORTOPTS,
 				  longopts, NULL)) != -1) {
 		switch (opt) {
-		case 'S': o.stats = 1; break;
-		case 'o': o.output = optarg; break;
-		case 'i': o.index = optarg; break;
+		case 'S': o->stats = 1; break;
+		case 'o': o->output = optarg; break;
+		case 'i': o->index = optarg; break;
+		case OPT_VERIFY: o->verify = 1; break;
+		case 'x':
+			o->extract = (long long)cli_parse_u64(c, "--extract", optarg,
+							      0, UINT32_MAX - 1);
+			break;
+		case 'b': so->batch = optarg; break;
+		case OPT_SHEET: so->sheet = optarg; break;
+		case OPT_COLUMNS:
+			so->columns = (int)cli_parse_u64(c, "--columns", optarg, 1,
+							 65535);
+			break;
+		case OPT_QUALITY:
+			so->quality = (int)cli_parse_u64(c, "--quality", optarg, 1, 100);
+			break;
 		default:
-			if (!cli_common_option(&c, opt, optarg))
-				cli_usage_error(&c, "unexpected option");
+			if (!cli_common_option(c, opt, optarg))
+				cli_usage_error(c, "unexpected option");
 		}
 	}
 	if (optind != argc - 1)
-		cli_usage_error(&c, optind >= argc ? "no file given"
+		cli_usage_error(c, optind >= argc ? "no file given"
 				: "give one file");
-	const char *path = argv[optind];
-	enum kind k = file_kind(&c, path);
+}
+
+int main(int argc, char **argv)
+{
+	struct cli c;
+	struct dump_opts o = { .output = "-", .extract = -1 };
+	struct dump_stream_opts so = { 0 };
+	const char *path;
+	enum kind k;
+	FILE *out;
+	int rc = 1;
+
+	cli_init(&c, "refurb-dump", usage, help);
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--preview") || !strcmp(argv[i], "-P") ||
+		    !strncmp(argv[i], "--preview=", 10))
+			return dump_preview(&c, argc, argv);
+	parse(&c, &o, &so, argc, argv);
+	path = argv[optind];
+	k = file_kind(&c, path);
 	if (k == KIND_UNKNOWN)
 		cli_die(&c, "%s: not a refurb file (unknown magic)", path);
 	out = cli_open_output(&c, o.output, 0, 0);
-	if (k == KIND_INDEX)
-		rc = dump_index(&c, path, &o, out);
-	else if (k == KIND_SCHEDULE)
-		rc = dump_schedule(&c, path, &o, out);
-	else if (k == KIND_PLAN)
-		rc = dump_plan(&c, path, &o, out);
+	switch (k) {
+	case KIND_INDEX: rc = dump_index(&c, path, &o, out); break;
+	case KIND_SCHEDULE: rc = dump_schedule(&c, path, &o, out); break;
+	case KIND_PLAN: rc = dump_plan(&c, path, &o, out); break;
+	case KIND_CACHE: rc = dump_cache(&c, path, &o, out); break;
+	case KIND_STREAM: rc = dump_stream(&c, path, &o, &so, out); break;
+	case KIND_UNKNOWN: break;
+	}
 	cli_close_output(&c, out, o.output);
 	return rc;
 }

@@ -220,9 +220,10 @@ static int seg_buffer(struct seg *s, const unsigned char *rec, size_t len,
 	return 0;
 }
 
-int rfb_cache_append(rfb_cache *c, const unsigned char *rec, size_t len,
-		     const struct rfb_record_meta *m, struct rfb_cache_addr *addr,
-		     rfb_err *err)
+/* Append without counting it as new data (compaction copies). */
+static int append_record(rfb_cache *c, const unsigned char *rec, size_t len,
+			 const struct rfb_record_meta *m,
+			 struct rfb_cache_addr *addr, rfb_err *err)
 {
 	struct seg *s;
 	uint64_t off;
@@ -242,11 +243,22 @@ int rfb_cache_append(rfb_cache *c, const unsigned char *rec, size_t len,
 	addr->segment = s->id;
 	addr->offset = off;
 	addr->length = (uint32_t)len;
-	c->st.appended_records++;
-	c->st.appended_bytes += len;
 	if (s->buf_len >= WRITE_BUFFER_FLUSH)
 		return seg_flush(c, s, err);
 	return 0;
+}
+
+int rfb_cache_append(rfb_cache *c, const unsigned char *rec, size_t len,
+		     const struct rfb_record_meta *m, struct rfb_cache_addr *addr,
+		     rfb_err *err)
+{
+	int rc = append_record(c, rec, len, m, addr, err);
+
+	if (rc == 0) {
+		c->st.appended_records++;
+		c->st.appended_bytes += len;
+	}
+	return rc;
 }
 
 int rfb_cache_flush(rfb_cache *c, rfb_err *err)
@@ -348,7 +360,7 @@ static int compact_segment(rfb_cache *c, uint32_t sid, uint64_t step,
 			rfb_cache_forget(c, i); /* unreadable: recomputed later */
 			continue;
 		}
-		rc = rfb_cache_append(c, buf.data, e.length, &m, &a, err);
+		rc = append_record(c, buf.data, e.length, &m, &a, err);
 		c->st.compacted_records++;
 	}
 	rfb_imgbuf_free(&buf);
@@ -409,6 +421,8 @@ void rfb_cache_get_stats(const rfb_cache *c, struct rfb_cache_stats *out)
 			st.live_records++;
 			st.live_bytes += c->entries[i].length;
 		}
+	st.lifetime_appended = c->base_appended + c->st.appended_bytes;
+	st.lifetime_written = c->base_written + c->st.written_bytes;
 	st.segments = c->nsegs;
 	st.dead_segments = st.dead_bytes = 0;
 	for (size_t i = 0; i < c->nsegs; i++)

@@ -52,6 +52,7 @@ struct rfb_cache {
 	uint32_t epoch;
 	uint64_t step;
 	struct rfb_cache_stats st;
+	uint64_t base_appended, base_written; /* by earlier runs */
 };
 
 /* cache_files.c */

@@ -51,6 +51,8 @@ int cache_write_checkpoint(rfb_cache *c, rfb_err *err)
 	rfb_put_le32(b + 28, c->next_id);
 	rfb_put_le64(b + 32, c->step);
 	rfb_put_le32(b + 40, c->epoch);
+	rfb_put_le64(b + 44, c->base_appended + c->st.appended_bytes);
+	rfb_put_le64(b + 52, c->base_written + c->st.written_bytes);
 	rfb_put_le32(b + 60, rfb_crc32c(0, b, 60));
 	p = b + CKPT_HEADER;
 	for (size_t i = 0; i < c->nsegs; i++, p += CKPT_SEG) {
@@ -86,7 +88,7 @@ struct ckpt {
 	size_t len;
 	uint64_t manifest_hash;
 	uint32_t samples, entries, segments, next_id, epoch;
-	uint64_t step;
+	uint64_t step, appended, written;
 	const unsigned char *seg_table, *entry_table;
 };
 
@@ -115,6 +117,8 @@ static int ckpt_load(const char *dir, struct ckpt *k, rfb_err *err)
 	k->next_id = rfb_get_le32(b + 28);
 	k->step = rfb_get_le64(b + 32);
 	k->epoch = rfb_get_le32(b + 40);
+	k->appended = rfb_get_le64(b + 44);
+	k->written = rfb_get_le64(b + 52);
 	if (CKPT_HEADER + (uint64_t)k->segments * CKPT_SEG +
 		    (uint64_t)k->entries * CKPT_ENTRY + 4 != k->len ||
 	    rfb_crc32c(0, b + CKPT_HEADER, k->len - CKPT_HEADER - 4) !=
@@ -129,12 +133,20 @@ static int ckpt_load(const char *dir, struct ckpt *k, rfb_err *err)
 int rfb_cache_read_checkpoint(const char *dir,
 			      void (*fn)(void *ctx, uint32_t sample,
 					 const struct rfb_cache_entry *e),
-			      void *ctx, rfb_err *err)
+			      void *ctx, struct rfb_cache_checkpoint_info *info,
+			      rfb_err *err)
 {
 	struct ckpt k;
 	int rc = ckpt_load(dir, &k, err);
 
-	for (uint32_t i = 0; rc == 0 && i < k.entries; i++) {
+	if (rc == 0 && info) {
+		info->epoch = k.epoch;
+		info->global_step = k.step;
+		info->entries = k.entries;
+		info->appended_bytes = k.appended;
+		info->written_bytes = k.written;
+	}
+	for (uint32_t i = 0; rc == 0 && fn && i < k.entries; i++) {
 		const unsigned char *p = k.entry_table + (size_t)i * CKPT_ENTRY;
 		struct rfb_cache_entry e = { { rfb_get_le32(p + 4),
 					       rfb_get_le32(p + 16),
@@ -179,6 +191,8 @@ static int adopt_checkpoint(rfb_cache *c, const struct ckpt *k, rfb_err *err)
 	if (k->next_id > c->next_id)
 		c->next_id = k->next_id;
 	c->step = k->step;
+	c->base_appended = k->appended;
+	c->base_written = k->written;
 	return 0;
 }
 

@@ -23,7 +23,6 @@
 #include <jpeglib.h>
 #include <turbojpeg.h>
 
-#include "refurb/bytes.h"
 #include "refurb/decode.h"
 
 /* Rows asked from libjpeg per jpeg_read_scanlines() call. */

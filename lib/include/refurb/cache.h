@@ -69,6 +69,17 @@ struct rfb_cache_stats {
 	uint64_t written_bytes;   /* to segment files by this process,
 				   * compaction copies included */
 	uint64_t compacted_records, deleted_segments;
+	/* over the cache's life, earlier runs included (from checkpoints) */
+	uint64_t lifetime_appended, lifetime_written;
+};
+
+/* What a checkpoint says about the cache's history. */
+struct rfb_cache_checkpoint_info {
+	uint32_t epoch;           /* epoch when it was written */
+	uint64_t global_step;
+	uint64_t entries;
+	uint64_t appended_bytes;  /* record bytes appended, cache lifetime */
+	uint64_t written_bytes;   /* bytes written to segments, lifetime */
 };
 
 typedef struct rfb_cache rfb_cache;
@@ -206,13 +217,14 @@ int rfb_cache_scan(const char *dir, rfb_cache_visit_fn fn, void *ctx,
 		   rfb_err *err);
 
 /*
- * Load dir's record index checkpoint: calls fn for every entry (sample and
- * entry).  Returns 0, RFB_ENOTFOUND if there is no checkpoint, or a
- * negative RFB_E* code if it is corrupt.
+ * Load dir's record index checkpoint: fills *info (NULL accepted) and
+ * calls fn (NULL accepted) for every entry.  Returns 0, RFB_ENOTFOUND if
+ * there is no checkpoint, or a negative RFB_E* code if it is corrupt.
  */
 int rfb_cache_read_checkpoint(const char *dir,
 			      void (*fn)(void *ctx, uint32_t sample,
 					 const struct rfb_cache_entry *e),
-			      void *ctx, rfb_err *err);
+			      void *ctx, struct rfb_cache_checkpoint_info *info,
+			      rfb_err *err);
 
 #endif

@@ -12,7 +12,12 @@
 #include "refurb/error.h"
 #include "refurb/image.h"
 #include "refurb/io.h"
+#include "refurb/pipeline.h"
 #include "refurb/progress.h"
+#include "refurb/resize.h"
 #include "refurb/rng.h"
+#include "refurb/sheet.h"
+#include "refurb/tensor.h"
+#include "refurb/transform.h"
 
 #endif

@@ -1,0 +1,195 @@
+/*
+ * refurb-final - read cached records with batched AIO, run the final
+ * pipeline, write the batch stream a trainer reads.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "refurb/final.h"
+
+static const char usage[] =
+	"refurb-final [OPTIONS] -p SPEC < ANNOTATED-PLAN > STREAM";
+
+static const char help[] =
+	"Read the annotated plan from refurb-partial, fetch every batch's\n"
+	"records from the cache with one Linux AIO submission, run the final\n"
+	"pipeline, and write the batch stream (refurb-stream(5)) that a trainer\n"
+	"reads (scripts/refurb_stream.py).  Output: stdout, a file or a FIFO.\n"
+	"\n"
+	"  -p, --pipeline SPEC    the final pipeline, e.g. 'crop=224,flip'; it\n"
+	"                         must give every image the same size; ending in\n"
+	"                         normalize gives float32 NCHW, else uint8 NHWC\n"
+	"      --prefetch N       batches in flight (default 2)\n"
+	"      --direct           read the cache with O_DIRECT\n"
+	"      --strict           a record that cannot be read is fatal (default:\n"
+	"                         recompute it from its image, count it)\n"
+	"  -s, --seed SEED        final augmentation seed (default: the plan's\n"
+	"                         augmentation seed)\n"
+	"      --stats FILE       one TSV line per batch (times, bytes, misses)\n"
+	"  -i, --input FILE       read the plan from FILE (default stdin)\n"
+	"  -o, --output FILE      write the stream to FILE (default stdout)\n"
+	"  -f, --force            write the stream to a terminal\n"
+	"  -c, --cache DIR        the cache (default: the plan header's)\n"
+	"      --index FILE       the index (default: the plan header's)\n"
+	"      --root DIR         the dataset's directory, if it moved\n"
+	CLI_COMMON_HELP
+	"\nExit status: 0 done (also when the reader closed the stream), 1 error,\n"
+	"2 usage error or bad pipeline spec.  See refurb-final(1).\n";
+
+enum {
+	OPT_PREFETCH = 0x2000, OPT_DIRECT, OPT_STRICT, OPT_STATS, OPT_INDEX,
+	OPT_ROOT
+};
+
+struct args {
+	const char *in, *out, *stats;
+	int force;
+};
+
+static void on_heal(void *ctx, uint32_t sample, const rfb_err *why)
+{
+	char text[1200];
+
+	cli_warn(ctx, "sample %u: record recomputed from its image (%s)", sample,
+		 rfb_err_text(why, text, sizeof text));
+}
+
+static void on_progress(void *ctx, const struct rfb_final_stats *st,
+			uint64_t total)
+{
+	cli_progress(ctx, st->batches, total, "batches");
+}
+
+static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
+		  int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "pipeline", required_argument, NULL, 'p' },
+		{ "prefetch", required_argument, NULL, OPT_PREFETCH },
+		{ "direct", no_argument, NULL, OPT_DIRECT },
+		{ "strict", no_argument, NULL, OPT_STRICT },
+		{ "seed", required_argument, NULL, 's' },
+		{ "stats", required_argument, NULL, OPT_STATS },
+		{ "input", required_argument, NULL, 'i' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "cache", required_argument, NULL, 'c' },
+		{ "index", required_argument, NULL, OPT_INDEX },
+		{ "root", required_argument, NULL, OPT_ROOT },
+		CLI_COMMON_LONGOPTS,
+		{ NULL, 0, NULL, 0 }
+	};
+	int opt;
+
+	o->prefetch = 2;
+	while ((opt = getopt_long(argc, argv, "p:s:i:o:fc:" CLI_COMMON_SHORTOPTS,
+				  longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'p': o->pipeline = optarg; break;
+		case 'i': a->in = optarg; break;
+		case 'o': a->out = optarg; break;
+		case 'f': a->force = 1; break;
+		case 'c': o->cache_dir = optarg; break;
+		case 's':
+			o->seed = cli_parse_u64(c, "--seed", optarg, 0, UINT64_MAX);
+			o->have_seed = 1;
+			break;
+		case OPT_PREFETCH:
+			o->prefetch = (int)cli_parse_u64(c, "--prefetch", optarg, 1, 64);
+			break;
+		case OPT_DIRECT: o->direct = 1; break;
+		case OPT_STRICT: o->strict = 1; break;
+		case OPT_STATS: a->stats = optarg; break;
+		case OPT_INDEX: o->index_path = optarg; break;
+		case OPT_ROOT: o->root = optarg; break;
+		default:
+			if (!cli_common_option(c, opt, optarg))
+				cli_usage_error(c, "unexpected option");
+		}
+	}
+	if (optind != argc)
+		cli_usage_error(c, "unexpected argument '%s'", argv[optind]);
+	if (!o->pipeline)
+		cli_usage_error(c, "no final pipeline: give -p SPEC");
+	o->threads = c->threads;
+}
+
+static int open_fd(struct cli *c, const char *path, int out, int force)
+{
+	int fd;
+
+	if (!path || strcmp(path, "-") == 0) {
+		if (out)
+			cli_refuse_tty(c, STDOUT_FILENO, force);
+		return out ? STDOUT_FILENO : STDIN_FILENO;
+	}
+	fd = out ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
+		 : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		cli_die(c, "%s: cannot open: %s", path, strerror(errno));
+	return fd;
+}
+
+static void summary(const struct rfb_final_stats *st)
+{
+	fprintf(stderr, "refurb-final: %llu batches, %llu images in %.2f s "
+		"(%.0f images/s); per batch %.1f ms (CV %.3f); %.2f io_submit "
+		"calls per batch; read %.1f MiB in %.2f s; records recomputed %llu, "
+		"samples left out %llu\n",
+		(unsigned long long)st->batches, (unsigned long long)st->images,
+		st->seconds, st->seconds > 0 ? st->images / st->seconds : 0.0,
+		st->interval_mean_s * 1e3, st->interval_cv,
+		st->batches ? (double)st->submit_calls / st->batches : 0.0,
+		st->bytes_read / 1048576.0, st->read_s,
+		(unsigned long long)st->healed, (unsigned long long)st->skipped);
+	fprintf(stderr, "refurb-final: time: read %.2f s, decompress %.2f s, "
+		"augment %.2f s, recompute %.2f s (worker sums); waited %.2f s "
+		"for the plan, %.2f s for the reader\n", st->read_s, st->decode_s,
+		st->augment_s, st->heal_s, st->input_wait_s, st->output_wait_s);
+	if (st->direct_refused)
+		fprintf(stderr, "refurb-final: the cache's filesystem refused "
+			"O_DIRECT; some reads were buffered\n");
+	if (st->stopped_by_reader)
+		fprintf(stderr, "refurb-final: the reader closed the stream at "
+			"epoch %u (batch %llu)\n", st->epoch,
+			(unsigned long long)st->global_step);
+}
+
+int main(int argc, char **argv)
+{
+	struct cli c;
+	struct rfb_final_opts o = { 0 };
+	struct rfb_final_stats st;
+	struct args a = { 0 };
+	rfb_err err = { 0 };
+	int in_fd, out_fd, rc;
+
+	cli_init(&c, "refurb-final", usage, help);
+	parse(&c, &o, &a, argc, argv);
+	signal(SIGPIPE, SIG_IGN); /* a closed reader is EPIPE, handled */
+	in_fd = open_fd(&c, a.in, 0, 0);
+	out_fd = open_fd(&c, a.out, 1, a.force);
+	o.stats_fd = a.stats ? open_fd(&c, a.stats, 1, 1) : -1;
+	o.on_heal = on_heal;
+	o.on_progress = on_progress;
+	o.ctx = &c;
+	rc = rfb_final_run(&o, in_fd, a.in && strcmp(a.in, "-") ? a.in : "(stdin)",
+			   out_fd, &st, &err);
+	cli_progress_clear(&c);
+	if (rc == RFB_ESPEC)
+		cli_usage_error(&c, "%s", err.msg);
+	if (rc)
+		cli_die_err(&c, &err);
+	if (out_fd != STDOUT_FILENO && close(out_fd) < 0)
+		cli_die(&c, "%s: write failed: %s", a.out, strerror(errno));
+	if (o.stats_fd >= 0 && close(o.stats_fd) < 0)
+		cli_die(&c, "%s: write failed: %s", a.stats, strerror(errno));
+	if (!c.quiet)
+		summary(&st);
+	return 0;
+}

@@ -1,0 +1,215 @@
+/*
+ * refurb-partial - run the partial augmentation pipeline on the misses of
+ * a plan, keep the on-disk cache, pass the plan on with cache addresses.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "refurb/partial.h"
+#include "refurb/progress.h"
+
+static const char usage[] =
+	"refurb-partial [OPTIONS] -c CACHEDIR -p SPEC INDEX < PLAN > ANNOTATED-PLAN";
+
+static const char help[] =
+	"Read a plan (from refurb-plan), evict what the schedule says, decode and\n"
+	"run the partial pipeline on every miss, append the results to the\n"
+	"cache in CACHEDIR, and write the plan on with every sample annotated\n"
+	"with the address of its cached record (for refurb-final).\n"
+	"\n"
+	"  -c, --cache DIR        the cache directory (created if missing)\n"
+	"  -p, --pipeline SPEC    the partial pipeline, e.g.\n"
+	"                         'resize=256,randaug=n=2:m=9' (refurb-pipeline(7))\n"
+	"      --codec CODEC      zstd[:LEVEL] (default zstd:1), raw, jpeg[:QUALITY]\n"
+	"      --reset            empty a cache made for other inputs and start over\n"
+	"  -s, --seed SEED        augmentation seed (default: the plan's seed)\n"
+	"  -i, --input FILE       read the plan from FILE (default stdin)\n"
+	"  -o, --output FILE      write the annotated plan to FILE (default stdout)\n"
+	"      --root DIR         the dataset's directory, if it moved since indexing\n"
+	"      --strict           an image that cannot be read is fatal (default:\n"
+	"                         name it, leave it out of its batch, count it)\n"
+	"      --max-pixels N     images with more pixels are bad (default 1e8)\n"
+	"      --segment-size MIB cache segment size (default 256)\n"
+	"      --grace N          keep dead segments N batches (default: one\n"
+	"                         epoch, at least 64)\n"
+	"      --inflight N       batches computed at once (default 2)\n"
+	CLI_COMMON_HELP
+	"\nExit status: 0 done (also when the reader closed the stream), 1 error,\n"
+	"2 usage error.  See refurb-partial(1), refurb-cache(5).\n";
+
+enum {
+	OPT_CODEC = 0x2000, OPT_RESET, OPT_ROOT, OPT_STRICT, OPT_MAX_PIXELS,
+	OPT_SEGMENT, OPT_GRACE, OPT_INFLIGHT
+};
+
+struct progress_ctx {
+	struct cli *c;
+};
+
+static void on_bad(void *ctx, uint32_t sample, const rfb_err *why)
+{
+	struct cli *c = ctx;
+	char text[1200];
+
+	cli_warn(c, "%s (sample %u left out of its batch)",
+		 rfb_err_text(why, text, sizeof text), sample);
+}
+
+static void on_progress(void *ctx, const struct rfb_partial_stats *st,
+			uint64_t total)
+{
+	cli_progress(ctx, st->batches, total, "batches");
+}
+
+static void parse(struct cli *c, struct rfb_partial_opts *o, const char **in,
+		  const char **out, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "cache", required_argument, NULL, 'c' },
+		{ "pipeline", required_argument, NULL, 'p' },
+		{ "codec", required_argument, NULL, OPT_CODEC },
+		{ "reset", no_argument, NULL, OPT_RESET },
+		{ "seed", required_argument, NULL, 's' },
+		{ "input", required_argument, NULL, 'i' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "root", required_argument, NULL, OPT_ROOT },
+		{ "strict", no_argument, NULL, OPT_STRICT },
+		{ "max-pixels", required_argument, NULL, OPT_MAX_PIXELS },
+		{ "segment-size", required_argument, NULL, OPT_SEGMENT },
+		{ "grace", required_argument, NULL, OPT_GRACE },
+		{ "inflight", required_argument, NULL, OPT_INFLIGHT },
+		CLI_COMMON_LONGOPTS,
+		{ NULL, 0, NULL, 0 }
+	};
+	rfb_err err = { 0 };
+	int opt;
+
+	o->codec.kind = RFB_CODEC_ZSTD;
+	o->codec.level = RFB_CODEC_ZSTD_DEFAULT_LEVEL;
+	o->inflight = 2;
+	while ((opt = getopt_long(argc, argv, "c:p:s:i:o:" CLI_COMMON_SHORTOPTS,
+				  longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'c': o->cache_dir = optarg; break;
+		case 'p': o->pipeline = optarg; break;
+		case 'i': *in = optarg; break;
+		case 'o': *out = optarg; break;
+		case 's':
+			o->seed = cli_parse_u64(c, "--seed", optarg, 0, UINT64_MAX);
+			o->have_seed = 1;
+			break;
+		case OPT_CODEC:
+			if (rfb_codec_parse(optarg, &o->codec, &err))
+				cli_usage_error(c, "--codec: %s", err.msg);
+			break;
+		case OPT_RESET: o->reset = 1; break;
+		case OPT_ROOT: o->root = optarg; break;
+		case OPT_STRICT: o->strict = 1; break;
+		case OPT_MAX_PIXELS:
+			o->max_pixels = cli_parse_u64(c, "--max-pixels", optarg, 1,
+						      UINT64_MAX);
+			break;
+		case OPT_SEGMENT:
+			o->segment_max = cli_parse_u64(c, "--segment-size", optarg,
+						       1, 1 << 20) << 20;
+			break;
+		case OPT_GRACE:
+			o->grace = cli_parse_u64(c, "--grace", optarg, 1, UINT32_MAX);
+			break;
+		case OPT_INFLIGHT:
+			o->inflight = (int)cli_parse_u64(c, "--inflight", optarg, 1, 64);
+			break;
+		default:
+			if (!cli_common_option(c, opt, optarg))
+				cli_usage_error(c, "unexpected option");
+		}
+	}
+	if (optind != argc - 1)
+		cli_usage_error(c, optind >= argc ? "no index given"
+				: "give one index");
+	o->index_path = argv[optind];
+	if (!o->cache_dir)
+		cli_usage_error(c, "no cache directory: give -c DIR");
+	if (!o->pipeline)
+		cli_usage_error(c, "no partial pipeline: give -p SPEC");
+	o->threads = c->threads;
+}
+
+static void summary(const struct rfb_partial_stats *st)
+{
+	double rate = st->seconds > 0 ? (double)st->samples / st->seconds : 0;
+	double cpu = st->worker_seconds > 0
+			     ? (double)(st->computed + st->healed) / st->worker_seconds
+			     : 0;
+
+	fprintf(stderr, "refurb-partial: %llu batches, %llu samples in %.2f s "
+		"(%.0f samples/s); misses computed %llu (%.0f per worker-second), "
+		"reused %llu; hits %llu, recomputed %llu; left out %llu\n",
+		(unsigned long long)st->batches, (unsigned long long)st->samples,
+		st->seconds, rate, (unsigned long long)st->computed, cpu,
+		(unsigned long long)st->reused, (unsigned long long)st->hits,
+		(unsigned long long)st->healed, (unsigned long long)st->skipped);
+	fprintf(stderr, "refurb-partial: cache: %llu live records, %.1f MiB; "
+		"appended %.1f MiB, wrote %.1f MiB (write amplification %.3f); "
+		"%llu records compacted, %llu segments deleted%s\n",
+		(unsigned long long)st->live_records, st->live_bytes / 1048576.0,
+		st->record_bytes / 1048576.0, st->written_bytes / 1048576.0,
+		st->record_bytes ? (double)st->written_bytes / st->record_bytes : 1.0,
+		(unsigned long long)st->compacted,
+		(unsigned long long)st->deleted_segments,
+		st->torn_bytes ? " (a torn tail was cut when opening)" : "");
+	if (st->stopped_by_reader)
+		fprintf(stderr, "refurb-partial: the reader closed the stream at "
+			"epoch %u (batch %llu); the cache is checkpointed and "
+			"resumable\n", st->epoch,
+			(unsigned long long)st->global_step);
+}
+
+static int open_fd(struct cli *c, const char *path, int out)
+{
+	int fd;
+
+	if (strcmp(path, "-") == 0)
+		return out ? STDOUT_FILENO : STDIN_FILENO;
+	fd = out ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
+		 : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		cli_die(c, "%s: cannot open: %s", path, strerror(errno));
+	return fd;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli c;
+	struct rfb_partial_opts o = { 0 };
+	struct rfb_partial_stats st;
+	const char *in = "-", *out = "-";
+	rfb_err err = { 0 };
+	int in_fd, out_fd, rc;
+
+	cli_init(&c, "refurb-partial", usage, help);
+	parse(&c, &o, &in, &out, argc, argv);
+	signal(SIGPIPE, SIG_IGN); /* a closed reader is EPIPE, handled */
+	in_fd = open_fd(&c, in, 0);
+	out_fd = open_fd(&c, out, 1);
+	o.on_bad = on_bad;
+	o.on_progress = on_progress;
+	o.ctx = &c;
+	rc = rfb_partial_run(&o, in_fd, strcmp(in, "-") ? in : "(stdin)", out_fd,
+			     &st, &err);
+	cli_progress_clear(&c);
+	if (rc == RFB_ESPEC)
+		cli_usage_error(&c, "%s", err.msg);
+	if (rc)
+		cli_die_err(&c, &err);
+	if (out_fd != STDOUT_FILENO && close(out_fd) < 0)
+		cli_die(&c, "%s: write failed: %s", out, strerror(errno));
+	if (!c.quiet)
+		summary(&st);
+	return 0;
+}

@@ -1,0 +1,648 @@
+/*
+ * final.c - the engine of refurb-final (see final.h).
+ *
+ * The calling thread reads the annotated plan; for each batch it submits
+ * all record reads at once (one io_submit), collects them, and queues one
+ * task per sample on the worker pool: decompress the record (or recompute
+ * it from the image when it is bad), run the final pipeline, copy the
+ * result into the batch's slot.  Batches are written in plan order; up to
+ * `prefetch` are in flight, so memory does not grow with the dataset.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "refurb/aio.h"
+#include "refurb/annotate.h"
+#include "refurb/cache.h"
+#include "refurb/final.h"
+#include "refurb/index.h"
+#include "refurb/io.h"
+#include "refurb/pipeline.h"
+#include "refurb/plan.h"
+#include "refurb/pool.h"
+#include "refurb/progress.h"
+#include "refurb/record.h"
+#include "refurb/rng.h"
+#include "refurb/stream.h"
+
+#define MAX_IMAGE_FILE ((size_t)1 << 30)
+
+struct final;
+struct fslot;
+
+struct ftask {
+	struct rfb_task task;
+	struct final *F;
+	struct fslot *slot;
+	uint32_t out;          /* position in the collated batch */
+	uint32_t sample, write_epoch;
+	const struct rfb_batch_record *rec;
+	int status, healed;
+	rfb_err why;
+	double decode_s, augment_s, heal_s;
+};
+
+struct fslot {
+	rfb_plan_batch batch;
+	rfb_plan_sample *samples;
+	struct rfb_cache_addr *addrs;   /* records to read, in order */
+	uint32_t *addr_sample;
+	uint32_t *write_epochs;
+	uint32_t nread;
+	struct ftask *tasks;            /* one per image kept */
+	uint32_t n;                     /* images kept */
+	uint32_t *labels, *ids;
+	unsigned char *pixels;          /* batch_size images, 64-aligned */
+	rfb_batch_reader *reader;
+	struct rfb_group group;
+	double read_s;
+	uint64_t bytes_read, misses;
+};
+
+struct fworker {
+	rfb_pipe_ctx *final, *heal;
+	rfb_codec_ctx *codec;
+	rfb_imgbuf record_img;
+	unsigned char *file;
+	size_t file_cap;
+};
+
+struct final {
+	const struct rfb_final_opts *o;
+	struct rfb_final_stats *st;
+	rfb_plan_reader *reader;
+	const rfb_plan_header *h;
+	struct rfb_annot_header annot;
+	rfb_index *idx;
+	rfb_cache_view *view;
+	rfb_pipeline *final_pipe, *partial_pipe;
+	uint64_t seed;
+	struct rfb_pipe_shape shape;
+	int dtype, layout;
+	size_t image_bytes;
+	rfb_pool *pool;
+	struct fslot *slots;
+	int nslots, head, count;
+	rfb_stream_writer *writer;
+	double start, last_write, sum_iv, sum_iv2;
+	uint64_t intervals;
+	char stats_line[512];
+};
+
+/* ---- workers ---- */
+
+static void *fworker_new(void *arg)
+{
+	struct fworker *w = calloc(1, sizeof *w);
+
+	(void)arg;
+	if (!w)
+		return NULL;
+	w->final = rfb_pipe_ctx_new(NULL);
+	w->heal = rfb_pipe_ctx_new(NULL);
+	w->codec = rfb_codec_ctx_new(NULL);
+	if (!w->final || !w->heal || !w->codec) {
+		rfb_pipe_ctx_free(w->final);
+		rfb_pipe_ctx_free(w->heal);
+		rfb_codec_ctx_free(w->codec);
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+static void fworker_free(void *arg)
+{
+	struct fworker *w = arg;
+
+	rfb_pipe_ctx_free(w->final);
+	rfb_pipe_ctx_free(w->heal);
+	rfb_codec_ctx_free(w->codec);
+	rfb_imgbuf_free(&w->record_img);
+	free(w->file);
+	free(w);
+}
+
+static int read_file(struct fworker *w, const char *path, size_t *len,
+		     rfb_err *err)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), rc = 0;
+	ssize_t got;
+
+	if (fd < 0)
+		return rfb_err_sys(err, errno, path, "cannot open image");
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		rc = rfb_err_set(err, RFB_EINVAL, path, "not a regular file");
+	else if ((size_t)st.st_size > MAX_IMAGE_FILE)
+		rc = rfb_err_set(err, RFB_ELIMIT, path, "image file too large");
+	else if (w->file_cap < (size_t)st.st_size + 1) {
+		unsigned char *nb = realloc(w->file, (size_t)st.st_size + 1);
+		if (!nb)
+			rc = rfb_err_set(err, RFB_ENOMEM, path, "out of memory");
+		else
+			w->file = nb, w->file_cap = (size_t)st.st_size + 1;
+	}
+	if (rc == 0 && (got = rfb_read_full(fd, w->file, (size_t)st.st_size)) < 0)
+		rc = rfb_err_sys(err, errno, path, "cannot read image");
+	else if (rc == 0)
+		*len = (size_t)got;
+	close(fd);
+	return rc;
+}
+
+/* The partially augmented image of t: its record, or recomputed. */
+static int source_image(struct fworker *w, struct ftask *t, rfb_image *img)
+{
+	const struct final *F = t->F;
+	struct rfb_record_meta m;
+	struct rfb_pipe_key key = { F->annot.aug_seed, t->write_epoch, t->sample,
+				    RFB_STAGE_PARTIAL };
+	struct rfb_pipe_out out;
+	char path[8192];
+	size_t len = 0;
+	double t0 = rfb_now();
+	int rc;
+
+	if (t->rec->status == 0 &&
+	    rfb_record_decode(w->codec, t->rec->data, t->rec->length, &m, img,
+			      &w->record_img, &t->why) == 0) {
+		t->decode_s = rfb_now() - t0;
+		return 0;
+	}
+	/* the record is bad: recompute it (unless strict) */
+	if (t->rec->status)
+		t->why = t->rec->why;
+	if (F->o->strict)
+		return t->rec->status ? t->rec->status : RFB_EFORMAT;
+	t->healed = 1;
+	if ((rc = rfb_index_full_path(F->idx, t->sample,
+				      F->annot.root[0] ? F->annot.root : NULL,
+				      path, sizeof path)) ||
+	    (rc = read_file(w, path, &len, &t->why)) ||
+	    (rc = rfb_pipe_run_jpeg(w->heal, F->partial_pipe, w->file, len, &key,
+				    &out, &t->why)))
+		return rc ? rc : RFB_EIO;
+	*img = out.img;
+	t->heal_s = rfb_now() - t0;
+	return 0;
+}
+
+static void run_task(void *ctx, struct rfb_task *task)
+{
+	struct ftask *t = (struct ftask *)task;
+	struct fworker *w = ctx;
+	const struct final *F = t->F;
+	struct rfb_pipe_key key = { F->seed, t->slot->batch.epoch, t->sample,
+				    RFB_STAGE_FINAL };
+	struct rfb_pipe_out out;
+	rfb_image img;
+	double t0;
+
+	rfb_err_clear(&t->why);
+	t->healed = 0;
+	t->decode_s = t->augment_s = t->heal_s = 0;
+	if ((t->status = source_image(w, t, &img)))
+		return;
+	t0 = rfb_now();
+	t->status = rfb_pipe_run(w->final, F->final_pipe, &img, &key, &out, &t->why);
+	if (!t->status && (out.size != F->image_bytes ||
+			   out.shape.width != F->shape.width ||
+			   out.shape.height != F->shape.height ||
+			   out.shape.channels != F->shape.channels))
+		t->status = rfb_err_set(&t->why, RFB_EINVAL, NULL,
+			"sample %u: the final pipeline made %dx%dx%d, the stream "
+			"holds %dx%dx%d", t->sample, out.shape.width,
+			out.shape.height, out.shape.channels, F->shape.width,
+			F->shape.height, F->shape.channels);
+	if (!t->status)
+		memcpy(t->slot->pixels + (size_t)t->out * F->image_bytes, out.data,
+		       F->image_bytes);
+	t->augment_s = rfb_now() - t0;
+}
+
+/* ---- batches ---- */
+
+/* Read the batch's records (one io_submit) and queue its tasks. */
+static int prepare(struct final *F, const rfb_plan_batch *b, rfb_err *err)
+{
+	struct fslot *s = &F->slots[(F->head + F->count) % F->nslots];
+	const struct rfb_batch_record *recs;
+	struct rfb_batch_stats before, after;
+	double t0 = rfb_now();
+	int rc;
+
+	s->batch = *b;
+	memcpy(s->samples, b->samples, b->count * sizeof *b->samples);
+	s->batch.samples = s->samples;
+	s->nread = 0;
+	s->misses = 0;
+	for (uint32_t i = 0; i < b->count; i++) {
+		const rfb_plan_sample *x = &s->samples[i];
+		int k = rfb_annot_get(x, &s->addrs[s->nread], &s->write_epochs[s->nread]);
+		if (k < 0)
+			return rfb_err_set(err, RFB_EFORMAT, F->o->cache_dir,
+				"batch %u of epoch %u: sample %u has no cache "
+				"address (is this plan annotated by refurb-partial?)",
+				b->step, b->epoch, x->id);
+		s->misses += x->miss;
+		if (k == 0) {
+			F->st->skipped++;
+			continue;
+		}
+		s->addr_sample[s->nread++] = x->id;
+	}
+	rfb_batch_reader_get_stats(s->reader, &before);
+	if ((rc = rfb_batch_reader_submit(s->reader, s->addrs, s->addr_sample,
+					  s->nread, err)))
+		return rc;
+	/* >= 0 is the number of bad records: they are healed below */
+	if ((rc = rfb_batch_reader_wait(s->reader, &recs, err)) < 0)
+		return rc;
+	rfb_batch_reader_get_stats(s->reader, &after);
+	s->bytes_read = after.bytes_read - before.bytes_read;
+	F->st->submit_calls += after.submit_calls - before.submit_calls;
+	F->st->bytes_read += s->bytes_read;
+	if (rfb_batch_reader_mode(s->reader) == RFB_BATCH_DIRECT_REFUSED)
+		F->st->direct_refused = 1;
+	s->read_s = rfb_now() - t0;
+	F->st->read_s += s->read_s;
+	F->count++;
+	s->n = s->nread;
+	for (uint32_t j = 0; j < s->nread; j++) {
+		struct ftask *t = &s->tasks[j];
+		t->task.run = run_task;
+		t->task.group = &s->group;
+		t->F = F;
+		t->slot = s;
+		t->out = j;
+		t->sample = s->addr_sample[j];
+		t->write_epoch = s->write_epochs[j];
+		t->rec = &recs[j];
+		s->ids[j] = t->sample;
+		s->labels[j] = rfb_index_label(F->idx, t->sample);
+	}
+	rfb_group_add(&s->group, (int)s->nread);
+	for (uint32_t j = 0; j < s->nread; j++)
+		rfb_pool_submit(F->pool, &s->tasks[j].task);
+	return 0;
+}
+
+/* Check the tasks of a finished batch; drop the images that failed. */
+static int settle(struct final *F, struct fslot *s, double *decode,
+		  double *augment, double *heal, uint64_t *healed, rfb_err *err)
+{
+	uint32_t kept = 0;
+
+	for (uint32_t j = 0; j < s->n; j++) {
+		struct ftask *t = &s->tasks[j];
+		*decode += t->decode_s;
+		*augment += t->augment_s;
+		*heal += t->heal_s;
+		if (t->healed && F->o->on_heal)
+			F->o->on_heal(F->o->ctx, t->sample, &t->why);
+		*healed += t->healed;
+		if (t->status) {
+			int fatal = F->o->strict || t->status == RFB_ENOMEM ||
+				    t->status == RFB_EINVAL;
+			if (fatal) {
+				*err = t->why;
+				return t->status;
+			}
+			F->st->skipped++; /* record bad and image unreadable */
+			continue;
+		}
+		if (kept != j) {
+			memcpy(s->pixels + (size_t)kept * F->image_bytes,
+			       s->pixels + (size_t)j * F->image_bytes, F->image_bytes);
+			s->ids[kept] = s->ids[j];
+			s->labels[kept] = s->labels[j];
+		}
+		kept++;
+	}
+	s->n = kept;
+	return 0;
+}
+
+static void stats_line(struct final *F, const struct fslot *s, double decode,
+		       double augment, double heal, uint64_t healed,
+		       double out_wait, double interval)
+{
+	int n;
+
+	if (F->o->stats_fd < 0)
+		return;
+	n = snprintf(F->stats_line, sizeof F->stats_line,
+		     "%u\t%u\t%u\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%.0f\t%.0f"
+		     "\t%.0f\t%.0f\t%.0f\t%.0f\n", s->batch.epoch, s->batch.step,
+		     s->n, s->misses, healed, s->bytes_read, s->read_s * 1e6,
+		     decode * 1e6, augment * 1e6, heal * 1e6, out_wait * 1e6,
+		     interval * 1e6);
+	if (rfb_write_full(F->o->stats_fd, F->stats_line, (size_t)n) < 0) {
+		/* statistics are best effort; the stream matters */
+	}
+}
+
+/* Finish the oldest batch: wait for its tasks, write its frame. */
+static int finish_oldest(struct final *F, rfb_err *err)
+{
+	struct fslot *s = &F->slots[F->head];
+	struct rfb_stream_batch b = { 0 };
+	double decode = 0, augment = 0, heal = 0, t0, now, interval = 0;
+	uint64_t healed = 0;
+	int rc;
+
+	rfb_group_wait(&s->group);
+	F->head = (F->head + 1) % F->nslots;
+	F->count--;
+	if ((rc = settle(F, s, &decode, &augment, &heal, &healed, err)))
+		return rc;
+	F->st->decode_s += decode;
+	F->st->augment_s += augment;
+	F->st->heal_s += heal;
+	F->st->healed += healed;
+	b.epoch = s->batch.epoch;
+	b.step = s->batch.step;
+	b.global_step = s->batch.global_step;
+	b.n = s->n;
+	b.labels = s->labels;
+	b.ids = s->ids;
+	b.pixels = s->pixels;
+	b.pixel_bytes = (size_t)s->n * F->image_bytes;
+	t0 = rfb_now();
+	if (s->n && (rc = rfb_stream_write_batch(F->writer, &b, err)))
+		return rc;
+	now = rfb_now();
+	F->st->output_wait_s += now - t0;
+	if (F->last_write > 0) {
+		interval = now - F->last_write;
+		F->sum_iv += interval;
+		F->sum_iv2 += interval * interval;
+		F->intervals++;
+	}
+	F->last_write = now;
+	stats_line(F, s, decode, augment, heal, healed, now - t0, interval);
+	F->st->batches++;
+	F->st->images += s->n;
+	F->st->epoch = s->batch.epoch;
+	F->st->global_step = s->batch.global_step;
+	if (F->o->on_progress)
+		F->o->on_progress(F->o->ctx, F->st, (uint64_t)F->h->batches *
+				  (F->h->last_epoch - F->h->first_epoch + 1));
+	return 0;
+}
+
+static int finish_all(struct final *F, rfb_err *err)
+{
+	int rc;
+
+	while (F->count > 0)
+		if ((rc = finish_oldest(F, err)))
+			return rc;
+	return 0;
+}
+
+/* ---- setting up ---- */
+
+/* What the header of the annotated plan says, with the options' overrides. */
+static int read_annotation(struct final *F, const char *in_name, rfb_err *err)
+{
+	const struct rfb_final_opts *o = F->o;
+	size_t len;
+	const char *line = rfb_plan_reader_line(F->reader, &len);
+	int rc = rfb_annot_parse_header(line, len, &F->annot, err);
+
+	if (rc) {
+		snprintf(err->path, sizeof err->path, "%s", in_name);
+		return rc;
+	}
+	if (o->cache_dir)
+		snprintf(F->annot.cache, sizeof F->annot.cache, "%s", o->cache_dir);
+	if (o->index_path)
+		snprintf(F->annot.index_file, sizeof F->annot.index_file, "%s",
+			 o->index_path);
+	if (o->root)
+		snprintf(F->annot.root, sizeof F->annot.root, "%s", o->root);
+	F->seed = o->have_seed ? o->seed : F->annot.aug_seed;
+	return 0;
+}
+
+/* The index, the cache and the two pipelines; check they belong together. */
+static int open_inputs(struct final *F, const char *in_name, rfb_err *err)
+{
+	const struct rfb_cache_manifest *m;
+	struct rfb_pipe_shape in = { 256, 256, 3 }, partial_out;
+	int rc;
+
+	if (!(F->idx = rfb_index_open(F->annot.index_file, err)))
+		return err->code;
+	if (rfb_index_identity(F->idx) != F->h->index_identity)
+		return rfb_err_set(err, RFB_EMISMATCH, in_name,
+				   "plan was made for another index than %s",
+				   F->annot.index_file);
+	if (!(F->view = rfb_cache_view_open(F->annot.cache, F->o->direct, err)))
+		return err->code;
+	m = rfb_cache_view_manifest(F->view);
+	if (m->index_identity != F->h->index_identity ||
+	    m->schedule_identity != F->h->schedule_identity ||
+	    strcmp(m->pipeline, F->annot.partial) != 0)
+		return rfb_err_set(err, RFB_EMISMATCH, F->annot.cache,
+				   "the cache was made for another plan or pipeline");
+	if ((rc = rfb_pipeline_parse(F->o->pipeline, &F->final_pipe, err)) ||
+	    (rc = rfb_pipeline_parse(F->annot.partial, &F->partial_pipe, err)))
+		return rc;
+	if ((rc = rfb_pipeline_out_shape(F->partial_pipe, &in, &partial_out, err)) ||
+	    (rc = rfb_pipeline_fixed_shape(F->final_pipe, partial_out.channels,
+					   &F->shape, err)))
+		return rc;
+	F->dtype = rfb_pipeline_dtype(F->final_pipe);
+	F->layout = rfb_pipeline_layout(F->final_pipe);
+	F->image_bytes = (size_t)F->shape.width * F->shape.height *
+			 F->shape.channels * (F->dtype == RFB_DTYPE_F32 ? 4 : 1);
+	return 0;
+}
+
+static int make_slots(struct final *F, rfb_err *err)
+{
+	uint32_t bs = F->h->batch_size;
+
+	F->nslots = F->o->prefetch > 0 ? F->o->prefetch : 2;
+	if (!(F->slots = calloc((size_t)F->nslots, sizeof *F->slots)))
+		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	for (int i = 0; i < F->nslots; i++) {
+		struct fslot *s = &F->slots[i];
+		s->samples = calloc(bs, sizeof *s->samples);
+		s->addrs = calloc(bs, sizeof *s->addrs);
+		s->addr_sample = calloc(bs, sizeof *s->addr_sample);
+		s->write_epochs = calloc(bs, sizeof *s->write_epochs);
+		s->tasks = calloc(bs, sizeof *s->tasks);
+		s->labels = calloc(bs, sizeof *s->labels);
+		s->ids = calloc(bs, sizeof *s->ids);
+		if (posix_memalign((void **)&s->pixels, 64, (size_t)bs * F->image_bytes))
+			s->pixels = NULL;
+		if (!s->samples || !s->addrs || !s->addr_sample || !s->write_epochs ||
+		    !s->tasks || !s->labels || !s->ids || !s->pixels ||
+		    rfb_group_init(&s->group))
+			return rfb_err_set(err, RFB_ENOMEM, NULL,
+					   "out of memory for %d batches in flight",
+					   F->nslots);
+		if (!(s->reader = rfb_batch_reader_new(F->view, bs, err)))
+			return err->code;
+	}
+	return 0;
+}
+
+static void free_slots(struct final *F)
+{
+	for (int i = 0; F->slots && i < F->nslots; i++) {
+		struct fslot *s = &F->slots[i];
+		if (s->samples)
+			rfb_group_destroy(&s->group);
+		rfb_batch_reader_free(s->reader);
+		free(s->samples);
+		free(s->addrs);
+		free(s->addr_sample);
+		free(s->write_epochs);
+		free(s->tasks);
+		free(s->labels);
+		free(s->ids);
+		free(s->pixels);
+	}
+	free(F->slots);
+}
+
+static int write_stream_header(struct final *F, rfb_err *err)
+{
+	struct rfb_stream_info info = { 0 };
+	uint32_t nc = rfb_index_class_count(F->idx);
+	const char **names = calloc(nc ? nc : 1, sizeof *names);
+	char extra[RFB_ANNOT_MAX_VALUE + 128];
+	int rc;
+
+	if (!names)
+		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	for (uint32_t c = 0; c < nc; c++)
+		names[c] = rfb_index_class_name(F->idx, c);
+	info.dtype = F->dtype == RFB_DTYPE_F32 ? RFB_STREAM_F32 : RFB_STREAM_U8;
+	info.layout = F->layout == RFB_LAYOUT_CHW ? RFB_STREAM_NCHW : RFB_STREAM_NHWC;
+	info.height = (uint32_t)F->shape.height;
+	info.width = (uint32_t)F->shape.width;
+	info.channels = (uint32_t)F->shape.channels;
+	info.batch_size = F->h->batch_size;
+	info.class_count = nc;
+	info.class_names = names;
+	info.first_epoch = F->h->first_epoch;
+	info.last_epoch = F->h->last_epoch;
+	info.shard_k = F->h->shard_index;
+	info.shard_n = F->h->shard_count;
+	info.epoch_images = F->h->samples;
+	info.plan_seed = F->h->seed;
+	info.augment_seed = F->seed;
+	info.index_identity = F->h->index_identity;
+	info.normalized = rfb_pipeline_normalization(F->final_pipe, info.mean,
+						     info.std);
+	info.partial_pipeline = F->annot.partial;
+	info.final_pipeline = rfb_pipeline_canonical(F->final_pipe);
+	snprintf(extra, sizeof extra, "cache=%s\ncodec=%s\n", F->annot.cache,
+		 F->annot.codec);
+	info.extra = extra;
+	rc = rfb_stream_write_header(F->writer, &info, err);
+	free(names);
+	return rc;
+}
+
+static int setup(struct final *F, int in_fd, const char *in_name, int out_fd,
+		 rfb_err *err)
+{
+	int rc;
+
+	if (!(F->reader = rfb_plan_reader_open(in_fd, in_name, err)))
+		return err->code;
+	F->h = rfb_plan_reader_header(F->reader);
+	if ((rc = read_annotation(F, in_name, err)) ||
+	    (rc = open_inputs(F, in_name, err)) || (rc = make_slots(F, err)))
+		return rc;
+	if (!(F->pool = rfb_pool_new(F->o->threads > 0 ? F->o->threads : 1,
+				     fworker_new, fworker_free, F, err)))
+		return err->code;
+	if (!(F->writer = rfb_stream_writer_new(out_fd, "(output)", err)))
+		return err->code;
+	if (F->o->stats_fd >= 0) {
+		static const char head[] = "epoch\tstep\timages\tmisses\thealed\t"
+			"bytes_read\tread_us\tdecompress_us\taugment_us\theal_us\t"
+			"output_wait_us\tinterval_us\n";
+		if (rfb_write_full(F->o->stats_fd, head, sizeof head - 1) < 0)
+			return rfb_err_sys(err, errno, "(stats)", "cannot write");
+	}
+	return write_stream_header(F, err);
+}
+
+static int run(struct final *F, rfb_err *err)
+{
+	rfb_plan_item item;
+	int rc;
+
+	for (;;) {
+		double t0 = rfb_now();
+		rc = rfb_plan_reader_next(F->reader, &item, err);
+		F->st->input_wait_s += rfb_now() - t0;
+		if (rc <= 0)
+			break;
+		if (item.type == RFB_PLAN_LINE_BATCH) {
+			if (item.batch.dropped)
+				continue; /* cached for later hits, not trained on */
+			if (F->count == F->nslots && (rc = finish_oldest(F, err)))
+				return rc;
+			if ((rc = prepare(F, &item.batch, err)))
+				return rc;
+			continue;
+		}
+		if ((rc = finish_all(F, err)) ||
+		    (rc = rfb_stream_write_epoch_end(F->writer, item.epoch.epoch, err)))
+			return rc;
+	}
+	if (rc == 0 && (rc = finish_all(F, err)) == 0)
+		rc = rfb_stream_write_end(F->writer, err);
+	return rc;
+}
+
+int rfb_final_run(const struct rfb_final_opts *o, int in_fd,
+		  const char *in_name, int out_fd, struct rfb_final_stats *st,
+		  rfb_err *err)
+{
+	struct final F = { .o = o, .st = st };
+	int rc;
+
+	memset(st, 0, sizeof *st);
+	F.start = rfb_now();
+	rc = setup(&F, in_fd, in_name, out_fd, err);
+	if (rc == 0)
+		rc = run(&F, err);
+	if (rc == RFB_EPIPE) {
+		st->stopped_by_reader = 1;
+		rc = 0;
+	}
+	rfb_pool_free(F.pool); /* queued tasks finish before the slots go */
+	st->seconds = rfb_now() - F.start;
+	if (F.intervals) {
+		double mean = F.sum_iv / (double)F.intervals;
+		double var = F.sum_iv2 / (double)F.intervals - mean * mean;
+		st->interval_mean_s = mean;
+		st->interval_cv = mean > 0 && var > 0 ? sqrt(var) / mean : 0;
+	}
+	free_slots(&F);
+	rfb_stream_writer_free(F.writer);
+	rfb_plan_reader_close(F.reader);
+	rfb_pipeline_free(F.final_pipe);
+	rfb_pipeline_free(F.partial_pipe);
+	rfb_cache_view_close(F.view);
+	rfb_index_close(F.idx);
+	return rc;
+}

@@ -1,0 +1,65 @@
+/*
+ * final.h - the engine of refurb-final: read the annotated plan, fetch
+ * each batch's records with one batched AIO submission, decompress, run
+ * the final pipeline with -j workers, collate, and write the batch stream
+ * (stream.h).  A record that cannot be read or fails its checksum is
+ * recomputed from its image with the partial pipeline the plan's header
+ * names, with the same random parameters.
+ */
+#ifndef REFURB_FINAL_H
+#define REFURB_FINAL_H
+
+#include <stdint.h>
+
+#include "refurb/error.h"
+
+struct rfb_final_stats {
+	uint64_t batches, images;
+	uint64_t skipped;        /* samples refurb-partial left out */
+	uint64_t healed;         /* records recomputed from their image */
+	uint64_t bytes_read, submit_calls;
+	double seconds;          /* wall */
+	double read_s;           /* in io_submit + io_getevents */
+	double decode_s;         /* decompressing records, all workers */
+	double augment_s;        /* final pipeline, all workers */
+	double heal_s;           /* recomputing records, all workers */
+	double input_wait_s;     /* waiting for the next plan line */
+	double output_wait_s;    /* writing frames (the reader's pace) */
+	double interval_mean_s;  /* time between two batches written */
+	double interval_cv;      /* its coefficient of variation */
+	int direct_refused;      /* --direct asked, filesystem refused it */
+	int stopped_by_reader;   /* the reader closed the stream (EPIPE) */
+	uint32_t epoch;
+	uint64_t global_step;
+};
+
+struct rfb_final_opts {
+	const char *pipeline;     /* the final pipeline spec */
+	int threads;
+	int prefetch;             /* batches in flight (>= 1) */
+	int direct;               /* O_DIRECT reads */
+	int strict;               /* a bad record is fatal instead of healed */
+	int have_seed;            /* else: the plan header's aug-seed */
+	uint64_t seed;
+	const char *cache_dir;    /* overrides of the header's values, or NULL */
+	const char *index_path;
+	const char *root;
+	int stats_fd;             /* TSV line per batch, or -1 */
+	void (*on_heal)(void *ctx, uint32_t sample, const rfb_err *why);
+	void (*on_progress)(void *ctx, const struct rfb_final_stats *st,
+			    uint64_t total_batches);
+	void *ctx;
+};
+
+/*
+ * Read the annotated plan from in_fd, write the batch stream to out_fd.
+ * Returns 0 when the plan was done (or the reader went away:
+ * st->stopped_by_reader) or a negative RFB_E* code with err filled
+ * (RFB_ESPEC for a bad pipeline spec).  A stream cut short by an error is
+ * detectable as such: it has no END frame.
+ */
+int rfb_final_run(const struct rfb_final_opts *o, int in_fd,
+		  const char *in_name, int out_fd, struct rfb_final_stats *st,
+		  rfb_err *err) RFB_MUST_CHECK;
+
+#endif

@@ -1,0 +1,81 @@
+/*
+ * partial.h - the engine of refurb-partial: read a plan stream, keep the
+ * cache in step with the schedule, run the partial pipeline on every miss
+ * (and on every hit whose record is gone) with -j workers, append the
+ * records to the cache, and pass the plan on with every sample annotated
+ * with its record's address (annotate.h).
+ */
+#ifndef REFURB_PARTIAL_H
+#define REFURB_PARTIAL_H
+
+#include <stdint.h>
+
+#include "refurb/error.h"
+#include "refurb/record.h"
+
+struct rfb_partial_stats {
+	uint64_t batches, samples;
+	uint64_t computed;      /* misses run through the pipeline */
+	uint64_t reused;        /* misses whose record a stopped run made */
+	uint64_t hits;          /* hits served from the cache */
+	uint64_t healed;        /* hits whose record was gone: recomputed */
+	uint64_t skipped;       /* samples whose image could not be read */
+	uint64_t image_bytes;   /* JPEG bytes read */
+	uint64_t record_bytes;  /* bytes of records appended */
+	uint64_t written_bytes; /* bytes written to segments (compaction too) */
+	uint64_t compacted, deleted_segments;
+	uint64_t live_records, live_bytes, raw_bytes;
+	double seconds;         /* wall time */
+	double worker_seconds;  /* decode + augment + encode, all workers */
+	/* what opening the cache found */
+	int created;
+	uint64_t recovered_records, torn_bytes, lost_records;
+	uint32_t epoch;         /* last epoch seen */
+	uint64_t global_step;   /* last batch seen */
+	int stopped_by_reader;  /* downstream closed the stream (EPIPE) */
+};
+
+struct rfb_partial_opts {
+	const char *cache_dir;
+	const char *index_path;
+	const char *root;        /* dataset root override, or NULL */
+	const char *pipeline;    /* partial pipeline spec */
+	struct rfb_codec codec;
+	int threads;
+	int strict;              /* an unreadable image is fatal */
+	int reset;               /* empty a cache made for other inputs */
+	int have_seed;           /* else: the plan's seed */
+	uint64_t seed;
+	uint64_t segment_max;    /* 0: default */
+	uint64_t grace;          /* batches; 0: one epoch, at least 64 */
+	uint64_t max_pixels;     /* 0: default */
+	int inflight;            /* batches being worked on at once (>= 1) */
+	/* Called from the calling thread for each image left out (or, with
+	 * strict, the one that stops the run). */
+	void (*on_bad)(void *ctx, uint32_t sample, const rfb_err *why);
+	/* Called from the calling thread after every batch. */
+	void (*on_progress)(void *ctx, const struct rfb_partial_stats *st,
+			    uint64_t total_batches);
+	void *ctx;
+};
+
+/*
+ * Run: read the plan from in_fd (name for messages), write the annotated
+ * plan to out_fd.  Returns 0 when the plan was done (or the reader went
+ * away: st->stopped_by_reader), or a negative RFB_E* code with err
+ * filled.  In every case the cache is left consistent and checkpointed
+ * when that was still possible.
+ */
+int rfb_partial_run(const struct rfb_partial_opts *o, int in_fd,
+		    const char *in_name, int out_fd,
+		    struct rfb_partial_stats *st, rfb_err *err) RFB_MUST_CHECK;
+
+/*
+ * The epoch whose augmentation serves sample (of eviction phase) as a hit
+ * in epoch, and the epoch that record dies in, under the schedule rule of
+ * sched.h.
+ */
+uint32_t rfb_partial_write_epoch(uint32_t epoch, uint32_t phase,
+				 uint32_t reuse);
+
+#endif

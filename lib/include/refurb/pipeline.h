@@ -1,0 +1,231 @@
+/*
+ * pipeline.h - augmentation pipelines written as text, parsed once and
+ * run by many threads.
+ *
+ * A spec is an ffmpeg-style filter chain (grammar and every filter in
+ * refurb-pipeline(7)):
+ *
+ *     resize=256,randaug=n=2:m=9,crop=224:pad=4,flip
+ *
+ * Parsing gives an immutable rfb_pipeline that any number of threads may
+ * share.  Each thread owns an rfb_pipe_ctx with every scratch buffer
+ * (ping-pong images, resize coefficient caches, the output tensor, the
+ * JPEG decoder), so running the same pipeline on same-sized images
+ * allocates nothing in the steady state.
+ *
+ * Layers: the parsed filters after expansion - randaug=n=2 is two
+ * RandAugment layers, each a layer of its own as in the paper; every
+ * other filter is one layer.  Layer i of a stage draws all its random
+ * numbers from rfb_rng keyed by (seed, epoch, sample, stage_base + i)
+ * (stage_base RFB_STAGE_PARTIAL or RFB_STAGE_FINAL): the same sample in
+ * the same epoch is augmented the same way on any thread, in any order,
+ * on any run.  Splitting a pipeline into a partial and a final part (the
+ * paper's split policy) is cutting its layer list in two.
+ */
+#ifndef REFURB_PIPELINE_H
+#define REFURB_PIPELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "refurb/error.h"
+#include "refurb/image.h"
+#include "refurb/rng.h" /* RFB_STAGE_PARTIAL, RFB_STAGE_FINAL */
+#include "refurb/tensor.h"
+
+typedef struct rfb_pipeline rfb_pipeline;
+typedef struct rfb_pipe_ctx rfb_pipe_ctx;
+
+/* Longest spec accepted, in bytes. */
+#define RFB_PIPELINE_MAX_SPEC 4096
+/* Most layers a pipeline may have after expansion. */
+#define RFB_PIPELINE_MAX_LAYERS 64
+
+/*
+ * Parse spec (NUL-terminated; "" is the empty pipeline, which passes
+ * images through).  On success *out owns the pipeline (free with
+ * rfb_pipeline_free).  A malformed spec returns RFB_ESPEC with err->msg
+ * giving the 1-based column of the offending character and the reason,
+ * then on two more lines the spec (an excerpt around the column when it
+ * is longer than 160 bytes) and a caret under that column:
+ *
+ *     bad pipeline spec at column 12: unknown filter "blur"
+ *       resize=256,blur
+ *                  ^
+ */
+int rfb_pipeline_parse(const char *spec, rfb_pipeline **out,
+		       rfb_err *err) RFB_MUST_CHECK;
+
+/* Free a pipeline.  NULL accepted. */
+void rfb_pipeline_free(rfb_pipeline *p);
+
+/*
+ * The canonical text of p: every filter with every argument spelled out
+ * in a fixed order, numbers in their shortest exact form, runs of equal
+ * RandAugment layers merged into one randaug=n=K.  Two specs that parse
+ * to the same layers have the same canonical text, and parsing the
+ * canonical text gives those layers again.  Owned by p.
+ */
+const char *rfb_pipeline_canonical(const rfb_pipeline *p);
+
+/* Number of layers after expansion. */
+int rfb_pipeline_layers(const rfb_pipeline *p);
+
+/* Element type and layout of what the pipeline produces: float32 CHW
+ * when it ends in normalize, uint8 HWC otherwise. */
+enum rfb_dtype rfb_pipeline_dtype(const rfb_pipeline *p);
+enum rfb_layout rfb_pipeline_layout(const rfb_pipeline *p);
+
+/*
+ * 1 when p ends in normalize, with its per-channel mean and std (a single
+ * value given for all channels is repeated) in mean[3] and std[3];
+ * 0 otherwise (mean and std untouched).
+ */
+int rfb_pipeline_normalization(const rfb_pipeline *p, float mean[3],
+			       float std[3]);
+
+/* Shape of an output. */
+struct rfb_pipe_shape {
+	int width, height, channels;
+};
+
+/*
+ * The output shape for an input of in (any size; channels 1 or 3).
+ * Returns 0, or a negative RFB_E* code with err filled when the input
+ * cannot go through (a crop larger than the image without padding).
+ */
+int rfb_pipeline_out_shape(const rfb_pipeline *p, const struct rfb_pipe_shape *in,
+			   struct rfb_pipe_shape *out, rfb_err *err) RFB_MUST_CHECK;
+
+/*
+ * The output shape when it does not depend on the input's size (what a
+ * batching stage needs).  in_channels is the input's channel count (3 for
+ * what rfb_pipe_run_jpeg decodes).  Returns 0, or RFB_ESPEC with a
+ * message naming the reason (no crop or exact-size resize fixes the
+ * size, or a later filter changes it again).
+ */
+int rfb_pipeline_fixed_shape(const rfb_pipeline *p, int in_channels,
+			     struct rfb_pipe_shape *out,
+			     rfb_err *err) RFB_MUST_CHECK;
+
+/*
+ * Split p after its first k layers (0 <= k <= layers): *head gets layers
+ * [0, k), *tail the rest, each a pipeline of its own (with its canonical
+ * text: the two specs of the split policy).  normalize, which must be
+ * last, stays in the tail.  Returns 0 or RFB_EINVAL/RFB_ENOMEM with err
+ * filled; on error nothing is allocated.
+ */
+int rfb_pipeline_split(const rfb_pipeline *p, int k, rfb_pipeline **head,
+		       rfb_pipeline **tail, rfb_err *err) RFB_MUST_CHECK;
+
+/* a followed by b as one pipeline (a must not end in normalize).
+ * Returns 0 or RFB_ESPEC/RFB_ENOMEM with err filled. */
+int rfb_pipeline_join(const rfb_pipeline *a, const rfb_pipeline *b,
+		      rfb_pipeline **out, rfb_err *err) RFB_MUST_CHECK;
+
+/* Who draws: the key of every random choice of one run. */
+struct rfb_pipe_key {
+	uint64_t seed;
+	uint32_t epoch;
+	uint32_t sample;
+	uint32_t stage_base; /* RFB_STAGE_PARTIAL or RFB_STAGE_FINAL */
+};
+
+/*
+ * The result of one run, owned by the context and valid until its next
+ * run.  img is the final uint8 HWC image (contiguous: stride = width *
+ * channels).  data/size are the output as the pipeline's dtype and
+ * layout: img's pixels for uint8 HWC, the float32 CHW tensor after
+ * normalize.
+ */
+struct rfb_pipe_out {
+	enum rfb_dtype dtype;
+	enum rfb_layout layout;
+	struct rfb_pipe_shape shape;
+	rfb_image img;
+	const void *data;
+	size_t size;
+};
+
+/* A per-thread context.  NULL with err filled on failure. */
+rfb_pipe_ctx *rfb_pipe_ctx_new(rfb_err *err);
+
+/* Free a context and its buffers.  NULL accepted. */
+void rfb_pipe_ctx_free(rfb_pipe_ctx *ctx);
+
+/*
+ * Decode-time shortcuts of rfb_pipe_run_jpeg: DCT scaling and region
+ * decoding when the first filters allow it (on by default).  Off, every
+ * JPEG is decoded whole at full size: for measuring, and for outputs
+ * bit-identical to rfb_pipe_run on the full decode.
+ */
+void rfb_pipe_ctx_set_fast_decode(rfb_pipe_ctx *ctx, int on);
+
+/* Largest image (width * height) rfb_pipe_run_jpeg decodes (default
+ * RFB_IMAGE_DEFAULT_MAX_PIXELS); larger ones are RFB_ELIMIT. */
+void rfb_pipe_ctx_set_max_pixels(rfb_pipe_ctx *ctx, uint64_t max_pixels);
+
+/*
+ * DCT scaling by 1/d is used only while the scaled source is at least
+ * min_ratio times the resize's output in both directions, and only for
+ * outputs of at least RFB_PIPE_SCALE_MIN_OUT pixels a side.  The default,
+ * RFB_PIPE_SCALE_RATIO, keeps every image within the augmentation
+ * tolerance (>= 99% of samples within +-1 of the full decode, MAE <= 0.5):
+ * measured on the 304 JPEGs of Debian's kphotoalbum, labelme-examples and
+ * opencv-doc with resize/rrcrop to 64-256 pixels, no image failed at 8
+ * while at 4 (decode.h's pooled limit) one resize=64 in eight did, and
+ * 32-pixel outputs failed at any ratio through the scaled decode's last
+ * partial row and column.  Smaller values trade fidelity for speed; 0
+ * disables DCT scaling but keeps region decoding (bit-exact); a negative
+ * value restores the default.
+ */
+#define RFB_PIPE_SCALE_RATIO 8.0
+#define RFB_PIPE_SCALE_MIN_OUT 64
+void rfb_pipe_ctx_set_scale_ratio(rfb_pipe_ctx *ctx, double min_ratio);
+
+/*
+ * Run p on an already decoded image (1 or 3 channels, kept as they are:
+ * use the gray/rgb filters to convert).  The input is not modified.
+ * Returns 0 or a negative RFB_E* code with err filled.
+ */
+int rfb_pipe_run(rfb_pipe_ctx *ctx, const rfb_pipeline *p, const rfb_image *in,
+		 const struct rfb_pipe_key *key, struct rfb_pipe_out *out,
+		 rfb_err *err) RFB_MUST_CHECK;
+
+/*
+ * Decode the JPEG in data[0..len) the way torchvision's default loader
+ * does (RGB; 1 channel when the first filter is gray) and run p on it.
+ * With fast decode on (the default), the first layers are folded into
+ * the decode when they allow it:
+ *   resize[,centercrop|crop]  decode only the source pixels the resize
+ *                             (and the crop after it) reads, DCT-scaled
+ *                             while the scaled source stays min_ratio
+ *                             times the output; the resize maps onto it
+ *   rrcrop                    decode only the drawn rectangle, DCT-scaled
+ *                             likewise, resized from its exact box
+ *   centercrop, crop          decode only the rectangle (no padding)
+ * Random draws are made on the full image's size, so the layers draw what
+ * they would after a full decode.  Without DCT scaling the output is
+ * bit-identical to decoding fully and calling rfb_pipe_run; with it, it
+ * stays within the augmentation tolerance (decode.h).  Returns 0 or a
+ * negative RFB_E* code with err filled (RFB_EDECODE, RFB_ETRUNC,
+ * RFB_ELIMIT for bad JPEGs; path left empty).
+ */
+int rfb_pipe_run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
+		      const void *data, size_t len,
+		      const struct rfb_pipe_key *key, struct rfb_pipe_out *out,
+		      rfb_err *err) RFB_MUST_CHECK;
+
+/* What the last rfb_pipe_run_jpeg decoded: the full image's size, the
+ * DCT scale 1/scale_denom, the region (in scaled pixels; the whole
+ * scaled image when no region was used) and how many layers were folded
+ * into the decode. */
+struct rfb_pipe_decode {
+	int image_width, image_height;
+	int scale_denom;
+	int x, y, width, height;
+	int layers_folded;
+};
+void rfb_pipe_ctx_last_decode(const rfb_pipe_ctx *ctx, struct rfb_pipe_decode *d);
+
+#endif

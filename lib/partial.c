@@ -1,0 +1,582 @@
+/*
+ * partial.c - the engine of refurb-partial (see partial.h).
+ *
+ * The calling thread reads the plan, decides per sample (hit served from
+ * the cache, miss to compute, record reused from a stopped run, hit to
+ * heal), queues the computations of a batch on the worker pool, and, in
+ * plan order, appends each finished batch's records to the cache, flushes
+ * them and writes the annotated line.  Up to `inflight` batches are being
+ * computed at once, so memory is bounded by inflight x batch x record.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "refurb/annotate.h"
+#include "refurb/cache.h"
+#include "refurb/index.h"
+#include "refurb/io.h"
+#include "refurb/partial.h"
+#include "refurb/pipeline.h"
+#include "refurb/plan.h"
+#include "refurb/pool.h"
+#include "refurb/progress.h"
+#include "refurb/rng.h"
+#include "refurb/sched.h"
+
+#define MAX_IMAGE_FILE ((size_t)1 << 30)
+
+struct partial;
+
+struct job {
+	struct rfb_task task;
+	struct partial *P;
+	uint32_t sample, write_epoch, death;
+	int status;
+	rfb_err why;
+	rfb_imgbuf rec;
+	size_t rec_len;
+	uint64_t file_bytes;
+	double seconds;
+};
+
+struct slot {
+	rfb_plan_batch batch;
+	rfb_plan_sample *samples;  /* batch_size */
+	struct job *jobs;          /* batch_size, one per sample */
+	unsigned char *has_job;    /* batch_size */
+	struct rfb_group group;
+};
+
+struct worker {
+	rfb_pipe_ctx *pipe;
+	rfb_codec_ctx *codec;
+	unsigned char *file;
+	size_t file_cap;
+};
+
+struct partial {
+	const struct rfb_partial_opts *o;
+	struct rfb_partial_stats *st;
+	rfb_index *idx;
+	rfb_sched *sched;
+	rfb_pipeline *pipe;
+	rfb_cache *cache;
+	rfb_plan_reader *reader;
+	const rfb_plan_header *h;
+	uint64_t seed;
+	rfb_pool *pool;
+	struct slot *slots;
+	int nslots, head, count;
+	char *line;
+	size_t line_cap;
+	int out_fd;
+	double start;
+};
+
+uint32_t rfb_partial_write_epoch(uint32_t epoch, uint32_t phase,
+				 uint32_t reuse)
+{
+	/* misses: epoch 0 and epochs 1 + phase + k * reuse */
+	if (epoch == 0 || epoch < 1 + phase)
+		return 0;
+	return epoch - (epoch - 1 - phase) % reuse;
+}
+
+static uint32_t death32(uint64_t death)
+{
+	return death >= RFB_RECORD_NO_DEATH ? RFB_RECORD_NO_DEATH
+					    : (uint32_t)death;
+}
+
+/* ---- workers ---- */
+
+static void *worker_new(void *arg)
+{
+	const struct partial *P = arg;
+	struct worker *w = calloc(1, sizeof *w);
+
+	if (!w || !(w->pipe = rfb_pipe_ctx_new(NULL)) ||
+	    !(w->codec = rfb_codec_ctx_new(NULL))) {
+		if (w) {
+			rfb_pipe_ctx_free(w->pipe);
+			free(w);
+		}
+		return NULL;
+	}
+	if (P->o->max_pixels)
+		rfb_pipe_ctx_set_max_pixels(w->pipe, P->o->max_pixels);
+	return w;
+}
+
+static void worker_free(void *arg)
+{
+	struct worker *w = arg;
+
+	rfb_pipe_ctx_free(w->pipe);
+	rfb_codec_ctx_free(w->codec);
+	free(w->file);
+	free(w);
+}
+
+/* Read the whole image file into the worker's buffer. */
+static int read_image(struct worker *w, const char *path, size_t *len,
+		      rfb_err *err)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), rc = 0;
+	ssize_t got;
+
+	if (fd < 0)
+		return rfb_err_sys(err, errno, path, "cannot open image");
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		rc = rfb_err_set(err, RFB_EINVAL, path, "not a regular file");
+	} else if ((size_t)st.st_size > MAX_IMAGE_FILE) {
+		rc = rfb_err_set(err, RFB_ELIMIT, path, "image file too large");
+	} else if (w->file_cap < (size_t)st.st_size + 1) {
+		unsigned char *nb = realloc(w->file, (size_t)st.st_size + 1);
+		if (!nb)
+			rc = rfb_err_set(err, RFB_ENOMEM, path, "out of memory");
+		else
+			w->file = nb, w->file_cap = (size_t)st.st_size + 1;
+	}
+	if (rc == 0) {
+		got = rfb_read_full(fd, w->file, (size_t)st.st_size);
+		if (got < 0)
+			rc = rfb_err_sys(err, errno, path, "cannot read image");
+		*len = got < 0 ? 0 : (size_t)got;
+	}
+	close(fd);
+	return rc;
+}
+
+static void run_job(void *ctx, struct rfb_task *t)
+{
+	struct job *j = (struct job *)t;
+	struct worker *w = ctx;
+	const struct partial *P = j->P;
+	struct rfb_pipe_key key = { P->seed, j->write_epoch, j->sample,
+				    RFB_STAGE_PARTIAL };
+	struct rfb_pipe_out out;
+	char path[8192];
+	size_t len = 0;
+	double t0 = rfb_now();
+
+	rfb_err_clear(&j->why);
+	j->status = rfb_index_full_path(P->idx, j->sample, P->o->root, path,
+					sizeof path);
+	if (j->status)
+		rfb_err_set(&j->why, j->status, NULL, "sample %u: path too long",
+			    j->sample);
+	if (!j->status)
+		j->status = read_image(w, path, &len, &j->why);
+	if (!j->status) {
+		j->status = rfb_pipe_run_jpeg(w->pipe, P->pipe, w->file, len,
+					      &key, &out, &j->why);
+		if (j->status && !j->why.path[0])
+			snprintf(j->why.path, sizeof j->why.path, "%.500s", path);
+	}
+	if (!j->status)
+		j->status = rfb_record_encode(w->codec, &P->o->codec, &out.img,
+					      j->sample, j->write_epoch, j->death,
+					      &j->rec, &j->rec_len, &j->why);
+	j->file_bytes = len;
+	j->seconds = rfb_now() - t0;
+}
+
+/* ---- batches ---- */
+
+static void queue_job(struct partial *P, struct slot *s, uint32_t i,
+		      uint32_t write_epoch, uint32_t death)
+{
+	struct job *j = &s->jobs[i];
+
+	j->task.run = run_job;
+	j->task.group = &s->group;
+	j->P = P;
+	j->sample = s->samples[i].id;
+	j->write_epoch = write_epoch;
+	j->death = death;
+	s->has_job[i] = 1;
+	rfb_group_add(&s->group, 1);
+	rfb_pool_submit(P->pool, &j->task);
+}
+
+/* Hit: serve the record of the epoch the schedule says, or heal it. */
+static int prepare_hit(struct partial *P, struct slot *s, uint32_t i,
+		       rfb_err *err)
+{
+	rfb_plan_sample *x = &s->samples[i];
+	int64_t pos = rfb_sched_find(P->sched, x->id);
+	struct rfb_cache_entry e;
+	uint32_t phase, w;
+
+	if (pos < 0)
+		return rfb_err_set(err, RFB_EFORMAT, NULL,
+				   "sample %u is not in the schedule's shard", x->id);
+	phase = rfb_sched_phases(P->sched)[pos];
+	w = rfb_partial_write_epoch(s->batch.epoch, phase, P->h->reuse);
+	if (rfb_cache_lookup(P->cache, x->id, &e) == 0 && e.write_epoch == w) {
+		rfb_annot_set(x, &e.addr, w);
+		P->st->hits++;
+		return 0;
+	}
+	P->st->healed++;
+	queue_job(P, s, i, w, death32(rfb_sched_death(w, phase, P->h->reuse)));
+	return 0;
+}
+
+static int prepare(struct partial *P, const rfb_plan_batch *b, rfb_err *err)
+{
+	struct slot *s = &P->slots[(P->head + P->count) % P->nslots];
+	int rc;
+
+	if ((rc = rfb_cache_advance(P->cache, b->epoch, b->global_step, err)))
+		return rc;
+	s->batch = *b;
+	memcpy(s->samples, b->samples, b->count * sizeof *b->samples);
+	s->batch.samples = s->samples;
+	memset(s->has_job, 0, b->count);
+	P->count++;
+	for (uint32_t i = 0; i < b->count; i++) {
+		rfb_plan_sample *x = &s->samples[i];
+		struct rfb_cache_entry e;
+		if (!x->miss) {
+			if ((rc = prepare_hit(P, s, i, err)))
+				return rc;
+		} else if (rfb_cache_lookup(P->cache, x->id, &e) == 0 &&
+			   e.write_epoch == b->epoch) {
+			rfb_annot_set(x, &e.addr, b->epoch); /* a stopped run made it */
+			P->st->reused++;
+		} else {
+			queue_job(P, s, i, b->epoch, death32(x->death));
+		}
+	}
+	return 0;
+}
+
+static int is_image_error(int code)
+{
+	return code == RFB_EIO || code == RFB_EDECODE || code == RFB_ETRUNC ||
+	       code == RFB_EFORMAT || code == RFB_ELIMIT || code == RFB_EINVAL;
+}
+
+static int write_out(struct partial *P, const char *buf, size_t len,
+		     rfb_err *err)
+{
+	if (rfb_write_full(P->out_fd, buf, len) < 0)
+		return rfb_err_sys(err, errno, "(output)", "cannot write the plan");
+	return 0;
+}
+
+/* Append a finished job's record, or report its image. */
+static int settle_job(struct partial *P, struct slot *s, uint32_t i,
+		      rfb_err *err)
+{
+	struct job *j = &s->jobs[i];
+	struct rfb_record_meta m;
+	struct rfb_cache_addr a;
+	int rc;
+
+	P->st->worker_seconds += j->seconds;
+	P->st->image_bytes += j->file_bytes;
+	if (j->status) {
+		if (!is_image_error(j->status) || P->o->strict) {
+			*err = j->why;
+			return j->status;
+		}
+		if (P->o->on_bad)
+			P->o->on_bad(P->o->ctx, j->sample, &j->why);
+		rfb_annot_set_skipped(&s->samples[i]);
+		P->st->skipped++;
+		return 0;
+	}
+	if ((rc = rfb_record_parse_header(j->rec.data, j->rec_len, &m, err)) ||
+	    (rc = rfb_cache_append(P->cache, j->rec.data, j->rec_len, &m, &a, err)))
+		return rc;
+	rfb_annot_set(&s->samples[i], &a, j->write_epoch);
+	P->st->record_bytes += j->rec_len;
+	P->st->computed += s->samples[i].miss;
+	return 0;
+}
+
+/* Finish the oldest batch: wait, append, flush, write its line. */
+static int finish_oldest(struct partial *P, rfb_err *err)
+{
+	struct slot *s = &P->slots[P->head];
+	size_t need = rfb_plan_batch_text_max(s->batch.count), len;
+	int rc;
+
+	rfb_group_wait(&s->group);
+	P->head = (P->head + 1) % P->nslots;
+	P->count--;
+	for (uint32_t i = 0; i < s->batch.count; i++)
+		if (s->has_job[i] && (rc = settle_job(P, s, i, err)))
+			return rc;
+	if ((rc = rfb_cache_flush(P->cache, err)))
+		return rc;
+	if (need > P->line_cap) {
+		char *nl = realloc(P->line, need);
+		if (!nl)
+			return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+		P->line = nl;
+		P->line_cap = need;
+	}
+	len = rfb_plan_format_batch(P->line, &s->batch);
+	if ((rc = write_out(P, P->line, len, err)))
+		return rc;
+	P->st->batches++;
+	P->st->samples += s->batch.count;
+	P->st->epoch = s->batch.epoch;
+	P->st->global_step = s->batch.global_step;
+	if (P->o->on_progress)
+		P->o->on_progress(P->o->ctx, P->st,
+				  (uint64_t)P->h->batches *
+				  (P->h->last_epoch - P->h->first_epoch + 1));
+	return 0;
+}
+
+static int finish_all(struct partial *P, rfb_err *err)
+{
+	int rc;
+
+	while (P->count > 0)
+		if ((rc = finish_oldest(P, err)))
+			return rc;
+	return 0;
+}
+
+/* ---- setting up ---- */
+
+/* The schedule the plan was made from, rebuilt from its header, checked
+ * against the identities the header carries and against the index. */
+static int rebuild_schedule(struct partial *P, const char *in_name,
+			    rfb_err *err)
+{
+	const rfb_plan_header *h = P->h;
+	rfb_sched_params sp = { 0 };
+
+	if (h->index_identity != rfb_index_identity(P->idx) ||
+	    h->total != rfb_index_count(P->idx))
+		return rfb_err_set(err, RFB_EMISMATCH, in_name,
+				   "plan was made for another index than %s",
+				   P->o->index_path);
+	sp.index_identity = h->index_identity;
+	sp.total = h->total;
+	sp.reuse = h->reuse;
+	sp.seed = h->evict_seed;
+	sp.policy = h->policy;
+	sp.shard_index = h->shard_index;
+	sp.shard_count = h->shard_count;
+	if (!(P->sched = rfb_sched_build(&sp, err)))
+		return err ? err->code : RFB_ENOMEM;
+	if (rfb_sched_identity(P->sched) != h->schedule_identity)
+		return rfb_err_set(err, RFB_EMISMATCH, in_name,
+				   "the plan's header does not match its schedule "
+				   "(identity %016" PRIx64 ", rebuilt %016" PRIx64 ")",
+				   h->schedule_identity, rfb_sched_identity(P->sched));
+	return 0;
+}
+
+static int open_cache(struct partial *P, rfb_err *err)
+{
+	const struct rfb_partial_opts *o = P->o;
+	struct rfb_cache_manifest m = { 0 };
+	struct rfb_cache_recovery rec;
+	uint64_t grace = o->grace ? o->grace
+			 : P->h->batches > 64 ? P->h->batches : 64;
+
+	m.index_identity = P->h->index_identity;
+	m.schedule_identity = P->h->schedule_identity;
+	m.seed = P->seed;
+	m.samples = P->h->total;
+	m.codec = o->codec;
+	m.segment_max = o->segment_max;
+	snprintf(m.pipeline, sizeof m.pipeline, "%s", rfb_pipeline_canonical(P->pipe));
+	P->cache = rfb_cache_open(o->cache_dir, &m, o->reset ? RFB_CACHE_RESET : 0,
+				  grace, &rec, err);
+	if (!P->cache)
+		return err ? err->code : RFB_EIO;
+	P->st->created = rec.created;
+	P->st->recovered_records = rec.records;
+	P->st->torn_bytes = rec.torn_bytes;
+	P->st->lost_records = rec.lost;
+	return 0;
+}
+
+/* The absolute form of path into out (size n); "" if it has none. */
+static void absolute(char *out, size_t n, const char *path)
+{
+	char *abs = path ? realpath(path, NULL) : NULL;
+
+	snprintf(out, n, "%s", abs ? abs : "");
+	free(abs);
+}
+
+static int write_header(struct partial *P, rfb_err *err)
+{
+	static struct rfb_annot_header a; /* large; only the calling thread */
+	size_t n;
+	int rc;
+
+	memset(&a, 0, sizeof a);
+	absolute(a.cache, sizeof a.cache, P->o->cache_dir);
+	absolute(a.index_file, sizeof a.index_file, P->o->index_path);
+	absolute(a.root, sizeof a.root, P->o->root);
+	snprintf(a.partial, sizeof a.partial, "%s", rfb_pipeline_canonical(P->pipe));
+	rfb_codec_text(&P->o->codec, a.codec, sizeof a.codec);
+	a.aug_seed = P->seed;
+	n = rfb_annot_format_header(NULL, 0, P->h, &a) + 1;
+	if (n > P->line_cap) {
+		char *nl = realloc(P->line, n);
+		if (!nl)
+			return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+		P->line = nl;
+		P->line_cap = n;
+	}
+	n = rfb_annot_format_header(P->line, P->line_cap, P->h, &a);
+	rc = write_out(P, P->line, n, err);
+	return rc;
+}
+
+static int make_slots(struct partial *P, rfb_err *err)
+{
+	uint32_t bs = P->h->batch_size;
+
+	P->nslots = P->o->inflight > 0 ? P->o->inflight : 2;
+	if (!(P->slots = calloc((size_t)P->nslots, sizeof *P->slots)))
+		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	for (int i = 0; i < P->nslots; i++) {
+		struct slot *s = &P->slots[i];
+		s->samples = calloc(bs, sizeof *s->samples);
+		s->jobs = calloc(bs, sizeof *s->jobs);
+		s->has_job = calloc(bs, 1);
+		if (!s->samples || !s->jobs || !s->has_job ||
+		    rfb_group_init(&s->group))
+			return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	}
+	return 0;
+}
+
+static void free_slots(struct partial *P)
+{
+	for (int i = 0; P->slots && i < P->nslots; i++) {
+		struct slot *s = &P->slots[i];
+		for (uint32_t k = 0; s->jobs && k < P->h->batch_size; k++)
+			rfb_imgbuf_free(&s->jobs[k].rec);
+		if (s->samples)
+			rfb_group_destroy(&s->group);
+		free(s->samples);
+		free(s->jobs);
+		free(s->has_job);
+	}
+	free(P->slots);
+}
+
+static int setup(struct partial *P, int in_fd, const char *in_name,
+		 rfb_err *err)
+{
+	const struct rfb_partial_opts *o = P->o;
+	int rc;
+
+	if (!(P->idx = rfb_index_open(o->index_path, err)))
+		return err ? err->code : RFB_EIO;
+	if ((rc = rfb_pipeline_parse(o->pipeline, &P->pipe, err)))
+		return rc;
+	if (rfb_pipeline_dtype(P->pipe) != RFB_DTYPE_U8)
+		return rfb_err_set(err, RFB_ESPEC, NULL,
+				   "the partial pipeline must produce 8-bit images: "
+				   "normalize belongs in the final pipeline");
+	if (!(P->reader = rfb_plan_reader_open(in_fd, in_name, err)))
+		return err ? err->code : RFB_EIO;
+	P->h = rfb_plan_reader_header(P->reader);
+	P->seed = o->have_seed ? o->seed : P->h->seed;
+	if ((rc = rebuild_schedule(P, in_name, err)) ||
+	    (rc = make_slots(P, err)) || (rc = open_cache(P, err)))
+		return rc;
+	if (!(P->pool = rfb_pool_new(o->threads > 0 ? o->threads : 1, worker_new,
+				     worker_free, P, err)))
+		return err ? err->code : RFB_ENOMEM;
+	return write_header(P, err);
+}
+
+/* The stream: batches are queued and finished in order; an epoch's end
+ * finishes everything, checkpoints the cache and passes the line on. */
+static int run(struct partial *P, rfb_err *err)
+{
+	rfb_plan_item item;
+	char line[128];
+	int rc;
+
+	while ((rc = rfb_plan_reader_next(P->reader, &item, err)) > 0) {
+		if (item.type == RFB_PLAN_LINE_BATCH) {
+			if (P->count == P->nslots && (rc = finish_oldest(P, err)))
+				return rc;
+			if ((rc = prepare(P, &item.batch, err)))
+				return rc;
+			continue;
+		}
+		if ((rc = finish_all(P, err)) ||
+		    (rc = rfb_cache_checkpoint(P->cache, err)))
+			return rc;
+		size_t n = rfb_plan_format_epoch_end(line, sizeof line, &item.epoch);
+		if ((rc = write_out(P, line, n, err)))
+			return rc;
+	}
+	if (rc == 0)
+		rc = finish_all(P, err);
+	return rc;
+}
+
+static void collect_stats(struct partial *P)
+{
+	struct rfb_cache_stats cs;
+
+	rfb_cache_get_stats(P->cache, &cs);
+	P->st->written_bytes = cs.written_bytes;
+	P->st->compacted = cs.compacted_records;
+	P->st->deleted_segments = cs.deleted_segments;
+	P->st->live_records = cs.live_records;
+	P->st->live_bytes = cs.live_bytes;
+	P->st->seconds = rfb_now() - P->start;
+}
+
+int rfb_partial_run(const struct rfb_partial_opts *o, int in_fd,
+		    const char *in_name, int out_fd,
+		    struct rfb_partial_stats *st, rfb_err *err)
+{
+	struct partial P = { .o = o, .st = st, .out_fd = out_fd };
+	rfb_err close_err = { 0 };
+	int rc;
+
+	memset(st, 0, sizeof *st);
+	P.start = rfb_now();
+	rc = setup(&P, in_fd, in_name, err);
+	if (rc == 0)
+		rc = run(&P, err);
+	if (rc == RFB_EPIPE) {
+		st->stopped_by_reader = 1;
+		rc = 0;
+	}
+	rfb_pool_free(P.pool); /* lets queued jobs finish before slots go */
+	if (P.cache) {
+		collect_stats(&P);
+		int crc = rfb_cache_close(P.cache, &close_err);
+		if (crc && rc == 0) {
+			*err = close_err;
+			rc = crc;
+		}
+	}
+	free_slots(&P);
+	free(P.line);
+	rfb_plan_reader_close(P.reader);
+	rfb_pipeline_free(P.pipe);
+	rfb_sched_free(P.sched);
+	rfb_index_close(P.idx);
+	return rc;
+}

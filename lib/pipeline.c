@@ -1,0 +1,364 @@
+/*
+ * pipeline.c - running a parsed pipeline on a decoded image (see
+ * pipeline.h).  Layers write into two ping-pong buffers of the context;
+ * crops that stay inside the image are views (no copy), flips happen in
+ * place, so a typical pipeline copies each image only where a filter
+ * really computes new pixels.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline_run_internal.h"
+
+rfb_pipe_ctx *rfb_pipe_ctx_new(rfb_err *err)
+{
+	rfb_pipe_ctx *ctx = calloc(1, sizeof *ctx);
+
+	if (!ctx) {
+		rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory for a pipeline context");
+		return NULL;
+	}
+	ctx->rz = rfb_resizer_new(err);
+	if (!ctx->rz) {
+		free(ctx);
+		return NULL;
+	}
+	ctx->fast_decode = 1;
+	ctx->scale_ratio = -1.0;
+	ctx->max_pixels = RFB_IMAGE_DEFAULT_MAX_PIXELS;
+	return ctx;
+}
+
+void rfb_pipe_ctx_free(rfb_pipe_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	for (int i = 0; i < 2; i++)
+		rfb_imgbuf_free(&ctx->buf[i]);
+	rfb_resizer_free(ctx->rz);
+	free(ctx->tensor);
+	rfb_pipe_ctx_free_jpeg(ctx);
+	free(ctx);
+}
+
+void rfb_pipe_ctx_set_fast_decode(rfb_pipe_ctx *ctx, int on)
+{
+	ctx->fast_decode = on != 0;
+}
+
+void rfb_pipe_ctx_set_max_pixels(rfb_pipe_ctx *ctx, uint64_t max_pixels)
+{
+	ctx->max_pixels = max_pixels;
+}
+
+/* ---- the run state ---- */
+
+/* A fresh w x h x c image in a buffer that does not hold the current one. */
+int rfb_run_target(struct rfb_run *r, int w, int h, int c, rfb_image *dst,
+		   int *slot, rfb_err *err)
+{
+	int i = 0;
+
+	if (i == r->cur_buf)
+		i++;
+	*slot = i;
+	return rfb_image_alloc(dst, &r->ctx->buf[i], w, h, c, err);
+}
+
+void rfb_run_take(struct rfb_run *r, const rfb_image *img, int slot)
+{
+	r->cur = *img;
+	r->cur_buf = slot;
+}
+
+/* ---- layers ---- */
+
+static int run_resize(struct rfb_run *r, const struct rfb_layer *l, rfb_err *err)
+{
+	int w = l->width, h = l->height, slot, rc;
+	rfb_image dst;
+
+	if (l->shorter) {
+		rc = rfb_resize_shorter(r->cur.width, r->cur.height, l->shorter,
+					l->max_size, &w, &h, err);
+		if (rc)
+			return rc;
+	}
+	if (w == r->cur.width && h == r->cur.height)
+		return 0; /* torchvision returns the image unchanged */
+	rc = rfb_run_target(r, w, h, r->cur.channels, &dst, &slot, err);
+	if (!rc)
+		rc = rfb_resize(r->ctx->rz, &r->cur, &dst, l->interp, err);
+	if (!rc)
+		rfb_run_take(r, &dst, slot);
+	return rc;
+}
+
+/* Crop the current image to rect: a view when inside, else a padded copy. */
+int rfb_run_crop(struct rfb_run *r, const struct rfb_rect *rect,
+		 const unsigned char *fill, rfb_err *err)
+{
+	rfb_image dst;
+	int slot, rc;
+
+	if (rfb_rect_inside(rect, r->cur.width, r->cur.height)) {
+		r->cur = rfb_crop_view(&r->cur, rect);
+		return 0;
+	}
+	rc = rfb_run_target(r, rect->width, rect->height, r->cur.channels, &dst,
+			    &slot, err);
+	if (!rc)
+		rc = rfb_crop(&r->cur, rect, fill, &dst, err);
+	if (!rc)
+		rfb_run_take(r, &dst, slot);
+	return rc;
+}
+
+static int run_rrcrop(struct rfb_run *r, const struct rfb_layer *l,
+		      rfb_rng *rng, rfb_err *err)
+{
+	struct rfb_rect rect;
+	rfb_image view, dst;
+	int slot, rc;
+
+	rfb_rrcrop_rect(rng, r->cur.width, r->cur.height, l->scale[0],
+			l->scale[1], l->ratio[0], l->ratio[1], &rect);
+	view = rfb_crop_view(&r->cur, &rect);
+	rc = rfb_run_target(r, l->width, l->height, r->cur.channels, &dst, &slot,
+			    err);
+	if (!rc)
+		rc = rfb_resize(r->ctx->rz, &view, &dst, l->interp, err);
+	if (!rc)
+		rfb_run_take(r, &dst, slot);
+	return rc;
+}
+
+static int run_flip(struct rfb_run *r, const struct rfb_layer *l, rfb_rng *rng,
+		    rfb_err *err)
+{
+	rfb_image dst;
+	int slot, rc;
+
+	if (!rfb_flip_draw(rng, l->p))
+		return 0;
+	/* in place on a whole buffer; a view (a crop) is flipped while it
+	 * is copied out, which the output would do anyway */
+	if (r->cur_buf >= 0 && r->cur.data == r->ctx->buf[r->cur_buf].data &&
+	    r->cur.stride == (size_t)r->cur.width * r->cur.channels) {
+		rfb_hflip_inplace(&r->cur);
+		return 0;
+	}
+	rc = rfb_run_target(r, r->cur.width, r->cur.height, r->cur.channels, &dst,
+			    &slot, err);
+	if (!rc) {
+		rfb_hflip(&r->cur, &dst);
+		rfb_run_take(r, &dst, slot);
+	}
+	return rc;
+}
+
+static int apply_op(struct rfb_run *r, const struct rfb_layer *l,
+		    const struct rfb_aug_op *op, rfb_err *err)
+{
+	rfb_image dst;
+	int slot, rc;
+
+	if (op->op == RFB_OP_IDENTITY)
+		return 0;
+	rc = rfb_run_target(r, r->cur.width, r->cur.height, r->cur.channels, &dst,
+			    &slot, err);
+	if (!rc)
+		rc = rfb_op_apply(op->op, op->magnitude, l->interp, l->fill, &r->cur,
+				  &dst, err);
+	if (!rc)
+		rfb_run_take(r, &dst, slot);
+	return rc;
+}
+
+static int run_augment(struct rfb_run *r, const struct rfb_layer *l,
+		       rfb_rng *rng, rfb_err *err)
+{
+	struct rfb_aug_op ops[2];
+	int n = 1, rc = 0;
+
+	if (l->kind == RFB_F_RANDAUG)
+		rfb_randaug_draw(rng, l->magnitude, l->bins, r->cur.width,
+				 r->cur.height, &ops[0]);
+	else if (l->kind == RFB_F_TRIVIALAUG)
+		rfb_trivialaug_draw(rng, l->bins, r->cur.width, r->cur.height,
+				    &ops[0]);
+	else
+		n = rfb_autoaug_draw(rng, l->policy, r->cur.width, r->cur.height,
+				     ops);
+	for (int i = 0; i < n && !rc; i++)
+		rc = apply_op(r, l, &ops[i], err);
+	return rc;
+}
+
+static int run_channels(struct rfb_run *r, int channels, rfb_err *err)
+{
+	rfb_image dst;
+	int slot, rc;
+
+	if (r->cur.channels == channels)
+		return 0;
+	rc = rfb_run_target(r, r->cur.width, r->cur.height, channels, &dst, &slot,
+			    err);
+	if (!rc)
+		rc = channels == 1 ? rfb_to_gray(&r->cur, &dst, err)
+				   : rfb_to_rgb(&r->cur, &dst, err);
+	if (!rc)
+		rfb_run_take(r, &dst, slot);
+	return rc;
+}
+
+int rfb_run_layer(struct rfb_run *r, const struct rfb_layer *l, int position,
+		  rfb_err *err)
+{
+	const struct rfb_pipe_key *k = r->key;
+	struct rfb_rect rect;
+	rfb_rng rng;
+	int rc;
+
+	rfb_rng_init(&rng, k->seed, k->epoch, k->sample,
+		     k->stage_base + (uint32_t)position);
+	switch (l->kind) {
+	case RFB_F_RESIZE:
+		return run_resize(r, l, err);
+	case RFB_F_CENTERCROP:
+		rect = rfb_centercrop_rect(r->cur.width, r->cur.height, l->height,
+					   l->width);
+		return rfb_run_crop(r, &rect, NULL, err);
+	case RFB_F_CROP:
+		rc = rfb_randcrop_rect(&rng, r->cur.width, r->cur.height, l->height,
+				       l->width, &l->pad, l->pad_if_needed, &rect,
+				       err);
+		return rc ? rc : rfb_run_crop(r, &rect, l->fill, err);
+	case RFB_F_RRCROP:
+		return run_rrcrop(r, l, &rng, err);
+	case RFB_F_FLIP:
+		return run_flip(r, l, &rng, err);
+	case RFB_F_RANDAUG:
+	case RFB_F_AUTOAUG:
+	case RFB_F_TRIVIALAUG:
+		return run_augment(r, l, &rng, err);
+	case RFB_F_GRAY:
+		return run_channels(r, 1, err);
+	case RFB_F_RGB:
+		return run_channels(r, 3, err);
+	case RFB_F_NORMALIZE:
+	case RFB_F_COUNT:
+		break;
+	}
+	return 0; /* normalize is applied to the output */
+}
+
+int rfb_pipeline_normalization(const rfb_pipeline *p, float mean[3],
+			       float std[3])
+{
+	const struct rfb_layer *l;
+
+	if (p->nlayers == 0 || p->layers[p->nlayers - 1].kind != RFB_F_NORMALIZE)
+		return 0;
+	l = &p->layers[p->nlayers - 1];
+	for (int c = 0; c < 3; c++) {
+		int k = l->norm_channels == 1 ? 0 : c;
+		mean[c] = (float)l->mean[k];
+		std[c] = (float)l->std[k];
+	}
+	return 1;
+}
+
+/* ---- output ---- */
+
+static int normalize_output(rfb_pipe_ctx *ctx, const struct rfb_layer *l,
+			    struct rfb_pipe_out *out, rfb_err *err)
+{
+	const rfb_image *img = &out->img;
+	size_t n = (size_t)img->width * img->height * img->channels;
+	int rc;
+
+	if (l->norm_channels > img->channels)
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "normalize has %d values for a %d-channel image",
+				   l->norm_channels, img->channels);
+	if (!ctx->norm_valid || ctx->norm.channels != img->channels ||
+	    memcmp(ctx->norm_mean, l->mean, sizeof l->mean) ||
+	    memcmp(ctx->norm_std, l->std, sizeof l->std)) {
+		ctx->norm_valid = 0;
+		rc = rfb_norm_init(&ctx->norm, img->channels, l->mean, l->std, err);
+		if (rc)
+			return rc;
+		memcpy(ctx->norm_mean, l->mean, sizeof l->mean);
+		memcpy(ctx->norm_std, l->std, sizeof l->std);
+		ctx->norm_valid = 1;
+	}
+	if (n > ctx->tensor_cap) {
+		float *t = realloc(ctx->tensor, n * sizeof *t);
+		if (!t)
+			return rfb_err_set(err, RFB_ENOMEM, NULL,
+					   "out of memory for a %zu-float tensor", n);
+		ctx->tensor = t;
+		ctx->tensor_cap = n;
+	}
+	rc = rfb_tensor_normalize(img, &ctx->norm, RFB_LAYOUT_CHW, ctx->tensor, err);
+	out->dtype = RFB_DTYPE_F32;
+	out->layout = RFB_LAYOUT_CHW;
+	out->data = ctx->tensor;
+	out->size = n * sizeof(float);
+	return rc;
+}
+
+int rfb_run_finish(struct rfb_run *r, const rfb_pipeline *p,
+		   struct rfb_pipe_out *out, rfb_err *err)
+{
+	size_t row = (size_t)r->cur.width * r->cur.channels;
+	rfb_image dst;
+	int slot, rc;
+
+	if (r->cur_buf < 0 || r->cur.stride != row ||
+	    r->cur.data != r->ctx->buf[r->cur_buf].data) {
+		rc = rfb_run_target(r, r->cur.width, r->cur.height, r->cur.channels,
+				    &dst, &slot, err);
+		if (rc)
+			return rc;
+		rfb_image_copy(&dst, &r->cur);
+		rfb_run_take(r, &dst, slot);
+	}
+	memset(out, 0, sizeof *out);
+	out->img = r->cur;
+	out->shape = (struct rfb_pipe_shape){ r->cur.width, r->cur.height,
+					      r->cur.channels };
+	out->dtype = RFB_DTYPE_U8;
+	out->layout = RFB_LAYOUT_HWC;
+	out->data = r->cur.data;
+	out->size = row * r->cur.height;
+	if (rfb_pipeline_dtype(p) == RFB_DTYPE_F32)
+		return normalize_output(r->ctx, &p->layers[p->nlayers - 1], out, err);
+	return 0;
+}
+
+int rfb_run_layers(struct rfb_run *r, const rfb_pipeline *p, int from,
+		   struct rfb_pipe_out *out, rfb_err *err)
+{
+	for (int i = from; i < p->nlayers; i++) {
+		int rc = rfb_run_layer(r, &p->layers[i], i, err);
+		if (rc)
+			return rc;
+	}
+	return rfb_run_finish(r, p, out, err);
+}
+
+int rfb_pipe_run(rfb_pipe_ctx *ctx, const rfb_pipeline *p, const rfb_image *in,
+		 const struct rfb_pipe_key *key, struct rfb_pipe_out *out,
+		 rfb_err *err)
+{
+	struct rfb_run r = { ctx, key, *in, -1 };
+
+	if (in->width < 1 || in->height < 1 ||
+	    (in->channels != 1 && in->channels != 3))
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "pipeline input %dx%dx%d: need 1 or 3 channels",
+				   in->width, in->height, in->channels);
+	return rfb_run_layers(&r, p, 0, out, err);
+}

@@ -1,0 +1,71 @@
+/*
+ * pipeline_internal.h - the parsed form of a pipeline, shared by the
+ * parser (pipeline_parse.c), the canonical printer (pipeline_text.c), the
+ * executor (pipeline.c) and the JPEG planner (pipeline_jpeg.c).
+ */
+#ifndef REFURB_PIPELINE_INTERNAL_H
+#define REFURB_PIPELINE_INTERNAL_H
+
+#include "refurb/augment.h"
+#include "refurb/pipeline.h"
+#include "refurb/resize.h"
+#include "refurb/transform.h"
+
+enum rfb_filter {
+	RFB_F_RESIZE,
+	RFB_F_CENTERCROP,
+	RFB_F_CROP,
+	RFB_F_RRCROP,
+	RFB_F_FLIP,
+	RFB_F_RANDAUG,
+	RFB_F_AUTOAUG,
+	RFB_F_TRIVIALAUG,
+	RFB_F_NORMALIZE,
+	RFB_F_GRAY,
+	RFB_F_RGB,
+	RFB_F_COUNT
+};
+
+/* One layer.  Only the fields of its filter are meaningful; the others
+ * stay zero so that layers compare with memcmp-free field checks. */
+struct rfb_layer {
+	enum rfb_filter kind;
+	int height, width;        /* exact size (resize HxW, crops) */
+	int shorter;              /* resize: shorter side (0 = exact size) */
+	int max_size;             /* resize: cap on the longer side, 0 none */
+	enum rfb_interp interp;   /* resize, rrcrop, the augment ops */
+	struct rfb_padding pad;   /* crop */
+	int pad_if_needed;        /* crop */
+	unsigned char fill[3];    /* crop padding, augment ops' fill */
+	double scale[2], ratio[2];/* rrcrop */
+	double p;                 /* flip */
+	int magnitude, bins;      /* randaug (m, bins), trivialaug (bins) */
+	enum rfb_autoaug_policy policy;
+	int norm_channels;        /* normalize: 1 or 3 values given */
+	double mean[3], std[3];
+};
+
+struct rfb_pipeline {
+	int nlayers;
+	struct rfb_layer *layers;
+	char *canonical;
+};
+
+/* Filter names, indexed by enum rfb_filter. */
+extern const char *const rfb_filter_names[RFB_F_COUNT];
+
+/* 1 if a and b are the same layer. */
+int rfb_layer_equal(const struct rfb_layer *a, const struct rfb_layer *b);
+
+/* Build a pipeline owning a copy of layers[0..n) and its canonical text.
+ * NULL with err filled on failure. */
+rfb_pipeline *rfb_pipeline_from_layers(const struct rfb_layer *layers, int n,
+				       rfb_err *err);
+
+/* Output size of one layer for a w x h x c input (no randomness needed:
+ * every filter's output size depends only on its input's).  0 or a
+ * negative code with err filled. */
+int rfb_layer_out_shape(const struct rfb_layer *l, struct rfb_pipe_shape *s,
+			rfb_err *err);
+
+#endif

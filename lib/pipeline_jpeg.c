@@ -1,0 +1,285 @@
+/*
+ * pipeline_jpeg.c - running a pipeline on JPEG bytes, folding its first
+ * geometric layers into the decode (see rfb_pipe_run_jpeg in pipeline.h).
+ *
+ * The plan is made from the header alone: the first layer's random
+ * rectangle (if any) is drawn on the full image's size with the layer's
+ * own RNG stream, the source pixels that survive are decoded (a region,
+ * possibly DCT-scaled), and the folded layers are finished on that
+ * decode by a resize whose sampling positions are those the full-size
+ * resize would use (rfb_resize_mapped) or, for a resized crop, from the
+ * crop's exact box.  Then the remaining layers run as usual.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "refurb/decode.h"
+#include "pipeline_run_internal.h"
+
+struct rfb_jpeg_state {
+	rfb_decoder *dec;
+	struct rfb_pipe_decode last;
+};
+
+/* How the decoded pixels become the folded layers' output. */
+enum finish { FIN_NONE, FIN_MAPPED, FIN_BOX };
+
+struct plan {
+	int folded;                   /* layers done by decode + finish */
+	struct rfb_decode_opts opts;  /* scale and region */
+	enum finish finish;
+	int out_w, out_h;
+	enum rfb_interp interp;
+	struct rfb_resize_axis ax, ay;/* FIN_MAPPED */
+	struct rfb_resize_box box;    /* FIN_BOX, in decoded pixels */
+};
+
+static struct rfb_jpeg_state *state(rfb_pipe_ctx *ctx, rfb_err *err)
+{
+	if (ctx->jpeg)
+		return ctx->jpeg;
+	ctx->jpeg = calloc(1, sizeof *ctx->jpeg);
+	if (!ctx->jpeg) {
+		rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory for a decoder");
+		return NULL;
+	}
+	ctx->jpeg->dec = rfb_decoder_new(err);
+	if (!ctx->jpeg->dec) {
+		free(ctx->jpeg);
+		ctx->jpeg = NULL;
+	}
+	return ctx->jpeg;
+}
+
+void rfb_pipe_ctx_free_jpeg(rfb_pipe_ctx *ctx)
+{
+	if (!ctx->jpeg)
+		return;
+	rfb_decoder_free(ctx->jpeg->dec);
+	free(ctx->jpeg);
+	ctx->jpeg = NULL;
+}
+
+void rfb_pipe_ctx_set_scale_ratio(rfb_pipe_ctx *ctx, double min_ratio)
+{
+	ctx->scale_ratio = min_ratio;
+}
+
+void rfb_pipe_ctx_last_decode(const rfb_pipe_ctx *ctx, struct rfb_pipe_decode *d)
+{
+	if (ctx->jpeg)
+		*d = ctx->jpeg->last;
+	else
+		memset(d, 0, sizeof *d);
+}
+
+/* ---- planning ---- */
+
+static void layer_rng(const struct rfb_pipe_key *k, int position, rfb_rng *rng)
+{
+	rfb_rng_init(rng, k->seed, k->epoch, k->sample,
+		     k->stage_base + (uint32_t)position);
+}
+
+/* The rectangle a crop layer would cut from a w x h image, if it lies
+ * inside the image (no padding); 0 if it does not. */
+static int crop_inside(const struct rfb_layer *l, int position, int w, int h,
+		       const struct rfb_pipe_key *key, struct rfb_rect *r)
+{
+	rfb_rng rng;
+
+	if (l->kind == RFB_F_CENTERCROP) {
+		*r = rfb_centercrop_rect(w, h, l->height, l->width);
+	} else if (l->kind == RFB_F_CROP) {
+		layer_rng(key, position, &rng);
+		if (rfb_randcrop_rect(&rng, w, h, l->height, l->width, &l->pad,
+				      l->pad_if_needed, r, NULL))
+			return 0;
+	} else {
+		return 0;
+	}
+	return rfb_rect_inside(r, w, h);
+}
+
+/* Source span [*lo, *hi) that output pixels [first, first + n) of a
+ * resize with this scale read (with a pixel of margin for rounding). */
+static void source_span(double scale, enum rfb_interp interp, int first, int n,
+			int size, int *lo, int *hi)
+{
+	double sup = rfb_resize_support(interp, scale) + 1.0;
+	double a = floor(first * scale - sup), b = ceil((first + n) * scale + sup);
+
+	*lo = a < 0 ? 0 : (int)a;
+	*hi = b > size ? size : (int)b;
+}
+
+static int pick_denom(rfb_pipe_ctx *ctx, int w, int h, int rw, int rh,
+		      int out_w, int out_h)
+{
+	struct rfb_decode_target t = { 0, 0, rw, rh, out_w, out_h };
+	double ratio = ctx->scale_ratio < 0 ? RFB_PIPE_SCALE_RATIO : ctx->scale_ratio;
+
+	/* a scaled decode's last partial row and column weigh too much in
+	 * a small output: keep those at full resolution */
+	if (!(ratio > 0) || out_w < RFB_PIPE_SCALE_MIN_OUT ||
+	    out_h < RFB_PIPE_SCALE_MIN_OUT)
+		return 1;
+	return rfb_decode_pick_scale(w, h, &t, ratio);
+}
+
+/* resize [, crop]: decode what the (windowed) resize reads. */
+static void plan_resize(rfb_pipe_ctx *ctx, const rfb_pipeline *p, int s, int w,
+			int h, const struct rfb_pipe_key *key, struct plan *pl)
+{
+	const struct rfb_layer *l = &p->layers[s];
+	struct rfb_rect win = { 0, 0, l->height, l->width };
+	int x0, x1, y0, y1, d, folded = 1, out_w, out_h;
+	double sx, sy, box[4];
+
+	if (l->shorter && rfb_resize_shorter(w, h, l->shorter, l->max_size,
+					     &win.width, &win.height, NULL))
+		return;
+	if (win.width == w && win.height == h)
+		return; /* an identity resize: nothing to fold */
+	out_w = win.width;
+	out_h = win.height;
+	if (s + 1 < p->nlayers &&
+	    crop_inside(&p->layers[s + 1], s + 1, out_w, out_h, key, &win))
+		folded = 2;
+	sx = (double)w / out_w;
+	sy = (double)h / out_h;
+	source_span(sx, l->interp, win.left, win.width, w, &x0, &x1);
+	source_span(sy, l->interp, win.top, win.height, h, &y0, &y1);
+	d = pick_denom(ctx, w, h, x1 - x0, y1 - y0, win.width, win.height);
+	if (d == 1 && folded == 1)
+		return; /* whole image at full size: nothing to gain */
+	if (rfb_decode_map_region(w, h, d, x0, y0, x1 - x0, y1 - y0, &pl->opts, box))
+		return;
+	pl->folded = folded;
+	pl->finish = FIN_MAPPED;
+	pl->interp = l->interp;
+	pl->ax = (struct rfb_resize_axis){ 0.0, sx / d, win.left, pl->opts.x };
+	pl->ay = (struct rfb_resize_axis){ 0.0, sy / d, win.top, pl->opts.y };
+	pl->out_w = win.width;
+	pl->out_h = win.height;
+}
+
+/* rrcrop: decode the drawn rectangle, resize it from its exact box. */
+static void plan_rrcrop(rfb_pipe_ctx *ctx, const struct rfb_layer *l, int s,
+		       int w, int h, const struct rfb_pipe_key *key,
+		       struct plan *pl)
+{
+	struct rfb_rect r;
+	rfb_rng rng;
+	double box[4];
+	int d;
+
+	layer_rng(key, s, &rng);
+	rfb_rrcrop_rect(&rng, w, h, l->scale[0], l->scale[1], l->ratio[0],
+			l->ratio[1], &r);
+	d = pick_denom(ctx, w, h, r.width, r.height, l->width, l->height);
+	if (rfb_decode_map_region(w, h, d, r.left, r.top, r.width, r.height,
+				  &pl->opts, box))
+		return;
+	pl->folded = 1;
+	pl->finish = FIN_BOX;
+	pl->box = (struct rfb_resize_box){ box[0], box[1], box[2], box[3] };
+	pl->out_w = l->width;
+	pl->out_h = l->height;
+	pl->interp = l->interp;
+}
+
+/* Fill pl for the layers from s on; pl->folded stays 0 when nothing
+ * can be folded (then the whole image is decoded at full size). */
+static void make_plan(rfb_pipe_ctx *ctx, const rfb_pipeline *p, int s, int w,
+		      int h, const struct rfb_pipe_key *key, struct plan *pl)
+{
+	const struct rfb_layer *l = s < p->nlayers ? &p->layers[s] : NULL;
+	struct rfb_rect r;
+
+	if (!l || !ctx->fast_decode)
+		return;
+	if (l->kind == RFB_F_RESIZE) {
+		plan_resize(ctx, p, s, w, h, key, pl);
+	} else if (l->kind == RFB_F_RRCROP) {
+		plan_rrcrop(ctx, l, s, w, h, key, pl);
+	} else if (crop_inside(l, s, w, h, key, &r)) {
+		double box[4];
+		if (rfb_decode_map_region(w, h, 1, r.left, r.top, r.width,
+					  r.height, &pl->opts, box) == 0)
+			pl->folded = 1;
+	}
+}
+
+/* ---- running ---- */
+
+static int finish_plan(struct rfb_run *r, const struct plan *pl, rfb_err *err)
+{
+	rfb_image dst;
+	int slot, rc;
+
+	if (pl->finish == FIN_NONE)
+		return 0;
+	rc = rfb_run_target(r, pl->out_w, pl->out_h, r->cur.channels, &dst, &slot,
+			    err);
+	if (rc)
+		return rc;
+	if (pl->finish == FIN_MAPPED)
+		rc = rfb_resize_mapped(r->ctx->rz, &r->cur, &pl->ax, &pl->ay, &dst,
+				       pl->interp, err);
+	else
+		rc = rfb_resize_box(r->ctx->rz, &r->cur, &pl->box, &dst,
+				    pl->interp, err);
+	if (!rc)
+		rfb_run_take(r, &dst, slot);
+	return rc;
+}
+
+static void record(struct rfb_jpeg_state *st, const struct rfb_jpeg_info *info,
+		   const struct plan *pl, const rfb_image *img)
+{
+	st->last.image_width = info->width;
+	st->last.image_height = info->height;
+	st->last.scale_denom = pl->opts.scale_denom ? pl->opts.scale_denom : 1;
+	st->last.x = pl->opts.x;
+	st->last.y = pl->opts.y;
+	st->last.width = img->width;
+	st->last.height = img->height;
+	st->last.layers_folded = pl->folded;
+}
+
+int rfb_pipe_run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
+		      const void *data, size_t len,
+		      const struct rfb_pipe_key *key, struct rfb_pipe_out *out,
+		      rfb_err *err)
+{
+	struct rfb_jpeg_state *st = state(ctx, err);
+	struct rfb_run r = { ctx, key, { 0 }, 0 };
+	struct rfb_jpeg_info info;
+	struct plan pl;
+	int start = 0, rc;
+
+	if (!st)
+		return err ? err->code : RFB_ENOMEM;
+	memset(&pl, 0, sizeof pl);
+	pl.opts.max_pixels = ctx->max_pixels;
+	/* torchvision's loader gives RGB; a leading gray filter is PIL's
+	 * convert("L") of that, which the decoder produces directly */
+	if (p->nlayers > 0 && (p->layers[0].kind == RFB_F_GRAY ||
+			       p->layers[0].kind == RFB_F_RGB)) {
+		start = 1;
+		pl.opts.color = p->layers[0].kind == RFB_F_GRAY ? RFB_DECODE_GRAY
+								: RFB_DECODE_RGB;
+	}
+	rc = rfb_decode_header(st->dec, data, len, &pl.opts, &info, err);
+	if (rc)
+		return rc;
+	make_plan(ctx, p, start, info.width, info.height, key, &pl);
+	rc = rfb_decode_pixels(st->dec, &pl.opts, &r.cur, &ctx->buf[0], err);
+	if (rc)
+		return rc;
+	record(st, &info, &pl, &r.cur);
+	rc = finish_plan(&r, &pl, err);
+	return rc ? rc : rfb_run_layers(&r, p, start + pl.folded, out, err);
+}

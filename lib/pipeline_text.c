@@ -1,0 +1,372 @@
+/*
+ * pipeline_text.c - a parsed pipeline as a value: its canonical text,
+ * layer equality, split and join (the split policy), and output shapes.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline_internal.h"
+
+/* ---- canonical text ---- */
+
+struct out {
+	char *buf;
+	size_t len, cap;
+	int failed;
+};
+
+static void put(struct out *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void put(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (o->failed)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= o->cap - o->len) {
+		o->failed = 1;
+		return;
+	}
+	o->len += (size_t)n;
+}
+
+/* Shortest %g form that reads back as exactly v. */
+static void put_num(struct out *o, double v)
+{
+	char buf[40];
+
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, sizeof buf, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	put(o, "%s", buf);
+}
+
+static void put_list(struct out *o, const double *v, int n, char sep)
+{
+	for (int i = 0; i < n; i++) {
+		if (i)
+			put(o, "%c", sep);
+		put_num(o, v[i]);
+	}
+}
+
+static void put_aug_common(struct out *o, const struct rfb_layer *l)
+{
+	put(o, ":interp=%s:fill=%u/%u/%u", rfb_interp_name(l->interp),
+	    l->fill[0], l->fill[1], l->fill[2]);
+}
+
+static void put_layer(struct out *o, const struct rfb_layer *l, int repeat)
+{
+	put(o, "%s", rfb_filter_names[l->kind]);
+	switch (l->kind) {
+	case RFB_F_RESIZE:
+		if (l->shorter)
+			put(o, "=%d:max_size=%d", l->shorter, l->max_size);
+		else
+			put(o, "=%dx%d", l->height, l->width);
+		put(o, ":interp=%s", rfb_interp_name(l->interp));
+		break;
+	case RFB_F_CENTERCROP:
+		put(o, "=%dx%d", l->height, l->width);
+		break;
+	case RFB_F_CROP:
+		put(o, "=%dx%d:pad=%d/%d/%d/%d:fill=%u/%u/%u:pad_if_needed=%d",
+		    l->height, l->width, l->pad.left, l->pad.top, l->pad.right,
+		    l->pad.bottom, l->fill[0], l->fill[1], l->fill[2],
+		    l->pad_if_needed);
+		break;
+	case RFB_F_RRCROP:
+		put(o, "=%dx%d:scale=", l->height, l->width);
+		put_list(o, l->scale, 2, '-');
+		put(o, ":ratio=");
+		put_list(o, l->ratio, 2, '-');
+		put(o, ":interp=%s", rfb_interp_name(l->interp));
+		break;
+	case RFB_F_FLIP:
+		put(o, "=p=");
+		put_num(o, l->p);
+		break;
+	case RFB_F_RANDAUG:
+		put(o, "=n=%d:m=%d:bins=%d", repeat, l->magnitude, l->bins);
+		put_aug_common(o, l);
+		break;
+	case RFB_F_AUTOAUG:
+		put(o, "=policy=%s", l->policy == RFB_AUTOAUG_CIFAR10 ? "cifar10"
+				     : l->policy == RFB_AUTOAUG_SVHN ? "svhn" : "imagenet");
+		put_aug_common(o, l);
+		break;
+	case RFB_F_TRIVIALAUG:
+		put(o, "=bins=%d", l->bins);
+		put_aug_common(o, l);
+		break;
+	case RFB_F_NORMALIZE:
+		put(o, "=mean=");
+		put_list(o, l->mean, l->norm_channels, '/');
+		put(o, ":std=");
+		put_list(o, l->std, l->norm_channels, '/');
+		break;
+	default:
+		break;
+	}
+}
+
+int rfb_layer_equal(const struct rfb_layer *a, const struct rfb_layer *b)
+{
+	return a->kind == b->kind && a->height == b->height &&
+	       a->width == b->width && a->shorter == b->shorter &&
+	       a->max_size == b->max_size && a->interp == b->interp &&
+	       a->pad.left == b->pad.left && a->pad.top == b->pad.top &&
+	       a->pad.right == b->pad.right && a->pad.bottom == b->pad.bottom &&
+	       a->pad_if_needed == b->pad_if_needed &&
+	       memcmp(a->fill, b->fill, 3) == 0 && a->scale[0] == b->scale[0] &&
+	       a->scale[1] == b->scale[1] && a->ratio[0] == b->ratio[0] &&
+	       a->ratio[1] == b->ratio[1] && a->p == b->p &&
+	       a->magnitude == b->magnitude && a->bins == b->bins &&
+	       a->policy == b->policy && a->norm_channels == b->norm_channels &&
+	       memcmp(a->mean, b->mean, sizeof a->mean) == 0 &&
+	       memcmp(a->std, b->std, sizeof a->std) == 0;
+}
+
+static char *canonical_text(const struct rfb_layer *layers, int n)
+{
+	struct out o = { NULL, 0, 0, 0 };
+
+	o.cap = 64 + (size_t)n * 160; /* the longest layer text is < 160 */
+	o.buf = malloc(o.cap);
+	if (!o.buf)
+		return NULL;
+	o.buf[0] = '\0';
+	for (int i = 0; i < n;) {
+		int run = 1;
+		if (layers[i].kind == RFB_F_RANDAUG)
+			while (i + run < n && rfb_layer_equal(&layers[i], &layers[i + run]))
+				run++;
+		if (i)
+			put(&o, ",");
+		put_layer(&o, &layers[i], run);
+		i += run;
+	}
+	if (o.failed) {
+		free(o.buf);
+		return NULL;
+	}
+	return o.buf;
+}
+
+rfb_pipeline *rfb_pipeline_from_layers(const struct rfb_layer *layers, int n,
+				       rfb_err *err)
+{
+	rfb_pipeline *p = calloc(1, sizeof *p);
+
+	if (!p)
+		goto fail;
+	p->nlayers = n;
+	p->layers = calloc(n ? (size_t)n : 1, sizeof *p->layers);
+	if (!p->layers)
+		goto fail;
+	if (n)
+		memcpy(p->layers, layers, (size_t)n * sizeof *layers);
+	p->canonical = canonical_text(layers, n);
+	if (!p->canonical)
+		goto fail;
+	return p;
+fail:
+	rfb_pipeline_free(p);
+	rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory for a pipeline");
+	return NULL;
+}
+
+void rfb_pipeline_free(rfb_pipeline *p)
+{
+	if (!p)
+		return;
+	free(p->layers);
+	free(p->canonical);
+	free(p);
+}
+
+const char *rfb_pipeline_canonical(const rfb_pipeline *p)
+{
+	return p->canonical;
+}
+
+int rfb_pipeline_layers(const rfb_pipeline *p)
+{
+	return p->nlayers;
+}
+
+static int ends_in_normalize(const rfb_pipeline *p)
+{
+	return p->nlayers > 0 &&
+	       p->layers[p->nlayers - 1].kind == RFB_F_NORMALIZE;
+}
+
+enum rfb_dtype rfb_pipeline_dtype(const rfb_pipeline *p)
+{
+	return ends_in_normalize(p) ? RFB_DTYPE_F32 : RFB_DTYPE_U8;
+}
+
+enum rfb_layout rfb_pipeline_layout(const rfb_pipeline *p)
+{
+	return ends_in_normalize(p) ? RFB_LAYOUT_CHW : RFB_LAYOUT_HWC;
+}
+
+/* ---- split and join ---- */
+
+int rfb_pipeline_split(const rfb_pipeline *p, int k, rfb_pipeline **head,
+		       rfb_pipeline **tail, rfb_err *err)
+{
+	*head = *tail = NULL;
+	if (k < 0 || k > p->nlayers)
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "split after layer %d of %d", k, p->nlayers);
+	if (k == p->nlayers && ends_in_normalize(p))
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "normalize must stay in the final part");
+	*head = rfb_pipeline_from_layers(p->layers, k, err);
+	if (*head)
+		*tail = rfb_pipeline_from_layers(p->layers + k, p->nlayers - k, err);
+	if (!*tail) {
+		rfb_pipeline_free(*head);
+		*head = NULL;
+		return RFB_ENOMEM;
+	}
+	return 0;
+}
+
+int rfb_pipeline_join(const rfb_pipeline *a, const rfb_pipeline *b,
+		      rfb_pipeline **out, rfb_err *err)
+{
+	struct rfb_layer layers[2 * RFB_PIPELINE_MAX_LAYERS];
+
+	*out = NULL;
+	if (ends_in_normalize(a) && b->nlayers > 0)
+		return rfb_err_set(err, RFB_ESPEC, NULL,
+				   "cannot join after normalize (it must be last)");
+	if (a->nlayers + b->nlayers > RFB_PIPELINE_MAX_LAYERS)
+		return rfb_err_set(err, RFB_ESPEC, NULL, "more than %d layers",
+				   RFB_PIPELINE_MAX_LAYERS);
+	memcpy(layers, a->layers, (size_t)a->nlayers * sizeof *layers);
+	memcpy(layers + a->nlayers, b->layers, (size_t)b->nlayers * sizeof *layers);
+	*out = rfb_pipeline_from_layers(layers, a->nlayers + b->nlayers, err);
+	return *out ? 0 : RFB_ENOMEM;
+}
+
+/* ---- shapes ---- */
+
+static int crop_shape(const struct rfb_layer *l, struct rfb_pipe_shape *s,
+		      rfb_err *err)
+{
+	int w = s->width + l->pad.left + l->pad.right;
+	int h = s->height + l->pad.top + l->pad.bottom;
+
+	if (!l->pad_if_needed && (w < l->width || h < l->height))
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "crop %dx%d larger than the %s image %dx%d "
+				   "(use pad= or pad_if_needed=1)", l->height,
+				   l->width, l->pad.left + l->pad.top +
+				   l->pad.right + l->pad.bottom ? "padded" : "",
+				   h, w);
+	s->width = l->width;
+	s->height = l->height;
+	return 0;
+}
+
+int rfb_layer_out_shape(const struct rfb_layer *l, struct rfb_pipe_shape *s,
+			rfb_err *err)
+{
+	switch (l->kind) {
+	case RFB_F_RESIZE:
+		if (l->shorter)
+			return rfb_resize_shorter(s->width, s->height, l->shorter,
+						  l->max_size, &s->width,
+						  &s->height, err);
+		/* fall through */
+	case RFB_F_CENTERCROP:
+	case RFB_F_RRCROP:
+		s->width = l->width;
+		s->height = l->height;
+		return 0;
+	case RFB_F_CROP:
+		return crop_shape(l, s, err);
+	case RFB_F_GRAY:
+		s->channels = 1;
+		return 0;
+	case RFB_F_RGB:
+		s->channels = 3;
+		return 0;
+	case RFB_F_NORMALIZE:
+		if (l->norm_channels > s->channels)
+			return rfb_err_set(err, RFB_EINVAL, NULL,
+					   "normalize has %d values for a "
+					   "%d-channel image", l->norm_channels,
+					   s->channels);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+int rfb_pipeline_out_shape(const rfb_pipeline *p, const struct rfb_pipe_shape *in,
+			   struct rfb_pipe_shape *out, rfb_err *err)
+{
+	struct rfb_pipe_shape s = *in;
+
+	if (s.width < 1 || s.height < 1 || (s.channels != 1 && s.channels != 3))
+		return rfb_err_set(err, RFB_EINVAL, NULL, "bad input shape %dx%dx%d",
+				   s.width, s.height, s.channels);
+	for (int i = 0; i < p->nlayers; i++) {
+		int rc = rfb_layer_out_shape(&p->layers[i], &s, err);
+		if (rc)
+			return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+int rfb_pipeline_fixed_shape(const rfb_pipeline *p, int in_channels,
+			     struct rfb_pipe_shape *out, rfb_err *err)
+{
+	struct rfb_pipe_shape s = { 0, 0, in_channels };
+	int fixed = 0, culprit = -1;
+
+	for (int i = 0; i < p->nlayers; i++) {
+		const struct rfb_layer *l = &p->layers[i];
+		if (l->kind == RFB_F_RESIZE && l->shorter) {
+			fixed = 0;
+			culprit = i;
+		} else if (l->kind == RFB_F_RESIZE || l->kind == RFB_F_CENTERCROP ||
+			   l->kind == RFB_F_RRCROP || l->kind == RFB_F_CROP) {
+			fixed = 1;
+			s.width = l->width;
+			s.height = l->height;
+		} else if (rfb_layer_out_shape(l, &s, err)) {
+			if (err)
+				err->code = RFB_ESPEC;
+			return RFB_ESPEC;
+		}
+	}
+	if (!fixed && culprit >= 0)
+		return rfb_err_set(err, RFB_ESPEC, NULL,
+				   "pipeline \"%s\": output size depends on the "
+				   "input: layer %d (resize=%d) comes after the "
+				   "last crop or fixed-size resize", p->canonical,
+				   culprit + 1, p->layers[culprit].shorter);
+	if (!fixed)
+		return rfb_err_set(err, RFB_ESPEC, NULL,
+				   "pipeline \"%s\": output size depends on the "
+				   "input: end it with a crop, centercrop, rrcrop "
+				   "or resize=HxW", p->canonical);
+	*out = s;
+	return 0;
+}

@@ -1,0 +1,120 @@
+/*
+ * stream_internal.h - what the batch-stream writer and reader share:
+ * frame headers, the HEADER payload, and the sequence rules (one state
+ * machine, so that the writer can only write what the reader accepts).
+ */
+#ifndef REFURB_STREAM_INTERNAL_H
+#define REFURB_STREAM_INTERNAL_H
+
+#include "refurb/stream.h"
+
+#define STREAM_MAGIC "RFBSTRM"      /* followed by the version byte */
+#define STREAM_INFO_FIXED 128       /* fixed part of the HEADER payload */
+#define STREAM_BATCH_FIXED 64       /* fixed part of a BATCH payload */
+#define STREAM_EPOCH_END_LEN 16
+#define STREAM_END_LEN 32
+
+/* A decoded frame header. */
+struct frame_head {
+	uint32_t type, flags;
+	uint64_t payload_len, seq;
+	uint32_t head_len;           /* payload bytes covered by head_crc */
+	uint32_t head_crc, payload_crc;
+};
+
+/* Zero bytes after a payload of len bytes up to the next frame. */
+static inline size_t stream_pad(uint64_t len)
+{
+	return (size_t)((RFB_STREAM_ALIGN - len % RFB_STREAM_ALIGN) %
+			RFB_STREAM_ALIGN);
+}
+
+/* Offset of the pixel data in the payload of a batch of n images (also
+ * the batch's head length). */
+static inline uint64_t stream_pixel_offset(uint64_t n)
+{
+	uint64_t end = STREAM_BATCH_FIXED + 8 * n;
+	return end + stream_pad(end);
+}
+
+void stream_head_encode(unsigned char out[RFB_STREAM_FRAME_HEADER],
+			const struct frame_head *h);
+
+/* Decode a frame header: RFB_EFORMAT (magic, head_len > payload_len),
+ * RFB_EVERSION, RFB_ECHECKSUM; messages start with "where". */
+int stream_head_decode(const unsigned char in[RFB_STREAM_FRAME_HEADER],
+		       struct frame_head *h, const char *name,
+		       const char *where, rfb_err *err);
+
+/* An rfb_stream_info that owns its strings (one block). */
+struct stream_info_copy {
+	struct rfb_stream_info info;
+	char *blob;             /* the texts, NUL-terminated, and ... */
+	const char **names;     /* ... the class name pointers into it */
+};
+
+void stream_info_copy_free(struct stream_info_copy *c);
+
+/*
+ * Check info against lim (bad values: code, RFB_EINVAL for the writer and
+ * RFB_EFORMAT for the reader; sizes over a limit: RFB_ELIMIT).
+ */
+int stream_info_check(const struct rfb_stream_info *info,
+		      const struct rfb_stream_limits *lim, int code,
+		      const char *name, const char *where, rfb_err *err);
+
+/* Bytes of the largest BATCH payload info allows (saturates). */
+uint64_t stream_batch_max_payload(const struct rfb_stream_info *info);
+
+/* Largest HEADER payload lim allows. */
+uint64_t stream_info_max_payload(const struct rfb_stream_limits *lim);
+
+/* HEADER payload of info: its size, and its bytes into out (which has
+ * room for stream_info_size(info) bytes). */
+size_t stream_info_size(const struct rfb_stream_info *info);
+void stream_info_encode(const struct rfb_stream_info *info,
+			unsigned char *out);
+
+/* Parse and check a HEADER payload into *c (owned; free with
+ * stream_info_copy_free).  RFB_EFORMAT, RFB_ELIMIT, RFB_ENOMEM. */
+int stream_info_decode(const unsigned char *p, uint64_t len,
+		       const struct rfb_stream_limits *lim,
+		       struct stream_info_copy *c, const char *name,
+		       const char *where, rfb_err *err);
+
+/* Deep copy of info into *c.  RFB_ENOMEM. */
+int stream_info_dup(const struct rfb_stream_info *info,
+		    struct stream_info_copy *c, rfb_err *err);
+
+/* Where a stream stands: what may come next. */
+struct stream_seq {
+	const struct rfb_stream_info *info; /* NULL before the HEADER */
+	int ended;                  /* END seen */
+	uint64_t next_epoch;        /* epoch of the next batch / EPOCH_END */
+	uint32_t next_step;
+	int short_seen;             /* this epoch's last batch was short */
+	int have_batch;
+	uint64_t next_global;       /* global step of the next batch */
+	uint32_t epoch_batches;     /* of the current epoch */
+	uint64_t epoch_images;
+	uint64_t frames, batches, images;
+	uint32_t epochs;
+};
+
+/*
+ * The sequence rules of refurb-stream(5), one per frame kind.  Each
+ * returns 0 and advances s, or returns -1 with the reason in why (and
+ * leaves s alone).  Every frame, skipped ones too, goes through one.
+ */
+int stream_seq_header(struct stream_seq *s, const struct rfb_stream_info *info,
+		      char *why, size_t n);
+int stream_seq_batch(struct stream_seq *s, const struct rfb_stream_batch *b,
+		     char *why, size_t n);
+int stream_seq_epoch_end(struct stream_seq *s,
+			 const struct rfb_stream_epoch_end *e, char *why,
+			 size_t n);
+int stream_seq_end(struct stream_seq *s, const struct rfb_stream_end *e,
+		   char *why, size_t n);
+int stream_seq_other(struct stream_seq *s, char *why, size_t n);
+
+#endif

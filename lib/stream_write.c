@@ -1,0 +1,280 @@
+/*
+ * stream_write.c - the batch-stream writer (see stream.h; layout in
+ * refurb-stream(5)).  Every frame goes out with one writev() of its frame
+ * header, its small head (built in a buffer sized once from the HEADER)
+ * and the caller's bulk data, so pixels are read once for the checksum
+ * and once by the kernel, never copied here.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "refurb/bytes.h"
+#include "refurb/checksum.h"
+#include "stream_internal.h"
+
+struct rfb_stream_writer {
+	int fd;
+	char *name;
+	uint64_t offset;         /* bytes written */
+	int failed;              /* code of a failed write: the stream is cut */
+	struct stream_info_copy info;
+	struct stream_seq seq;
+	unsigned char *buf;      /* head of the frame being written */
+	size_t cap;
+};
+
+rfb_stream_writer *rfb_stream_writer_new(int fd, const char *name,
+					 rfb_err *err)
+{
+	rfb_stream_writer *w = calloc(1, sizeof *w);
+
+	if (!w || !(w->name = strdup(name ? name : "(stream)"))) {
+		free(w);
+		rfb_err_set(err, RFB_ENOMEM, name, "out of memory");
+		return NULL;
+	}
+	w->fd = fd;
+	return w;
+}
+
+void rfb_stream_writer_free(rfb_stream_writer *w)
+{
+	if (!w)
+		return;
+	stream_info_copy_free(&w->info);
+	free(w->buf);
+	free(w->name);
+	free(w);
+}
+
+uint64_t rfb_stream_writer_offset(const rfb_stream_writer *w)
+{
+	return w->offset;
+}
+
+static int reserve(rfb_stream_writer *w, size_t n, rfb_err *err)
+{
+	if (n <= w->cap)
+		return 0;
+	unsigned char *p = realloc(w->buf, n);
+	if (!p)
+		return rfb_err_set(err, RFB_ENOMEM, w->name, "out of memory");
+	w->buf = p;
+	w->cap = n;
+	return 0;
+}
+
+/* writev() all of iov (entries of length 0 are not allowed). */
+static int writev_full(int fd, struct iovec *iov, int cnt)
+{
+	while (cnt > 0) {
+		ssize_t done = writev(fd, iov, cnt);
+		if (done < 0 && errno == EINTR)
+			continue;
+		if (done < 0)
+			return -1;
+		if (done == 0) {
+			errno = EIO;
+			return -1;
+		}
+		while (cnt > 0 && (size_t)done >= iov->iov_len) {
+			done -= (ssize_t)iov->iov_len;
+			iov++;
+			cnt--;
+		}
+		if (cnt > 0) {
+			iov->iov_base = (char *)iov->iov_base + done;
+			iov->iov_len -= (size_t)done;
+		}
+	}
+	return 0;
+}
+
+/* Write one frame: payload = head (its checksummed head) then bulk. */
+static int write_frame(rfb_stream_writer *w, uint32_t type, uint32_t flags,
+		       const void *head, size_t head_len, const void *bulk,
+		       size_t bulk_len, rfb_err *err)
+{
+	static const unsigned char zeros[RFB_STREAM_ALIGN];
+	unsigned char fh[RFB_STREAM_FRAME_HEADER];
+	struct frame_head h = { .type = type, .flags = flags,
+		.payload_len = head_len + bulk_len, .seq = w->seq.frames - 1,
+		.head_len = (uint32_t)head_len };
+	struct iovec iov[4];
+	int cnt = 0;
+
+	h.head_crc = rfb_crc32c(0, head, head_len);
+	h.payload_crc = rfb_crc32c(h.head_crc, bulk, bulk_len);
+	stream_head_encode(fh, &h);
+	iov[cnt++] = (struct iovec){ fh, sizeof fh };
+	if (head_len)
+		iov[cnt++] = (struct iovec){ (void *)head, head_len };
+	if (bulk_len)
+		iov[cnt++] = (struct iovec){ (void *)bulk, bulk_len };
+	if (stream_pad(h.payload_len))
+		iov[cnt++] = (struct iovec){ (void *)zeros,
+					     stream_pad(h.payload_len) };
+	if (writev_full(w->fd, iov, cnt) < 0) {
+		w->failed = rfb_err_sys(err, errno, w->name, "write failed");
+		return w->failed;
+	}
+	w->offset += sizeof fh + h.payload_len + stream_pad(h.payload_len);
+	return 0;
+}
+
+/* Refuse to go on after a failed write, and before the HEADER. */
+static int writable(const rfb_stream_writer *w, int need_header, rfb_err *err)
+{
+	if (w->failed)
+		return rfb_err_set(err, w->failed, w->name, "an earlier write "
+				   "failed: the stream is cut");
+	if (need_header && !w->seq.info)
+		return rfb_err_set(err, RFB_EINVAL, w->name, "no HEADER frame "
+				   "written yet");
+	return 0;
+}
+
+static int out_of_sequence(const rfb_stream_writer *w, const char *why,
+			   rfb_err *err)
+{
+	return rfb_err_set(err, RFB_EINVAL, w->name, "refusing to write: %s",
+			   why);
+}
+
+int rfb_stream_write_header(rfb_stream_writer *w,
+			    const struct rfb_stream_info *info, rfb_err *err)
+{
+	struct rfb_stream_limits lim;
+	char why[256];
+	int rc;
+
+	rfb_stream_limits_default(&lim);
+	if ((rc = writable(w, 0, err)) ||
+	    (rc = stream_info_check(info, &lim, RFB_EINVAL, w->name, "", err)))
+		return rc;
+	if (w->seq.info)
+		return out_of_sequence(w, "a second HEADER frame", err);
+	size_t len = stream_info_size(info);
+	if ((rc = reserve(w, len > stream_pixel_offset(info->batch_size) ? len
+			  : stream_pixel_offset(info->batch_size), err)) ||
+	    (rc = stream_info_dup(info, &w->info, err)))
+		return rc;
+	if (stream_seq_header(&w->seq, &w->info.info, why, sizeof why))
+		return out_of_sequence(w, why, err);
+	stream_info_encode(info, w->buf);
+	return write_frame(w, RFB_FRAME_HEADER, 0, w->buf, len, NULL, 0, err);
+}
+
+/* The arguments of a batch that the sequence rules do not cover. */
+static int batch_args_ok(const rfb_stream_writer *w,
+			 const struct rfb_stream_batch *b, rfb_err *err)
+{
+	const struct rfb_stream_info *in = &w->info.info;
+
+	if (!b->labels || !b->ids || !b->pixels)
+		return rfb_err_set(err, RFB_EINVAL, w->name, "batch without "
+				   "labels, ids or pixels");
+	if (b->n >= 1 && b->n <= in->batch_size &&
+	    b->pixel_bytes != b->n * rfb_stream_image_bytes(in))
+		return rfb_err_set(err, RFB_EINVAL, w->name, "batch of %u "
+				   "images with %zu bytes of pixels, expected "
+				   "%zu", b->n, b->pixel_bytes,
+				   b->n * rfb_stream_image_bytes(in));
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+	if (in->dtype == RFB_STREAM_F32)
+		return rfb_err_set(err, RFB_EINVAL, w->name, "float32 pixels "
+				   "need a little-endian host");
+#endif
+	return 0;
+}
+
+int rfb_stream_write_batch(rfb_stream_writer *w,
+			   const struct rfb_stream_batch *b, rfb_err *err)
+{
+	const struct rfb_stream_info *in = &w->info.info;
+	unsigned char *p = w->buf;
+	char why[256];
+	int rc;
+
+	if ((rc = writable(w, 1, err)) || (rc = batch_args_ok(w, b, err)))
+		return rc;
+	if (stream_seq_batch(&w->seq, b, why, sizeof why))
+		return out_of_sequence(w, why, err);
+	size_t head_len = stream_pixel_offset(b->n);
+	memset(p, 0, head_len);
+	rfb_put_le32(p, b->epoch);
+	rfb_put_le32(p + 4, b->step);
+	rfb_put_le64(p + 8, b->global_step);
+	rfb_put_le32(p + 16, b->n);
+	p[20] = (unsigned char)in->dtype;
+	p[21] = (unsigned char)in->layout;
+	rfb_put_le32(p + 24, in->height);
+	rfb_put_le32(p + 28, in->width);
+	rfb_put_le32(p + 32, in->channels);
+	for (uint32_t i = 0; i < b->n; i++) {
+		rfb_put_le32(p + STREAM_BATCH_FIXED + 4 * i, b->labels[i]);
+		rfb_put_le32(p + STREAM_BATCH_FIXED + 4 * ((size_t)b->n + i),
+			     b->ids[i]);
+	}
+	return write_frame(w, RFB_FRAME_BATCH, 0, p, head_len, b->pixels,
+			   b->pixel_bytes, err);
+}
+
+int rfb_stream_write_epoch_end(rfb_stream_writer *w, uint32_t epoch,
+			       rfb_err *err)
+{
+	struct rfb_stream_epoch_end e = { epoch, w->seq.epoch_batches,
+					  w->seq.epoch_images };
+	unsigned char p[STREAM_EPOCH_END_LEN];
+	char why[256];
+	int rc;
+
+	if ((rc = writable(w, 1, err)))
+		return rc;
+	if (stream_seq_epoch_end(&w->seq, &e, why, sizeof why))
+		return out_of_sequence(w, why, err);
+	rfb_put_le32(p, e.epoch);
+	rfb_put_le32(p + 4, e.batches);
+	rfb_put_le64(p + 8, e.images);
+	return write_frame(w, RFB_FRAME_EPOCH_END, 0, p, sizeof p, NULL, 0, err);
+}
+
+int rfb_stream_write_end(rfb_stream_writer *w, rfb_err *err)
+{
+	struct rfb_stream_end e = { w->seq.frames, w->seq.batches,
+				    w->seq.images, w->seq.epochs };
+	unsigned char p[STREAM_END_LEN] = { 0 };
+	char why[256];
+	int rc;
+
+	if ((rc = writable(w, 1, err)))
+		return rc;
+	if (stream_seq_end(&w->seq, &e, why, sizeof why))
+		return out_of_sequence(w, why, err);
+	rfb_put_le64(p, e.frames);
+	rfb_put_le64(p + 8, e.batches);
+	rfb_put_le64(p + 16, e.images);
+	rfb_put_le32(p + 24, e.epochs);
+	return write_frame(w, RFB_FRAME_END, 0, p, sizeof p, NULL, 0, err);
+}
+
+int rfb_stream_write_frame(rfb_stream_writer *w, uint32_t type,
+			   uint32_t flags, const void *payload, size_t len,
+			   rfb_err *err)
+{
+	char why[256];
+	int rc;
+
+	if ((rc = writable(w, 1, err)))
+		return rc;
+	if (type <= RFB_FRAME_END || (flags & ~RFB_FRAME_CRITICAL) ||
+	    len > UINT32_MAX || (len && !payload))
+		return rfb_err_set(err, RFB_EINVAL, w->name, "bad extension "
+				   "frame (type %u, flags %#x, %zu bytes)",
+				   type, flags, len);
+	if (stream_seq_other(&w->seq, why, sizeof why))
+		return out_of_sequence(w, why, err);
+	return write_frame(w, type, flags, payload, len, NULL, 0, err);
+}

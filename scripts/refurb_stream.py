@@ -1,0 +1,487 @@
+#!/usr/bin/python3
+"""Read refurb's batch stream (layout: man 5 refurb-stream) with numpy.
+
+    from refurb_stream import open_stream
+    with open_stream("/tmp/train.fifo") as stream:     # or a file object
+        print(stream.header.classes)
+        for images, labels, ids, epoch, step in stream:
+            ...   # images: N,H,W,C uint8 (or N,C,H,W float32), a view
+
+    from refurb_stream import RefurbDataset          # imports torch
+    loader = torch.utils.data.DataLoader(RefurbDataset(path), batch_size=None)
+
+    python3 refurb_stream.py check STREAM    # '-' = stdin; exit 0 ok, 1 bad
+
+The stream is read in order, never seeked, so pipes and FIFOs work.  Every
+frame header and every head (labels, ids, everything but pixels) is
+checksummed; pixel checksums cost a numpy pass (about 0.4 GB/s), so they
+are checked with verify=True and in check mode.  A stream that stops
+before its END frame raises Truncated after its last complete batch.
+A uint8 NHWC batch goes to the GPU as images.permute(0, 3, 1, 2).float().
+"""
+import collections
+import struct
+import sys
+
+import numpy as np
+
+MAGIC, VERSION = b"RFBSTRM", 1
+HEADER, BATCH, EPOCH_END, END = 1, 2, 3, 4
+CRITICAL = 1
+OPEN_END = 0xFFFFFFFF
+
+Batch = collections.namedtuple("Batch", "images labels ids epoch step")
+Header = collections.namedtuple(
+    "Header", "dtype layout height width channels batch_size classes "
+    "first_epoch last_epoch first_step shard_k shard_n epoch_images "
+    "plan_seed augment_seed index_identity mean std partial_pipeline "
+    "final_pipeline extra")
+EpochEnd = collections.namedtuple("EpochEnd", "epoch batches images")
+End = collections.namedtuple("End", "frames batches images epochs")
+Header.image_bytes = property(lambda h: h.height * h.width * h.channels * h.dtype.itemsize)
+
+
+class StreamError(Exception):
+    """A stream that is not a valid refurb batch stream."""
+
+
+class Truncated(StreamError):
+    """The stream stops inside a frame or before its END frame."""
+
+
+# ---- CRC-32C -------------------------------------------------------------
+# Pure Python for small buffers; for large ones, 4-byte words of many
+# interleaved lanes in parallel with numpy, combined by GF(2) shift
+# operators (what zlib's crc32_combine does).
+
+def _make_table():
+    t = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ (0x82F63B78 if c & 1 else 0)
+        t.append(c)
+    return t
+
+
+_T = _make_table()
+
+
+def _crc_raw(reg, data):
+    t = _T
+    for b in bytes(data):
+        reg = t[(reg ^ b) & 0xFF] ^ (reg >> 8)
+    return reg
+
+
+def _apply(op, x):
+    r = 0
+    for i in range(32):
+        if x >> i & 1:
+            r ^= op[i]
+    return r
+
+
+_shift_ops = [[_crc_raw(1 << i, b"\0") for i in range(32)]]  # 2**k bytes
+_shift_tabs = {}
+
+
+def _shift_op(k):
+    while len(_shift_ops) <= k:
+        op = _shift_ops[-1]
+        _shift_ops.append([_apply(op, c) for c in op])
+    return _shift_ops[k]
+
+
+def _shift(x, nbytes):
+    """The register x after nbytes zero bytes."""
+    k = 0
+    while nbytes:
+        if nbytes & 1:
+            x = _apply(_shift_op(k), x)
+        nbytes >>= 1
+        k += 1
+    return x
+
+
+def _shift_tab(k):
+    """Four 256-entry tables applying the 2**k-byte shift to arrays."""
+    if k not in _shift_tabs:
+        op, v = _shift_op(k), np.arange(256, dtype=np.uint32)
+        tabs = []
+        for byte in range(4):
+            t = np.zeros(256, np.uint32)
+            for bit in range(8):
+                t ^= np.where(v >> bit & 1, np.uint32(op[8 * byte + bit]),
+                              np.uint32(0)).astype(np.uint32)
+            tabs.append(t)
+        _shift_tabs[k] = tabs
+    return _shift_tabs[k]
+
+
+def _apply_tab(t, x):
+    return t[0][x & 0xFF] ^ t[1][x >> 8 & 0xFF] ^ t[2][x >> 16 & 0xFF] ^ t[3][x >> 24]
+
+
+def _crc_lanes(a):
+    """Raw CRC (register from 0) of uint8 array a, len(a) >= 4096."""
+    lg = min(14, (len(a) // 256).bit_length() - 1)       # 2**lg lanes
+    row = 4 << lg
+    rows = -(-len(a) // row)
+    if rows * row != len(a):               # leading zeros change nothing
+        a = np.concatenate([np.zeros(rows * row - len(a), np.uint8), a])
+    w = a.view("<u4").reshape(rows, 1 << lg)
+    step, last = _shift_tab(lg + 2), _shift_tab(2)
+    c = np.zeros(1 << lg, np.uint32)
+    for t in range(rows - 1):
+        c = _apply_tab(step, c ^ w[t])
+    c = _apply_tab(last, c ^ w[rows - 1])
+    for level in range(lg):                # lane j still owes 4(M-1-j) bytes
+        c = _apply_tab(_shift_tab(level + 2), c[0::2]) ^ c[1::2]
+    return int(c[0])
+
+
+def crc32c(data, crc=0):
+    """CRC-32C of data (bytes-like or uint8 array), continuing crc."""
+    a = np.frombuffer(data, np.uint8) if not isinstance(data, np.ndarray) else data
+    reg = _shift(crc ^ 0xFFFFFFFF, len(a))
+    raw = _crc_raw(0, a.tobytes()) if len(a) < 4096 else _crc_lanes(a)
+    return (reg ^ raw) ^ 0xFFFFFFFF
+
+
+# ---- the reader ------------------------------------------------------------
+
+_FIXED = struct.Struct("<IBBH10I4Q3f3f4I")  # HEADER payload bytes 0-119
+
+
+def _parse_header(p):
+    if len(p) < 128:
+        raise StreamError("HEADER payload too short")
+    (version, dtype, layout, flags, h, w, c, b, k, e0, e1, s0, sk, sn,
+     epoch_images, seed, aug, ident, *rest) = _FIXED.unpack_from(p)
+    mean, std, lens = rest[0:3], rest[3:6], rest[6:10]
+    if version != VERSION or 128 + sum(lens) != len(p):
+        raise StreamError("bad HEADER (version %d, sections %s)" % (version, lens))
+    if dtype not in (1, 2) or layout not in (1, 2) or c not in (1, 3) \
+            or 0 in (h, w, b, k) or e0 > e1 or sk >= sn:
+        raise StreamError("bad HEADER values")
+    texts, at = [], 128
+    for n in lens:
+        texts.append(bytes(p[at:at + n]))
+        at += n
+    names = texts[2].split(b"\0")
+    if len(names) != k + 1 or names[-1] != b"" or any(b"\0" in t for t in texts[:2] + texts[3:]):
+        raise StreamError("bad HEADER texts or class names")
+    extra = dict(line.partition("=")[::2] for line in texts[3].decode().splitlines() if line)
+    return Header(np.dtype(np.uint8 if dtype == 1 else "<f4"), "NHWC" if layout == 1 else "NCHW",
+                  h, w, c, b, [n.decode() for n in names[:-1]], e0, e1, s0, sk, sn,
+                  epoch_images, seed, aug, ident, mean[:c] if flags & 1 else None,
+                  std[:c] if flags & 1 else None, texts[0].decode(), texts[1].decode(), extra)
+
+
+class Stream:
+    """Frames of a batch stream; iterating yields its Batches."""
+
+    def __init__(self, f, name="(stream)", verify=False, own=False):
+        self.f, self.name, self.verify, self._own = f, name, verify, own
+        self.offset = self.frames_read = self.skipped = 0
+        self.ended = False
+        self.header = None
+        kind, header = self._next_frame()
+        if kind != HEADER:
+            raise StreamError(self._where() + "the stream does not start with a HEADER frame")
+        self.header = header
+        self._epoch, self._step = header.first_epoch, header.first_step
+        self._global = None
+        self._short = False
+        self._counts = [0, 0, 0, 0]   # epoch batches, epoch images, batches, images
+        self._epochs = 0
+
+    def _where(self):
+        return "frame %d at byte %d: " % (self.frames_read, self._at)
+
+    def _read(self, n):
+        """n bytes into a fresh 64-byte aligned uint8 array."""
+        raw = np.empty(n + 64, np.uint8)
+        off = -raw.ctypes.data % 64
+        buf = raw[off:off + n]
+        view, got = memoryview(buf), 0
+        while got < n:
+            k = self.f.readinto(view[got:]) if hasattr(self.f, "readinto") else None
+            if k is None:
+                chunk = self.f.read(n - got)
+                view[got:got + len(chunk)] = chunk
+                k = len(chunk)
+            if not k:
+                break
+            got += k
+        self.offset += got
+        return buf, got
+
+    def _next_frame(self):
+        """(type, decoded content) of the next known frame, or (None, None) at a clean end."""
+        while True:
+            self._at = self.offset
+            fh, got = self._read(64)
+            if got == 0:
+                if self.ended:
+                    return None, None
+                raise Truncated(self._where() + ("empty stream" if self.header is None else
+                                "stream ends without an END frame (cut short, or its writer died)"))
+            if self.ended:
+                raise StreamError(self._where() + "data after the END frame")
+            if got < 64:
+                raise Truncated(self._where() + "stream ends inside a frame header")
+            if bytes(fh[:7]) != MAGIC:
+                raise StreamError(self._where() + "bad magic (not a refurb batch stream)")
+            if fh[7] != VERSION:
+                raise StreamError(self._where() + "format version %d, this reader reads %d" % (fh[7], VERSION))
+            if crc32c(fh[:60]) != struct.unpack_from("<I", fh, 60)[0]:
+                raise StreamError(self._where() + "frame header checksum mismatch")
+            kind, flags, plen, seq, qlen, qcrc, pcrc = struct.unpack_from("<IIQQIII", fh, 8)
+            if seq != self.frames_read or qlen > plen:
+                raise StreamError(self._where() + "bad frame number or head length")
+            if self.header is None and kind != HEADER:
+                raise StreamError(self._where() + "the stream does not start with a HEADER frame")
+            if kind not in (HEADER, BATCH, EPOCH_END, END) and flags & CRITICAL:
+                raise StreamError(self._where() + "unknown critical frame type %d" % kind)
+            self._check_length(kind, plen)
+            p = self._payload(plen, qlen, qcrc, pcrc, kind == BATCH)
+            self.frames_read += 1
+            if kind == HEADER:
+                return kind, _parse_header(p)
+            if kind == BATCH:
+                return kind, self._batch(p, qlen)
+            if kind == EPOCH_END:
+                return kind, self._epoch_end(EpochEnd(*struct.unpack_from("<IIQ", p)))
+            if kind == END:
+                return kind, self._end(End(*struct.unpack_from("<QQQI", p)))
+            self.skipped += 1
+
+    def _check_length(self, kind, plen):
+        h, fixed = self.header, {EPOCH_END: 16, END: 32}
+        if kind == HEADER and h is not None:
+            raise StreamError(self._where() + "second HEADER frame")
+        if kind in fixed and plen != fixed[kind]:
+            raise StreamError(self._where() + "bad payload length %d" % plen)
+        if kind == BATCH:
+            most = (64 + 8 * h.batch_size + 63) // 64 * 64 + h.batch_size * h.image_bytes
+            if plen > most:
+                raise StreamError(self._where() + "BATCH frame of %d bytes, at most %d" % (plen, most))
+        if plen > 1 << 32 or (kind == HEADER and plen > 128 + (3 << 20) + 1000000 * 1025):
+            raise StreamError(self._where() + "frame of %d bytes exceeds the limit" % plen)
+
+    def _payload(self, plen, qlen, qcrc, pcrc, bulk):
+        pad = -plen % 64
+        buf, got = self._read(plen + pad)
+        if got < plen + pad:
+            raise Truncated(self._where() + "stream ends inside the frame (%d of %d payload bytes)"
+                            % (min(got, plen), plen))
+        if buf[plen:].any():
+            raise StreamError(self._where() + "nonzero padding after the payload")
+        head = crc32c(buf[:qlen])
+        if head != qcrc or ((not bulk or self.verify) and crc32c(buf[qlen:plen], head) != pcrc):
+            raise StreamError(self._where() + "%s checksum mismatch" % ("frame head" if head != qcrc else "payload"))
+        return buf[:plen]
+
+    def _batch(self, p, qlen):
+        h = self.header
+        epoch, step, glob, n, dtype, layout, hh, ww, cc = struct.unpack_from("<IIQIBBxxIII", p)
+        shape = (dtype, layout, hh, ww, cc)
+        if shape != (1 if h.dtype == np.uint8 else 2, 1 if h.layout == "NHWC" else 2,
+                     h.height, h.width, h.channels) or not 0 < n <= h.batch_size or \
+                qlen != (64 + 8 * n + 63) // 64 * 64 or len(p) != qlen + n * h.image_bytes:
+            raise StreamError(self._where() + "BATCH frame does not match the HEADER")
+        labels, ids = p[64:64 + 4 * n].view("<u4"), p[64 + 4 * n:64 + 8 * n].view("<u4")
+        self._sequence(self._batch_rule(epoch, step, glob, labels))
+        self._step, self._global, self._short = step + 1, glob + 1, n < h.batch_size
+        self._counts = [c + d for c, d in zip(self._counts, (1, n, 1, n))]
+        shape = (n, hh, ww, cc) if h.layout == "NHWC" else (n, cc, hh, ww)
+        return Batch(p[qlen:].view(h.dtype).reshape(shape), labels, ids, epoch, step)
+
+    def _sequence(self, why):
+        if why:
+            raise StreamError(self._where() + why)
+
+    def _batch_rule(self, epoch, step, glob, labels):
+        """What is wrong with a batch there, or None (refurb-stream(5) SEQUENCE RULES)."""
+        if self._epoch > self.header.last_epoch or epoch != self._epoch:
+            return "batch of epoch %d, expected epoch %d" % (epoch, self._epoch)
+        if step != self._step:
+            return "epoch %d: step %d, expected step %d" % (epoch, step, self._step)
+        if self._short:
+            return "epoch %d: batch after a short batch" % epoch
+        if self._global is not None and glob != self._global:
+            return "global step %d, expected %d" % (glob, self._global)
+        if labels.max() >= len(self.header.classes):
+            return "label %d, the stream has %d classes" % (labels.max(), len(self.header.classes))
+        return None
+
+    def _epoch_end(self, e):
+        h, c = self.header, self._counts
+        resumed = e.epoch == h.first_epoch and h.first_step > 0
+        if self._epoch > h.last_epoch or e.epoch != self._epoch:
+            self._sequence("EPOCH_END of epoch %d, expected epoch %d" % (e.epoch, self._epoch))
+        if (e.batches, e.images) != tuple(c[:2]):
+            self._sequence("EPOCH_END counts %d batches and %d images, the stream has %d and %d"
+                           % (e.batches, e.images, c[0], c[1]))
+        if h.epoch_images and (e.images > h.epoch_images if resumed else e.images != h.epoch_images):
+            self._sequence("epoch %d has %d images, the HEADER says %d per epoch"
+                           % (e.epoch, e.images, h.epoch_images))
+        self._epoch, self._step, self._short, self._counts[:2] = self._epoch + 1, 0, False, [0, 0]
+        self._epochs += 1
+        return e
+
+    def _end(self, e):
+        h, c = self.header, self._counts
+        if c[0] or (h.last_epoch != OPEN_END and self._epoch <= h.last_epoch):
+            self._sequence("END frame before the end of epoch %d" % self._epoch)
+        if e != End(self.frames_read - 1, c[2], c[3], self._epochs):
+            self._sequence("END frame counts differ from the stream's")
+        self.ended = True
+        return e
+
+    def frames(self):
+        """Yield (type, content) of every known frame after the HEADER."""
+        while True:
+            kind, content = self._next_frame()
+            if kind is None:
+                return
+            yield kind, content
+
+    def __iter__(self):
+        return (c for k, c in self.frames() if k == BATCH)
+
+    def close(self):
+        if self._own:
+            self.f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def open_stream(source, verify=False):
+    """A Stream on a path ('-' = stdin) or a binary file object."""
+    if isinstance(source, str):
+        if source == "-":
+            return Stream(sys.stdin.buffer, "(stdin)", verify)
+        f = open(source, "rb", buffering=0)
+        try:
+            return Stream(f, source, verify, own=True)
+        except BaseException:
+            f.close()
+            raise
+    return Stream(source, getattr(source, "name", "(stream)"), verify)
+
+
+def _dataset_class():
+    import torch
+    import torch.utils.data
+
+    class RefurbDataset(torch.utils.data.IterableDataset):
+        """Batches (images, int64 labels) of a stream as tensors, without
+        copying the images; samples=True yields (image, label) pairs.  A
+        stream can be read once: use DataLoader(..., num_workers=0)."""
+
+        def __init__(self, source, samples=False, verify=False):
+            self.source, self.samples, self.verify = source, samples, verify
+
+        def __iter__(self):
+            info = torch.utils.data.get_worker_info()
+            if info is not None and info.num_workers > 1:
+                raise RuntimeError("a batch stream can be read only once: use num_workers=0 or 1")
+            with open_stream(self.source, self.verify) as stream:
+                for b in stream:
+                    images = torch.from_numpy(b.images)
+                    labels = torch.from_numpy(b.labels.astype(np.int64))
+                    if self.samples:
+                        yield from zip(images, labels)
+                    else:
+                        yield images, labels
+
+    return RefurbDataset
+
+
+def __getattr__(name):  # torch is imported only when RefurbDataset is used
+    if name == "RefurbDataset":
+        cls = globals()["RefurbDataset"] = _dataset_class()
+        return cls
+    raise AttributeError(name)
+
+
+# ---- check mode ------------------------------------------------------------
+
+class _EpochStats:
+    def __init__(self, epoch, classes):
+        self.epoch, self.batches, self.images, self.short = epoch, 0, 0, 0
+        self.hist, self.ids, self.incomplete = np.zeros(classes, np.int64), [], False
+
+    def add(self, b, batch_size):
+        self.batches, self.images = self.batches + 1, self.images + len(b.ids)
+        self.short += len(b.ids) < batch_size
+        np.add.at(self.hist, b.labels, 1)
+        self.ids.append(b.ids.copy())
+
+    def row(self):
+        ids = np.concatenate(self.ids) if self.ids else np.zeros(0, np.uint32)
+        self.duplicates = len(ids) - len(np.unique(ids))
+        return "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d%s" % (
+            self.epoch, self.batches, self.images, self.short, (self.hist > 0).sum(),
+            self.hist.min(), self.hist.max(), self.duplicates, "\t(incomplete)" if self.incomplete else "")
+
+
+def check(source, out=sys.stdout):
+    """Validate a whole stream (pixel checksums included) and print a
+    per-epoch summary.  Returns the exit status: 0 valid, 1 not."""
+    stream, epochs, current, error = None, [], None, None
+    try:
+        stream = open_stream(source, verify=True)
+        h = stream.header
+        print("stream %s: %s %s, %dx%dx%d, batch %d, %d classes, epochs %d-%s, shard %d/%d"
+              % (stream.name, h.dtype, h.layout, h.height, h.width, h.channels, h.batch_size,
+                 len(h.classes), h.first_epoch, "open" if h.last_epoch == OPEN_END else h.last_epoch,
+                 h.shard_k, h.shard_n), file=out)
+        for kind, c in stream.frames():
+            if kind == BATCH:
+                current = current or _EpochStats(c.epoch, len(h.classes))
+                current.add(c, h.batch_size)
+            elif kind == EPOCH_END:
+                epochs.append(current or _EpochStats(c.epoch, len(h.classes)))
+                current = None
+    except StreamError as e:
+        error = "%s: %s" % (stream.name if stream else "(stdin)" if source == "-" else source, e)
+        if current:
+            current.incomplete = True
+            epochs.append(current)
+    if stream:
+        print("epoch\tbatches\timages\tshort\tclasses\tper-class-min\tper-class-max\tduplicate-ids",
+              file=out)
+        for e in epochs:
+            print(e.row(), file=out)
+        dups = [str(e.epoch) for e in epochs if e.duplicates]
+        if dups and not error:
+            error = "%s: epoch %s: sample ids delivered more than once" % (stream.name, ", ".join(dups))
+    if error:
+        print("refurb_stream.py: " + error, file=sys.stderr)
+        return 1
+    print("ok: %d epochs, %d batches, %d images, %d skipped frames, ended cleanly"
+          % (len(epochs), stream._counts[2], stream._counts[3], stream.skipped), file=out)
+    return 0
+
+
+def main(argv):
+    if len(argv) != 3 or argv[1] != "check":
+        print("usage: refurb_stream.py check STREAM   (STREAM '-' = stdin)", file=sys.stderr)
+        return 2
+    try:
+        return check(argv[2])
+    except OSError as e:
+        print("refurb_stream.py: %s: %s" % (argv[2], e.strerror or e), file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

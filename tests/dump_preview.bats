@@ -1,0 +1,48 @@
+#!/usr/bin/env bats
+# refurb-dump --preview (bin/dump_preview.c).  Skipped until refurb-dump's
+# main hands --preview to dump_preview(); tests/unit/test_dump_preview.c
+# covers the same ground in-process meanwhile.
+
+load helpers
+
+setup() {
+	T="$BATS_TEST_TMPDIR"
+	J="$TOP/tests/data/jpeg/prog420.jpg"
+	G="$TOP/tests/data/jpeg/gray.jpg"
+	refurb-dump --help 2>/dev/null | grep -q -- --preview ||
+		refurb-dump --preview flip -o "$T/probe.jpg" "$J" >/dev/null 2>&1 ||
+		skip "refurb-dump does not dispatch --preview yet"
+}
+
+@test "--preview writes a JPEG contact sheet" {
+	run refurb-dump --preview 'rrcrop=24x32,flip' -n 3 -s 7 -o "$T/s.jpg" "$J" "$G"
+	[ "$status" -eq 0 ]
+	[ "$(head -c 3 "$T/s.jpg" | od -An -tx1 | tr -d ' ')" = "ffd8ff" ]
+}
+
+@test "--preview writes to stdout when it is not a terminal" {
+	run bash -c "refurb-dump --preview flip -n 2 '$J' | head -c 2 | od -An -tx1"
+	[ "$status" -eq 0 ] && [[ "$output" == *"ff d8"* ]]
+}
+
+@test "a malformed spec is a usage error pointing at the column" {
+	run refurb-dump --preview 'resize=40,blur' -o "$T/s.jpg" "$J"
+	expect_fail 2 "refurb-dump: bad pipeline spec at column 11: unknown filter"
+	[ "${lines[1]}" = "  resize=40,blur" ]
+	[ "${lines[2]}" = "            ^" ]
+}
+
+@test "no image is a usage error" {
+	run refurb-dump --preview flip -o "$T/s.jpg"
+	expect_fail 2 "refurb-dump: no image given"
+}
+
+@test "an unreadable image names the file" {
+	run refurb-dump --preview flip -o "$T/s.jpg" "$T/missing.jpg"
+	expect_fail 1 "refurb-dump: $T/missing.jpg:"
+}
+
+@test "an image the pipeline cannot crop names the file" {
+	run refurb-dump --preview crop=500 -o "$T/s.jpg" "$J"
+	expect_fail 1 "refurb-dump: $J: crop"
+}

@@ -1,0 +1,257 @@
+#!/usr/bin/env bats
+# refurb-final: the stream a trainer reads, its determinism, healing of bad
+# records, memory, one io_submit per batch, bad input.
+
+load helpers
+
+SPEC='resize=64,randaug=n=2:m=9'
+FINAL='crop=56,flip'
+
+setup_file() {
+	cd "$BATS_FILE_TMPDIR"
+	make_dataset ds 60 3
+	refurb-index -q -o train.idx ds
+	refurb-evict -q -r 3 -s 7 -o train.evict train.idx
+	refurb-plan -q -b 8 -e 0-4 train.evict > plan.txt
+	refurb-partial -q -c cache -p "$SPEC" train.idx < plan.txt > ann.txt
+}
+
+setup() {
+	cd "$BATS_FILE_TMPDIR"
+	T="$BATS_TEST_TMPDIR"
+}
+
+# same_batches A B: the two streams hold the same batches (pixels, ids,
+# labels, epochs, steps); their headers may differ (cache paths)
+same_batches() {
+	/usr/bin/python3 -c '
+import sys
+sys.path.insert(0, sys.argv[3])
+from refurb_stream import open_stream
+a = [(b.epoch, b.step, b.images.tobytes(), b.ids.tobytes(), b.labels.tobytes()) for b in open_stream(sys.argv[1])]
+b = [(b.epoch, b.step, b.images.tobytes(), b.ids.tobytes(), b.labels.tobytes()) for b in open_stream(sys.argv[2])]
+sys.exit(0 if a == b and a else 1)
+' "$1" "$2" "$TOP/scripts"
+}
+
+# labels and ids of every batch, one line each: "epoch step id:label ..."
+batches() {
+	/usr/bin/python3 -c '
+import sys
+sys.path.insert(0, sys.argv[2])
+from refurb_stream import open_stream
+for b in open_stream(sys.argv[1]):
+    print(b.epoch, b.step, " ".join("%d:%d" % (i, l) for i, l in zip(b.ids, b.labels)))
+' "$1" "$TOP/scripts"
+}
+
+@test "--help, --version, usage errors" {
+	run refurb-final --help
+	[ "$status" -eq 0 ] && [[ "${lines[0]}" == "Usage: refurb-final"* ]]
+	run refurb-final --version
+	[ "$status" -eq 0 ]
+	run refurb-final < ann.txt
+	expect_fail 2 "refurb-final: no final pipeline"
+	run refurb-final -p "$FINAL" extra < ann.txt
+	expect_fail 2 "refurb-final: unexpected argument 'extra'"
+	run refurb-final -p "$FINAL" --prefetch 0 < ann.txt
+	expect_fail 2 "refurb-final: --prefetch: 0 is out of range"
+}
+
+@test "pipeline spec error: exit 2 quoting the spec" {
+	run refurb-final -p 'crop=56,wobble' -o "$T/s" < ann.txt
+	[ "$status" -eq 2 ]
+	[[ "${lines[0]}" == "refurb-final: "*"wobble"* ]]
+}
+
+@test "a final pipeline without a fixed output size is refused" {
+	run refurb-final -p 'flip' -o "$T/s" < ann.txt
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"size"* ]]
+}
+
+@test "round trip through the Python reader: labels and ids as planned" {
+	need_numpy
+	refurb-final -q -p "$FINAL" -o "$T/s" < ann.txt
+	run /usr/bin/python3 "$TOP/scripts/refurb_stream.py" check "$T/s"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"ok: 5 epochs, 40 batches, 300 images"* ]]
+	batches "$T/s" > "$T/got"
+	# expected: the plan's ids in order, labels from the index
+	refurb-dump train.idx | grep -v '^#' | cut -f1,2 > "$T/labels"
+	grep '^B' plan.txt | awk 'NR == FNR { l[$1] = $2; next }
+		{ s = $2 " " $3; for (i = 6; i <= NF; i++) { split($i, a, ":"); s = s " " a[1] ":" l[a[1]] } print s }' \
+		"$T/labels" - > "$T/want"
+	diff "$T/want" "$T/got"
+}
+
+@test "the images are the cached records after the final pipeline" {
+	need_numpy
+	refurb-final -q -p 'centercrop=56' -o "$T/s" < ann.txt
+	# first sample of the last epoch's first batch: the cache holds the
+	# record that batch used (the newest of the sample)
+	id=$(grep '^B 4 0 ' plan.txt | cut -d' ' -f6 | cut -d: -f1)
+	refurb-dump -x "$id" -o "$T/rec.ppm" cache
+	/usr/bin/python3 - "$T/s" "$T/rec.ppm" "$TOP/scripts" <<'PY'
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[3])
+from refurb_stream import open_stream
+b = [b for b in open_stream(sys.argv[1]) if (b.epoch, b.step) == (4, 0)][0]
+data = open(sys.argv[2], "rb").read()
+parts = data.split(b"\n", 3)
+w, h = map(int, parts[1].split())
+rec = np.frombuffer(parts[3], np.uint8).reshape(h, w, 3)
+top, left = int(round((h - 56) / 2.0)), int(round((w - 56) / 2.0))
+assert (b.images[0] == rec[top:top + 56, left:left + 56]).all()
+PY
+}
+
+@test "byte-identical for -j 1 and -j 2, any prefetch" {
+	refurb-final -q -j 1 --prefetch 1 -p "$FINAL" -o "$T/a" < ann.txt
+	refurb-final -q -j 2 --prefetch 4 -p "$FINAL" -o "$T/b" < ann.txt
+	cmp "$T/a" "$T/b"
+}
+
+@test "stop and resume: the resumed stream has the same batches" {
+	need_numpy
+	refurb-final -q -p "$FINAL" -o "$T/full" < ann.txt
+	refurb-plan -q -b 8 -e 2-4 train.evict |
+		refurb-partial -q -c cache -p "$SPEC" train.idx |
+		refurb-final -q -p "$FINAL" -o "$T/tail"
+	/usr/bin/python3 - "$T/full" "$T/tail" "$TOP/scripts" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[3])
+from refurb_stream import open_stream
+full = {(b.epoch, b.step): (b.images.tobytes(), b.ids.tobytes()) for b in open_stream(sys.argv[1])}
+n = 0
+for b in open_stream(sys.argv[2]):
+    assert full[(b.epoch, b.step)] == (b.images.tobytes(), b.ids.tobytes()), (b.epoch, b.step)
+    n += 1
+assert n == 24, n
+PY
+}
+
+@test "a corrupted record is healed: same stream, counted" {
+	need_numpy
+	cp -r cache "$T/c"
+	refurb-final -q -p "$FINAL" -o "$T/good" < ann.txt
+	# flip a byte in the payload of the first record of every segment
+	for s in "$T"/c/*.seg; do printf 'X' | dd of="$s" bs=1 seek=200 conv=notrunc 2>/dev/null; done
+	run sh -c "refurb-final -c '$T/c' -p '$FINAL' -o '$T/healed' < ann.txt"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"record recomputed from its image"* ]]
+	[[ "$output" =~ records\ recomputed\ [1-9] ]]
+	same_batches "$T/good" "$T/healed"
+	run sh -c "refurb-final --strict -c '$T/c' -p '$FINAL' -o '$T/x' < ann.txt"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"checksum"* ]]
+}
+
+@test "a deleted segment is healed too" {
+	need_numpy
+	cp -r cache "$T/c"
+	rm "$(ls "$T"/c/*.seg | head -n 1)"
+	run sh -c "refurb-final -c '$T/c' -p '$FINAL' -o '$T/healed' < ann.txt"
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ records\ recomputed\ [1-9] ]]
+	refurb-final -q -p "$FINAL" -o "$T/good" < ann.txt
+	same_batches "$T/good" "$T/healed"
+}
+
+@test "one io_submit per batch" {
+	run sh -c "refurb-final -p '$FINAL' -o /dev/null < ann.txt"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *" 1.00 io_submit calls per batch"* ]]
+}
+
+@test "--stats writes one TSV line per batch" {
+	refurb-final -q -p "$FINAL" --stats "$T/st.tsv" -o /dev/null < ann.txt
+	[ "$(head -n 1 "$T/st.tsv" | cut -f1-4)" = "$(printf 'epoch\tstep\timages\tmisses')" ]
+	[ "$(wc -l < "$T/st.tsv")" -eq 41 ]
+	# misses per batch as in the plan
+	awk -F'\t' 'NR > 1 { s += $4 } END { print s }' "$T/st.tsv" > "$T/m1"
+	grep '^E' plan.txt | awk '{ s += $5 } END { print s }' > "$T/m2"
+	cmp "$T/m1" "$T/m2"
+}
+
+@test "memory stays flat for a 10x larger dataset" {
+	make_dataset "$T/big" 600 3
+	refurb-index -q -o "$T/big.idx" "$T/big"
+	refurb-evict -q -r 3 -o "$T/big.evict" "$T/big.idx"
+	refurb-plan -q -b 8 -e 0-1 "$T/big.evict" |
+		refurb-partial -q -c "$T/bc" -p "$SPEC" "$T/big.idx" > "$T/big.ann"
+	refurb-plan -q -b 8 -e 0-1 train.evict |
+		refurb-partial -q -c "$T/sc" -p "$SPEC" train.idx > "$T/small.ann"
+	small=$(/usr/bin/time -f %M refurb-final -q -j 2 -p "$FINAL" -o /dev/null < "$T/small.ann" 2>&1)
+	big=$(/usr/bin/time -f %M refurb-final -q -j 2 -p "$FINAL" -o /dev/null < "$T/big.ann" 2>&1)
+	echo "peak RSS: small $small KiB, big $big KiB"
+	# the index grows by ~50 bytes a sample; everything else must not grow
+	[ "$big" -lt $((small + 2048)) ]
+}
+
+@test "a plan that was not annotated by refurb-partial" {
+	run sh -c "refurb-final -p '$FINAL' -o '$T/s' < plan.txt"
+	expect_fail 1 "refurb-final: (stdin): header has no valid cache="
+}
+
+@test "a malformed plan line" {
+	{ head -n 2 ann.txt; echo "B 0 1 1 8 garbage"; } > "$T/bad.txt"
+	run refurb-final -p "$FINAL" -o "$T/s" -i "$T/bad.txt"
+	expect_fail 1 "refurb-final: $T/bad.txt: line 3"
+	# nothing a reader could take for a valid end: the stream has no END
+	need_numpy
+	run /usr/bin/python3 "$TOP/scripts/refurb_stream.py" check "$T/s"
+	[ "$status" -eq 1 ]
+}
+
+@test "a sample the index does not have" {
+	sed '2s/ \([0-9]*\):m1@/ 999:m1@/' ann.txt > "$T/bad.txt"
+	run refurb-final -p "$FINAL" -o "$T/s" -i "$T/bad.txt"
+	expect_fail 1 "refurb-final: $T/bad.txt: line 2"
+	[[ "$output" == *"999"* ]]
+}
+
+@test "a plan for another index, or another cache" {
+	make_dataset "$T/o" 20 2
+	refurb-index -q -o "$T/o.idx" "$T/o"
+	run refurb-final -p "$FINAL" --index "$T/o.idx" -o "$T/s" < ann.txt
+	expect_fail 1 "refurb-final: (stdin): plan was made for another index"
+	refurb-evict -q -r 2 -o "$T/o.evict" train.idx
+	refurb-plan -q -b 8 -e 0 "$T/o.evict" | refurb-partial -q -c "$T/oc" -p "$SPEC" train.idx > /dev/null
+	run refurb-final -p "$FINAL" -c "$T/oc" -o "$T/s" < ann.txt
+	expect_fail 1 "refurb-final: $T/oc: the cache was made for another plan"
+}
+
+@test "a truncated plan: error, the stream shows it is incomplete" {
+	head -c 2000 ann.txt > "$T/cut.txt"
+	run refurb-final -p "$FINAL" -o "$T/s" -i "$T/cut.txt"
+	[ "$status" -eq 1 ]
+	[[ "${lines[0]}" == "refurb-final: $T/cut.txt: "* ]]
+}
+
+@test "binary output to a terminal is refused" {
+	command -v script > /dev/null || skip "no script(1)"
+	run script -qec "refurb-final -p '$FINAL' < ann.txt" /dev/null
+	[[ "$output" == *"refusing to write binary data to a terminal"* ]]
+}
+
+@test "the reader closing the stream stops it cleanly" {
+	run sh -c "refurb-final -p '$FINAL' < ann.txt | head -c 1000 > /dev/null"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"the reader closed the stream"* ]]
+}
+
+@test "float32 NCHW when the final pipeline ends in normalize" {
+	need_numpy
+	refurb-final -q -p "$FINAL,normalize" -o "$T/f" < ann.txt
+	/usr/bin/python3 - "$T/f" "$TOP/scripts" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[2])
+from refurb_stream import open_stream
+s = open_stream(sys.argv[1])
+b = next(iter(s))
+assert b.images.dtype.name == "float32" and b.images.shape[1:] == (3, 56, 56), b.images.shape
+assert abs(float(b.images.mean())) < 3
+PY
+}

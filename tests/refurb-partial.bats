@@ -1,0 +1,207 @@
+#!/usr/bin/env bats
+# refurb-partial: the cache it builds, determinism, crash and resume,
+# write amplification, lock, mismatch, bad images, bad input.
+
+load helpers
+
+SPEC='resize=64,randaug=n=2:m=9'
+
+setup_file() {
+	cd "$BATS_FILE_TMPDIR"
+	make_dataset ds 60 3
+	refurb-index -q -o train.idx ds
+	refurb-evict -q -r 3 -s 7 -o train.evict train.idx
+	refurb-plan -q -b 8 -e 0-6 train.evict > plan.txt
+}
+
+setup() {
+	cd "$BATS_FILE_TMPDIR"
+	T="$BATS_TEST_TMPDIR"
+}
+
+@test "--help, --version, usage errors" {
+	run refurb-partial --help
+	[ "$status" -eq 0 ] && [[ "${lines[0]}" == "Usage: refurb-partial"* ]]
+	run refurb-partial --version
+	[ "$status" -eq 0 ]
+	run refurb-partial -p "$SPEC" train.idx
+	expect_fail 2 "refurb-partial: no cache directory"
+	run refurb-partial -c "$T/c" train.idx
+	expect_fail 2 "refurb-partial: no partial pipeline"
+	run refurb-partial -c "$T/c" -p "$SPEC"
+	expect_fail 2 "refurb-partial: no index given"
+	run refurb-partial -c "$T/c" -p "$SPEC" --codec lz4 train.idx
+	expect_fail 2 "refurb-partial: --codec: unknown codec 'lz4'"
+}
+
+@test "pipeline spec error: exit 2 pointing at it" {
+	run refurb-partial -c "$T/c" -p 'resize=64,blur' train.idx < plan.txt
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"blur"* ]]
+}
+
+@test "normalize in the partial pipeline is refused" {
+	run refurb-partial -c "$T/c" -p 'resize=64,normalize' train.idx < plan.txt
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"normalize belongs in the final pipeline"* ]]
+}
+
+@test "annotates every sample; misses per epoch as the schedule says" {
+	refurb-partial -q -c "$T/c" -p "$SPEC" train.idx < plan.txt > "$T/a.txt"
+	head -n 1 "$T/a.txt" | grep -q " cache=$T/c "
+	# every sample has an address of 4 hex fields
+	! grep '^[BD] ' "$T/a.txt" | tr ' ' '\n' | grep ':' | grep -qv '@[0-9a-f]*\.[0-9a-f]*\.[0-9a-f]*\.[0-9a-f]*$'
+	# the plan underneath is unchanged
+	diff <(sed 1d plan.txt) <(sed 1d "$T/a.txt" | sed 's/@[0-9a-f.]*//g')
+	run refurb-dump --verify "$T/c"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *" 0 problems"* ]]
+}
+
+@test "deterministic: -j 1 and -j 2 give the same annotated plan and cache" {
+	refurb-partial -q -j 1 -c "$T/c1" -p "$SPEC" train.idx < plan.txt > "$T/a1.txt"
+	refurb-partial -q -j 2 --inflight 3 -c "$T/c2" -p "$SPEC" train.idx < plan.txt > "$T/a2.txt"
+	diff <(sed 1d "$T/a1.txt") <(sed 1d "$T/a2.txt")
+	for f in "$T"/c1/*.seg; do cmp "$f" "$T/c2/$(basename "$f")"; done
+}
+
+@test "write amplification is 1.0 under balanced eviction over 2r+1 epochs" {
+	run refurb-partial -c "$T/c" --grace 1 -p "$SPEC" train.idx < plan.txt
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"write amplification 1.000"* ]]
+	[[ "$output" == *" 0 records compacted"* ]]
+	# dead segments were deleted whole
+	[[ "$output" =~ \ [1-9][0-9]*\ segments\ deleted ]]
+	run refurb-dump -S "$T/c"
+	[[ "$output" == *"write amplification 1.000"* ]]
+}
+
+@test "kill -9 at random points, resume: identical plan and records" {
+	refurb-partial -q -c "$T/ref" -p "$SPEC" train.idx < plan.txt > "$T/ref.txt"
+	for delay in 0.05 0.3 0.6 0.9; do
+		rm -rf "$T/c"
+		refurb-partial -q -c "$T/c" -p "$SPEC" train.idx < plan.txt > "$T/p1.txt" &
+		pid=$!
+		sleep "$delay"
+		kill -9 "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		# resume from the epoch it was in (or from the start)
+		ep=$(grep '^B' "$T/p1.txt" | tail -n 1 | cut -d' ' -f2)
+		ep=${ep:-0}
+		refurb-plan -q -b 8 -e "$ep-6" train.evict |
+			refurb-partial -q -c "$T/c" -p "$SPEC" train.idx > "$T/p2.txt"
+		run refurb-dump --verify "$T/c"
+		[ "$status" -eq 0 ] || { echo "delay $delay: $output"; false; }
+		diff <(grep -v '^#' "$T/p2.txt") \
+		     <(grep -v '^#' "$T/ref.txt" | awk -v e="$ep" '$2 >= e')
+		for s in 0 17 42 59; do
+			refurb-dump -x $s -o "$T/x.ppm" "$T/c"
+			refurb-dump -x $s -o "$T/y.ppm" "$T/ref"
+			cmp "$T/x.ppm" "$T/y.ppm"
+		done
+	done
+}
+
+@test "a torn tail is cut when the cache is opened" {
+	refurb-plan -q -b 8 -e 0 train.evict | refurb-partial -q -c "$T/c" -p "$SPEC" train.idx > /dev/null
+	seg=$(ls "$T"/c/*.seg | head -n 1)
+	printf 'RFR\001garbage' >> "$seg"
+	run refurb-dump --verify "$T/c"
+	[ "$status" -eq 1 ]
+	refurb-plan -q -b 8 -e 1 train.evict | refurb-partial -c "$T/c" -p "$SPEC" train.idx > /dev/null 2> "$T/err"
+	grep -q "torn tail was cut" "$T/err"
+	run refurb-dump --verify "$T/c"
+	[ "$status" -eq 0 ]
+}
+
+@test "a lost record is recomputed, identical" {
+	refurb-partial -q -c "$T/ref" -p "$SPEC" train.idx < plan.txt > /dev/null
+	refurb-plan -q -b 8 -e 0-1 train.evict | refurb-partial -q -c "$T/c" -p "$SPEC" train.idx > /dev/null
+	rm "$T"/c/records
+	rm "$(ls "$T"/c/*.seg | head -n 1)"
+	run sh -c "refurb-plan -q -b 8 -e 2-6 train.evict | refurb-partial -c '$T/c' -p '$SPEC' train.idx > /dev/null"
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ recomputed\ [1-9] ]]
+	for s in 0 1 2 3 30 59; do
+		refurb-dump -x $s -o "$T/x.ppm" "$T/c"
+		refurb-dump -x $s -o "$T/y.ppm" "$T/ref"
+		cmp "$T/x.ppm" "$T/y.ppm"
+	done
+}
+
+@test "a second writer is refused naming the first one's pid" {
+	mkfifo "$T/fifo"
+	# the first writer waits for the rest of its plan, holding the lock
+	(head -n 1 plan.txt; sleep 2) > "$T/fifo" &
+	refurb-partial -q -c "$T/c" -p "$SPEC" train.idx < "$T/fifo" > /dev/null 2>&1 &
+	pid=$!
+	sleep 0.5
+	run refurb-partial -c "$T/c" -p "$SPEC" train.idx < plan.txt
+	wait "$pid" || true
+	expect_fail 1 "refurb-partial: $T/c: cache is locked by process $pid"
+}
+
+@test "a cache made by another pipeline is refused, --reset starts over" {
+	refurb-plan -q -b 8 -e 0 train.evict > "$T/p0"
+	refurb-partial -q -c "$T/c" -p "$SPEC" train.idx < "$T/p0" > /dev/null
+	run refurb-partial -c "$T/c" -p 'resize=32' train.idx < "$T/p0"
+	expect_fail 1 "refurb-partial: $T/c: cache was made with a different pipeline"
+	run refurb-partial -c "$T/c" -p "$SPEC" --codec raw train.idx < "$T/p0"
+	expect_fail 1 "refurb-partial: $T/c: cache was made with a different codec"
+	refurb-partial -q --reset -c "$T/c" -p 'resize=32' train.idx < "$T/p0" > /dev/null
+}
+
+@test "a directory with other files is not taken for a cache" {
+	mkdir "$T/home" && echo precious > "$T/home/notes.txt"
+	run refurb-partial -c "$T/home" -p "$SPEC" train.idx < plan.txt
+	expect_fail 1 "refurb-partial: $T/home: not a refurb cache and not empty"
+	[ -f "$T/home/notes.txt" ]
+}
+
+@test "a plan for another index is refused" {
+	make_dataset "$T/other" 20 2
+	refurb-index -q -o "$T/other.idx" "$T/other"
+	run refurb-partial -c "$T/c" -p "$SPEC" "$T/other.idx" < plan.txt
+	expect_fail 1 "refurb-partial: (stdin): plan was made for another index"
+}
+
+@test "garbage instead of a plan" {
+	run sh -c "echo hello | refurb-partial -c '$T/c' -p '$SPEC' train.idx"
+	expect_fail 1 "refurb-partial: (stdin)"
+	run sh -c "head -c 300 plan.txt | refurb-partial -c '$T/c2' -p '$SPEC' train.idx"
+	[ "$status" -eq 1 ]
+}
+
+@test "an image broken since indexing: named, left out, counted; --strict fatal" {
+	cp -r ds "$T/ds"
+	refurb-index -q -o "$T/t.idx" "$T/ds"
+	refurb-evict -q -r 3 -s 7 -o "$T/t.evict" "$T/t.idx"
+	victim=$(refurb-dump "$T/t.idx" | grep -v '^#' | sed -n 5p | cut -f8)
+	id=$(refurb-dump "$T/t.idx" | grep -v '^#' | sed -n 5p | cut -f1)
+	head -c 2000 "$T/ds/$victim" > "$T/x" && mv "$T/x" "$T/ds/$victim"
+	refurb-plan -q -b 8 -e 0-1 "$T/t.evict" > "$T/p"
+	run sh -c "refurb-partial -c '$T/c' -p '$SPEC' '$T/t.idx' < '$T/p' > '$T/a'"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"$victim"*"(sample $id left out of its batch)"* ]]
+	[[ "$output" == *"left out 1"* ]] || [[ "$output" == *"left out 2"* ]]
+	grep -q " $id:m[0-9]*@0\( \|$\)" "$T/a"
+	run sh -c "refurb-partial --strict -c '$T/c2' -p '$SPEC' '$T/t.idx' < '$T/p' > /dev/null"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"$victim"* ]]
+}
+
+@test "the reader closing the stream stops it cleanly, resumable" {
+	run sh -c "refurb-partial -c '$T/c' -p '$SPEC' train.idx < plan.txt | head -n 3 > /dev/null"
+	[ "$status" -eq 0 ]
+	run refurb-dump --verify "$T/c"
+	[ "$status" -eq 0 ]
+	refurb-partial -q -c "$T/c" -p "$SPEC" train.idx < plan.txt > /dev/null
+}
+
+@test "full disk: clear error, cache consistent afterwards" {
+	[ -w /dev/full ] || skip "no /dev/full"
+	run sh -c "refurb-partial -c '$T/c' -p '$SPEC' train.idx < plan.txt > /dev/full"
+	expect_fail 1 "refurb-partial: (output): cannot write the plan: No space left"
+	run refurb-dump --verify "$T/c"
+	[ "$status" -eq 0 ]
+}

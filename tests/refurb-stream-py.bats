@@ -1,0 +1,203 @@
+#!/usr/bin/env bats
+# scripts/refurb_stream.py against streams written by the C library
+# (build/tools/write_stream; its header comment gives the content).
+
+load helpers
+
+setup() {
+	need_numpy
+	T="$BATS_TEST_TMPDIR"
+	W="$BUILD_DIR/tools/write_stream"
+	PY=/usr/bin/python3
+	RS="$TOP/scripts/refurb_stream.py"
+	export PYTHONPATH="$TOP/scripts"
+}
+
+# verify FILE [write_stream options...]: every batch of FILE has the
+# content write_stream gives it for those options.
+verify() {
+	"$PY" - "$@" <<'EOF'
+import sys
+import numpy as np
+from refurb_stream import open_stream, Truncated
+
+path, opts = sys.argv[1], sys.argv[2:]
+f32, nchw, norm = "f32" in opts, "nchw" in opts, "--normalize" in opts
+n_epoch = int(opts[opts.index("-n") + 1]) if "-n" in opts else 10
+with open_stream(path, verify=True) as s:
+    h = s.header
+    assert h.classes == ["class%d" % k for k in range(len(h.classes))], h.classes
+    assert h.partial_pipeline == "resize=16" and h.final_pipeline == "crop=8:6"
+    assert h.extra == {"writer": "write_stream"}, h.extra
+    assert h.index_identity == 0xabcdef and h.plan_seed == 7 and h.augment_seed == 8
+    assert (h.mean is not None) == norm
+    seen, last = 0, None
+    for images, labels, ids, epoch, step in s:
+        n = len(ids)
+        assert images.shape == ((n, h.channels, h.height, h.width) if nchw
+                                else (n, h.height, h.width, h.channels)), images.shape
+        assert images.dtype == (np.float32 if f32 else np.uint8)
+        assert images.ctypes.data % 64 == 0        # in place, aligned
+        pos = step * h.batch_size + np.arange(n)
+        assert (ids == (pos + 7 * epoch) % n_epoch).all(), ids
+        assert (labels == ids % len(h.classes)).all()
+        i = np.arange(images[0].size, dtype=np.uint64)
+        nhwc = images.transpose(0, 2, 3, 1) if nchw else images
+        for j in range(n):
+            v = ((31 * int(ids[j]) + 7 * i) & 255).astype(np.float32 if f32 else np.uint8)
+            if f32:
+                v = v / np.float32(255) - np.float32(0.5 if norm else 0)
+            assert (nhwc[j].ravel() == v).all(), (epoch, step, j)
+        seen += n
+        last = (epoch, step)
+    assert s.ended
+print(seen, last)
+EOF
+}
+
+@test "round trip: uint8 NHWC, the default" {
+	"$W" -o "$T/s"
+	run verify "$T/s"
+	[ "$status" -eq 0 ] && [ "$output" = "20 (1, 2)" ]
+}
+
+@test "round trip: float32 NCHW normalized, gray, and every other mix" {
+	"$W" -d f32 -l nchw --normalize -o "$T/s"
+	run verify "$T/s" -d f32 -l nchw --normalize
+	[ "$status" -eq 0 ] && [ "$output" = "20 (1, 2)" ]
+	"$W" -d f32 -C 1 -H 5 -W 7 -b 3 -n 11 -e 2-4 -o "$T/s"
+	run verify "$T/s" -d f32 -n 11
+	[ "$status" -eq 0 ] && [ "$output" = "33 (4, 3)" ]
+	"$W" -l nchw -C 1 -k 5 -b 16 -n 40 -o "$T/s"
+	run verify "$T/s" -l nchw -n 40
+	[ "$status" -eq 0 ] && [ "$output" = "80 (1, 2)" ]
+}
+
+@test "read from a FIFO and from stdin (no seeking)" {
+	mkfifo "$T/fifo"
+	"$W" -n 50 -b 8 -o "$T/fifo" &
+	run verify "$T/fifo" -n 50
+	wait
+	[ "$status" -eq 0 ] && [ "$output" = "100 (1, 6)" ]
+	run bash -c "'$W' -n 50 -b 8 | '$PY' '$RS' check -"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"ok: 2 epochs, 14 batches, 100 images, 0 skipped frames, ended cleanly"* ]]
+}
+
+@test "extension frames are skipped, critical ones refused" {
+	"$W" --extension -o "$T/s"
+	run verify "$T/s"
+	[ "$status" -eq 0 ]
+	run "$PY" "$RS" check "$T/s"
+	[ "$status" -eq 0 ] && [[ "$output" == *"1 skipped frames"* ]]
+	"$W" --critical -o "$T/c"
+	run "$PY" "$RS" check "$T/c"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"refurb_stream.py: $T/c: frame 2 at byte 1024: unknown critical frame type 99"* ]]
+}
+
+@test "check: per-epoch summary table" {
+	"$W" -n 10 -b 4 -k 3 -e 0-2 -o "$T/s"
+	run "$PY" "$RS" check "$T/s"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "stream $T/s: uint8 NHWC, 8x6x3, batch 4, 3 classes, epochs 0-2, shard 0/1" ]
+	[ "${lines[1]}" = "epoch	batches	images	short	classes	per-class-min	per-class-max	duplicate-ids" ]
+	[ "${lines[2]}" = "0	3	10	1	3	3	4	0" ]
+	[ "${lines[4]}" = "2	3	10	1	3	3	4	0" ]
+	[ "${lines[5]}" = "ok: 3 epochs, 9 batches, 30 images, 0 skipped frames, ended cleanly" ]
+}
+
+@test "check: a stream cut inside a frame is truncated, at every length" {
+	"$W" -o "$T/s"
+	size=$(stat -c %s "$T/s")
+	for cut in 0 1 63 64 100 256 300 1000 $((size - 64)) $((size - 1)); do
+		head -c "$cut" "$T/s" > "$T/t"
+		run "$PY" "$RS" check "$T/t"
+		[ "$status" -eq 1 ] || { echo "cut $cut: status $status"; return 1; }
+		[[ "$output" == *"refurb_stream.py: $T/t: "*"stream ends"* ]] ||
+			[[ "$output" == *"empty stream"* ]] || { echo "cut $cut: $output"; return 1; }
+	done
+	# the reader yields the complete batches, then raises Truncated
+	head -c 3000 "$T/s" > "$T/t"
+	run "$PY" -c "
+import refurb_stream as r
+s = r.open_stream('$T/t'); n = 0
+try:
+    for b in s: n += 1
+except r.Truncated as e: print(n, 'Truncated:', e)"
+	[ "$output" = "3 Truncated: frame 5 at byte 2432: stream ends inside the frame (504 of 704 payload bytes)" ]
+}
+
+@test "check: a writer that died between frames (no END)" {
+	"$W" --stop 4 -o "$T/s"
+	run "$PY" "$RS" check "$T/s"
+	[ "$status" -eq 1 ]
+	[ "${lines[3]}" = "1	1	4	0	3	1	2	0	(incomplete)" ]
+	[[ "$output" == *"stream ends without an END frame (cut short, or its writer died)"* ]]
+}
+
+@test "check: corrupt pixels, header, label; duplicate sample ids" {
+	"$W" -o "$T/s"
+	cp "$T/s" "$T/p"
+	printf 'X' | dd of="$T/p" bs=1 seek=600 conv=notrunc 2>/dev/null
+	run "$PY" "$RS" check "$T/p"
+	[ "$status" -eq 1 ] && [[ "$output" == *"frame 1 at byte 256: payload checksum mismatch"* ]]
+	# pixels are not checksummed when iterating without verify=True ...
+	run "$PY" -c "
+import refurb_stream as r
+print(sum(len(b.ids) for b in r.open_stream('$T/p')))"
+	[ "$output" = "20" ]
+	# ... but labels and ids are
+	cp "$T/s" "$T/l"
+	printf '\x05' | dd of="$T/l" bs=1 seek=$((256 + 64 + 64)) conv=notrunc 2>/dev/null
+	run "$PY" -c "
+import refurb_stream as r
+print(sum(len(b.ids) for b in r.open_stream('$T/l')))"
+	[ "$status" -eq 1 ] && [[ "$output" == *"frame head checksum mismatch"* ]]
+	cp "$T/s" "$T/h"
+	printf 'X' | dd of="$T/h" bs=1 seek=20 conv=notrunc 2>/dev/null
+	run "$PY" "$RS" check "$T/h"
+	[ "$status" -eq 1 ] && [[ "$output" == *"frame 0 at byte 0: frame header checksum mismatch"* ]]
+	printf '\x02' | dd of="$T/h" bs=1 seek=7 conv=notrunc 2>/dev/null
+	run "$PY" "$RS" check "$T/h"
+	[ "$status" -eq 1 ] && [[ "$output" == *"format version 2, this reader reads 1"* ]]
+	"$W" --duplicate -o "$T/d"
+	run "$PY" "$RS" check "$T/d"
+	[ "$status" -eq 1 ]
+	[ "${lines[2]}" = "0	3	10	1	3	3	4	1" ]
+	[[ "$output" == *"epoch 0: sample ids delivered more than once"* ]]
+}
+
+@test "check: usage and unreadable files" {
+	run "$PY" "$RS"
+	[ "$status" -eq 2 ] && [[ "$output" == "usage: refurb_stream.py check STREAM"* ]]
+	run "$PY" "$RS" check "$T/none"
+	[ "$status" -eq 1 ] && [ "$output" = "refurb_stream.py: $T/none: No such file or directory" ]
+	echo "hello world, not a stream at all, but long enough for a frame header" > "$T/x"
+	run "$PY" "$RS" check "$T/x"
+	[ "$status" -eq 1 ] && [[ "$output" == *"bad magic (not a refurb batch stream)"* ]]
+}
+
+@test "RefurbDataset: batches and samples as tensors, without copies" {
+	"$PY" -c 'import torch' 2>/dev/null ||
+		skip "torch is not installed (python3-torch): RefurbDataset not tested"
+	"$W" -n 10 -b 4 -o "$T/s"
+	run "$PY" - "$T/s" <<'EOF'
+import sys, torch
+from refurb_stream import RefurbDataset
+loader = torch.utils.data.DataLoader(RefurbDataset(sys.argv[1]), batch_size=None)
+shapes = [(tuple(x.shape), x.dtype, y.dtype, x.data_ptr() % 64) for x, y in loader]
+print(len(shapes), shapes[0], shapes[2][0])
+samples = list(RefurbDataset(sys.argv[1], samples=True))
+print(len(samples), tuple(samples[0][0].shape), int(samples[0][1]))
+loader = torch.utils.data.DataLoader(RefurbDataset(sys.argv[1]), batch_size=None, num_workers=2)
+try:
+    list(loader)
+except RuntimeError as e:
+    print("refused:", "num_workers=0 or 1" in str(e))
+EOF
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "6 ((4, 8, 6, 3), torch.uint8, torch.int64, 0) (2, 8, 6, 3)" ]
+	[ "${lines[1]}" = "20 (8, 6, 3) 0" ]
+	[ "${lines[2]}" = "refused: True" ]
+}

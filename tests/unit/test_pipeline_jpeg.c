@@ -1,0 +1,232 @@
+/*
+ * test_pipeline_jpeg.c - running pipelines on JPEG bytes: folding the
+ * first layers into region and DCT-scaled decoding must give what a full
+ * decode followed by the same pipeline gives - bit for bit without DCT
+ * scaling, within the augmentation tolerance with it - and must draw the
+ * same random parameters.  Bad JPEGs are errors, never crashes.
+ */
+#include <math.h>
+
+#include "refurb/decode.h"
+#include "refurb/encode.h"
+#include "refurb/pipeline.h"
+#include "golden.h"
+#include "test.h"
+
+/* A photo-like w x h RGB picture: smooth shading, edges and texture. */
+static void make_photo(rfb_image *img, rfb_imgbuf *buf, int w, int h)
+{
+	unsigned seed = 12345;
+
+	CHECK(rfb_image_alloc(img, buf, w, h, 3, NULL) == 0);
+	for (int y = 0; y < h; y++)
+		for (int x = 0; x < w; x++)
+			for (int c = 0; c < 3; c++) {
+				double v = 128 + 70 * sin(x / (23.0 + 9 * c)) *
+							 cos(y / 31.0) +
+					   40 * sin((x + 2 * y) / 7.0 + c);
+				seed = seed * 1664525u + 1013904223u;
+				v += (int)(seed >> 28) - 8;
+				if ((x / 97 + y / 61) % 5 == c)
+					v = 40 + 80 * c;
+				rfb_image_px(img, x, y)[c] =
+					(unsigned char)(v < 0 ? 0 : v > 255 ? 255 : v);
+			}
+}
+
+struct jpeg {
+	rfb_imgbuf bytes;
+	size_t len;
+};
+
+static void encode_photo(struct jpeg *j, int w, int h, int gray)
+{
+	rfb_imgbuf pb = { 0 }, gb = { 0 };
+	rfb_image photo, g;
+	rfb_encoder *e = rfb_encoder_new(NULL);
+
+	make_photo(&photo, &pb, w, h);
+	if (gray) {
+		CHECK(rfb_image_alloc(&g, &gb, w, h, 1, NULL) == 0);
+		for (int y = 0; y < h; y++)
+			for (int x = 0; x < w; x++)
+				rfb_image_px(&g, x, y)[0] = rfb_image_px(&photo, x, y)[1];
+		photo = g;
+	}
+	CHECK(rfb_jpeg_encode(e, &photo, 90, RFB_ENCODE_420, &j->bytes, &j->len,
+			      NULL) == 0);
+	rfb_encoder_free(e);
+	rfb_imgbuf_free(&pb);
+	rfb_imgbuf_free(&gb);
+}
+
+/* The reference: full decode (RGB, like torchvision's loader), then the
+ * pipeline on the decoded image. */
+static int reference(rfb_pipe_ctx *ctx, const rfb_pipeline *p, const struct jpeg *j,
+		     const struct rfb_pipe_key *k, struct rfb_pipe_out *o)
+{
+	static rfb_decoder *dec;
+	static rfb_imgbuf buf;
+	rfb_image img;
+
+	if (!dec)
+		dec = rfb_decoder_new(NULL);
+	if (rfb_decode(dec, j->bytes.data, j->len, NULL, &img, &buf, NULL, NULL))
+		return -1;
+	return rfb_pipe_run(ctx, p, &img, k, o, NULL);
+}
+
+static struct golden_diff compare_out(const struct rfb_pipe_out *a,
+				      const struct rfb_pipe_out *b)
+{
+	return golden_compare(&a->img, &b->img);
+}
+
+struct jcase {
+	const char *spec;
+	int folded;      /* layers the plan folds into the decode */
+	int scaled;      /* 1 if DCT scaling is expected at the default ratio */
+};
+
+static void run_cases(const struct jpeg *j, const struct jcase *cases, int n)
+{
+	rfb_pipe_ctx *fast = rfb_pipe_ctx_new(NULL), *exact = rfb_pipe_ctx_new(NULL);
+	rfb_pipe_ctx *ref = rfb_pipe_ctx_new(NULL);
+	struct rfb_pipe_out of, oe, orf;
+	struct rfb_pipe_decode dd;
+
+	rfb_pipe_ctx_set_scale_ratio(exact, 0); /* regions only */
+	for (int c = 0; c < n; c++) {
+		rfb_pipeline *p = NULL;
+		int folded = 0, scaled = 0;
+		CHECK(rfb_pipeline_parse(cases[c].spec, &p, NULL) == 0);
+		for (uint32_t s = 0; s < 4 && p; s++) {
+			struct rfb_pipe_key k = { 77, 2, s, RFB_STAGE_PARTIAL };
+			CHECK(reference(ref, p, j, &k, &orf) == 0);
+			CHECK(rfb_pipe_run_jpeg(exact, p, j->bytes.data, j->len, &k,
+						&oe, NULL) == 0);
+			struct golden_diff d = compare_out(&oe, &orf);
+			CHECKF(d.same_shape && d.max_abs == 0,
+			       "%s sample %u: region decode differs (max %d)",
+			       cases[c].spec, s, d.max_abs);
+			rfb_pipe_ctx_last_decode(exact, &dd);
+			CHECK(dd.scale_denom == 1);
+			CHECK(rfb_pipe_run_jpeg(fast, p, j->bytes.data, j->len, &k,
+						&of, NULL) == 0);
+			d = compare_out(&of, &orf);
+			CHECKF(golden_ok_color(&d), "%s sample %u: within1 %.4f mae %.3f",
+			       cases[c].spec, s, d.within1, d.mean_abs);
+			rfb_pipe_ctx_last_decode(fast, &dd);
+			folded |= dd.layers_folded;
+			scaled |= dd.scale_denom > 1;
+			if (of.dtype == RFB_DTYPE_F32)
+				CHECK(of.size == orf.size);
+		}
+		CHECKF(folded == cases[c].folded && scaled == cases[c].scaled,
+		       "%s: folded %d scaled %d", cases[c].spec, folded, scaled);
+		rfb_pipeline_free(p);
+	}
+	rfb_pipe_ctx_free(fast);
+	rfb_pipe_ctx_free(exact);
+	rfb_pipe_ctx_free(ref);
+}
+
+static void test_rgb_photo(void)
+{
+	static const struct jcase cases[] = {
+		{ "resize=80,flip", 1, 1 },
+		{ "resize=256,centercrop=224", 2, 0 },
+		{ "resize=90x120:interp=bicubic,crop=64,flip,normalize=imagenet", 2, 1 },
+		{ "rrcrop=64", 1, 1 },
+		{ "rrcrop=200:scale=0.5-1", 1, 0 },
+		{ "rrcrop=32", 1, 0 }, /* too small to scale */
+		{ "centercrop=300,flip", 1, 0 },
+		{ "crop=256,resize=64", 1, 0 },
+		{ "crop=1400:pad=8", 1, 0 }, /* folded when inside */
+		{ "crop=1500x2000:pad=8", 0, 0 },
+		{ "flip,resize=64", 0, 0 },
+		{ "resize=1600", 0, 0 }, /* an upscale reads everything */
+		{ "gray,resize=80,crop=64", 2, 1 },
+		{ "", 0, 0 },
+	};
+	struct jpeg j = { { 0 }, 0 };
+
+	encode_photo(&j, 2000, 1500, 0);
+	run_cases(&j, cases, (int)(sizeof cases / sizeof cases[0]));
+	rfb_imgbuf_free(&j.bytes);
+}
+
+static void test_gray_photo(void)
+{
+	static const struct jcase cases[] = {
+		{ "resize=64", 1, 1 },
+		{ "gray,rrcrop=64:scale=0.6-1", 1, 1 },
+		{ "rgb,centercrop=100", 1, 0 },
+		{ "resize=200", 0, 0 },
+	};
+	struct jpeg j = { { 0 }, 0 };
+
+	encode_photo(&j, 2000, 1500, 1);
+	run_cases(&j, cases, (int)(sizeof cases / sizeof cases[0]));
+	rfb_imgbuf_free(&j.bytes);
+}
+
+/* The folded crop draws exactly what the layer draws after a full
+ * decode: identical outputs, so identical rectangles. */
+static void test_fast_decode_off(void)
+{
+	struct jpeg j = { { 0 }, 0 };
+	rfb_pipe_ctx *ctx = rfb_pipe_ctx_new(NULL), *ref = rfb_pipe_ctx_new(NULL);
+	rfb_pipeline *p = NULL;
+	struct rfb_pipe_out o, orf;
+	struct rfb_pipe_decode dd;
+	struct rfb_pipe_key k = { 1, 0, 3, RFB_STAGE_PARTIAL };
+
+	encode_photo(&j, 400, 300, 0);
+	CHECK(rfb_pipeline_parse("rrcrop=64", &p, NULL) == 0);
+	rfb_pipe_ctx_set_fast_decode(ctx, 0);
+	CHECK(rfb_pipe_run_jpeg(ctx, p, j.bytes.data, j.len, &k, &o, NULL) == 0);
+	rfb_pipe_ctx_last_decode(ctx, &dd);
+	CHECK(dd.layers_folded == 0 && dd.width == 400 && dd.height == 300 &&
+	      dd.image_width == 400);
+	CHECK(reference(ref, p, &j, &k, &orf) == 0);
+	struct golden_diff d = compare_out(&o, &orf);
+	CHECK(d.same_shape && d.max_abs == 0);
+	rfb_pipeline_free(p);
+	rfb_pipe_ctx_free(ctx);
+	rfb_pipe_ctx_free(ref);
+	rfb_imgbuf_free(&j.bytes);
+}
+
+static void test_bad_jpeg(void)
+{
+	struct jpeg j = { { 0 }, 0 };
+	rfb_pipe_ctx *ctx = rfb_pipe_ctx_new(NULL);
+	rfb_pipeline *p = NULL;
+	struct rfb_pipe_out o;
+	struct rfb_pipe_key k = { 1, 0, 0, RFB_STAGE_PARTIAL };
+	rfb_err err = { 0 };
+
+	encode_photo(&j, 300, 200, 0);
+	CHECK(rfb_pipeline_parse("resize=64,flip", &p, NULL) == 0);
+	CHECK(rfb_pipe_run_jpeg(ctx, p, j.bytes.data, 100, &k, &o, &err) < 0);
+	CHECK(rfb_pipe_run_jpeg(ctx, p, "not a jpeg", 10, &k, &o, &err) < 0);
+	CHECK(err.msg[0] != '\0');
+	rfb_pipe_ctx_set_max_pixels(ctx, 1000);
+	CHECK(rfb_pipe_run_jpeg(ctx, p, j.bytes.data, j.len, &k, &o, &err) == RFB_ELIMIT);
+	rfb_pipe_ctx_set_max_pixels(ctx, RFB_IMAGE_DEFAULT_MAX_PIXELS);
+	CHECK(rfb_pipe_run_jpeg(ctx, p, j.bytes.data, j.len, &k, &o, NULL) == 0);
+	CHECK(o.shape.height == 64 && o.shape.width == 96);
+	rfb_pipeline_free(p);
+	rfb_pipe_ctx_free(ctx);
+	rfb_imgbuf_free(&j.bytes);
+}
+
+int main(void)
+{
+	RUN(test_rgb_photo);
+	RUN(test_gray_photo);
+	RUN(test_fast_decode_off);
+	RUN(test_bad_jpeg);
+	return test_done();
+}

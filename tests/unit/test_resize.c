@@ -1,0 +1,290 @@
+/*
+ * test_resize.c - resize against PIL's golden outputs (bilinear, bicubic,
+ * nearest; 1 and 3 channels; up, down, odd sizes; torchvision's shorter
+ * side rule with max_size), the window and box forms, the size rule and
+ * the coefficient cache (no allocation in the steady state).
+ */
+#include <malloc.h>
+
+#include "refurb/resize.h"
+#include "golden.h"
+#include "geometry_cases.h"
+#include "test.h"
+
+static struct gcase *cases;
+static int ncases;
+
+/* Run one golden resize case; returns its diff (same_shape 0 on error). */
+static struct golden_diff run_case(rfb_resizer *rz, const struct gcase *c)
+{
+	struct golden_diff d = { 0 };
+	rfb_imgbuf ib = { 0 }, ob = { 0 }, rb = { 0 };
+	rfb_image in, want, got;
+	char path[512], buf[32];
+	int w, h, interp;
+
+	gcase_param(c, "interp", buf, sizeof buf);
+	interp = rfb_interp_parse(buf, strlen(buf));
+	if (gcase_path(path, sizeof path, c->input) || golden_read_pnm(path, &in, &ib) ||
+	    gcase_path(path, sizeof path, c->output) || golden_read_pnm(path, &want, &ob) ||
+	    interp < 0)
+		goto out;
+	if (strcmp(c->op, "resize") == 0) {
+		w = gcase_int(c, "w");
+		h = gcase_int(c, "h");
+	} else if (rfb_resize_shorter(in.width, in.height, gcase_int(c, "size"),
+				      gcase_int(c, "max_size"), &w, &h, NULL)) {
+		goto out;
+	}
+	if (rfb_image_alloc(&got, &rb, w, h, in.channels, NULL) ||
+	    rfb_resize(rz, &in, &got, (enum rfb_interp)interp, NULL))
+		goto out;
+	d = golden_compare(&got, &want);
+out:
+	rfb_imgbuf_free(&ib);
+	rfb_imgbuf_free(&ob);
+	rfb_imgbuf_free(&rb);
+	return d;
+}
+
+static void test_golden_resize(void)
+{
+	rfb_resizer *rz = rfb_resizer_new(NULL);
+	int n = 0, exact = 0;
+
+	CHECK(ncases > 0);
+	for (int i = 0; i < ncases; i++) {
+		if (strcmp(cases[i].op, "resize") && strcmp(cases[i].op, "resize_short"))
+			continue;
+		struct golden_diff d = run_case(rz, &cases[i]);
+		n++;
+		CHECKF(golden_ok_color(&d), "%s: shape %d mae %.4f within1 %.4f",
+		       cases[i].name, d.same_shape, d.mean_abs, d.within1);
+		/* PIL's arithmetic is reproduced exactly: not one sample off */
+		CHECKF(d.same_shape && d.max_abs == 0, "%s: max diff %d, exact %.4f",
+		       cases[i].name, d.max_abs, d.exact);
+		exact += d.same_shape && d.max_abs == 0;
+	}
+	printf("# %d resize cases, %d bit-exact\n", n, exact);
+	CHECK(n >= 100);
+	rfb_resizer_free(rz);
+}
+
+static void fill_pattern(rfb_image *img, unsigned seed)
+{
+	for (int y = 0; y < img->height; y++)
+		for (int x = 0; x < img->width * img->channels; x++) {
+			seed = seed * 1103515245u + 12345u;
+			img->data[(size_t)y * img->stride + x] =
+				(unsigned char)((x * 7 + y * 3) ^ (seed >> 24));
+		}
+}
+
+static int images_equal(const rfb_image *a, const rfb_image *b)
+{
+	struct golden_diff d = golden_compare(a, b);
+	return d.same_shape && d.max_abs == 0;
+}
+
+/* A window of a resize equals resizing everything and cropping. */
+static void test_window_matches_crop(void)
+{
+	rfb_resizer *rz = rfb_resizer_new(NULL);
+	rfb_imgbuf sb = { 0 }, fb = { 0 }, wb = { 0 };
+	rfb_image src, full, win;
+
+	for (int interp = 0; interp < 3; interp++)
+		for (int ch = 1; ch <= 3; ch += 2) {
+			CHECK(rfb_image_alloc(&src, &sb, 301, 207, ch, NULL) == 0);
+			fill_pattern(&src, 99u + ch);
+			CHECK(rfb_image_alloc(&full, &fb, 130, 91, ch, NULL) == 0);
+			CHECK(rfb_resize(rz, &src, &full, interp, NULL) == 0);
+			CHECK(rfb_image_alloc(&win, &wb, 100, 80, ch, NULL) == 0);
+			CHECK(rfb_resize_window(rz, &src, 130, 91, 17, 6, &win,
+						interp, NULL) == 0);
+			full.data = rfb_image_px(&full, 17, 6);
+			full.width = 100;
+			full.height = 80;
+			CHECKF(images_equal(&full, &win), "interp %d ch %d", interp, ch);
+		}
+	CHECK(rfb_resize_window(rz, &src, 130, 91, 31, 0, &win, 1, NULL) ==
+	      RFB_EINVAL);
+	rfb_imgbuf_free(&sb);
+	rfb_imgbuf_free(&fb);
+	rfb_imgbuf_free(&wb);
+	rfb_resizer_free(rz);
+}
+
+/* The box of the whole image is a plain resize; boxes are checked. */
+static void test_box(void)
+{
+	rfb_resizer *rz = rfb_resizer_new(NULL);
+	rfb_imgbuf sb = { 0 }, ab = { 0 }, bb = { 0 };
+	rfb_image src, a, b;
+	struct rfb_resize_box box = { 0, 0, 120, 77 };
+	rfb_err err = { 0 };
+
+	CHECK(rfb_image_alloc(&src, &sb, 120, 77, 3, NULL) == 0);
+	fill_pattern(&src, 5);
+	CHECK(rfb_image_alloc(&a, &ab, 50, 33, 3, NULL) == 0);
+	CHECK(rfb_image_alloc(&b, &bb, 50, 33, 3, NULL) == 0);
+	CHECK(rfb_resize(rz, &src, &a, RFB_INTERP_BICUBIC, NULL) == 0);
+	CHECK(rfb_resize_box(rz, &src, &box, &b, RFB_INTERP_BICUBIC, NULL) == 0);
+	CHECK(images_equal(&a, &b));
+	box.x1 = 120.5;
+	CHECK(rfb_resize_box(rz, &src, &box, &b, RFB_INTERP_BICUBIC, &err) ==
+	      RFB_EINVAL);
+	CHECK(strstr(err.msg, "outside") != NULL);
+	box.x1 = 0;
+	CHECK(rfb_resize_box(rz, &src, &box, &b, RFB_INTERP_BICUBIC, NULL) ==
+	      RFB_EINVAL);
+	/* a fractional box: a smooth ramp stays a ramp */
+	for (int y = 0; y < src.height; y++)
+		for (int x = 0; x < src.width; x++)
+			for (int k = 0; k < 3; k++)
+				rfb_image_px(&src, x, y)[k] = (unsigned char)(2 * x);
+	box = (struct rfb_resize_box){ 10.5, 3.25, 60.5, 40.0 };
+	CHECK(rfb_resize_box(rz, &src, &box, &b, RFB_INTERP_BILINEAR, NULL) == 0);
+	for (int x = 1; x < b.width - 1; x++) {
+		double want = 2 * (10.5 + (x + 0.5)) - 1; /* centre of pixel x */
+		CHECKF(abs(rfb_image_px(&b, x, 5)[0] - (int)(want + 0.5)) <= 1,
+		       "x %d: %d vs %g", x, rfb_image_px(&b, x, 5)[0], want);
+	}
+	rfb_imgbuf_free(&sb);
+	rfb_imgbuf_free(&ab);
+	rfb_imgbuf_free(&bb);
+	rfb_resizer_free(rz);
+}
+
+static void test_shorter_rule(void)
+{
+	int w, h;
+	rfb_err err = { 0 };
+
+	CHECK(rfb_resize_shorter(500, 375, 256, 0, &w, &h, NULL) == 0);
+	CHECK(w == 341 && h == 256); /* int(256 * 500 / 375) = 341 */
+	CHECK(rfb_resize_shorter(375, 500, 256, 0, &w, &h, NULL) == 0);
+	CHECK(w == 256 && h == 341);
+	CHECK(rfb_resize_shorter(300, 300, 224, 0, &w, &h, NULL) == 0);
+	CHECK(w == 224 && h == 224);
+	CHECK(rfb_resize_shorter(1000, 100, 50, 200, &w, &h, NULL) == 0);
+	CHECK(w == 200 && h == 20); /* 500 > 200: int(200 * 50 / 500) */
+	CHECK(rfb_resize_shorter(1000, 100, 50, 50, &w, &h, &err) == RFB_EINVAL);
+	CHECK(strstr(err.msg, "max_size") != NULL);
+	CHECK(rfb_resize_shorter(60000, 1, 2, 0, &w, &h, NULL) == RFB_ELIMIT);
+	CHECK(rfb_resize_shorter(0, 5, 2, 0, &w, &h, NULL) == RFB_EINVAL);
+}
+
+/* Resizing a second image of the same size neither recomputes nor
+ * allocates: the heap in use is unchanged. */
+static void test_steady_state(void)
+{
+	rfb_resizer *rz = rfb_resizer_new(NULL);
+	rfb_imgbuf sb = { 0 }, db = { 0 };
+	rfb_image src, dst;
+	size_t before, after;
+
+	CHECK(rfb_image_alloc(&src, &sb, 640, 480, 3, NULL) == 0);
+	CHECK(rfb_image_alloc(&dst, &db, 341, 256, 3, NULL) == 0);
+	fill_pattern(&src, 1);
+	CHECK(rfb_resize(rz, &src, &dst, RFB_INTERP_BILINEAR, NULL) == 0);
+	fill_pattern(&src, 2);
+	before = mallinfo2().uordblks;
+	for (int i = 0; i < 5; i++)
+		CHECK(rfb_resize(rz, &src, &dst, RFB_INTERP_BILINEAR, NULL) == 0);
+	after = mallinfo2().uordblks;
+	CHECKF(before == after, "heap grew %zu -> %zu", before, after);
+	rfb_imgbuf_free(&sb);
+	rfb_imgbuf_free(&db);
+	rfb_resizer_free(rz);
+}
+
+/* The AVX2 kernels give exactly the scalar reference's bytes, for every
+ * filter, channel count, up- and downscales, windows and odd sizes
+ * (rows whose last taps fall back to the scalar kernel included). */
+static void test_simd_matches_scalar(void)
+{
+	rfb_resizer *a = rfb_resizer_new(NULL), *b = rfb_resizer_new(NULL);
+	rfb_imgbuf sb = { 0 }, xb = { 0 }, yb = { 0 };
+	rfb_image src, x, y;
+	unsigned seed = 7;
+
+	if (!rfb_resizer_set_simd(a, 1)) {
+		printf("# no AVX2 on this CPU: scalar only\n");
+		goto out;
+	}
+	rfb_resizer_set_simd(b, 0);
+	for (int i = 0; i < 300; i++) {
+		seed = seed * 1103515245u + 12345u;
+		int sw = 1 + (int)(seed >> 8) % 300, sh = 1 + (int)(seed >> 4) % 200;
+		int dw = 1 + (int)(seed >> 12) % 260, dh = 1 + (int)(seed >> 16) % 180;
+		int ch = (seed >> 20) & 1 ? 3 : 1;
+		enum rfb_interp interp = (enum rfb_interp)((seed >> 24) % 3);
+		CHECK(rfb_image_alloc(&src, &sb, sw, sh, ch, NULL) == 0);
+		fill_pattern(&src, seed);
+		CHECK(rfb_image_alloc(&x, &xb, dw, dh, ch, NULL) == 0);
+		CHECK(rfb_image_alloc(&y, &yb, dw, dh, ch, NULL) == 0);
+		CHECK(rfb_resize(a, &src, &x, interp, NULL) == 0);
+		CHECK(rfb_resize(b, &src, &y, interp, NULL) == 0);
+		CHECKF(images_equal(&x, &y), "%dx%dx%d -> %dx%d interp %d", sw,
+		       sh, ch, dw, dh, (int)interp);
+	}
+out:
+	rfb_imgbuf_free(&sb);
+	rfb_imgbuf_free(&xb);
+	rfb_imgbuf_free(&yb);
+	rfb_resizer_free(a);
+	rfb_resizer_free(b);
+}
+
+/* The golden cases again with the scalar kernels. */
+static void test_golden_scalar(void)
+{
+	rfb_resizer *rz = rfb_resizer_new(NULL);
+	int n = 0;
+
+	rfb_resizer_set_simd(rz, 0);
+	for (int i = 0; i < ncases; i++) {
+		if (strcmp(cases[i].op, "resize") && strcmp(cases[i].op, "resize_short"))
+			continue;
+		struct golden_diff d = run_case(rz, &cases[i]);
+		CHECKF(d.same_shape && d.max_abs == 0, "%s", cases[i].name);
+		n++;
+	}
+	CHECK(n >= 100);
+	rfb_resizer_free(rz);
+}
+
+static void test_bad_args(void)
+{
+	rfb_resizer *rz = rfb_resizer_new(NULL);
+	rfb_imgbuf sb = { 0 }, db = { 0 };
+	rfb_image src, dst;
+
+	CHECK(rfb_image_alloc(&src, &sb, 10, 10, 3, NULL) == 0);
+	CHECK(rfb_image_alloc(&dst, &db, 5, 5, 1, NULL) == 0);
+	CHECK(rfb_resize(rz, &src, &dst, RFB_INTERP_BILINEAR, NULL) == RFB_EINVAL);
+	dst.channels = 3;
+	CHECK(rfb_resize(rz, &src, &dst, (enum rfb_interp)7, NULL) == RFB_EINVAL);
+	CHECK(rfb_interp_parse("bicubic", 7) == RFB_INTERP_BICUBIC);
+	CHECK(rfb_interp_parse("bicubi", 6) == -1);
+	rfb_resizer_free(NULL);
+	rfb_imgbuf_free(&sb);
+	rfb_imgbuf_free(&db);
+	rfb_resizer_free(rz);
+}
+
+int main(void)
+{
+	ncases = gcase_load(&cases);
+	RUN(test_golden_resize);
+	RUN(test_golden_scalar);
+	RUN(test_simd_matches_scalar);
+	RUN(test_window_matches_crop);
+	RUN(test_box);
+	RUN(test_shorter_rule);
+	RUN(test_steady_state);
+	RUN(test_bad_args);
+	free(cases);
+	return test_done();
+}
