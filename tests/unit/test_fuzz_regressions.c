@@ -19,9 +19,11 @@
 #include "../fuzz/fuzz_index.c"
 #include "../fuzz/fuzz_jpeg.c"
 #include "../fuzz/fuzz_manifest.c"
+#include "../fuzz/fuzz_pipeline.c"
 #include "../fuzz/fuzz_plan.c"
 #include "../fuzz/fuzz_record.c"
 #include "../fuzz/fuzz_schedule.c"
+#include "../fuzz/fuzz_stream.c"
 #include "refurb/io.h"
 #include "test.h"
 
@@ -117,6 +119,8 @@ TARGET_TEST(plan)
 TARGET_TEST(record)
 TARGET_TEST(manifest)
 TARGET_TEST(checkpoint)
+TARGET_TEST(pipeline)
+TARGET_TEST(stream)
 TARGET_TEST(jpeg)
 
 /* Without AddressSanitizer (which maps terabytes of shadow), cap the
@@ -144,6 +148,8 @@ int main(void)
 	RUN(test_record);
 	RUN(test_manifest);
 	RUN(test_checkpoint);
+	RUN(test_pipeline);
+	RUN(test_stream);
 	RUN(test_jpeg);
 	return test_done();
 }
