@@ -20,7 +20,8 @@ static void stream_fix(unsigned char *d, size_t len)
 {
 	size_t off = 0;
 
-	while (len - off >= RFB_STREAM_FRAME_HEADER) {
+	/* off may pass len by the padding of a frame cut short */
+	while (off <= len && len - off >= RFB_STREAM_FRAME_HEADER) {
 		unsigned char *h = d + off;
 		uint64_t p = rfb_get_le64(h + 16), q = rfb_get_le32(h + 32);
 		size_t room = len - off - RFB_STREAM_FRAME_HEADER;
