@@ -177,7 +177,8 @@ static int segment_name(const char *name, uint32_t *id)
 		if (!strchr("0123456789abcdef", name[i]))
 			return 0;
 	*id = (uint32_t)strtoul(name, &end, 16);
-	return end == name + 8;
+	/* ffffffff is RFB_CACHE_NO_SEGMENT, never a segment */
+	return end == name + 8 && *id != RFB_CACHE_NO_SEGMENT;
 }
 
 int cache_list_segments(const char *dir, uint32_t **ids, size_t *n,

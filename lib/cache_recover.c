@@ -127,6 +127,16 @@ static int ckpt_load(const char *dir, struct ckpt *k, rfb_err *err)
 				   "record index checkpoint is corrupt");
 	k->seg_table = b + CKPT_HEADER;
 	k->entry_table = k->seg_table + (size_t)k->segments * CKPT_SEG;
+	/* the writer's table is sorted and has no duplicate; an id equal to
+	 * RFB_CACHE_NO_SEGMENT would be taken for "no record" */
+	for (uint32_t i = 0, prev = 0; i < k->segments; i++) {
+		uint32_t id = rfb_get_le32(k->seg_table + (size_t)i * CKPT_SEG);
+		if (id == RFB_CACHE_NO_SEGMENT || (i && id <= prev))
+			return rfb_err_set(err, RFB_EFORMAT, path,
+					   "record index checkpoint is corrupt "
+					   "(segment table)");
+		prev = id;
+	}
 	return 0;
 }
 

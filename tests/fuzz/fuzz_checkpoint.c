@@ -15,6 +15,8 @@
  *   - every record the index points to lies inside its segment file,
  *     after the segment header, at least a record header long;
  *   - the live statistics agree with the entries;
+ *   - the checkpoint the close writes has a sorted table of segments
+ *     without duplicates nor the id that means "no segment";
  *   - recovery is idempotent: the second open finds the checkpoint the
  *     first close wrote and gives back exactly the same entries.
  */
@@ -211,6 +213,26 @@ static void ckpt_check(rfb_cache *c, struct rfb_cache_entry *table,
 	FUZZ_ASSERT(st.live_records == records && st.live_bytes == bytes);
 }
 
+/* The checkpoint a close wrote: its segment table is sorted, without
+ * duplicates, and no id is RFB_CACHE_NO_SEGMENT (the "no record" mark). */
+static void ckpt_check_written(void)
+{
+	unsigned char *k;
+	size_t len;
+	char path[600];
+	rfb_err err = { 0 };
+
+	snprintf(path, sizeof path, "%s/records", ckpt_st.dir);
+	FUZZ_ASSERT(rfb_file_load(path, (size_t)1 << 30, &k, &len, &err) == 0);
+	FUZZ_ASSERT(len >= 68);
+	for (uint32_t i = 0, n = rfb_get_le32(k + 24); i < n; i++) {
+		uint32_t id = rfb_get_le32(k + 64 + (size_t)i * 40);
+		FUZZ_ASSERT(id != RFB_CACHE_NO_SEGMENT);
+		FUZZ_ASSERT(i == 0 || id > rfb_get_le32(k + 64 + (size_t)(i - 1) * 40));
+	}
+	free(k);
+}
+
 /* 1 if the cache opened and adopted the checkpoint. */
 static int ckpt_recover(void)
 {
@@ -228,6 +250,7 @@ static int ckpt_recover(void)
 	}
 	ckpt_check(c, first, found1);
 	FUZZ_ASSERT(rfb_cache_close(c, &err) == 0);
+	ckpt_check_written();
 	c = rfb_cache_open(ckpt_st.dir, &ckpt_st.want, 0, 0, &rec, &err);
 	FUZZ_ASSERT(c != NULL && rec.from_checkpoint);
 	FUZZ_ASSERT(rec.scanned == 0 && rec.torn_bytes == 0 && rec.lost == 0);
