@@ -5,12 +5,16 @@
  * canonical form, so a batch or epoch line that parses must format back
  * to the same bytes, and a header that parses must survive a format and
  * parse round trip; every item the stream reader returns must be the line
- * it read.
+ * it read.  refurb-partial's annotations (annotate.h) are read from every
+ * header and sample too: an annotated header must format back to the
+ * same values (aug-seed in the same canonical decimal), a sample's
+ * address must come back from rfb_annot_set unchanged.
  */
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "fuzz.h"
+#include "refurb/annotate.h"
 #include "refurb/plan.h"
 
 static int plan_same_header(const rfb_plan_header *a, const rfb_plan_header *b)
@@ -29,6 +33,54 @@ static int plan_same_header(const rfb_plan_header *a, const rfb_plan_header *b)
 	       a->shard_count == b->shard_count;
 }
 
+/* The text of " key=" in line (up to the next space), or NULL. */
+static const char *plan_key(const char *line, size_t len, const char *key,
+			    size_t *vlen)
+{
+	size_t klen = strlen(key);
+
+	for (size_t i = 0; i + klen + 2 <= len; i++)
+		if (line[i] == ' ' && !memcmp(line + i + 1, key, klen) &&
+		    line[i + 1 + klen] == '=') {
+			const char *v = line + i + klen + 2, *e = v;
+			while (e < line + len && *e != ' ')
+				e++;
+			*vlen = (size_t)(e - v);
+			return v;
+		}
+	return NULL;
+}
+
+/* An annotated header formats back to the same values. */
+static void plan_annot_header(const char *line, size_t len,
+			      const rfb_plan_header *h)
+{
+	static struct rfb_annot_header a, again;
+	rfb_plan_header h2;
+	rfb_err err = { 0 };
+	size_t n, vlen, wlen;
+	const char *v, *w;
+	char *text;
+
+	if (rfb_annot_parse_header(line, len, &a, &err))
+		return;
+	n = rfb_annot_format_header(NULL, 0, h, &a);
+	FUZZ_ASSERT((text = malloc(n + 1)) != NULL);
+	FUZZ_ASSERT(rfb_annot_format_header(text, n + 1, h, &a) == n);
+	FUZZ_ASSERT(rfb_plan_parse_header(text, n - 1, &h2, &err) == 0);
+	FUZZ_ASSERT(rfb_annot_parse_header(text, n - 1, &again, &err) == 0);
+	FUZZ_ASSERT(!strcmp(a.cache, again.cache) &&
+		    !strcmp(a.index_file, again.index_file) &&
+		    !strcmp(a.root, again.root) &&
+		    !strcmp(a.partial, again.partial) &&
+		    !strcmp(a.codec, again.codec) &&
+		    a.aug_seed == again.aug_seed);
+	v = plan_key(line, len, "aug-seed", &vlen);
+	w = plan_key(text, n - 1, "aug-seed", &wlen);
+	FUZZ_ASSERT(v && w && vlen == wlen && !memcmp(v, w, vlen));
+	free(text);
+}
+
 static void plan_header_line(const char *line, size_t len)
 {
 	rfb_plan_header h, again;
@@ -44,6 +96,7 @@ static void plan_header_line(const char *line, size_t len)
 	FUZZ_ASSERT(n > 1 && n < sizeof text && text[n - 1] == '\n');
 	FUZZ_ASSERT(rfb_plan_parse_header(text, n - 1, &again, &err) == 0);
 	FUZZ_ASSERT(plan_same_header(&h, &again));
+	plan_annot_header(line, len, &h);
 }
 
 /* Format b and compare with the line it came from. */
@@ -72,6 +125,23 @@ static void plan_batch_line(const char *line, size_t len,
 	}
 	FUZZ_ASSERT(b.count >= 1 && b.count <= capacity);
 	plan_batch_matches(&b, line, len);
+	for (uint32_t i = 0; i < b.count; i++) {
+		struct rfb_cache_addr a;
+		rfb_plan_sample again = samples[i];
+		uint32_t we;
+		int rc = rfb_annot_get(&samples[i], &a, &we);
+
+		FUZZ_ASSERT(rc == 0 || rc == 1 || rc == RFB_EFORMAT);
+		if (rc != 1)
+			continue;
+		FUZZ_ASSERT(a.segment != RFB_CACHE_NO_SEGMENT &&
+			    a.offset >= RFB_CACHE_SEGMENT_HEADER &&
+			    a.length >= RFB_RECORD_HEADER_SIZE);
+		rfb_annot_set(&again, &a, we);
+		FUZZ_ASSERT(again.addr_count == samples[i].addr_count &&
+			    !memcmp(again.addr, samples[i].addr,
+				    sizeof again.addr[0] * again.addr_count));
+	}
 }
 
 static void plan_epoch_line(const char *line, size_t len)
