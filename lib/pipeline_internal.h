@@ -11,6 +11,10 @@
 #include "refurb/resize.h"
 #include "refurb/transform.h"
 
+/* Largest n of one randaug=n=N filter (longer runs of equal RandAugment
+ * layers are written as several filters in the canonical text). */
+#define RFB_RANDAUG_MAX_N 16
+
 enum rfb_filter {
 	RFB_F_RESIZE,
 	RFB_F_CENTERCROP,

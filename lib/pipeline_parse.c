@@ -305,7 +305,7 @@ static int set_value(struct parser *ps, int key, const struct tok *v)
 		return l->p >= 0.0 && l->p <= 1.0
 			       ? 0 : spec_error(ps, v->at, "p %g out of range 0..1", l->p);
 	case K_N:
-		return parse_int(ps, v, 1, 16, "n", &ps->repeat);
+		return parse_int(ps, v, 1, RFB_RANDAUG_MAX_N, "n", &ps->repeat);
 	case K_M:
 		return parse_int(ps, v, 0, 1000, "m", &l->magnitude);
 	case K_BINS:

@@ -148,8 +148,10 @@ static char *canonical_text(const struct rfb_layer *layers, int n)
 	o.buf[0] = '\0';
 	for (int i = 0; i < n;) {
 		int run = 1;
+		/* merged runs stay within what the parser takes back */
 		if (layers[i].kind == RFB_F_RANDAUG)
-			while (i + run < n && rfb_layer_equal(&layers[i], &layers[i + run]))
+			while (i + run < n && run < RFB_RANDAUG_MAX_N &&
+			       rfb_layer_equal(&layers[i], &layers[i + run]))
 				run++;
 		if (i)
 			put(&o, ",");

@@ -167,6 +167,16 @@ static void test_canonical(void)
 	CHECK(p && strcmp(rfb_pipeline_canonical(p), "") == 0 &&
 	      rfb_pipeline_layers(p) == 0);
 	rfb_pipeline_free(p);
+	/* a run of more equal layers than one randaug=n= takes is written as
+	 * several filters, so that it parses back (found by fuzz_pipeline) */
+	p = parse_ok("randaug=n=16,randaug=n=7");
+	rfb_pipeline *q = p ? parse_ok(rfb_pipeline_canonical(p)) : NULL;
+	CHECK(p && strstr(rfb_pipeline_canonical(p), "randaug=n=16:") &&
+	      strstr(rfb_pipeline_canonical(p), ",randaug=n=7:"));
+	CHECK(q && rfb_pipeline_layers(q) == 23 &&
+	      strcmp(rfb_pipeline_canonical(q), rfb_pipeline_canonical(p)) == 0);
+	rfb_pipeline_free(q);
+	rfb_pipeline_free(p);
 }
 
 static void test_layers_and_types(void)
