@@ -535,10 +535,8 @@ int rfb_pipeline_parse(const char *spec, rfb_pipeline **out, rfb_err *err)
 		rc = parse_filter(ps, at, stop);
 		at = end + 1;
 	}
-	if (!rc) {
-		*out = rfb_pipeline_from_layers(ps->layers, ps->n, err);
-		rc = *out ? 0 : RFB_ENOMEM;
-	}
+	if (!rc)
+		rc = rfb_pipeline_make(ps->layers, ps->n, out, err);
 	free(ps);
 	return rc;
 }

@@ -177,6 +177,19 @@ static void test_canonical(void)
 	      strcmp(rfb_pipeline_canonical(q), rfb_pipeline_canonical(p)) == 0);
 	rfb_pipeline_free(q);
 	rfb_pipeline_free(p);
+	/* a spec whose canonical text would not fit in a cache manifest (it
+	 * was truncated there) is refused, by parse and by join */
+	char spec[RFB_PIPELINE_MAX_SPEC + 1] = "";
+	for (int i = 0; i < 64; i++)
+		strcat(spec, i ? ",crop=65535:pad=65535:fill=255"
+			       : "crop=65535:pad=65535:fill=255");
+	rfb_err err = { 0 };
+	CHECK(rfb_pipeline_parse(spec, &p, &err) == RFB_ESPEC && !p &&
+	      strstr(err.msg, "canonical form"));
+	spec[strlen(spec) / 2] = '\0'; /* 32 filters: 2496 bytes */
+	p = parse_ok(spec);
+	CHECK(p && rfb_pipeline_join(p, p, &q, &err) == RFB_ESPEC && !q);
+	rfb_pipeline_free(p);
 }
 
 static void test_layers_and_types(void)
