@@ -26,7 +26,8 @@ CLI_OBJ   = $(BUILD)/bin/cli.o
 DUMP_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(sort $(wildcard bin/dump_*.c)))
 PROGS     = $(patsubst bin/%.c,$(BUILD)/bin/%,$(sort $(wildcard bin/refurb-*.c)))
 UNIT_SRC  = $(sort $(wildcard tests/unit/test_*.c))
-TOOLS     = $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(sort $(wildcard tests/tools/*.c)))
+TOOLS     = $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(sort $(filter-out %_shim.c,$(wildcard tests/tools/*.c))))
+SHIMS     = $(patsubst tests/tools/%.c,$(BUILD)/tools/%.so,$(sort $(wildcard tests/tools/*_shim.c)))
 BENCHES   = $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(sort $(wildcard tests/bench/*.c)))
 UNITS     = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HEADERS   = $(wildcard lib/include/refurb/*.h lib/*_internal.h bin/*.h)
@@ -36,7 +37,7 @@ MAN       = $(wildcard man/man1/*.1 man/man5/*.5 man/man7/*.7)
 .SECONDARY:
 
 .PHONY: all check bench asan deps demo install uninstall clean fuzz
-all: $(LIB) $(PROGS) $(TOOLS)
+all: $(LIB) $(PROGS) $(TOOLS) $(SHIMS)
 
 $(BUILD)/%.o: %.c $(HEADERS)
 	@mkdir -p $(@D)
@@ -76,6 +77,13 @@ $(BUILD)/tools/%: $(BUILD)/tests/tools/%.o $(LIB)
 	@mkdir -p $(@D)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# LD_PRELOAD libraries the fault tests run the programs with (no sanitizer:
+# they are loaded before the sanitizer's runtime)
+$(BUILD)/tools/%.so: tests/tools/%.c
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	@$(CC) $(CPPFLAGS) $(filter-out -fsanitize=%,$(CFLAGS)) -fPIC -shared -o $@ $< -ldl
 
 # make check: the README's test command.  Ends with "N passed, N failed".
 check: deps all $(UNITS)

@@ -3,6 +3,7 @@
  * (see cli.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -183,6 +184,32 @@ FILE *cli_open_output(const struct cli *c, const char *path, int binary,
 	if (!f)
 		cli_die(c, "%s: cannot create: %s", path, strerror(errno));
 	return f;
+}
+
+const char *cli_one_operand(const struct cli *c, int argc, char **argv,
+			    const char *what)
+{
+	if (optind >= argc)
+		cli_usage_error(c, "no %s given", what);
+	if (optind != argc - 1)
+		cli_usage_error(c, "give one %s", what);
+	return argv[optind];
+}
+
+int cli_open_fd(const struct cli *c, const char *path, int out, int force)
+{
+	int fd;
+
+	if (!path || strcmp(path, "-") == 0) {
+		if (out)
+			cli_refuse_tty(c, STDOUT_FILENO, force);
+		return out ? STDOUT_FILENO : STDIN_FILENO;
+	}
+	fd = out ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
+		 : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		cli_die(c, "%s: cannot open: %s", path, strerror(errno));
+	return fd;
 }
 
 void cli_close_output(const struct cli *c, FILE *f, const char *path)

@@ -101,6 +101,20 @@ void cli_refuse_tty(const struct cli *c, int fd, int force);
 FILE *cli_open_output(const struct cli *c, const char *path, int binary,
 		      int force);
 
+/*
+ * The single operand the program takes (argv[optind]), or a usage error:
+ * "no WHAT given" / "give one WHAT".
+ */
+const char *cli_one_operand(const struct cli *c, int argc, char **argv,
+			    const char *what);
+
+/*
+ * Open path for reading (out = 0) or writing (out = 1, created or
+ * truncated); "-" and NULL are stdin/stdout.  Binary output to a terminal
+ * is refused unless force.  Exits with an error naming path on failure.
+ */
+int cli_open_fd(const struct cli *c, const char *path, int out, int force);
+
 /* Close f (stdout too), exiting with an error if anything failed to be
  * written (full disk, closed pipe). */
 void cli_close_output(const struct cli *c, FILE *f, const char *path);

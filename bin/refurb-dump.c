@@ -143,9 +143,7 @@ static void parse(struct cli *c, struct dump_opts *o,
 				cli_usage_error(c, "unexpected option");
 		}
 	}
-	if (optind != argc - 1)
-		cli_usage_error(c, optind >= argc ? "no file given"
-				: "give one file");
+	cli_one_operand(c, argc, argv, "file");
 }
 
 int main(int argc, char **argv)

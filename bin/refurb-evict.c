@@ -86,10 +86,7 @@ static void parse(struct cli *c, struct options *o, int argc, char **argv)
 				cli_usage_error(c, "unexpected option");
 		}
 	}
-	if (optind != argc - 1)
-		cli_usage_error(c, optind >= argc ? "no index given"
-				: "give one index");
-	o->index = argv[optind];
+	o->index = cli_one_operand(c, argc, argv, "index");
 }
 
 static void write_schedule(struct cli *c, const char *path,

@@ -59,6 +59,15 @@ static void on_heal(void *ctx, uint32_t sample, const rfb_err *why)
 		 rfb_err_text(why, text, sizeof text));
 }
 
+static void on_bad(void *ctx, uint32_t sample, const rfb_err *why)
+{
+	char text[1200];
+
+	cli_warn(ctx, "%s (sample %u left out of its batch: its record is bad "
+		 "and its image cannot be read)",
+		 rfb_err_text(why, text, sizeof text), sample);
+}
+
 static void on_progress(void *ctx, const struct rfb_final_stats *st,
 			uint64_t total)
 {
@@ -119,22 +128,6 @@ static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
 	o->threads = c->threads;
 }
 
-static int open_fd(struct cli *c, const char *path, int out, int force)
-{
-	int fd;
-
-	if (!path || strcmp(path, "-") == 0) {
-		if (out)
-			cli_refuse_tty(c, STDOUT_FILENO, force);
-		return out ? STDOUT_FILENO : STDIN_FILENO;
-	}
-	fd = out ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
-		 : open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		cli_die(c, "%s: cannot open: %s", path, strerror(errno));
-	return fd;
-}
-
 static void summary(const struct rfb_final_stats *st)
 {
 	fprintf(stderr, "refurb-final: %llu batches, %llu images in %.2f s "
@@ -172,10 +165,11 @@ int main(int argc, char **argv)
 	cli_init(&c, "refurb-final", usage, help);
 	parse(&c, &o, &a, argc, argv);
 	signal(SIGPIPE, SIG_IGN); /* a closed reader is EPIPE, handled */
-	in_fd = open_fd(&c, a.in, 0, 0);
-	out_fd = open_fd(&c, a.out, 1, a.force);
-	o.stats_fd = a.stats ? open_fd(&c, a.stats, 1, 1) : -1;
+	in_fd = cli_open_fd(&c, a.in, 0, 0);
+	out_fd = cli_open_fd(&c, a.out, 1, a.force);
+	o.stats_fd = a.stats ? cli_open_fd(&c, a.stats, 1, 1) : -1;
 	o.on_heal = on_heal;
+	o.on_bad = on_bad;
 	o.on_progress = on_progress;
 	o.ctx = &c;
 	rc = rfb_final_run(&o, in_fd, a.in && strcmp(a.in, "-") ? a.in : "(stdin)",

@@ -129,10 +129,7 @@ static void parse(struct cli *c, struct rfb_partial_opts *o, const char **in,
 				cli_usage_error(c, "unexpected option");
 		}
 	}
-	if (optind != argc - 1)
-		cli_usage_error(c, optind >= argc ? "no index given"
-				: "give one index");
-	o->index_path = argv[optind];
+	o->index_path = cli_one_operand(c, argc, argv, "index");
 	if (!o->cache_dir)
 		cli_usage_error(c, "no cache directory: give -c DIR");
 	if (!o->pipeline)
@@ -170,19 +167,6 @@ static void summary(const struct rfb_partial_stats *st)
 			(unsigned long long)st->global_step);
 }
 
-static int open_fd(struct cli *c, const char *path, int out)
-{
-	int fd;
-
-	if (strcmp(path, "-") == 0)
-		return out ? STDOUT_FILENO : STDIN_FILENO;
-	fd = out ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
-		 : open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		cli_die(c, "%s: cannot open: %s", path, strerror(errno));
-	return fd;
-}
-
 int main(int argc, char **argv)
 {
 	struct cli c;
@@ -195,8 +179,8 @@ int main(int argc, char **argv)
 	cli_init(&c, "refurb-partial", usage, help);
 	parse(&c, &o, &in, &out, argc, argv);
 	signal(SIGPIPE, SIG_IGN); /* a closed reader is EPIPE, handled */
-	in_fd = open_fd(&c, in, 0);
-	out_fd = open_fd(&c, out, 1);
+	in_fd = cli_open_fd(&c, in, 0, 0);
+	out_fd = cli_open_fd(&c, out, 1, 1);
 	o.on_bad = on_bad;
 	o.on_progress = on_progress;
 	o.ctx = &c;

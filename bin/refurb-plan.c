@@ -162,10 +162,7 @@ static void parse(struct cli *c, struct options *o, int argc, char **argv)
 	}
 	if (o->aug || o->final || o->reuse || o->epochs)
 		cli_usage_error(c, "-A, -F, -r and -k go with --diversity");
-	if (optind != argc - 1)
-		cli_usage_error(c, optind >= argc ? "no schedule given"
-				: "give one schedule");
-	o->schedule = argv[optind];
+	o->schedule = cli_one_operand(c, argc, argv, "schedule");
 	if (o->p.balance == RFB_PLAN_BALANCE_PIXELS && !o->index)
 		cli_usage_error(c, "--balance pixels needs the index (-i FILE)");
 	if (o->p.balance == RFB_PLAN_BALANCE_PIXELS &&

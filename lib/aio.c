@@ -70,6 +70,7 @@ struct rfb_batch_reader {
 	size_t arena_cap, arena_align;
 	struct fd_info *fds;
 	size_t nfds;
+	uint64_t view_closed;      /* rfb_cache_view_closed() when fds was valid */
 	uint32_t forced_align;     /* set_align's, 0: detect */
 	uint32_t detected_align;   /* largest of the direct segments seen */
 	struct rfb_batch_stats st;
@@ -460,6 +461,13 @@ int rfb_batch_reader_submit(rfb_batch_reader *r,
 	if (n > r->max_batch)
 		return rfb_err_set(err, RFB_EINVAL, NULL, "batch of %zu records, "
 				   "the reader takes at most %zu", n, r->max_batch);
+	if (rfb_cache_view_closed(r->view) != r->view_closed) {
+		/* the view closed segments: an fd number may now be another
+		 * segment's, so what is known per fd is learnt again */
+		if (r->fds)
+			memset(r->fds, 0, r->nfds * sizeof *r->fds);
+		r->view_closed = rfb_cache_view_closed(r->view);
+	}
 	r->n = n;
 	for (size_t i = 0; i < n; i++)
 		(void)prepare_slot(r, i, &addrs[i], samples ? samples[i]

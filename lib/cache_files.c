@@ -218,6 +218,7 @@ int cache_list_segments(const char *dir, uint32_t **ids, size_t *n,
 struct open_seg {
 	uint32_t id;
 	int fd;
+	uint64_t last_use;       /* the view's tick when it was last asked for */
 };
 
 struct rfb_cache_view {
@@ -226,6 +227,8 @@ struct rfb_cache_view {
 	struct rfb_cache_manifest man;
 	struct open_seg *open;   /* sorted by id */
 	size_t nopen, cap;
+	uint64_t tick;           /* calls of rfb_cache_view_release */
+	uint64_t closed;         /* segments closed by it */
 };
 
 rfb_cache_view *rfb_cache_view_open(const char *dir, int direct, rfb_err *err)
@@ -274,8 +277,10 @@ int rfb_cache_view_fd(rfb_cache_view *v, uint32_t segment, rfb_err *err)
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		if (v->open[mid].id == segment)
+		if (v->open[mid].id == segment) {
+			v->open[mid].last_use = v->tick;
 			return v->open[mid].fd;
+		}
 		if (v->open[mid].id < segment)
 			lo = mid + 1;
 		else
@@ -303,8 +308,35 @@ int rfb_cache_view_fd(rfb_cache_view *v, uint32_t segment, rfb_err *err)
 	memmove(v->open + lo + 1, v->open + lo, (v->nopen - lo) * sizeof *v->open);
 	v->open[lo].id = segment;
 	v->open[lo].fd = fd;
+	v->open[lo].last_use = v->tick;
 	v->nopen++;
 	return fd;
+}
+
+size_t rfb_cache_view_release(rfb_cache_view *v, uint64_t idle)
+{
+	size_t j = 0, released = 0;
+	struct stat st;
+
+	v->tick++;
+	for (size_t i = 0; i < v->nopen; i++) {
+		struct open_seg *o = &v->open[i];
+		if (v->tick - o->last_use > idle && fstat(o->fd, &st) == 0 &&
+		    st.st_nlink == 0) {
+			close(o->fd);
+			released++;
+			continue;
+		}
+		v->open[j++] = *o;
+	}
+	v->nopen = j;
+	v->closed += released;
+	return released;
+}
+
+uint64_t rfb_cache_view_closed(const rfb_cache_view *v)
+{
+	return v->closed;
 }
 
 /* ---- scanning ---- */

@@ -23,6 +23,7 @@
 #include <jpeglib.h>
 #include <turbojpeg.h>
 
+#include "refurb/bytes.h"
 #include "refurb/decode.h"
 
 /* Rows asked from libjpeg per jpeg_read_scanlines() call. */
@@ -64,7 +65,10 @@ struct decode_job {
 	int channels;        /* of the output image */
 	int in_components;   /* of libjpeg's output rows */
 	int row_skip;        /* pixels to drop at the start of each row */
-	int direct;          /* libjpeg writes straight into img */
+	int direct;          /* libjpeg writes straight into img's rows */
+	unsigned char *rows; /* direct: libjpeg's first row (img starts
+			      * row_skip pixels into it) */
+	size_t row_bytes;    /* direct: from one of libjpeg's rows to the next */
 };
 
 /* ---- libjpeg callbacks ------------------------------------------------- */
@@ -480,7 +484,7 @@ static int read_rows(rfb_decoder *d, const int r[4], struct decode_job *job)
 		int got;
 
 		for (int i = 0; i < n; i++)
-			rows[i] = job->direct ? rfb_image_px(job->img, 0, done + i)
+			rows[i] = job->direct ? job->rows + (size_t)(done + i) * job->row_bytes
 					      : d->scratch + (size_t)i * in_row;
 		got = (int)jpeg_read_scanlines(c, rows, (JDIMENSION)n);
 		if (got <= 0)
@@ -497,6 +501,28 @@ static int read_rows(rfb_decoder *d, const int r[4], struct decode_job *job)
 		}
 		done += got;
 	}
+	return 0;
+}
+
+/* RFB_DECODE_VIEW: libjpeg's whole (cropped) rows go into buf, img is
+ * the region's part of them. */
+static int view_rows(const struct jpeg_decompress_struct *c, const int r[4],
+		     struct decode_job *job)
+{
+	size_t row, total;
+	int rc;
+
+	if (rfb_mul_size((size_t)c->output_width, (size_t)job->channels, &row) ||
+	    rfb_mul_size(row, (size_t)r[3], &total))
+		return rfb_err_set(job->err, RFB_ELIMIT, NULL, "image too large");
+	rc = rfb_imgbuf_reserve(job->buf, total, job->err);
+	if (rc)
+		return rc;
+	job->direct = 1;
+	job->rows = job->buf->data;
+	job->row_bytes = row;
+	job->img->data = job->buf->data + (size_t)job->row_skip * job->channels;
+	job->img->stride = row;
 	return 0;
 }
 
@@ -526,6 +552,15 @@ static int pixels_body(rfb_decoder *d, void *arg)
 	crop_columns(c, r, job);
 	job->direct = job->convert == CONVERT_NONE && job->row_skip == 0 &&
 		      (int)c->output_width == r[2];
+	if (job->direct) {
+		job->rows = job->img->data;
+		job->row_bytes = job->img->stride;
+	} else if (job->convert == CONVERT_NONE &&
+		   (job->opts->flags & RFB_DECODE_VIEW)) {
+		rc = view_rows(c, r, job);
+		if (rc)
+			goto fail;
+	}
 	rc = reserve_scratch(d, (size_t)c->output_width * job->in_components *
 					ROWS_PER_CALL, job->err);
 	if (rc)

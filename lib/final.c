@@ -45,6 +45,7 @@ struct ftask {
 	uint32_t sample, write_epoch;
 	const struct rfb_batch_record *rec;
 	int status, healed;
+	int unreadable;        /* status is from the record and its image */
 	rfb_err why;
 	double decode_s, augment_s, heal_s;
 };
@@ -91,6 +92,7 @@ struct final {
 	struct fslot *slots;
 	int nslots, head, count;
 	rfb_stream_writer *writer;
+	const char *in_name;      /* the annotated plan, for messages */
 	double start, last_write, sum_iv, sum_iv2;
 	uint64_t intervals;
 	char stats_line[512];
@@ -130,34 +132,6 @@ static void fworker_free(void *arg)
 	free(w);
 }
 
-static int read_file(struct fworker *w, const char *path, size_t *len,
-		     rfb_err *err)
-{
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), rc = 0;
-	ssize_t got;
-
-	if (fd < 0)
-		return rfb_err_sys(err, errno, path, "cannot open image");
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		rc = rfb_err_set(err, RFB_EINVAL, path, "not a regular file");
-	else if ((size_t)st.st_size > MAX_IMAGE_FILE)
-		rc = rfb_err_set(err, RFB_ELIMIT, path, "image file too large");
-	else if (w->file_cap < (size_t)st.st_size + 1) {
-		unsigned char *nb = realloc(w->file, (size_t)st.st_size + 1);
-		if (!nb)
-			rc = rfb_err_set(err, RFB_ENOMEM, path, "out of memory");
-		else
-			w->file = nb, w->file_cap = (size_t)st.st_size + 1;
-	}
-	if (rc == 0 && (got = rfb_read_full(fd, w->file, (size_t)st.st_size)) < 0)
-		rc = rfb_err_sys(err, errno, path, "cannot read image");
-	else if (rc == 0)
-		*len = (size_t)got;
-	close(fd);
-	return rc;
-}
-
 /* The partially augmented image of t: its record, or recomputed. */
 static int source_image(struct fworker *w, struct ftask *t, rfb_image *img)
 {
@@ -186,13 +160,28 @@ static int source_image(struct fworker *w, struct ftask *t, rfb_image *img)
 	if ((rc = rfb_index_full_path(F->idx, t->sample,
 				      F->annot.root[0] ? F->annot.root : NULL,
 				      path, sizeof path)) ||
-	    (rc = read_file(w, path, &len, &t->why)) ||
+	    (rc = rfb_file_read_into(path, MAX_IMAGE_FILE, &w->file, &w->file_cap,
+				     &len, &t->why)) ||
 	    (rc = rfb_pipe_run_jpeg(w->heal, F->partial_pipe, w->file, len, &key,
-				    &out, &t->why)))
+				    &out, &t->why))) {
+		if (!t->why.path[0])
+			snprintf(t->why.path, sizeof t->why.path, "%.500s", path);
 		return rc ? rc : RFB_EIO;
+	}
 	*img = out.img;
 	t->heal_s = rfb_now() - t0;
 	return 0;
+}
+
+/* Put the path of t's image into t->why (messages name the file). */
+static void name_image(const struct final *F, struct ftask *t)
+{
+	char path[8192];
+
+	if (rfb_index_full_path(F->idx, t->sample,
+				F->annot.root[0] ? F->annot.root : NULL, path,
+				sizeof path) == 0)
+		snprintf(t->why.path, sizeof t->why.path, "%.500s", path);
 }
 
 static void run_task(void *ctx, struct rfb_task *task)
@@ -207,10 +196,12 @@ static void run_task(void *ctx, struct rfb_task *task)
 	double t0;
 
 	rfb_err_clear(&t->why);
-	t->healed = 0;
+	t->healed = t->unreadable = 0;
 	t->decode_s = t->augment_s = t->heal_s = 0;
-	if ((t->status = source_image(w, t, &img)))
+	if ((t->status = source_image(w, t, &img))) {
+		t->unreadable = 1;
 		return;
+	}
 	t0 = rfb_now();
 	t->status = rfb_pipe_run(w->final, F->final_pipe, &img, &key, &out, &t->why);
 	if (!t->status && (out.size != F->image_bytes ||
@@ -225,6 +216,8 @@ static void run_task(void *ctx, struct rfb_task *task)
 	if (!t->status)
 		memcpy(t->slot->pixels + (size_t)t->out * F->image_bytes, out.data,
 		       F->image_bytes);
+	else if (!t->why.path[0])
+		name_image(F, t);
 	t->augment_s = rfb_now() - t0;
 }
 
@@ -248,7 +241,7 @@ static int prepare(struct final *F, const rfb_plan_batch *b, rfb_err *err)
 		const rfb_plan_sample *x = &s->samples[i];
 		int k = rfb_annot_get(x, &s->addrs[s->nread], &s->write_epochs[s->nread]);
 		if (k < 0)
-			return rfb_err_set(err, RFB_EFORMAT, F->o->cache_dir,
+			return rfb_err_set(err, RFB_EFORMAT, F->in_name,
 				"batch %u of epoch %u: sample %u has no cache "
 				"address (is this plan annotated by refurb-partial?)",
 				b->step, b->epoch, x->id);
@@ -260,13 +253,16 @@ static int prepare(struct final *F, const rfb_plan_batch *b, rfb_err *err)
 		s->addr_sample[s->nread++] = x->id;
 	}
 	rfb_batch_reader_get_stats(s->reader, &before);
+	/* wait returns how many records are bad: those are healed, only a
+	 * negative code (the batch as a whole failed) stops the run */
 	if ((rc = rfb_batch_reader_submit(s->reader, s->addrs, s->addr_sample,
-					  s->nread, err)))
-		return rc;
-	/* >= 0 is the number of bad records: they are healed below */
-	if ((rc = rfb_batch_reader_wait(s->reader, &recs, err)) < 0)
+					  s->nread, err)) ||
+	    (rc = rfb_batch_reader_wait(s->reader, &recs, err)) < 0)
 		return rc;
 	rfb_batch_reader_get_stats(s->reader, &after);
+	/* the batch is in memory: let go of the segments the writer deleted
+	 * that no batch of the last epoch read (their disk space) */
+	rfb_cache_view_release(F->view, F->h->batches);
 	s->bytes_read = after.bytes_read - before.bytes_read;
 	F->st->submit_calls += after.submit_calls - before.submit_calls;
 	F->st->bytes_read += s->bytes_read;
@@ -306,19 +302,24 @@ static int settle(struct final *F, struct fslot *s, double *decode,
 		*decode += t->decode_s;
 		*augment += t->augment_s;
 		*heal += t->heal_s;
-		if (t->healed && F->o->on_heal)
-			F->o->on_heal(F->o->ctx, t->sample, &t->why);
-		*healed += t->healed;
 		if (t->status) {
+			/* a final pipeline that fails on a good image is
+			 * misconfigured; an unreadable sample is left out */
 			int fatal = F->o->strict || t->status == RFB_ENOMEM ||
-				    t->status == RFB_EINVAL;
+				    !t->unreadable;
 			if (fatal) {
 				*err = t->why;
 				return t->status;
 			}
-			F->st->skipped++; /* record bad and image unreadable */
+			/* record bad and image unreadable */
+			if (F->o->on_bad)
+				F->o->on_bad(F->o->ctx, t->sample, &t->why);
+			F->st->skipped++;
 			continue;
 		}
+		if (t->healed && F->o->on_heal)
+			F->o->on_heal(F->o->ctx, t->sample, &t->why);
+		*healed += t->healed;
 		if (kept != j) {
 			memcpy(s->pixels + (size_t)kept * F->image_bytes,
 			       s->pixels + (size_t)j * F->image_bytes, F->image_bytes);
@@ -350,6 +351,18 @@ static void stats_line(struct final *F, const struct fslot *s, double decode,
 	}
 }
 
+/* The batch's global step in the stream: the plan's, less the dropped
+ * batches before it (--drop-last drops the last batch of every epoch;
+ * the stream's global steps have no gaps).  A function of the epoch and
+ * step alone, so a resumed stream numbers its batches like a whole one. */
+static uint64_t stream_global_step(const struct final *F,
+				   const rfb_plan_batch *b)
+{
+	int dropping = F->h->drop_last && F->h->samples % F->h->batch_size;
+
+	return b->global_step - (dropping ? b->epoch : 0);
+}
+
 /* Finish the oldest batch: wait for its tasks, write its frame. */
 static int finish_oldest(struct final *F, rfb_err *err)
 {
@@ -370,14 +383,15 @@ static int finish_oldest(struct final *F, rfb_err *err)
 	F->st->healed += healed;
 	b.epoch = s->batch.epoch;
 	b.step = s->batch.step;
-	b.global_step = s->batch.global_step;
+	b.global_step = stream_global_step(F, &s->batch);
 	b.n = s->n;
+	b.left_out = s->batch.count - s->n; /* left out by partial or here */
 	b.labels = s->labels;
 	b.ids = s->ids;
 	b.pixels = s->pixels;
 	b.pixel_bytes = (size_t)s->n * F->image_bytes;
 	t0 = rfb_now();
-	if (s->n && (rc = rfb_stream_write_batch(F->writer, &b, err)))
+	if ((rc = rfb_stream_write_batch(F->writer, &b, err)))
 		return rc;
 	now = rfb_now();
 	F->st->output_wait_s += now - t0;
@@ -542,7 +556,9 @@ static int write_stream_header(struct final *F, rfb_err *err)
 	info.last_epoch = F->h->last_epoch;
 	info.shard_k = F->h->shard_index;
 	info.shard_n = F->h->shard_count;
-	info.epoch_images = F->h->samples;
+	/* with --drop-last the incomplete last batch is not trained on */
+	info.epoch_images = F->h->drop_last
+		? F->h->samples - F->h->samples % F->h->batch_size : F->h->samples;
 	info.plan_seed = F->h->seed;
 	info.augment_seed = F->seed;
 	info.index_identity = F->h->index_identity;
@@ -617,7 +633,7 @@ int rfb_final_run(const struct rfb_final_opts *o, int in_fd,
 		  const char *in_name, int out_fd, struct rfb_final_stats *st,
 		  rfb_err *err)
 {
-	struct final F = { .o = o, .st = st };
+	struct final F = { .o = o, .st = st, .in_name = in_name };
 	int rc;
 
 	memset(st, 0, sizeof *st);

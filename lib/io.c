@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,12 +14,15 @@
 
 #include "refurb/io.h"
 
-ssize_t rfb_read_full(int fd, void *buf, size_t n)
+/* Read up to n bytes at off (or at the fd's position when off < 0). */
+static ssize_t read_loop(int fd, void *buf, size_t n, off_t off)
 {
 	size_t done = 0;
 
 	while (done < n) {
-		ssize_t r = read(fd, (char *)buf + done, n - done);
+		ssize_t r = off < 0 ? read(fd, (char *)buf + done, n - done)
+				    : pread(fd, (char *)buf + done, n - done,
+					    off + (off_t)done);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -28,63 +32,48 @@ ssize_t rfb_read_full(int fd, void *buf, size_t n)
 		done += (size_t)r;
 	}
 	return (ssize_t)done;
+}
+
+ssize_t rfb_read_full(int fd, void *buf, size_t n)
+{
+	return read_loop(fd, buf, n, -1);
 }
 
 ssize_t rfb_pread_full(int fd, void *buf, size_t n, off_t off)
 {
+	return off < 0 ? (errno = EINVAL, -1) : read_loop(fd, buf, n, off);
+}
+
+/* Write all n bytes at off (or at the fd's position when off < 0). */
+static int write_loop(int fd, const void *buf, size_t n, off_t off)
+{
 	size_t done = 0;
 
 	while (done < n) {
-		ssize_t r = pread(fd, (char *)buf + done, n - done,
-				  off + (off_t)done);
-		if (r < 0 && errno == EINTR)
+		ssize_t w = off < 0 ? write(fd, (const char *)buf + done, n - done)
+				    : pwrite(fd, (const char *)buf + done, n - done,
+					     off + (off_t)done);
+		if (w < 0 && errno == EINTR)
 			continue;
-		if (r < 0)
+		if (w < 0)
 			return -1;
-		if (r == 0)
-			break;
-		done += (size_t)r;
+		if (w == 0) {
+			errno = EIO;
+			return -1;
+		}
+		done += (size_t)w;
 	}
-	return (ssize_t)done;
+	return 0;
 }
 
 int rfb_write_full(int fd, const void *buf, size_t n)
 {
-	size_t done = 0;
-
-	while (done < n) {
-		ssize_t w = write(fd, (const char *)buf + done, n - done);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		if (w == 0) {
-			errno = EIO;
-			return -1;
-		}
-		done += (size_t)w;
-	}
-	return 0;
+	return write_loop(fd, buf, n, -1);
 }
 
 int rfb_pwrite_full(int fd, const void *buf, size_t n, off_t off)
 {
-	size_t done = 0;
-
-	while (done < n) {
-		ssize_t w = pwrite(fd, (const char *)buf + done, n - done,
-				   off + (off_t)done);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		if (w == 0) {
-			errno = EIO;
-			return -1;
-		}
-		done += (size_t)w;
-	}
-	return 0;
+	return off < 0 ? (errno = EINVAL, -1) : write_loop(fd, buf, n, off);
 }
 
 /* Grow-as-you-go read for pipes and other files of unknown size. */
@@ -163,6 +152,37 @@ int rfb_file_load(const char *path, size_t max_len, unsigned char **data,
 	return rc;
 }
 
+int rfb_file_read_into(const char *path, size_t max_len, unsigned char **buf,
+		       size_t *cap, size_t *len, rfb_err *err)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), rc = 0;
+	ssize_t got;
+
+	if (fd < 0)
+		return rfb_err_sys(err, errno, path, "cannot open");
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		rc = rfb_err_set(err, RFB_EINVAL, path, "not a regular file");
+	} else if ((uint64_t)st.st_size > max_len) {
+		rc = rfb_err_set(err, RFB_ELIMIT, path,
+				 "larger than the limit of %zu bytes", max_len);
+	} else if (*cap < (size_t)st.st_size + 1) {
+		unsigned char *nb = realloc(*buf, (size_t)st.st_size + 1);
+		if (!nb)
+			rc = rfb_err_set(err, RFB_ENOMEM, path, "out of memory");
+		else
+			*buf = nb, *cap = (size_t)st.st_size + 1;
+	}
+	if (rc == 0) {
+		got = rfb_read_full(fd, *buf, (size_t)st.st_size);
+		if (got < 0)
+			rc = rfb_err_sys(err, errno, path, "read failed");
+		*len = got < 0 ? 0 : (size_t)got;
+	}
+	close(fd);
+	return rc;
+}
+
 int rfb_fsync_parent(const char *path, rfb_err *err)
 {
 	char dir[PATH_MAX];
@@ -187,12 +207,32 @@ int rfb_fsync_parent(const char *path, rfb_err *err)
 	return 0;
 }
 
+/* Write to path as it is (a FIFO, a terminal, /dev/null ...): such files
+ * cannot be replaced by renaming, and must not be (as root, a rename over
+ * /dev/null would replace the device node with a regular file). */
+static int write_in_place(const char *path, const void *data, size_t len,
+			  rfb_err *err)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return rfb_err_sys(err, errno, path, "cannot open");
+	if (rfb_write_full(fd, data, len) < 0)
+		rc = rfb_err_sys(err, errno, path, "write failed");
+	if (close(fd) < 0 && rc == 0)
+		rc = rfb_err_sys(err, errno, path, "write failed");
+	return rc;
+}
+
 int rfb_file_replace(const char *path, const void *data, size_t len,
 		     rfb_err *err)
 {
 	char tmp[PATH_MAX];
+	struct stat st;
 	int fd;
 
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+		return write_in_place(path, data, len, err);
 	if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >=
 	    (int)sizeof tmp)
 		return rfb_err_set(err, RFB_EINVAL, path, "path too long");

@@ -13,6 +13,9 @@
  * constant trip count, which GCC vectorizes at -O2 (its "very cheap" cost
  * model refuses loops that would need a remainder loop).  Vectorizing
  * does not change results: each sample keeps its own operation order.
+ * Sharpness, Color, the constant blends and Contrast's luma sum have
+ * hand-written AVX2 twins in ops_color_avx2.c, used when the CPU has
+ * AVX2; the *_scalar functions here are their reference.
  */
 #include <stdint.h>
 #include <string.h>
@@ -20,22 +23,6 @@
 #include "ops_internal.h"
 
 #define BLOCK 32 /* samples per vectorized block */
-
-/* Blend.c for one sample: in1 + alpha * (in2 - in1), clamped, truncated. */
-static inline unsigned char pil_blend(int in1, int in2, float alpha)
-{
-	float v = (float)in1 + alpha * (float)(in2 - in1);
-
-	v = v < 0.0f ? 0.0f : v;
-	v = v > 255.0f ? 255.0f : v;
-	return (unsigned char)(int)v;
-}
-
-/* Convert.c's rgb2l: ITU-R 601-2 luma in 16.16 fixed point, rounded. */
-static inline int pil_luma(const unsigned char *p)
-{
-	return (p[0] * 19595 + p[1] * 38470 + p[2] * 7471 + 0x8000) >> 16;
-}
 
 static size_t row_len(const rfb_image *img)
 {
@@ -132,14 +119,23 @@ static void identity_lut(unsigned char lut[256])
 /* Blend of a constant degenerate image (level) with src: one value per
  * input level, so a 256-entry table (measured faster than the vectorized
  * float blend of every sample). */
-static void blend_level(const rfb_image *src, rfb_image *dst, int level,
-			float factor)
+void rfb_ops_blend_level_scalar(const rfb_image *src, rfb_image *dst,
+				int level, float factor)
 {
 	unsigned char lut[256];
 
 	for (int i = 0; i < 256; i++)
-		lut[i] = pil_blend(level, i, factor);
+		lut[i] = rfb_pil_blend(level, i, factor);
 	apply_lut(src, dst, lut);
+}
+
+static void blend_level(const rfb_image *src, rfb_image *dst, int level,
+			float factor)
+{
+	if (rfb_ops_have_avx2())
+		rfb_ops_blend_level_avx2(src, dst, level, factor);
+	else
+		rfb_ops_blend_level_scalar(src, dst, level, factor);
 }
 
 void rfb_ops_brightness(const rfb_image *src, rfb_image *dst, float factor)
@@ -149,7 +145,7 @@ void rfb_ops_brightness(const rfb_image *src, rfb_image *dst, float factor)
 
 /* Mean of the L image, rounded as ImageEnhance.Contrast does:
  * int(ImageStat.Stat(image.convert("L")).mean[0] + 0.5). */
-static int luma_mean(const rfb_image *img)
+uint64_t rfb_ops_luma_sum_scalar(const rfb_image *img)
 {
 	uint64_t sum = 0;
 
@@ -161,8 +157,16 @@ static int luma_mean(const rfb_image *img)
 			continue;
 		}
 		for (int x = 0; x < img->width; x++, p += 3)
-			sum += (uint64_t)pil_luma(p);
+			sum += (uint64_t)rfb_pil_luma(p);
 	}
+	return sum;
+}
+
+static int luma_mean(const rfb_image *img)
+{
+	uint64_t sum = rfb_ops_have_avx2() ? rfb_ops_luma_sum_avx2(img)
+					   : rfb_ops_luma_sum_scalar(img);
+
 	/* exact below 2^53; Python divides the same two numbers */
 	return (int)((double)sum / ((double)img->width * img->height) + 0.5);
 }
@@ -182,14 +186,14 @@ static void blend_span(unsigned char *restrict out,
 
 	for (; i + BLOCK <= n; i += BLOCK)
 		for (size_t k = 0; k < BLOCK; k++)
-			out[i + k] = pil_blend(in1[i + k], in2[i + k], alpha);
+			out[i + k] = rfb_pil_blend(in1[i + k], in2[i + k], alpha);
 	for (; i < n; i++)
-		out[i] = pil_blend(in1[i], in2[i], alpha);
+		out[i] = rfb_pil_blend(in1[i], in2[i], alpha);
 }
 
 #define COLOR_CHUNK 256 /* pixels of gray kept on the stack */
 
-void rfb_ops_color(const rfb_image *src, rfb_image *dst, float factor)
+void rfb_ops_color_scalar(const rfb_image *src, rfb_image *dst, float factor)
 {
 	unsigned char gray3[3 * COLOR_CHUNK];
 
@@ -208,7 +212,7 @@ void rfb_ops_color(const rfb_image *src, rfb_image *dst, float factor)
 								 COLOR_CHUNK;
 			const unsigned char *p = in + (size_t)x0 * 3;
 			for (int x = 0; x < n; x++) {
-				unsigned char g = (unsigned char)pil_luma(p + 3 * x);
+				unsigned char g = (unsigned char)rfb_pil_luma(p + 3 * x);
 				gray3[3 * x] = gray3[3 * x + 1] = gray3[3 * x + 2] = g;
 			}
 			blend_span(out + (size_t)x0 * 3, gray3, p, (size_t)n * 3,
@@ -217,70 +221,115 @@ void rfb_ops_color(const rfb_image *src, rfb_image *dst, float factor)
 	}
 }
 
-/* Filter.c's 3x3 SMOOTH (kernel 1 1 1 / 1 5 1 / 1 1 1, divided by 13 in
- * float) at sample i, blended with the original sample. */
-static inline unsigned char sharpen_px(const unsigned char *restrict above,
-				       const unsigned char *restrict in,
-				       const unsigned char *restrict below,
-				       size_t i, size_t d, float factor)
+void rfb_ops_sharpen_block_scalar(const unsigned char *in, size_t in_stride,
+				  unsigned char *out, size_t out_stride,
+				  int rows, size_t m, size_t d, float factor)
 {
-	const float k1 = 1.0f / 13.0f, k5 = 5.0f / 13.0f;
-	/* Filter.c sums the row below first, then this one, then the one
-	 * above, each left to right, starting from 0.5 (rounding) */
-	float ss = 0.5f;
+	for (int r = 0; r < rows; r++) {
+		/* one column to the left, so that sample i - d exists */
+		const unsigned char *row = in + (size_t)r * in_stride - d;
+		const unsigned char *above = row - in_stride, *below = row + in_stride;
+		unsigned char *o = out + (size_t)r * out_stride - d;
+		size_t i = d;
 
-	ss += (float)below[i - d] * k1 + (float)below[i] * k1 +
-	      (float)below[i + d] * k1;
-	ss += (float)in[i - d] * k1 + (float)in[i] * k5 + (float)in[i + d] * k1;
-	ss += (float)above[i - d] * k1 + (float)above[i] * k1 +
-	      (float)above[i + d] * k1;
-	/* Filter.c clamps to [0, 255] and truncates; with positive weights
-	 * summing to 1 (within a float ulp), 0.5 <= ss < 255.6 and the
-	 * clamp never acts (leaving it out lets the loop vectorize) */
-	return pil_blend((int)ss, in[i], factor);
+		for (; i + BLOCK <= m + d; i += BLOCK)
+			for (size_t k = 0; k < BLOCK; k++)
+				o[i + k] = rfb_pil_sharpen(above, row, below, i + k,
+							   d, factor);
+		for (; i < m + d; i++)
+			o[i] = rfb_pil_sharpen(above, row, below, i, d, factor);
+	}
 }
 
-/* One interior row; d = channels (the first and last pixel are kept,
- * d is a constant in each call so the blocks vectorize). */
-static inline void sharpen_row(const unsigned char *restrict above,
-			       const unsigned char *restrict in,
-			       const unsigned char *restrict below,
-			       unsigned char *restrict out, size_t n, size_t d,
-			       float factor)
+/* The rows [y0, y1) x columns [x0, x1) (image coordinates) of src, placed
+ * at sp, into dst, placed at dp. */
+static void copy_part(const rfb_image *src, const struct rfb_place *sp,
+		      rfb_image *dst, const struct rfb_place *dp, int x0, int x1,
+		      int y0, int y1)
 {
-	size_t i = d;
+	size_t c = (size_t)dst->channels;
 
-	memcpy(out, in, d);
-	for (; i + BLOCK <= n - d; i += BLOCK)
-		for (size_t k = 0; k < BLOCK; k++)
-			out[i + k] = sharpen_px(above, in, below, i + k, d, factor);
-	for (; i < n - d; i++)
-		out[i] = sharpen_px(above, in, below, i, d, factor);
-	memcpy(out + n - d, in + n - d, d);
+	if (x0 >= x1)
+		return;
+	for (int y = y0; y < y1; y++)
+		memcpy(rfb_image_px(dst, x0 - dp->x, y - dp->y),
+		       rfb_image_px(src, x0 - sp->x, y - sp->y),
+		       (size_t)(x1 - x0) * c);
+}
+
+typedef void (*sharpen_block_fn)(const unsigned char *, size_t, unsigned char *,
+				 size_t, int, size_t, size_t, float);
+
+static void sharpness_window(const rfb_image *src, const struct rfb_place *sp,
+			     rfb_image *dst, const struct rfb_place *dp,
+			     float factor, sharpen_block_fn block)
+{
+	int fw = dp->full_w, fh = dp->full_h;
+	int l = dp->x, r = dp->x + dst->width, t = dp->y, b = dp->y + dst->height;
+	/* the interior: Filter.c copies images under 3x3, and the border
+	 * of the others (there the blend is of a sample with itself) */
+	int x0 = l > 1 ? l : 1, x1 = r < fw - 1 ? r : fw - 1;
+	int y0 = t > 1 ? t : 1, y1 = b < fh - 1 ? b : fh - 1;
+
+	if (fw < 3 || fh < 3 || x0 >= x1 || y0 >= y1) {
+		copy_part(src, sp, dst, dp, l, r, t, b);
+		return;
+	}
+	copy_part(src, sp, dst, dp, l, r, t, y0);
+	copy_part(src, sp, dst, dp, l, x0, y0, y1);
+	copy_part(src, sp, dst, dp, x1, r, y0, y1);
+	copy_part(src, sp, dst, dp, l, r, y1, b);
+	block(rfb_image_px(src, x0 - sp->x, y0 - sp->y), src->stride,
+	      rfb_image_px(dst, x0 - dp->x, y0 - dp->y), dst->stride, y1 - y0,
+	      (size_t)(x1 - x0) * (size_t)dst->channels, (size_t)dst->channels,
+	      factor);
+}
+
+static void whole(const rfb_image *img, struct rfb_place *p)
+{
+	*p = (struct rfb_place){ 0, 0, img->width, img->height };
+}
+
+void rfb_ops_sharpness_scalar(const rfb_image *src, rfb_image *dst,
+			      float factor)
+{
+	struct rfb_place p;
+
+	whole(src, &p);
+	sharpness_window(src, &p, dst, &p, factor, rfb_ops_sharpen_block_scalar);
+}
+
+void rfb_ops_sharpness_avx2(const rfb_image *src, rfb_image *dst, float factor)
+{
+	struct rfb_place p;
+
+	whole(src, &p);
+	sharpness_window(src, &p, dst, &p, factor, rfb_ops_sharpen_block_avx2);
+}
+
+void rfb_ops_sharpness_window(const rfb_image *src, const struct rfb_place *sp,
+			      rfb_image *dst, const struct rfb_place *dp,
+			      float factor)
+{
+	sharpness_window(src, sp, dst, dp, factor,
+			 rfb_ops_have_avx2() ? rfb_ops_sharpen_block_avx2
+					     : rfb_ops_sharpen_block_scalar);
+}
+
+void rfb_ops_color(const rfb_image *src, rfb_image *dst, float factor)
+{
+	if (rfb_ops_have_avx2())
+		rfb_ops_color_avx2(src, dst, factor);
+	else
+		rfb_ops_color_scalar(src, dst, factor);
 }
 
 void rfb_ops_sharpness(const rfb_image *src, rfb_image *dst, float factor)
 {
-	size_t n = row_len(src), d = (size_t)src->channels;
-	int h = src->height;
+	struct rfb_place p;
 
-	/* Filter.c copies images under 3x3, and the border of the others:
-	 * there the blend is of a sample with itself, the identity */
-	if (src->width < 3 || h < 3) {
-		rfb_image_copy(dst, src);
-		return;
-	}
-	memcpy(dst_row(dst, 0), src_row(src, 0), n);
-	for (int y = 1; y < h - 1; y++) {
-		const unsigned char *above = src_row(src, y - 1);
-		const unsigned char *in = src_row(src, y);
-		const unsigned char *below = src_row(src, y + 1);
-		if (d == 1)
-			sharpen_row(above, in, below, dst_row(dst, y), n, 1, factor);
-		else
-			sharpen_row(above, in, below, dst_row(dst, y), n, 3, factor);
-	}
-	memcpy(dst_row(dst, h - 1), src_row(src, h - 1), n);
+	whole(src, &p);
+	rfb_ops_sharpness_window(src, &p, dst, &p, factor);
 }
 
 /* ---- ImageOps ---- */
@@ -383,15 +432,30 @@ static void autocontrast_lut(const uint32_t hist[256], unsigned char lut[256])
 	}
 }
 
-void rfb_ops_autocontrast(const rfb_image *src, rfb_image *dst)
+void rfb_ops_autocontrast_scalar(const rfb_image *stats, const rfb_image *src,
+				 rfb_image *dst)
 {
 	uint32_t hist[6][256];
 	unsigned char lut[3][256];
 
-	histogram(src, hist);
+	histogram(stats, hist);
 	for (int c = 0; c < src->channels; c++)
 		autocontrast_lut(hist[c], lut[c]);
 	apply_lut3(src, dst, lut);
+}
+
+static void autocontrast(const rfb_image *stats, const rfb_image *src,
+			 rfb_image *dst)
+{
+	if (rfb_ops_have_avx2())
+		rfb_ops_autocontrast_avx2(stats, src, dst);
+	else
+		rfb_ops_autocontrast_scalar(stats, src, dst);
+}
+
+void rfb_ops_autocontrast(const rfb_image *src, rfb_image *dst)
+{
+	autocontrast(src, src, dst);
 }
 
 /* ImageOps.equalize's table for one channel; Image.point clips to 255. */
@@ -420,13 +484,30 @@ static void equalize_lut(const uint32_t hist[256], unsigned char lut[256])
 	}
 }
 
-void rfb_ops_equalize(const rfb_image *src, rfb_image *dst)
+static void equalize(const rfb_image *stats, const rfb_image *src,
+		     rfb_image *dst)
 {
 	uint32_t hist[6][256];
 	unsigned char lut[3][256];
 
-	histogram(src, hist);
+	histogram(stats, hist);
 	for (int c = 0; c < src->channels; c++)
 		equalize_lut(hist[c], lut[c]);
 	apply_lut3(src, dst, lut);
+}
+
+void rfb_ops_equalize(const rfb_image *src, rfb_image *dst)
+{
+	equalize(src, src, dst);
+}
+
+void rfb_ops_stat_window(enum rfb_op op, float factor, const rfb_image *stats,
+			 const rfb_image *src, rfb_image *dst)
+{
+	if (op == RFB_OP_CONTRAST)
+		blend_level(src, dst, luma_mean(stats), factor);
+	else if (op == RFB_OP_AUTOCONTRAST)
+		autocontrast(stats, src, dst);
+	else
+		equalize(stats, src, dst);
 }

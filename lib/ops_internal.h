@@ -10,8 +10,59 @@
 #ifndef REFURB_OPS_INTERNAL_H
 #define REFURB_OPS_INTERNAL_H
 
+#include <stdint.h>
+
 #include "refurb/image.h"
 #include "refurb/ops.h"
+#include "refurb/transform.h"
+
+/* Where an image lies in a full_w x full_h one: its pixel (0, 0) is the
+ * full image's (x, y). */
+struct rfb_place {
+	int x, y, full_w, full_h;
+};
+
+/* ---- per-sample arithmetic shared by the scalar and AVX2 kernels ---- */
+
+/* Blend.c for one sample: in1 + alpha * (in2 - in1), clamped, truncated. */
+static inline unsigned char rfb_pil_blend(int in1, int in2, float alpha)
+{
+	float v = (float)in1 + alpha * (float)(in2 - in1);
+
+	v = v < 0.0f ? 0.0f : v;
+	v = v > 255.0f ? 255.0f : v;
+	return (unsigned char)(int)v;
+}
+
+/* Convert.c's rgb2l: ITU-R 601-2 luma in 16.16 fixed point, rounded. */
+static inline int rfb_pil_luma(const unsigned char *p)
+{
+	return (p[0] * 19595 + p[1] * 38470 + p[2] * 7471 + 0x8000) >> 16;
+}
+
+/* Filter.c's 3x3 SMOOTH (kernel 1 1 1 / 1 5 1 / 1 1 1, divided by 13 in
+ * float) at sample i of the row in (d = channels apart), blended with
+ * the original sample. */
+static inline unsigned char rfb_pil_sharpen(const unsigned char *above,
+					    const unsigned char *in,
+					    const unsigned char *below,
+					    size_t i, size_t d, float factor)
+{
+	const float k1 = 1.0f / 13.0f, k5 = 5.0f / 13.0f;
+	/* Filter.c sums the row below first, then this one, then the one
+	 * above, each left to right, starting from 0.5 (rounding) */
+	float ss = 0.5f;
+
+	ss += (float)below[i - d] * k1 + (float)below[i] * k1 +
+	      (float)below[i + d] * k1;
+	ss += (float)in[i - d] * k1 + (float)in[i] * k5 + (float)in[i + d] * k1;
+	ss += (float)above[i - d] * k1 + (float)above[i] * k1 +
+	      (float)above[i + d] * k1;
+	/* Filter.c clamps to [0, 255] and truncates; with positive weights
+	 * summing to 1 (within a float ulp), 0.5 <= ss < 255.6 and the
+	 * clamp never acts (leaving it out lets the loop vectorize) */
+	return rfb_pil_blend((int)ss, in[i], factor);
+}
 
 /* ---- ops_color.c ---- */
 
@@ -34,6 +85,63 @@ void rfb_ops_equalize(const rfb_image *src, rfb_image *dst);
 /* ImageOps.invert. */
 void rfb_ops_invert(const rfb_image *src, rfb_image *dst);
 
+/* The scalar kernels (the reference) and the AVX2 ones behind the
+ * dispatchers above: same float operations in the same order per sample,
+ * so identical bytes.  Call the _avx2 ones only when rfb_ops_have_avx2(). */
+int rfb_ops_have_avx2(void);
+void rfb_ops_sharpness_scalar(const rfb_image *src, rfb_image *dst, float factor);
+void rfb_ops_sharpness_avx2(const rfb_image *src, rfb_image *dst, float factor);
+/* Sharpness's interior: rows [0, rows) of m samples at out (out_stride
+ * apart) from the input samples under them at in (in_stride apart), the
+ * rows above and below and the samples d (channels) left and right of
+ * each readable.  The image border is the caller's (a copy). */
+void rfb_ops_sharpen_block_scalar(const unsigned char *in, size_t in_stride,
+				  unsigned char *out, size_t out_stride,
+				  int rows, size_t m, size_t d, float factor);
+void rfb_ops_sharpen_block_avx2(const unsigned char *in, size_t in_stride,
+				unsigned char *out, size_t out_stride, int rows,
+				size_t m, size_t d, float factor);
+void rfb_ops_color_scalar(const rfb_image *src, rfb_image *dst, float factor);
+void rfb_ops_color_avx2(const rfb_image *src, rfb_image *dst, float factor);
+/* Blend of the constant image level with src (Brightness, Contrast). */
+void rfb_ops_blend_level_scalar(const rfb_image *src, rfb_image *dst,
+				int level, float factor);
+void rfb_ops_blend_level_avx2(const rfb_image *src, rfb_image *dst,
+			      int level, float factor);
+/* AutoContrast with the ranges of stats applied to src (stats itself
+ * for the op; the whole image when src is a part of it): the scalar one
+ * from histograms and tables, the AVX2 one from per-channel minima and
+ * maxima and the table's formula in double (the same two roundings,
+ * i * scale then + offset). */
+void rfb_ops_autocontrast_scalar(const rfb_image *stats, const rfb_image *src,
+				 rfb_image *dst);
+void rfb_ops_autocontrast_avx2(const rfb_image *stats, const rfb_image *src,
+			       rfb_image *dst);
+/* Sum of the L image's samples (rgb2l of each pixel, or the samples). */
+uint64_t rfb_ops_luma_sum_scalar(const rfb_image *img);
+uint64_t rfb_ops_luma_sum_avx2(const rfb_image *img);
+
+/* ---- ops_affine.c: PIL's Geometry.c ---- */
+
+/*
+ * Image.transform(AFFINE, a, resample=interp, fillcolor=fill) of an image
+ * the size of dp's full one, computed for the window dst placed at dp
+ * from src placed at sp (which holds every pixel rfb_ops_affine_need
+ * names).  Windows only with NEAREST: the filters need whole images
+ * (sp and dp at 0, 0).  fill has one value per channel.
+ */
+void rfb_ops_affine(const rfb_image *src, const struct rfb_place *sp,
+		    rfb_image *dst, const struct rfb_place *dp, const double a[6],
+		    enum rfb_interp interp, const unsigned char *fill);
+/* The source window NEAREST reads for the output window out: inside the
+ * image, never empty. */
+void rfb_ops_affine_need(const double a[6], int full_w, int full_h,
+			 const struct rfb_rect *out, struct rfb_rect *need);
+/* Image.rotate's ROTATE_180, and ROTATE_90 (quarter 1) / ROTATE_270 (3)
+ * of a square image. */
+void rfb_ops_rotate180(const rfb_image *src, rfb_image *dst);
+void rfb_ops_quarter_turn(const rfb_image *src, rfb_image *dst, int quarter);
+
 /* ---- ops_geometry.c ---- */
 
 /* fill has one value per channel (never NULL here). */
@@ -45,5 +153,53 @@ void rfb_ops_translate(const rfb_image *src, rfb_image *dst, double tx,
 		       const unsigned char *fill);
 void rfb_ops_rotate(const rfb_image *src, rfb_image *dst, double degrees,
 		    enum rfb_interp interp, const unsigned char *fill);
+
+/* ---- ops on windows (ops_window.c; the geometry in ops_geometry.c) ---- */
+
+/*
+ * The rectangle of op's input (a full_w x full_h image) that the
+ * rectangle out of its output reads: 1 with *need filled (inside the
+ * image, never empty), or 0 when op cannot run on a window (geometry
+ * with a filter other than NEAREST, Rotate's transposes).  Contrast,
+ * AutoContrast and Equalize need the whole image (their statistics).
+ */
+int rfb_op_window_need(enum rfb_op op, double magnitude, enum rfb_interp interp,
+		       int full_w, int full_h, const struct rfb_rect *out,
+		       struct rfb_rect *need);
+
+/*
+ * rfb_op_apply on windows: src holds the part of the input placed at sp,
+ * which contains rfb_op_window_need() of dst's rectangle; dst (width x
+ * height, not overlapping src) receives the part of the output placed at
+ * dp; sp and dp have the same full size.  fill NULL is black.  The
+ * arguments are trusted (the pipeline plans the windows, the parameters
+ * come from the draws; only the point ops go through rfb_op_apply's
+ * checks); the result is the bytes of rfb_op_apply on the full images,
+ * cut to dp.  Returns 0 or a negative RFB_E* code.
+ */
+int rfb_op_apply_window(enum rfb_op op, double magnitude,
+			enum rfb_interp interp, const unsigned char *fill,
+			const rfb_image *src, const struct rfb_place *sp,
+			rfb_image *dst, const struct rfb_place *dp, rfb_err *err);
+
+/* Contrast, AutoContrast or Equalize with the statistics of stats (the
+ * whole input) applied to src (a part of it, dst's size) into dst. */
+void rfb_ops_stat_window(enum rfb_op op, float factor, const rfb_image *stats,
+			 const rfb_image *src, rfb_image *dst);
+
+/* Sharpness of the part of src (placed at sp) under dst (at dp). */
+void rfb_ops_sharpness_window(const rfb_image *src, const struct rfb_place *sp,
+			      rfb_image *dst, const struct rfb_place *dp,
+			      float factor);
+
+/* The geometric ops' parts of the two above (0 from need: not on
+ * windows). */
+int rfb_ops_geometry_need(enum rfb_op op, double magnitude,
+			  enum rfb_interp interp, int full_w, int full_h,
+			  const struct rfb_rect *out, struct rfb_rect *need);
+void rfb_ops_geometry_window(enum rfb_op op, double magnitude,
+			     enum rfb_interp interp, const unsigned char *fill,
+			     const rfb_image *src, const struct rfb_place *sp,
+			     rfb_image *dst, const struct rfb_place *dp);
 
 #endif

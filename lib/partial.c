@@ -124,37 +124,6 @@ static void worker_free(void *arg)
 	free(w);
 }
 
-/* Read the whole image file into the worker's buffer. */
-static int read_image(struct worker *w, const char *path, size_t *len,
-		      rfb_err *err)
-{
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), rc = 0;
-	ssize_t got;
-
-	if (fd < 0)
-		return rfb_err_sys(err, errno, path, "cannot open image");
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		rc = rfb_err_set(err, RFB_EINVAL, path, "not a regular file");
-	} else if ((size_t)st.st_size > MAX_IMAGE_FILE) {
-		rc = rfb_err_set(err, RFB_ELIMIT, path, "image file too large");
-	} else if (w->file_cap < (size_t)st.st_size + 1) {
-		unsigned char *nb = realloc(w->file, (size_t)st.st_size + 1);
-		if (!nb)
-			rc = rfb_err_set(err, RFB_ENOMEM, path, "out of memory");
-		else
-			w->file = nb, w->file_cap = (size_t)st.st_size + 1;
-	}
-	if (rc == 0) {
-		got = rfb_read_full(fd, w->file, (size_t)st.st_size);
-		if (got < 0)
-			rc = rfb_err_sys(err, errno, path, "cannot read image");
-		*len = got < 0 ? 0 : (size_t)got;
-	}
-	close(fd);
-	return rc;
-}
-
 static void run_job(void *ctx, struct rfb_task *t)
 {
 	struct job *j = (struct job *)t;
@@ -174,7 +143,8 @@ static void run_job(void *ctx, struct rfb_task *t)
 		rfb_err_set(&j->why, j->status, NULL, "sample %u: path too long",
 			    j->sample);
 	if (!j->status)
-		j->status = read_image(w, path, &len, &j->why);
+		j->status = rfb_file_read_into(path, MAX_IMAGE_FILE, &w->file,
+					       &w->file_cap, &len, &j->why);
 	if (!j->status) {
 		j->status = rfb_pipe_run_jpeg(w->pipe, P->pipe, w->file, len,
 					      &key, &out, &j->why);

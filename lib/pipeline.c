@@ -1,9 +1,9 @@
 /*
  * pipeline.c - running a parsed pipeline on a decoded image (see
  * pipeline.h).  Layers write into two ping-pong buffers of the context;
- * crops that stay inside the image are views (no copy), flips happen in
- * place, so a typical pipeline copies each image only where a filter
- * really computes new pixels.
+ * crops that stay inside the image are views (no copy), a flip is the
+ * copy out of such a view, so a typical pipeline copies each image only
+ * where a filter really computes new pixels.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +71,29 @@ void rfb_run_take(struct rfb_run *r, const rfb_image *img, int slot)
 	r->cur_buf = slot;
 }
 
+int rfb_run_expand(struct rfb_run *r, rfb_err *err)
+{
+	rfb_image dst;
+	int slot, rc;
+
+	if (!r->gray3)
+		return 0;
+	rc = rfb_run_target(r, r->cur.width, r->cur.height, 3, &dst, &slot, err);
+	if (!rc)
+		rc = rfb_to_rgb(&r->cur, &dst, err);
+	if (!rc) {
+		rfb_run_take(r, &dst, slot);
+		r->gray3 = 0;
+	}
+	return rc;
+}
+
+/* A gray3 image may stay gray through a layer filling with fill. */
+static int gray_fill(const unsigned char *fill)
+{
+	return !fill || (fill[0] == fill[1] && fill[1] == fill[2]);
+}
+
 /* ---- layers ---- */
 
 static int run_resize(struct rfb_run *r, const struct rfb_layer *l, rfb_err *err)
@@ -105,6 +128,8 @@ int rfb_run_crop(struct rfb_run *r, const struct rfb_rect *rect,
 		r->cur = rfb_crop_view(&r->cur, rect);
 		return 0;
 	}
+	if (!gray_fill(fill) && (rc = rfb_run_expand(r, err)))
+		return rc;
 	rc = rfb_run_target(r, rect->width, rect->height, r->cur.channels, &dst,
 			    &slot, err);
 	if (!rc)
@@ -141,13 +166,9 @@ static int run_flip(struct rfb_run *r, const struct rfb_layer *l, rfb_rng *rng,
 
 	if (!rfb_flip_draw(rng, l->p))
 		return 0;
-	/* in place on a whole buffer; a view (a crop) is flipped while it
-	 * is copied out, which the output would do anyway */
-	if (r->cur_buf >= 0 && r->cur.data == r->ctx->buf[r->cur_buf].data &&
-	    r->cur.stride == (size_t)r->cur.width * r->cur.channels) {
-		rfb_hflip_inplace(&r->cur);
-		return 0;
-	}
+	/* into the other buffer, also for a whole buffer: the mirrored copy
+	 * (SSSE3) is several times faster than swapping in place, and a view
+	 * (a crop) is copied out by the output anyway */
 	rc = rfb_run_target(r, r->cur.width, r->cur.height, r->cur.channels, &dst,
 			    &slot, err);
 	if (!rc) {
@@ -176,20 +197,16 @@ static int apply_op(struct rfb_run *r, const struct rfb_layer *l,
 }
 
 static int run_augment(struct rfb_run *r, const struct rfb_layer *l,
-		       rfb_rng *rng, rfb_err *err)
+		       int position, rfb_err *err)
 {
 	struct rfb_aug_op ops[2];
-	int n = 1, rc = 0;
+	int n, rc = 0;
 
-	if (l->kind == RFB_F_RANDAUG)
-		rfb_randaug_draw(rng, l->magnitude, l->bins, r->cur.width,
-				 r->cur.height, &ops[0]);
-	else if (l->kind == RFB_F_TRIVIALAUG)
-		rfb_trivialaug_draw(rng, l->bins, r->cur.width, r->cur.height,
-				    &ops[0]);
-	else
-		n = rfb_autoaug_draw(rng, l->policy, r->cur.width, r->cur.height,
-				     ops);
+	if (!gray_fill(l->fill) && (rc = rfb_run_expand(r, err)))
+		return rc;
+	if (r->win && position >= r->win->first && position < r->win->crop)
+		return rfb_win_augment(r, l, position, err);
+	n = rfb_run_draw_ops(r, l, position, r->cur.width, r->cur.height, ops);
 	for (int i = 0; i < n && !rc; i++)
 		rc = apply_op(r, l, &ops[i], err);
 	return rc;
@@ -200,6 +217,16 @@ static int run_channels(struct rfb_run *r, int channels, rfb_err *err)
 	rfb_image dst;
 	int slot, rc;
 
+	/* the L image of a gray3 image is its one channel; the RGB image of
+	 * a gray one is a gray3 image */
+	if (channels == 1 && r->gray3) {
+		r->gray3 = 0;
+		return 0;
+	}
+	if (channels == 3 && r->cur.channels == 1) {
+		r->gray3 = 1;
+		return 0;
+	}
 	if (r->cur.channels == channels)
 		return 0;
 	rc = rfb_run_target(r, r->cur.width, r->cur.height, channels, &dst, &slot,
@@ -226,10 +253,18 @@ int rfb_run_layer(struct rfb_run *r, const struct rfb_layer *l, int position,
 	case RFB_F_RESIZE:
 		return run_resize(r, l, err);
 	case RFB_F_CENTERCROP:
+		if (r->win && position == r->win->crop) {
+			rfb_win_crop(r);
+			return 0;
+		}
 		rect = rfb_centercrop_rect(r->cur.width, r->cur.height, l->height,
 					   l->width);
 		return rfb_run_crop(r, &rect, NULL, err);
 	case RFB_F_CROP:
+		if (r->win && position == r->win->crop) {
+			rfb_win_crop(r);
+			return 0;
+		}
 		rc = rfb_randcrop_rect(&rng, r->cur.width, r->cur.height, l->height,
 				       l->width, &l->pad, l->pad_if_needed, &rect,
 				       err);
@@ -241,7 +276,7 @@ int rfb_run_layer(struct rfb_run *r, const struct rfb_layer *l, int position,
 	case RFB_F_RANDAUG:
 	case RFB_F_AUTOAUG:
 	case RFB_F_TRIVIALAUG:
-		return run_augment(r, l, &rng, err);
+		return run_augment(r, l, position, err);
 	case RFB_F_GRAY:
 		return run_channels(r, 1, err);
 	case RFB_F_RGB:
@@ -312,10 +347,14 @@ static int normalize_output(rfb_pipe_ctx *ctx, const struct rfb_layer *l,
 int rfb_run_finish(struct rfb_run *r, const rfb_pipeline *p,
 		   struct rfb_pipe_out *out, rfb_err *err)
 {
-	size_t row = (size_t)r->cur.width * r->cur.channels;
+	size_t row;
 	rfb_image dst;
 	int slot, rc;
 
+	rc = rfb_run_expand(r, err); /* also the copy out of a view */
+	if (rc)
+		return rc;
+	row = (size_t)r->cur.width * r->cur.channels;
 	if (r->cur_buf < 0 || r->cur.stride != row ||
 	    r->cur.data != r->ctx->buf[r->cur_buf].data) {
 		rc = rfb_run_target(r, r->cur.width, r->cur.height, r->cur.channels,
@@ -353,7 +392,7 @@ int rfb_pipe_run(rfb_pipe_ctx *ctx, const rfb_pipeline *p, const rfb_image *in,
 		 const struct rfb_pipe_key *key, struct rfb_pipe_out *out,
 		 rfb_err *err)
 {
-	struct rfb_run r = { ctx, key, *in, -1 };
+	struct rfb_run r = { ctx, key, *in, -1, 0, NULL, 0, 0, 0 };
 
 	if (in->width < 1 || in->height < 1 ||
 	    (in->channels != 1 && in->channels != 3))

@@ -27,6 +27,10 @@ enum finish { FIN_NONE, FIN_MAPPED, FIN_BOX };
 
 struct plan {
 	int folded;                   /* layers done by decode + finish */
+	int windowed;                 /* win holds a window plan */
+	struct rfb_win_plan win;      /* (pipeline_window.c) */
+	int win_x, win_y;             /* where the decode + finish put the
+				       * image the window plan starts on */
 	struct rfb_decode_opts opts;  /* scale and region */
 	enum finish finish;
 	int out_w, out_h;
@@ -128,7 +132,9 @@ static int pick_denom(rfb_pipe_ctx *ctx, int w, int h, int rw, int rh,
 	return rfb_decode_pick_scale(w, h, &t, ratio);
 }
 
-/* resize [, crop]: decode what the (windowed) resize reads. */
+/* resize [, crop]: decode what the (windowed) resize reads.  resize,
+ * augment layers, crop: the resize computes the window the first
+ * augment op reads (pipeline_window.c). */
 static void plan_resize(rfb_pipe_ctx *ctx, const rfb_pipeline *p, int s, int w,
 			int h, const struct rfb_pipe_key *key, struct plan *pl)
 {
@@ -147,12 +153,14 @@ static void plan_resize(rfb_pipe_ctx *ctx, const rfb_pipeline *p, int s, int w,
 	if (s + 1 < p->nlayers &&
 	    crop_inside(&p->layers[s + 1], s + 1, out_w, out_h, key, &win))
 		folded = 2;
+	else if (rfb_win_plan_make(p, s + 1, out_w, out_h, key, &pl->win))
+		pl->windowed = 1, win = pl->win.in;
 	sx = (double)w / out_w;
 	sy = (double)h / out_h;
 	source_span(sx, l->interp, win.left, win.width, w, &x0, &x1);
 	source_span(sy, l->interp, win.top, win.height, h, &y0, &y1);
 	d = pick_denom(ctx, w, h, x1 - x0, y1 - y0, win.width, win.height);
-	if (d == 1 && folded == 1)
+	if (d == 1 && folded == 1 && win.width == out_w && win.height == out_h)
 		return; /* whole image at full size: nothing to gain */
 	if (rfb_decode_map_region(w, h, d, x0, y0, x1 - x0, y1 - y0, &pl->opts, box))
 		return;
@@ -163,6 +171,8 @@ static void plan_resize(rfb_pipe_ctx *ctx, const rfb_pipeline *p, int s, int w,
 	pl->ay = (struct rfb_resize_axis){ 0.0, sy / d, win.top, pl->opts.y };
 	pl->out_w = win.width;
 	pl->out_h = win.height;
+	pl->win_x = win.left;
+	pl->win_y = win.top;
 }
 
 /* rrcrop: decode the drawn rectangle, resize it from its exact box. */
@@ -209,6 +219,16 @@ static void make_plan(rfb_pipe_ctx *ctx, const rfb_pipeline *p, int s, int w,
 		if (rfb_decode_map_region(w, h, 1, r.left, r.top, r.width,
 					  r.height, &pl->opts, box) == 0)
 			pl->folded = 1;
+	} else if (rfb_win_plan_make(p, s, w, h, key, &pl->win)) {
+		/* augment layers first: decode the window they read */
+		double box[4];
+		r = pl->win.in;
+		pl->windowed = 1;
+		if (rfb_decode_map_region(w, h, 1, r.left, r.top, r.width,
+					  r.height, &pl->opts, box) == 0) {
+			pl->win_x = r.left;
+			pl->win_y = r.top;
+		}
 	}
 }
 
@@ -255,7 +275,7 @@ int rfb_pipe_run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 		      rfb_err *err)
 {
 	struct rfb_jpeg_state *st = state(ctx, err);
-	struct rfb_run r = { ctx, key, { 0 }, 0 };
+	struct rfb_run r = { ctx, key, { 0 }, 0, 0, NULL, 0, 0, 0 };
 	struct rfb_jpeg_info info;
 	struct plan pl;
 	int start = 0, rc;
@@ -265,12 +285,16 @@ int rfb_pipe_run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 	memset(&pl, 0, sizeof pl);
 	pl.opts.max_pixels = ctx->max_pixels;
 	/* torchvision's loader gives RGB; a leading gray filter is PIL's
-	 * convert("L") of that, which the decoder produces directly */
+	 * convert("L") of that, which the decoder produces directly.  A
+	 * grayscale JPEG's RGB is its gray channel three times: it stays one
+	 * channel (gray3) until the output. */
+	pl.opts.color = RFB_DECODE_KEEP;
+	pl.opts.flags = RFB_DECODE_VIEW; /* a region is used where decoded */
 	if (p->nlayers > 0 && (p->layers[0].kind == RFB_F_GRAY ||
 			       p->layers[0].kind == RFB_F_RGB)) {
 		start = 1;
-		pl.opts.color = p->layers[0].kind == RFB_F_GRAY ? RFB_DECODE_GRAY
-								: RFB_DECODE_RGB;
+		if (p->layers[0].kind == RFB_F_GRAY)
+			pl.opts.color = RFB_DECODE_GRAY;
 	}
 	rc = rfb_decode_header(st->dec, data, len, &pl.opts, &info, err);
 	if (rc)
@@ -279,7 +303,15 @@ int rfb_pipe_run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 	rc = rfb_decode_pixels(st->dec, &pl.opts, &r.cur, &ctx->buf[0], err);
 	if (rc)
 		return rc;
+	r.gray3 = pl.opts.color == RFB_DECODE_KEEP && r.cur.channels == 1;
 	record(st, &info, &pl, &r.cur);
 	rc = finish_plan(&r, &pl, err);
+	if (pl.windowed) {
+		/* the window plan starts on what the plan made: the window
+		 * when the resize was folded, else the whole image */
+		r.win = &pl.win;
+		r.win_x = pl.win_x;
+		r.win_y = pl.win_y;
+	}
 	return rc ? rc : rfb_run_layers(&r, p, start + pl.folded, out, err);
 }

@@ -22,14 +22,65 @@ struct rfb_pipe_ctx {
 	struct rfb_jpeg_state *jpeg; /* pipeline_jpeg.c's, created on first use */
 };
 
+/*
+ * Windows (pipeline_window.c): when augment layers [first, crop) are
+ * followed by a crop inside the image, only what the crop keeps is
+ * computed.  The plan holds, for the full_w x full_h image those layers
+ * work on, the window every op writes (out, in order), the window the
+ * first one reads (in) and the crop's rectangle.
+ */
+#define RFB_WIN_MAX_OPS (2 * RFB_PIPELINE_MAX_LAYERS)
+
+struct rfb_win_plan {
+	int first, crop;
+	int full_w, full_h;
+	struct rfb_rect in, rect;
+	int nops;
+	struct rfb_rect out[RFB_WIN_MAX_OPS];
+};
+
 /* One run: the current image is cur; it lives in ctx->buf[cur_buf], or in
- * the caller's memory when cur_buf is -1 (then it must not be written). */
+ * the caller's memory when cur_buf is -1 (then it must not be written).
+ * gray3: cur has one channel but stands for the RGB image with that
+ * channel in all three (a grayscale JPEG as torchvision's loader gives
+ * it); every layer gives the same result on either form as long as its
+ * fill colour is gray, so the work is done once per pixel and the
+ * channels are replicated at the end (rfb_run_expand). */
 struct rfb_run {
 	rfb_pipe_ctx *ctx;
 	const struct rfb_pipe_key *key;
 	rfb_image cur;
 	int cur_buf;
+	int gray3;
+	/* with a window plan, from layer win->first until its crop cur is
+	 * the part of the full image at (win_x, win_y); win_op counts the
+	 * ops run so far */
+	const struct rfb_win_plan *win;
+	int win_x, win_y, win_op;
 };
+
+/* The ops augment layer l (number position) draws on a w x h image, into
+ * ops[0..2); returns how many (1, or 2 for AutoAugment). */
+int rfb_run_draw_ops(const struct rfb_run *r, const struct rfb_layer *l,
+		     int position, int w, int h, struct rfb_aug_op ops[2]);
+
+/* A window plan for the layers from first of p on an image of w x h
+ * there: 1 with *pl filled when augment layers followed by a crop inside
+ * the image start at first and every op they draw runs on windows, and
+ * some window is smaller than the image; 0 otherwise. */
+int rfb_win_plan_make(const rfb_pipeline *p, int first, int w, int h,
+		      const struct rfb_pipe_key *key, struct rfb_win_plan *pl);
+
+/* Run augment layer l (number position) on the current window. */
+int rfb_win_augment(struct rfb_run *r, const struct rfb_layer *l, int position,
+		    rfb_err *err);
+
+/* The plan's crop: the current window cut to the crop's rectangle (a
+ * view); the run leaves window mode. */
+void rfb_win_crop(struct rfb_run *r);
+
+/* Replicate a gray3 image into three real channels (nothing otherwise). */
+int rfb_run_expand(struct rfb_run *r, rfb_err *err);
 
 /* Allocate dst (w x h x c) in a buffer other than cur's; *slot says which. */
 int rfb_run_target(struct rfb_run *r, int w, int h, int c, rfb_image *dst,

@@ -46,9 +46,7 @@ rfb_resizer *rfb_resizer_new(rfb_err *err)
 int rfb_resizer_set_simd(rfb_resizer *rz, int on)
 {
 	rz->simd = on && rfb_resize_have_avx2();
-	for (int i = 0; i < CACHE_SLOTS; i++)
-		rz->slot[i].valid = 0; /* the AVX2 tables are made on a miss */
-	return rz->simd;
+	return rz->simd; /* both kernels use the same tables */
 }
 
 void rfb_resizer_free(rfb_resizer *rz)
@@ -58,7 +56,6 @@ void rfb_resizer_free(rfb_resizer *rz)
 	for (int i = 0; i < CACHE_SLOTS; i++) {
 		free(rz->slot[i].bounds);
 		free(rz->slot[i].k);
-		free(rz->slot[i].kx1);
 	}
 	free(rz->pre);
 	rfb_imgbuf_free(&rz->tmp);
@@ -272,10 +269,6 @@ static struct coeffs *get_coeffs(rfb_resizer *rz, int in_size, int out_size,
 	c->scale = a->scale;
 	rc = interp == RFB_INTERP_NEAREST ? compute_nearest(c, err)
 					  : compute_filter_coeffs(rz, c, err);
-	if (!rc && rz->simd && interp != RFB_INTERP_NEAREST &&
-	    rfb_resize_split_weights(c))
-		rc = rfb_err_set(err, RFB_ENOMEM, NULL,
-				 "out of memory for a resize table");
 	if (rc)
 		return NULL;
 	c->valid = 1;
@@ -290,7 +283,8 @@ static int hpass(rfb_resizer *rz, const rfb_image *src, int y0, int rows,
 		 const struct coeffs *c, rfb_image *dst, rfb_err *err)
 {
 	if (rz->simd) {
-		size_t need = (size_t)src->width * RFB_RESIZE_STRIP_BYTES;
+		size_t need = ((size_t)src->width + (size_t)c->ksize +
+			       (size_t)dst->width) * RFB_RESIZE_STRIP_BYTES + 32;
 		int rc = rfb_imgbuf_reserve(&rz->strip, need, err);
 		if (rc)
 			return rc;

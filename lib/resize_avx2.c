@@ -9,7 +9,6 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-#include <stdlib.h>
 #include <string.h>
 
 int rfb_resize_have_avx2(void)
@@ -54,91 +53,6 @@ rfb_resize_vrow_avx2(const unsigned char *in, size_t stride, int n,
 		rfb_resize_vrow(in + x0, stride, n, k, out + x0, len - x0);
 }
 
-/* Clip the low three (or one) int32 lanes of s as the scalar code does. */
-__attribute__((target("avx2"))) static inline __m128i clip_lanes(__m128i s)
-{
-	s = _mm_srai_epi32(_mm_add_epi32(s, _mm_set1_epi32(HALF)), PRECISION_BITS);
-	s = _mm_packs_epi32(s, s);
-	return _mm_packus_epi16(s, s);
-}
-
-static int grow16(int16_t **p, size_t *cap, size_t n)
-{
-	int16_t *q;
-
-	if (n <= *cap)
-		return 0;
-	q = realloc(*p, n * sizeof *q);
-	if (!q)
-		return -1;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
-static int16_t hi(int32_t k)
-{
-	return (int16_t)(k >> 11); /* |k| < 2^23, so |hi| <= 4096 */
-}
-
-static int16_t lo(int32_t k)
-{
-	return (int16_t)(k & 2047);
-}
-
-int rfb_resize_split_weights(struct coeffs *c)
-{
-	size_t n1;
-
-	c->groups1 = (c->ksize + 15) / 16;
-	n1 = (size_t)c->out_size * c->groups1 * 32;
-	if (grow16(&c->kx1, &c->kx1_cap, n1))
-		return -1;
-	for (int xx = 0; xx < c->out_size; xx++) {
-		const int32_t *k = c->k + (size_t)xx * c->kstride;
-		int n = c->bounds[2 * xx + 1];
-		int16_t *x1 = c->kx1 + (size_t)xx * c->groups1 * 32;
-		/* per group of 16 taps: [hi of the 16][lo of the 16] */
-		for (int g = 0; g < c->groups1; g++)
-			for (int lane = 0; lane < 16; lane++) {
-				int t = 16 * g + lane;
-				int32_t w = t < n ? k[t] : 0;
-				x1[g * 32 + lane] = hi(w);
-				x1[g * 32 + 16 + lane] = lo(w);
-			}
-	}
-	return 0;
-}
-
-/* Sum of hi products * 2048 + lo products, lane-wise. */
-__attribute__((target("avx2"))) static inline __m256i
-join_parts(__m256i acc_hi, __m256i acc_lo)
-{
-	return _mm256_add_epi32(_mm256_slli_epi32(acc_hi, 11), acc_lo);
-}
-
-/* Gray: sixteen taps per step.  Reads 16 bytes per step. */
-__attribute__((target("avx2"))) static unsigned char px1(const unsigned char *p,
-							 const int16_t *kx, int n)
-{
-	__m256i acc_hi = _mm256_setzero_si256(), acc_lo = acc_hi;
-	__m128i s;
-
-	for (int t = 0; t < n; t += 16, p += 16, kx += 32) {
-		__m256i x = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p));
-		acc_hi = _mm256_add_epi32(acc_hi, _mm256_madd_epi16(
-			x, _mm256_loadu_si256((const __m256i *)kx)));
-		acc_lo = _mm256_add_epi32(acc_lo, _mm256_madd_epi16(
-			x, _mm256_loadu_si256((const __m256i *)(kx + 16))));
-	}
-	__m256i acc = join_parts(acc_hi, acc_lo);
-	s = _mm_add_epi32(_mm256_castsi256_si128(acc),
-			  _mm256_extracti128_si256(acc, 1));
-	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-	return (unsigned char)_mm_cvtsi128_si32(clip_lanes(s));
-}
-
 /* ---- 3 channels: strips of 8 rows, transposed ---- */
 
 /* Pixels x .. x + 7 of row q (RGB) as 8 lanes R G B 0.  Reads 28 bytes. */
@@ -156,96 +70,305 @@ __attribute__((target("avx2"))) static inline void transpose8(__m256i v[8])
 {
 	__m256i t[8], u[8];
 
+#pragma GCC unroll 8
 	for (int i = 0; i < 8; i += 2) {
 		t[i] = _mm256_unpacklo_epi32(v[i], v[i + 1]);
 		t[i + 1] = _mm256_unpackhi_epi32(v[i], v[i + 1]);
 	}
+#pragma GCC unroll 8
 	for (int i = 0; i < 8; i += 4) {
 		u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
 		u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
 		u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
 		u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
 	}
+#pragma GCC unroll 8
 	for (int j = 0; j < 4; j++) {
 		v[j] = _mm256_permute2x128_si256(u[j], u[j + 4], 0x20);
 		v[j + 4] = _mm256_permute2x128_si256(u[j], u[j + 4], 0x31);
 	}
 }
 
-/* cols[x] = pixel x of the 8 rows r[0..8), 4 bytes (R G B 0) each. */
+/* R G B 0 R G B 0 ... -> R G B R G B ... in each 128-bit lane (12 bytes
+ * of samples, then 4 zero bytes); and back. */
+#define RGB_PACK 0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1
+#define RGB_UNPACK 0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1
+
+/* cols[x] = pixel x of the 8 rows r[0..8): 24 bytes (row i's R G B at
+ * 3i), then 8 unused bytes. */
 __attribute__((target("avx2"))) static void strip_columns(
 	const unsigned char *const r[8], int w, unsigned char *cols)
 {
+	const __m256i pack = _mm256_setr_epi8(RGB_PACK, RGB_PACK);
+	const __m256i join = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 3, 7);
 	int x = 0;
 
 	for (; x + 10 <= w; x += 8) {
 		__m256i v[8];
+#pragma GCC unroll 8
 		for (int i = 0; i < 8; i++)
 			v[i] = rgbx8(r[i] + 3 * (size_t)x);
 		transpose8(v);
+#pragma GCC unroll 8
 		for (int j = 0; j < 8; j++)
-			_mm256_storeu_si256((__m256i *)(cols + (size_t)(x + j) * 32), v[j]);
+			_mm256_store_si256((__m256i *)(cols + (size_t)(x + j) * 32),
+					   _mm256_permutevar8x32_epi32(
+						   _mm256_shuffle_epi8(v[j], pack), join));
 	}
 	for (; x < w; x++)
-		for (int i = 0; i < 8; i++) {
-			unsigned char *d = cols + (size_t)x * 32 + 4 * i;
-			memcpy(d, r[i] + 3 * (size_t)x, 3);
-			d[3] = 0;
-		}
+		for (int i = 0; i < 8; i++)
+			memcpy(cols + (size_t)x * 32 + 3 * i, r[i] + 3 * (size_t)x, 3);
 }
 
-/* Samples 8j .. 8j + 7 of a column (rows 2j, 2j + 1) times kt. */
+/* Samples 8j .. 8j + 7 of a column times kt. */
 #define COL_TERM(cols, j, kt)                                               \
 	_mm256_mullo_epi32(kt, _mm256_cvtepu8_epi32(_mm_loadl_epi64(         \
 				       (const __m128i *)((cols) + 8 * (j)))))
 
-/* Output pixel xx of the 8 rows: out[i] = row i's R G B 0. */
+/* Output pixel xx of the 8 rows, stored as 8 lanes R G B 0 (row i in
+ * lane i) at out, 32-byte aligned. */
 __attribute__((target("avx2"))) static inline void strip_pixel(
-	const unsigned char *cols, const int32_t *k, int n, uint32_t out[8])
+	const unsigned char *cols, const int32_t *k, int n, unsigned char *out)
 {
-	__m256i a0 = _mm256_set1_epi32(HALF), a1 = a0, a2 = a0, a3 = a0, b;
+	__m256i a0 = _mm256_set1_epi32(HALF), a1 = a0, a2 = a0, b;
 
 	for (int t = 0; t < n; t++, cols += 32) {
 		__m256i kt = _mm256_set1_epi32(k[t]);
 		a0 = _mm256_add_epi32(a0, COL_TERM(cols, 0, kt));
 		a1 = _mm256_add_epi32(a1, COL_TERM(cols, 1, kt));
 		a2 = _mm256_add_epi32(a2, COL_TERM(cols, 2, kt));
-		a3 = _mm256_add_epi32(a3, COL_TERM(cols, 3, kt));
 	}
 	a0 = _mm256_srai_epi32(a0, PRECISION_BITS);
 	a1 = _mm256_srai_epi32(a1, PRECISION_BITS);
 	a2 = _mm256_srai_epi32(a2, PRECISION_BITS);
-	a3 = _mm256_srai_epi32(a3, PRECISION_BITS);
-	/* lanes: low halves rows 0 2 4 6, high halves rows 1 3 5 7 */
+	/* dwords: a0[0..3] a1[0..3] a2[0..3] (dup) a0[4..7] a1[4..7]
+	 * a2[4..7] (dup); gather bytes 0..15 of the 24 in the low lane,
+	 * 12..27 in the high one, then widen each lane to R G B 0 */
 	b = _mm256_packus_epi16(_mm256_packs_epi32(a0, a1),
-				_mm256_packs_epi32(a2, a3));
-	b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-	_mm256_storeu_si256((__m256i *)out, b);
+				_mm256_packs_epi32(a2, a2));
+	b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 5, 2, 6, 3));
+	b = _mm256_shuffle_epi8(b, _mm256_setr_epi8(RGB_UNPACK, RGB_UNPACK));
+	_mm256_store_si256((__m256i *)out, b);
+}
+
+/* Rows [0, m) of the transposed output strip px (32 bytes an output
+ * pixel) into dst rows starting at out: 8 pixels at a time transposed
+ * back and packed from R G B 0 to R G B. */
+__attribute__((target("avx2"))) static void unstrip(const unsigned char *px,
+						    int w, int m, unsigned char *out,
+						    size_t stride)
+{
+	const __m128i pack = _mm_setr_epi8(RGB_PACK);
+	int x = 0;
+
+	for (; x + 8 <= w; x += 8) {
+		__m256i v[8];
+#pragma GCC unroll 8
+		for (int j = 0; j < 8; j++)
+			v[j] = _mm256_load_si256((const __m256i *)(px + (size_t)(x + j) * 32));
+		transpose8(v);
+		/* 16-byte stores write 4 bytes past each 12: the next group
+		 * overwrites them; the row's last group stores exactly */
+		int wide = 3 * x + 28 <= 3 * w;
+		for (int i = 0; i < m; i++) {
+			unsigned char *o = out + (size_t)i * stride + 3 * (size_t)x;
+			__m128i lo = _mm_shuffle_epi8(_mm256_castsi256_si128(v[i]), pack);
+			__m128i hi = _mm_shuffle_epi8(_mm256_extracti128_si256(v[i], 1), pack);
+			if (wide) {
+				_mm_storeu_si128((__m128i *)o, lo);
+				_mm_storeu_si128((__m128i *)(o + 12), hi);
+			} else {
+				unsigned char tmp[32];
+				_mm_storeu_si128((__m128i *)tmp, lo);
+				_mm_storeu_si128((__m128i *)(tmp + 12), hi);
+				memcpy(o, tmp, 24);
+			}
+		}
+	}
+	for (; x < w; x++)
+		for (int i = 0; i < m; i++)
+			memcpy(out + (size_t)i * stride + 3 * (size_t)x,
+			       px + (size_t)x * 32 + 4 * i, 3);
+}
+
+/* The most taps any output pixel of c has (at most ksize). */
+static int max_taps(const struct coeffs *c)
+{
+	int taps = 1;
+
+	for (int xx = 0; xx < c->out_size; xx++)
+		if (c->bounds[2 * xx + 1] > taps)
+			taps = c->bounds[2 * xx + 1];
+	return taps;
+}
+
+/* The output pixels of one strip with a fixed number of taps (a loop
+ * whose trip count varies from pixel to pixel mispredicts its exit):
+ * pixels with fewer taps read zero weights past their own.  A constant
+ * taps lets the compiler unroll. */
+__attribute__((target("avx2"), always_inline)) static inline void strip_row(
+	const unsigned char *cols, const struct coeffs *c, int taps,
+	unsigned char *px)
+{
+	for (int xx = 0; xx < c->out_size; xx++)
+		strip_pixel(cols + (size_t)c->bounds[2 * xx] * 32,
+			    c->k + (size_t)xx * c->kstride, taps,
+			    px + (size_t)xx * 32);
+}
+
+__attribute__((target("avx2"))) static void strip_any(
+	const unsigned char *cols, const struct coeffs *c, int taps,
+	unsigned char *px)
+{
+	switch (taps) {
+	case 2: strip_row(cols, c, 2, px); break;
+	case 3: strip_row(cols, c, 3, px); break;
+	case 4: strip_row(cols, c, 4, px); break;
+	case 5: strip_row(cols, c, 5, px); break;
+	case 6: strip_row(cols, c, 6, px); break;
+	default: strip_row(cols, c, taps, px); break;
+	}
 }
 
 __attribute__((target("avx2"))) static void hpass3(const rfb_image *src, int y0, int rows,
-		   const struct coeffs *c, rfb_image *dst, unsigned char *cols)
+		   const struct coeffs *c, rfb_image *dst, unsigned char *scratch)
 {
+	unsigned char *cols = scratch + (-(uintptr_t)scratch & 31);
+	unsigned char *px = cols + ((size_t)src->width + c->ksize) * 32;
+	int taps = max_taps(c);
+
+	/* weights past a pixel's count are zero (up to kstride >= ksize),
+	 * and the columns past the image are readable zeros */
+	memset(cols + (size_t)src->width * 32, 0, (size_t)c->ksize * 32);
 	for (int y = 0; y < rows; y += 8) {
 		const unsigned char *r[8];
 		int m = rows - y < 8 ? rows - y : 8;
 		for (int i = 0; i < 8; i++) /* a short strip repeats a row */
 			r[i] = src->data + (size_t)(y0 + y + (i < m ? i : 0)) * src->stride;
 		strip_columns(r, src->width, cols);
-		for (int xx = 0; xx < c->out_size; xx++) {
-			uint32_t px[8];
-			strip_pixel(cols + (size_t)c->bounds[2 * xx] * 32,
-				    c->k + (size_t)xx * c->kstride,
-				    c->bounds[2 * xx + 1], px);
-			/* 4-byte stores: the next pixel overwrites the 4th */
-			unsigned char *o = dst->data + (size_t)y * dst->stride + 3 * xx;
-			if (xx + 1 < c->out_size)
-				for (int i = 0; i < m; i++)
-					memcpy(o + (size_t)i * dst->stride, &px[i], 4);
-			else
-				for (int i = 0; i < m; i++)
-					memcpy(o + (size_t)i * dst->stride, &px[i], 3);
-		}
+		strip_any(cols, c, taps, px);
+		unstrip(px, c->out_size, m, dst->data + (size_t)y * dst->stride,
+			dst->stride);
+	}
+}
+
+/* ---- 1 channel: strips of 8 rows, transposed ---- */
+
+/* The 8 x 8 bytes of rows r[0..8) at x (8 bytes each) transposed: out
+ * gets column x + j's 8 rows at out + 8 j. */
+__attribute__((target("avx2"))) static inline void transpose8x8(
+	const unsigned char *const r[8], size_t x, unsigned char *out)
+{
+	__m128i a[8], t[4], u[4];
+
+	for (int i = 0; i < 8; i++)
+		a[i] = _mm_loadl_epi64((const __m128i *)(r[i] + x));
+	for (int i = 0; i < 4; i++)
+		t[i] = _mm_unpacklo_epi8(a[2 * i], a[2 * i + 1]);
+	u[0] = _mm_unpacklo_epi16(t[0], t[1]);
+	u[1] = _mm_unpackhi_epi16(t[0], t[1]);
+	u[2] = _mm_unpacklo_epi16(t[2], t[3]);
+	u[3] = _mm_unpackhi_epi16(t[2], t[3]);
+	_mm_storeu_si128((__m128i *)out, _mm_unpacklo_epi32(u[0], u[2]));
+	_mm_storeu_si128((__m128i *)(out + 16), _mm_unpackhi_epi32(u[0], u[2]));
+	_mm_storeu_si128((__m128i *)(out + 32), _mm_unpacklo_epi32(u[1], u[3]));
+	_mm_storeu_si128((__m128i *)(out + 48), _mm_unpackhi_epi32(u[1], u[3]));
+}
+
+/* cols[x] = pixel x of the 8 rows r[0..8), 8 bytes. */
+__attribute__((target("avx2"))) static void strip_columns1(
+	const unsigned char *const r[8], int w, unsigned char *cols)
+{
+	int x = 0;
+
+	for (; x + 8 <= w; x += 8)
+		transpose8x8(r, (size_t)x, cols + (size_t)x * 8);
+	for (; x < w; x++)
+		for (int i = 0; i < 8; i++)
+			cols[(size_t)x * 8 + i] = r[i][x];
+}
+
+/* Output pixel of the 8 rows from n taps: 8 bytes (row i at i) at out. */
+__attribute__((target("avx2"), always_inline)) static inline void strip_pixel1(
+	const unsigned char *cols, const int32_t *k, int n, unsigned char *out)
+{
+	__m256i a = _mm256_set1_epi32(HALF);
+
+	for (int t = 0; t < n; t++, cols += 8)
+		a = _mm256_add_epi32(a, _mm256_mullo_epi32(
+			_mm256_set1_epi32(k[t]),
+			_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)cols))));
+	a = _mm256_srai_epi32(a, PRECISION_BITS);
+	a = _mm256_packs_epi32(a, a);
+	a = _mm256_packus_epi16(a, a); /* bytes 0-3 of each lane */
+	a = _mm256_permutevar8x32_epi32(a, _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0));
+	_mm_storel_epi64((__m128i *)out, _mm256_castsi256_si128(a));
+}
+
+__attribute__((target("avx2"), always_inline)) static inline void strip_row1(
+	const unsigned char *cols, const struct coeffs *c, int taps,
+	unsigned char *px)
+{
+	for (int xx = 0; xx < c->out_size; xx++)
+		strip_pixel1(cols + (size_t)c->bounds[2 * xx] * 8,
+			     c->k + (size_t)xx * c->kstride, taps, px + (size_t)xx * 8);
+}
+
+__attribute__((target("avx2"))) static void strip_any1(
+	const unsigned char *cols, const struct coeffs *c, int taps,
+	unsigned char *px)
+{
+	switch (taps) {
+	case 2: strip_row1(cols, c, 2, px); break;
+	case 3: strip_row1(cols, c, 3, px); break;
+	case 4: strip_row1(cols, c, 4, px); break;
+	case 5: strip_row1(cols, c, 5, px); break;
+	case 6: strip_row1(cols, c, 6, px); break;
+	default: strip_row1(cols, c, taps, px); break;
+	}
+}
+
+/* Rows [0, m) of the output strip px (8 bytes an output pixel) into
+ * dst rows starting at out. */
+__attribute__((target("avx2"))) static void unstrip1(const unsigned char *px,
+						     int w, int m, unsigned char *out,
+						     size_t stride)
+{
+	unsigned char tmp[64];
+	int x = 0;
+
+	for (; x + 8 <= w; x += 8) {
+		const unsigned char *cols[8];
+		for (int j = 0; j < 8; j++)
+			cols[j] = px + (size_t)(x + j) * 8;
+		/* pixel-major to row-major: the same 8 x 8 transpose */
+		transpose8x8(cols, 0, tmp);
+		for (int i = 0; i < m; i++)
+			memcpy(out + (size_t)i * stride + x, tmp + 8 * i, 8);
+	}
+	for (; x < w; x++)
+		for (int i = 0; i < m; i++)
+			out[(size_t)i * stride + x] = px[(size_t)x * 8 + i];
+}
+
+__attribute__((target("avx2"))) static void hpass1(const rfb_image *src, int y0,
+						   int rows, const struct coeffs *c,
+						   int taps, rfb_image *dst,
+						   unsigned char *scratch)
+{
+	unsigned char *cols = scratch + (-(uintptr_t)scratch & 31);
+	unsigned char *px = cols + ((size_t)src->width + c->ksize) * 8;
+
+	memset(cols + (size_t)src->width * 8, 0, (size_t)c->ksize * 8);
+	for (int y = 0; y < rows; y += 8) {
+		const unsigned char *r[8];
+		int m = rows - y < 8 ? rows - y : 8;
+		for (int i = 0; i < 8; i++) /* a short strip repeats a row */
+			r[i] = src->data + (size_t)(y0 + y + (i < m ? i : 0)) * src->stride;
+		strip_columns1(r, src->width, cols);
+		strip_any1(cols, c, taps, px);
+		unstrip1(px, c->out_size, m, dst->data + (size_t)y * dst->stride,
+			 dst->stride);
 	}
 }
 
@@ -254,38 +377,16 @@ rfb_resize_hpass_avx2(const rfb_image *src, int y0, int rows,
 		      const struct coeffs *c, rfb_image *dst,
 		      unsigned char *scratch)
 {
-	int w = src->width;
-
-	if (src->channels == 3) {
+	if (src->channels == 3)
 		hpass3(src, y0, rows, c, dst, scratch);
-		return;
-	}
-	for (int y = 0; y < rows; y++) {
-		const unsigned char *in = src->data + (size_t)(y0 + y) * src->stride;
-		unsigned char *out = dst->data + (size_t)y * dst->stride;
-		for (int xx = 0; xx < c->out_size; xx++) {
-			int xmin = c->bounds[2 * xx], n = c->bounds[2 * xx + 1];
-			/* the last step's 16-byte load must stay inside the
-			 * row: near its end use the scalar kernel */
-			if (xmin + ((n + 15) & ~15) <= w)
-				out[xx] = px1(in + xmin,
-					      c->kx1 + (size_t)xx * c->groups1 * 32, n);
-			else
-				out[xx] = rfb_resize_px1(in, c, xx);
-		}
-	}
+	else
+		hpass1(src, y0, rows, c, max_taps(c), dst, scratch);
 }
 
 #else
 
 int rfb_resize_have_avx2(void)
 {
-	return 0;
-}
-
-int rfb_resize_split_weights(struct coeffs *c)
-{
-	(void)c;
 	return 0;
 }
 

@@ -26,12 +26,6 @@ struct coeffs {
 	int *bounds;           /* [2k] = first source pixel, [2k+1] = count */
 	int32_t *k;            /* out_size * kstride (+ 8) fixed-point weights */
 	size_t bounds_cap, k_cap;
-	/* the 1-channel AVX2 kernel's copy of k: each weight split into
-	 * high and low 16-bit halves (k = hi * 2048 + lo) for pmaddwd, in
-	 * groups of 16 taps */
-	int16_t *kx1;
-	int groups1;
-	size_t kx1_cap;
 	unsigned long used;    /* LRU stamp */
 };
 
@@ -107,13 +101,11 @@ static inline void rfb_resize_vrow(const unsigned char *in, size_t stride,
 /* 1 if the CPU runs the AVX2 kernels (always 0 off x86-64). */
 int rfb_resize_have_avx2(void);
 
-/* Fill c's kx1 from its k (after every recomputation, when the AVX2
- * kernels are used).  0, or -1 when out of memory. */
-int rfb_resize_split_weights(struct coeffs *c);
-
 /* The AVX2 kernels (call only when rfb_resize_have_avx2()).  The
- * horizontal pass needs src->width * RFB_RESIZE_STRIP_BYTES bytes of
- * scratch (8 rows of a column side by side, 4 bytes a pixel). */
+ * horizontal pass needs (src->width + c->ksize + dst->width) *
+ * RFB_RESIZE_STRIP_BYTES + 32 bytes of scratch (a column of 8 rows side
+ * by side in 32 bytes - 8 for one channel - for the input with ksize
+ * columns of padding and for the output; aligned inside to 32). */
 #define RFB_RESIZE_STRIP_BYTES 32
 void rfb_resize_hpass_avx2(const rfb_image *src, int y0, int rows,
 			   const struct coeffs *c, rfb_image *dst,

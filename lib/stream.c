@@ -462,24 +462,26 @@ int stream_seq_batch(struct stream_seq *s, const struct rfb_stream_batch *b,
 	if (s->short_seen)
 		return WHY("epoch %u: batch after a short batch (only the last "
 			   "batch of an epoch may be short)", b->epoch);
+	if (b->n > in->batch_size || b->left_out > in->batch_size - b->n ||
+	    b->n + b->left_out == 0)
+		return WHY("batch of %u images and %u left out, the batch size "
+			   "is %u", b->n, b->left_out, in->batch_size);
 	if (s->have_batch && b->global_step != s->next_global)
 		return WHY("global step %llu, expected %llu",
 			   (unsigned long long)b->global_step,
 			   (unsigned long long)s->next_global);
-	if (b->n == 0 || b->n > in->batch_size)
-		return WHY("batch of %u images, the batch size is %u", b->n,
-			   in->batch_size);
 	for (uint32_t i = 0; i < b->n; i++)
 		if (b->labels[i] >= in->class_count)
 			return WHY("image %u (sample %u) has label %u, the "
 				   "stream has %u classes", i, b->ids[i],
 				   b->labels[i], in->class_count);
 	s->next_step++;
-	s->short_seen = b->n < in->batch_size;
+	s->short_seen = b->n + b->left_out < in->batch_size;
 	s->have_batch = 1;
 	s->next_global = b->global_step + 1;
 	s->epoch_batches++;
 	s->epoch_images += b->n;
+	s->epoch_left_out += b->left_out;
 	s->batches++;
 	s->images += b->n;
 	s->frames++;
@@ -501,18 +503,23 @@ int stream_seq_epoch_end(struct stream_seq *s,
 			   e->batches, (unsigned long long)e->images,
 			   s->epoch_batches,
 			   (unsigned long long)s->epoch_images);
-	/* a resumed first epoch lacks the batches before first_step */
+	/* a resumed first epoch lacks the batches before first_step; the
+	 * samples left out are accounted for */
 	int resumed = e->epoch == in->first_epoch && in->first_step > 0;
-	if (in->epoch_images && (resumed ? e->images > in->epoch_images
-				 : e->images != in->epoch_images))
-		return WHY("epoch %u has %llu images, the HEADER says %llu per "
-			   "epoch", e->epoch, (unsigned long long)e->images,
+	uint64_t planned = e->images + s->epoch_left_out;
+	if (in->epoch_images && (resumed ? planned > in->epoch_images
+				 : planned != in->epoch_images))
+		return WHY("epoch %u has %llu images and %llu left out, the "
+			   "HEADER says %llu per epoch", e->epoch,
+			   (unsigned long long)e->images,
+			   (unsigned long long)s->epoch_left_out,
 			   (unsigned long long)in->epoch_images);
 	s->next_epoch++;
 	s->next_step = 0;
 	s->short_seen = 0;
 	s->epoch_batches = 0;
 	s->epoch_images = 0;
+	s->epoch_left_out = 0;
 	s->epochs++;
 	s->frames++;
 	return 0;

@@ -97,6 +97,7 @@ struct stream_seq {
 	uint64_t next_global;       /* global step of the next batch */
 	uint32_t epoch_batches;     /* of the current epoch */
 	uint64_t epoch_images;
+	uint64_t epoch_left_out;    /* samples its batches left out */
 	uint64_t frames, batches, images;
 	uint32_t epochs;
 };

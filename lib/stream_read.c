@@ -273,13 +273,13 @@ static int batch_shape(rfb_stream_reader *r, const struct frame_head *h,
 		       const unsigned char *p, const char *where, rfb_err *err)
 {
 	const struct rfb_stream_info *in = r->seq.info;
-	uint32_t n = rfb_get_le32(p + 16);
+	uint32_t n = rfb_get_le32(p + 16), left = rfb_get_le32(p + 36);
 	uint64_t q = stream_pixel_offset(n);
 
-	if (n == 0 || n > in->batch_size)
+	if (n > in->batch_size || left > in->batch_size - n || n + left == 0)
 		return rfb_err_set(err, RFB_EFORMAT, r->name, "%sbatch of %u "
-				   "images, the batch size is %u", where, n,
-				   in->batch_size);
+				   "images and %u left out, the batch size is "
+				   "%u", where, n, left, in->batch_size);
 	if (h->head_len != q ||
 	    h->payload_len != q + (uint64_t)n * rfb_stream_image_bytes(in))
 		return rfb_err_set(err, RFB_EFORMAT, r->name, "%sbatch of %u "
@@ -319,6 +319,7 @@ static int on_batch(rfb_stream_reader *r, const struct frame_head *h,
 	b->step = rfb_get_le32(p + 4);
 	b->global_step = rfb_get_le64(p + 8);
 	b->n = rfb_get_le32(p + 16);
+	b->left_out = rfb_get_le32(p + 36);
 	for (uint32_t i = 0; i < b->n; i++) {
 		r->labels[i] = rfb_get_le32(p + STREAM_BATCH_FIXED + 4 * i);
 		r->ids[i] = rfb_get_le32(p + STREAM_BATCH_FIXED +

@@ -173,7 +173,7 @@ static int batch_args_ok(const rfb_stream_writer *w,
 {
 	const struct rfb_stream_info *in = &w->info.info;
 
-	if (!b->labels || !b->ids || !b->pixels)
+	if (b->n > 0 && (!b->labels || !b->ids || !b->pixels))
 		return rfb_err_set(err, RFB_EINVAL, w->name, "batch without "
 				   "labels, ids or pixels");
 	if (b->n >= 1 && b->n <= in->batch_size &&
@@ -213,6 +213,7 @@ int rfb_stream_write_batch(rfb_stream_writer *w,
 	rfb_put_le32(p + 24, in->height);
 	rfb_put_le32(p + 28, in->width);
 	rfb_put_le32(p + 32, in->channels);
+	rfb_put_le32(p + 36, b->left_out);
 	for (uint32_t i = 0; i < b->n; i++) {
 		rfb_put_le32(p + STREAM_BATCH_FIXED + 4 * i, b->labels[i]);
 		rfb_put_le32(p + STREAM_BATCH_FIXED + 4 * ((size_t)b->n + i),

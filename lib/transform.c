@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "refurb/transform.h"
+#include "transform_internal.h"
 
 /* Fill n pixels at p with the per-channel value fill (NULL = 0). */
 static void fill_pixels(unsigned char *p, int n, int ch,
@@ -172,14 +173,17 @@ int rfb_rrcrop_rect(rfb_rng *rng, int w, int h, double scale_lo,
 	return 0;
 }
 
-static void flip_row(const unsigned char *in, unsigned char *out, int w, int ch)
+/* Output pixels [x0, w) of a mirrored row (transform_ssse3.c does a
+ * prefix when it can). */
+static void flip_row(const unsigned char *in, unsigned char *out, int w, int ch,
+		     int x0)
 {
 	if (ch == 1) {
-		for (int x = 0; x < w; x++)
+		for (int x = x0; x < w; x++)
 			out[x] = in[w - 1 - x];
 		return;
 	}
-	for (int x = 0; x < w; x++) {
+	for (int x = x0; x < w; x++) {
 		const unsigned char *p = in + (size_t)(w - 1 - x) * 3;
 		out[3 * x] = p[0];
 		out[3 * x + 1] = p[1];
@@ -189,19 +193,25 @@ static void flip_row(const unsigned char *in, unsigned char *out, int w, int ch)
 
 void rfb_hflip(const rfb_image *src, rfb_image *dst)
 {
-	for (int y = 0; y < src->height; y++)
-		flip_row(src->data + (size_t)y * src->stride,
-			 dst->data + (size_t)y * dst->stride, src->width,
-			 src->channels);
+	int simd = rfb_transform_have_ssse3();
+
+	for (int y = 0; y < src->height; y++) {
+		const unsigned char *in = src->data + (size_t)y * src->stride;
+		unsigned char *out = dst->data + (size_t)y * dst->stride;
+		int done = simd ? rfb_flip_row_ssse3(in, out, src->width,
+						     src->channels) : 0;
+		flip_row(in, out, src->width, src->channels, done);
+	}
 }
 
 void rfb_hflip_inplace(rfb_image *img)
 {
-	int ch = img->channels;
+	int ch = img->channels, simd = rfb_transform_have_ssse3();
 
 	for (int y = 0; y < img->height; y++) {
 		unsigned char *row = img->data + (size_t)y * img->stride, t[3];
-		for (int a = 0, b = img->width - 1; a < b; a++, b--) {
+		int a = simd ? rfb_flip_inplace_ssse3(row, img->width, ch) : 0;
+		for (int b = img->width - 1 - a; a < b; a++, b--) {
 			memcpy(t, row + a * ch, ch == 3 ? 3 : 1);
 			memcpy(row + a * ch, row + b * ch, ch == 3 ? 3 : 1);
 			memcpy(row + b * ch, t, ch == 3 ? 3 : 1);
@@ -249,6 +259,7 @@ int rfb_to_gray(const rfb_image *src, rfb_image *dst, rfb_err *err)
 int rfb_to_rgb(const rfb_image *src, rfb_image *dst, rfb_err *err)
 {
 	int rc = check_same_size(src, dst, 3, err);
+	int simd = rfb_transform_have_ssse3();
 
 	if (rc)
 		return rc;
@@ -259,7 +270,8 @@ int rfb_to_rgb(const rfb_image *src, rfb_image *dst, rfb_err *err)
 	for (int y = 0; y < src->height; y++) {
 		const unsigned char *in = src->data + (size_t)y * src->stride;
 		unsigned char *out = dst->data + (size_t)y * dst->stride;
-		for (int x = 0; x < src->width; x++)
+		int x = simd ? rfb_gray_to_rgb_ssse3(in, out, src->width) : 0;
+		for (; x < src->width; x++)
 			out[3 * x] = out[3 * x + 1] = out[3 * x + 2] = in[x];
 	}
 	return 0;

@@ -195,6 +195,8 @@ class Stream:
         self._global = None
         self._short = False
         self._counts = [0, 0, 0, 0]   # epoch batches, epoch images, batches, images
+        self._epoch_left = 0          # samples the epoch's batches left out
+        self.left_out = 0             # samples left out by the writer, in all
         self._epochs = 0
 
     def _where(self):
@@ -286,16 +288,18 @@ class Stream:
 
     def _batch(self, p, qlen):
         h = self.header
-        epoch, step, glob, n, dtype, layout, hh, ww, cc = struct.unpack_from("<IIQIBBxxIII", p)
+        epoch, step, glob, n, dtype, layout, hh, ww, cc, left = struct.unpack_from("<IIQIBBxxIIII", p)
         shape = (dtype, layout, hh, ww, cc)
         if shape != (1 if h.dtype == np.uint8 else 2, 1 if h.layout == "NHWC" else 2,
-                     h.height, h.width, h.channels) or not 0 < n <= h.batch_size or \
+                     h.height, h.width, h.channels) or not 0 < n + left <= h.batch_size or \
                 qlen != (64 + 8 * n + 63) // 64 * 64 or len(p) != qlen + n * h.image_bytes:
             raise StreamError(self._where() + "BATCH frame does not match the HEADER")
         labels, ids = p[64:64 + 4 * n].view("<u4"), p[64 + 4 * n:64 + 8 * n].view("<u4")
         self._sequence(self._batch_rule(epoch, step, glob, labels))
-        self._step, self._global, self._short = step + 1, glob + 1, n < h.batch_size
+        self._step, self._global, self._short = step + 1, glob + 1, n + left < h.batch_size
         self._counts = [c + d for c, d in zip(self._counts, (1, n, 1, n))]
+        self._epoch_left += left
+        self.left_out += left
         shape = (n, hh, ww, cc) if h.layout == "NHWC" else (n, cc, hh, ww)
         return Batch(p[qlen:].view(h.dtype).reshape(shape), labels, ids, epoch, step)
 
@@ -313,22 +317,24 @@ class Stream:
             return "epoch %d: batch after a short batch" % epoch
         if self._global is not None and glob != self._global:
             return "global step %d, expected %d" % (glob, self._global)
-        if labels.max() >= len(self.header.classes):
+        if len(labels) and labels.max() >= len(self.header.classes):
             return "label %d, the stream has %d classes" % (labels.max(), len(self.header.classes))
         return None
 
     def _epoch_end(self, e):
         h, c = self.header, self._counts
         resumed = e.epoch == h.first_epoch and h.first_step > 0
+        planned = e.images + self._epoch_left   # samples left out are accounted for
         if self._epoch > h.last_epoch or e.epoch != self._epoch:
             self._sequence("EPOCH_END of epoch %d, expected epoch %d" % (e.epoch, self._epoch))
         if (e.batches, e.images) != tuple(c[:2]):
             self._sequence("EPOCH_END counts %d batches and %d images, the stream has %d and %d"
                            % (e.batches, e.images, c[0], c[1]))
-        if h.epoch_images and (e.images > h.epoch_images if resumed else e.images != h.epoch_images):
-            self._sequence("epoch %d has %d images, the HEADER says %d per epoch"
-                           % (e.epoch, e.images, h.epoch_images))
+        if h.epoch_images and (planned > h.epoch_images if resumed else planned != h.epoch_images):
+            self._sequence("epoch %d has %d images and %d left out, the HEADER says %d per epoch"
+                           % (e.epoch, e.images, self._epoch_left, h.epoch_images))
         self._epoch, self._step, self._short, self._counts[:2] = self._epoch + 1, 0, False, [0, 0]
+        self._epoch_left = 0
         self._epochs += 1
         return e
 
@@ -350,7 +356,8 @@ class Stream:
             yield kind, content
 
     def __iter__(self):
-        return (c for k, c in self.frames() if k == BATCH)
+        # a batch whose every sample was left out has no images: not yielded
+        return (c for k, c in self.frames() if k == BATCH and len(c.ids))
 
     def close(self):
         if self._own:

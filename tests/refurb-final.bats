@@ -255,3 +255,20 @@ assert b.images.dtype.name == "float32" and b.images.shape[1:] == (3, 56, 56), b
 assert abs(float(b.images.mean())) < 3
 PY
 }
+
+@test "a sample refurb-partial left out is left out of its batch" {
+	need_numpy
+	cp -r ds "$T/ds"
+	refurb-index -q -o "$T/t.idx" "$T/ds"
+	refurb-evict -q -r 3 -s 7 -o "$T/t.evict" "$T/t.idx"
+	victim=$(refurb-dump "$T/t.idx" | grep -v '^#' | sed -n 5p)
+	head -c 500 "$T/ds/$(cut -f8 <<< "$victim")" > "$T/x"
+	mv "$T/x" "$T/ds/$(cut -f8 <<< "$victim")"
+	refurb-plan -q -b 8 -e 0-1 "$T/t.evict" |
+		refurb-partial -q -c "$T/c" -p "$SPEC" "$T/t.idx" 2> /dev/null |
+		refurb-final -q -p "$FINAL" -o "$T/s"
+	run /usr/bin/python3 "$TOP/scripts/refurb_stream.py" check "$T/s"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"ok: 2 epochs, 16 batches, 118 images"* ]]
+	! batches "$T/s" | grep -q " $(cut -f1 <<< "$victim"):"
+}

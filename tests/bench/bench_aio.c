@@ -320,7 +320,7 @@ static int bench(const char *dir, int passes)
 	if (!b.addr || !b.samples || posix_memalign(&p, 4096, b.buf_cap))
 		return 1;
 	b.buf = p;
-	if (rfb_cache_read_checkpoint(dir, on_entry, &b, &err))
+	if (rfb_cache_read_checkpoint(dir, on_entry, &b, NULL, &err))
 		die(dir, &err);
 	printf("%zu records; medians over full batches of %d passes "
 	       "(ms per batch; parts are medians too)\n", b.n, passes);

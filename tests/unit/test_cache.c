@@ -361,6 +361,44 @@ static void test_compaction(void)
 	rfb_cache_close(c, &err);
 }
 
+/* A view keeps a deleted segment readable while it is read from, and
+ * lets it go (its disk space) once it has been idle for the given
+ * number of batches; segments that still exist are never let go. */
+static void test_view_release(void)
+{
+	struct rfb_cache_manifest m = manifest();
+	struct rfb_cache_recovery rec;
+	struct rfb_cache_addr a0, a1;
+	rfb_err err = { 0 };
+	rfb_cache *c = rfb_cache_open(dir, &m, RFB_CACHE_RESET, 1, &rec, &err);
+	char path[128];
+	struct stat st;
+
+	CHECK(rfb_cache_advance(c, 0, 0, &err) == 0);
+	CHECK(put(c, 0, 0, 1, &a0) == 0);
+	CHECK(put(c, 1, 0, 2, &a1) == 0);
+	CHECK(rfb_cache_flush(c, &err) == 0);
+	rfb_cache_view *v = rfb_cache_view_open(dir, 0, &err);
+	CHECK(readable(v, &a0, 0, 0) && readable(v, &a1, 1, 0));
+	CHECK(rfb_cache_advance(c, 1, 1, &err) == 0); /* death 1 dies */
+	CHECK(rfb_cache_advance(c, 1, 2, &err) == 0); /* and is deleted */
+	rfb_cache_segment_path(dir, a0.segment, path, sizeof path);
+	CHECK(stat(path, &st) != 0);
+	CHECK(rfb_cache_view_release(v, 2) == 0);     /* idle 1 */
+	CHECK(readable(v, &a0, 0, 0));                /* still open */
+	CHECK(rfb_cache_view_release(v, 2) == 0);     /* idle 1 */
+	CHECK(rfb_cache_view_release(v, 2) == 0);     /* idle 2 */
+	CHECK(rfb_cache_view_closed(v) == 0);
+	CHECK(rfb_cache_view_release(v, 2) == 1);     /* idle 3: closed */
+	CHECK(rfb_cache_view_closed(v) == 1);
+	CHECK(!readable(v, &a0, 0, 0));               /* gone for the view */
+	for (int i = 0; i < 5; i++)                   /* a live one stays */
+		CHECK(rfb_cache_view_release(v, 2) == 0);
+	CHECK(readable(v, &a1, 1, 0));
+	rfb_cache_view_close(v);
+	rfb_cache_close(c, &err);
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof dir, "/tmp/rfb-cache-test-%d", (int)getpid());
@@ -372,6 +410,7 @@ int main(void)
 	RUN(test_crash_recovery);
 	RUN(test_eviction);
 	RUN(test_compaction);
+	RUN(test_view_release);
 	rfb_codec_ctx_free(codec_ctx);
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -251,6 +251,52 @@ static void test_regions_exact(void)
 	}
 }
 
+/* RFB_DECODE_VIEW: the region's pixels as a view into the rows libjpeg
+ * decodes (stride of its iMCU-aligned width), the same pixels as the
+ * copied region, for every variant (colour paths that convert still
+ * copy), scale and pseudo-random region. */
+static void test_regions_view(void)
+{
+	rfb_rng rng;
+	int views = 0;
+
+	rfb_rng_init(&rng, 7, 0, 0, 0);
+	for (int i = 0; i < NVARIANTS; i++) {
+		char jpeg[64];
+		struct file f;
+		int bad = 0;
+
+		snprintf(jpeg, sizeof jpeg, "%s.jpg", variants[i]);
+		f = load(jpeg);
+		for (int d = 1; d <= 8; d *= 2) {
+			struct rfb_decode_opts o = { .scale_denom = d };
+			rfb_image full, img, want;
+			CHECK(decode(&f, &o, &full, &buf) == 0);
+			for (int k = 0; k < 60; k++) {
+				o.x = (int)rfb_rng_below(&rng, (uint32_t)full.width);
+				o.y = (int)rfb_rng_below(&rng, (uint32_t)full.height);
+				o.width = 1 + (int)rfb_rng_below(&rng, (uint32_t)(full.width - o.x));
+				o.height = 1 + (int)rfb_rng_below(&rng, (uint32_t)(full.height - o.y));
+				o.flags = RFB_DECODE_VIEW;
+				if (decode(&f, &o, &img, &buf2)) {
+					bad++;
+					continue;
+				}
+				want = full;
+				want.data = rfb_image_px(&full, o.x, o.y);
+				want.width = o.width;
+				want.height = o.height;
+				bad += !same(&img, &want) ||
+				       img.stride < (size_t)img.width * img.channels;
+				views += img.stride > (size_t)img.width * img.channels;
+			}
+		}
+		CHECKF(bad == 0, "%s: %d views differ", jpeg, bad);
+		free(f.data);
+	}
+	CHECK(views > 0);
+}
+
 static void test_bad_regions(void)
 {
 	struct file f = load("rgb420.jpg");
@@ -693,6 +739,7 @@ int main(void)
 	RUN(test_header_info);
 	RUN(test_scaled_sizes);
 	RUN(test_regions_exact);
+	RUN(test_regions_view);
 	RUN(test_bad_regions);
 	RUN(test_buffer_reuse);
 	RUN(test_pick_scale);

@@ -406,6 +406,49 @@ static void test_threads(void)
 }
 
 /* What each filter does, against the library calls it stands for. */
+/* rgb on a gray image is the gray channel three times: the pipeline
+ * keeps one channel (gray3) while it can, with the same output as the
+ * replicated image gets. */
+static void test_gray_as_rgb(void)
+{
+	static const char *const specs[] = {
+		"resize=64,randaug=n=2:m=9,crop=48,flip",
+		"randaug=n=2:m=25:interp=bilinear:fill=3/3/3,crop=40:pad=8:fill=0/9/0",
+		"trivialaug=fill=4/5/6,normalize=imagenet",
+		"autoaug=policy=svhn,gray,resize=30",
+		"crop=70:pad=10:fill=1/2/3,resize=50,flip",
+	};
+	rfb_pipe_ctx *a = rfb_pipe_ctx_new(NULL), *b = rfb_pipe_ctx_new(NULL);
+	rfb_imgbuf gb = { 0 }, cb = { 0 };
+	rfb_image gray, rgb;
+	struct rfb_pipe_out oa, ob;
+	char spec[256];
+
+	make_image(&gray, &gb, 77, 51, 1, 9);
+	CHECK(rfb_image_alloc(&rgb, &cb, 77, 51, 3, NULL) == 0);
+	CHECK(rfb_to_rgb(&gray, &rgb, NULL) == 0);
+	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+		rfb_pipeline *pg, *pc;
+		snprintf(spec, sizeof spec, "rgb,%s", specs[i]);
+		/* the same layers (the same random streams) for both; rgb is
+		 * nothing on the RGB image */
+		pg = parse_ok(spec);
+		pc = parse_ok(spec);
+		for (uint32_t s = 0; s < 20; s++) {
+			struct rfb_pipe_key k = { 3, 0, s, RFB_STAGE_PARTIAL };
+			CHECK(rfb_pipe_run(a, pg, &gray, &k, &oa, NULL) == 0);
+			CHECK(rfb_pipe_run(b, pc, &rgb, &k, &ob, NULL) == 0);
+			CHECKF(same_output(&oa, &ob), "%s sample %u", specs[i], s);
+		}
+		rfb_pipeline_free(pg);
+		rfb_pipeline_free(pc);
+	}
+	rfb_imgbuf_free(&gb);
+	rfb_imgbuf_free(&cb);
+	rfb_pipe_ctx_free(a);
+	rfb_pipe_ctx_free(b);
+}
+
 static void test_filter_semantics(void)
 {
 	rfb_pipe_ctx *ctx = rfb_pipe_ctx_new(NULL);
@@ -513,6 +556,7 @@ int main(void)
 	RUN(test_determinism);
 	RUN(test_threads);
 	RUN(test_filter_semantics);
+	RUN(test_gray_as_rgb);
 	RUN(test_steady_state);
 	return test_done();
 }

@@ -171,6 +171,108 @@ static void test_gray_photo(void)
 	rfb_imgbuf_free(&j.bytes);
 }
 
+/* A grayscale JPEG runs as one channel (gray3) up to the output or to
+ * the first layer filling with a colour that is not gray: bit for bit
+ * what the RGB decode gives, with fast decode (regions only) and
+ * without, for every augment policy, crops with gray and coloured
+ * padding, gray and rgb filters and normalize. */
+static void test_gray_jpeg_stays_gray(void)
+{
+	static const char *const specs[] = {
+		"resize=256,randaug=n=2:m=9,crop=224,flip",
+		"resize=120,randaug=n=3:m=20:interp=bilinear,crop=96:pad=6,flip",
+		"resize=100,autoaug=policy=imagenet:fill=9/9/9,crop=64:pad=4:fill=10/20/30,flip",
+		"trivialaug=fill=1/2/3,resize=64",
+		"rrcrop=80,randaug=n=2:m=30,normalize=imagenet",
+		"resize=70,gray,randaug=n=2:m=9,crop=48",
+		"rgb,resize=64,randaug=n=1:m=12:interp=bicubic,gray,flip",
+		"crop=270:pad=20:fill=5/5/5,resize=90",
+	};
+	struct jpeg j = { { 0 }, 0 };
+	rfb_pipe_ctx *exact = rfb_pipe_ctx_new(NULL), *full = rfb_pipe_ctx_new(NULL);
+	rfb_pipe_ctx *ref = rfb_pipe_ctx_new(NULL);
+	struct rfb_pipe_out oe, of, orf;
+
+	encode_photo(&j, 333, 251, 1);
+	rfb_pipe_ctx_set_scale_ratio(exact, 0);
+	rfb_pipe_ctx_set_fast_decode(full, 0);
+	for (size_t c = 0; c < sizeof specs / sizeof specs[0]; c++) {
+		rfb_pipeline *p = NULL;
+		CHECKF(rfb_pipeline_parse(specs[c], &p, NULL) == 0, "%s", specs[c]);
+		for (uint32_t s = 0; s < 25 && p; s++) {
+			struct rfb_pipe_key k = { 5, 1, s, RFB_STAGE_PARTIAL };
+			CHECK(reference(ref, p, &j, &k, &orf) == 0);
+			CHECK(rfb_pipe_run_jpeg(exact, p, j.bytes.data, j.len, &k, &oe,
+						NULL) == 0);
+			CHECK(rfb_pipe_run_jpeg(full, p, j.bytes.data, j.len, &k, &of,
+						NULL) == 0);
+			CHECKF(oe.size == orf.size && of.size == orf.size &&
+			       oe.dtype == orf.dtype &&
+			       memcmp(oe.data, orf.data, orf.size) == 0 &&
+			       memcmp(of.data, orf.data, orf.size) == 0,
+			       "%s sample %u", specs[c], s);
+			CHECK(oe.img.channels == orf.img.channels);
+		}
+		rfb_pipeline_free(p);
+	}
+	rfb_pipe_ctx_free(exact);
+	rfb_pipe_ctx_free(full);
+	rfb_pipe_ctx_free(ref);
+	rfb_imgbuf_free(&j.bytes);
+}
+
+/* Augment layers followed by a crop run on windows (only what the crop
+ * keeps, from what that reads; the resize and the decode only the first
+ * window): bit for bit the full run, for every policy, both signs of
+ * every op, crops on the borders, fills, gray JPEGs, ops that cannot run
+ * on windows (bilinear geometry) and crops with padding (no windows). */
+static void test_windows(void)
+{
+	static const char *const specs[] = {
+		"resize=256,randaug=n=2:m=9,crop=224,flip",
+		"resize=100,randaug=n=3:m=20,centercrop=64",
+		"resize=90,autoaug=policy=imagenet,crop=80,flip",
+		"resize=150,trivialaug=fill=3/4/5,crop=149",
+		"resize=120,trivialaug,crop=100:pad=4",
+		"randaug=n=2:m=15,crop=200,resize=64",
+		"resize=128,randaug=n=2:m=9:interp=bilinear,crop=96",
+		"resize=64,randaug=n=2:m=9:fill=10/20/30,crop=48,normalize=imagenet",
+		"resize=70x90,randaug=n=4:m=30,autoaug=policy=svhn,crop=33x41,flip",
+	};
+	rfb_pipe_ctx *exact = rfb_pipe_ctx_new(NULL), *ref = rfb_pipe_ctx_new(NULL);
+	struct rfb_pipe_out oe, orf;
+	struct rfb_pipe_decode dd;
+
+	rfb_pipe_ctx_set_scale_ratio(exact, 0);
+	for (int gray = 0; gray <= 1; gray++) {
+		struct jpeg j = { { 0 }, 0 };
+		int regions = 0, runs = 0;
+		encode_photo(&j, 420, 300, gray);
+		for (size_t c = 0; c < sizeof specs / sizeof specs[0]; c++) {
+			rfb_pipeline *p = NULL;
+			CHECKF(rfb_pipeline_parse(specs[c], &p, NULL) == 0, "%s", specs[c]);
+			for (uint32_t s = 0; s < 40 && p; s++) {
+				struct rfb_pipe_key k = { 11, 3, s, RFB_STAGE_PARTIAL };
+				CHECK(reference(ref, p, &j, &k, &orf) == 0);
+				CHECK(rfb_pipe_run_jpeg(exact, p, j.bytes.data, j.len,
+							&k, &oe, NULL) == 0);
+				CHECKF(oe.size == orf.size && oe.dtype == orf.dtype &&
+				       memcmp(oe.data, orf.data, orf.size) == 0,
+				       "%s gray %d sample %u", specs[c], gray, s);
+				rfb_pipe_ctx_last_decode(exact, &dd);
+				regions += dd.width < 420 || dd.height < 300;
+				runs++;
+			}
+			rfb_pipeline_free(p);
+		}
+		printf("# gray %d: %d of %d runs decoded a region\n", gray, regions, runs);
+		CHECK(regions > runs / 4);
+		rfb_imgbuf_free(&j.bytes);
+	}
+	rfb_pipe_ctx_free(exact);
+	rfb_pipe_ctx_free(ref);
+}
+
 /* The folded crop draws exactly what the layer draws after a full
  * decode: identical outputs, so identical rectangles. */
 static void test_fast_decode_off(void)
@@ -227,6 +329,8 @@ int main(void)
 	RUN(test_rgb_photo);
 	RUN(test_gray_photo);
 	RUN(test_fast_decode_off);
+	RUN(test_gray_jpeg_stays_gray);
+	RUN(test_windows);
 	RUN(test_bad_jpeg);
 	return test_done();
 }

@@ -112,7 +112,7 @@ static int write_spec(const struct spec *s, int fd)
 				fill_image(s, ids[j], px + j * img, img);
 			}
 			struct rfb_stream_batch b = { e, step, global++, n,
-				labels, ids, px, n * img };
+				labels, ids, px, n * img, 0 };
 			if ((rc = rfb_stream_write_batch(w, &b, &err)))
 				goto out;
 			if (s->unknown && e == s->first_epoch && step == start &&
@@ -756,7 +756,7 @@ static void test_writer_sequence(void)
 	rfb_stream_writer *w = rfb_stream_writer_new(fileno(f), "w", NULL);
 	uint32_t labels[5] = { 0, 1, 2, 0, 1 }, ids[5] = { 1, 2, 3, 4, 5 };
 	unsigned char px[5 * 18] = { 0 };
-	struct rfb_stream_batch b = { 0, 0, 0, 4, labels, ids, px, 4 * 18 };
+	struct rfb_stream_batch b = { 0, 0, 0, 4, labels, ids, px, 4 * 18, 0 };
 
 	spec_info(&s, &in);
 	CHECK(rfb_stream_write_batch(w, &b, &err) == RFB_EINVAL);
@@ -840,6 +840,50 @@ static void test_resume_open_end(void)
 	fclose(f);
 }
 
+/* Batches that left samples out: shorter mid-epoch, or empty, and the
+ * epoch's images plus the samples left out make up epoch_images. */
+static void test_left_out(void)
+{
+	struct rfb_stream_info in;
+	struct rfb_stream_frame fr;
+	rfb_err err = { 0 };
+	FILE *f = tmpfile();
+	rfb_stream_writer *w = rfb_stream_writer_new(fileno(f), "w", NULL);
+	uint32_t labels[4] = { 0, 1, 2, 0 }, ids[4] = { 1, 2, 3, 4 };
+	unsigned char px[4 * 18] = { 0 };
+	struct rfb_stream_batch b = { 0, 0, 0, 3, labels, ids, px, 3 * 18, 1 };
+	uint32_t n_seen[4], left_seen[4], k = 0;
+	int rc;
+
+	spec_info(&small, &in);                 /* batch 4, 10 per epoch */
+	in.last_epoch = 0;
+	CHECK(rfb_stream_write_header(w, &in, &err) == 0);
+	CHECK(rfb_stream_write_batch(w, &b, &err) == 0);  /* 3 + 1 left out */
+	struct rfb_stream_batch none = { 0, 1, 1, 0, NULL, NULL, NULL, 0, 4 };
+	CHECK(rfb_stream_write_batch(w, &none, &err) == 0); /* all left out */
+	b.step = 2, b.global_step = 2, b.n = 2, b.pixel_bytes = 2 * 18;
+	b.left_out = 3;                                     /* 5 > 4 */
+	CHECK(rfb_stream_write_batch(w, &b, &err) == RFB_EINVAL);
+	b.left_out = 0;
+	CHECK(rfb_stream_write_batch(w, &b, &err) == 0);    /* last, short */
+	CHECK(rfb_stream_write_epoch_end(w, 0, &err) == 0); /* 5 + 5 = 10 */
+	CHECK(rfb_stream_write_end(w, &err) == 0);
+	rfb_stream_writer_free(w);
+
+	CHECK(lseek(fileno(f), 0, SEEK_SET) == 0);
+	rfb_stream_reader *r = rfb_stream_reader_new_fd(fileno(f), "r", NULL, &err);
+	while ((rc = rfb_stream_next(r, &fr, &err)) > 0)
+		if (fr.type == RFB_FRAME_BATCH && k < 4) {
+			n_seen[k] = fr.batch.n;
+			left_seen[k++] = fr.batch.left_out;
+		}
+	CHECKF(rc == 0, "%s", err.msg);
+	CHECK(k == 3 && n_seen[0] == 3 && left_seen[0] == 1 && n_seen[1] == 0 &&
+	      left_seen[1] == 4 && n_seen[2] == 2 && left_seen[2] == 0);
+	rfb_stream_reader_free(r);
+	fclose(f);
+}
+
 static void test_epipe(void)
 {
 	struct rfb_stream_info in;
@@ -909,6 +953,7 @@ int main(void)
 	RUN(test_limits);
 	RUN(test_writer_sequence);
 	RUN(test_resume_open_end);
+	RUN(test_left_out);
 	RUN(test_epipe);
 	RUN(test_random_damage);
 	return test_done();

@@ -379,6 +379,88 @@ static void test_flip(void)
 	CHECK(rfb_flip_draw(&rng, 1.0) == 1);
 }
 
+/* Flips of every width from 1 to 70 and some wide rows, 1 and 3
+ * channels, copied and in place, against the definition, with guard
+ * bytes around every row (the vector paths must stay inside rows). */
+static void test_flip_widths(void)
+{
+	enum { GUARD = 17, MAXW = 301 };
+	static unsigned char src[3 * (3 * MAXW + 2 * GUARD)], dst[sizeof src];
+	static const int wide[] = { 127, 128, 255, 300, 301 };
+
+	for (int i = 0; i < 70 + 5; i++) {
+		int w = i < 70 ? i + 1 : wide[i - 70];
+		for (int ch = 1; ch <= 3; ch += 2) {
+			size_t stride = (size_t)w * ch + 2 * GUARD;
+			rfb_image a = { src + GUARD, stride, w, 3, ch };
+			rfb_image b = { dst + GUARD, stride, w, 3, ch };
+			int ok = 1;
+			for (size_t k = 0; k < sizeof src; k++) {
+				src[k] = (unsigned char)(k * 7 + w);
+				dst[k] = 0xEE;
+			}
+			rfb_hflip(&a, &b);
+			for (int y = 0; y < 3; y++)
+				for (int x = 0; x < w; x++)
+					ok &= memcmp(rfb_image_px(&b, x, y),
+						     rfb_image_px(&a, w - 1 - x, y),
+						     (size_t)ch) == 0;
+			for (int y = 0; y < 3; y++)
+				for (int g = 0; g < GUARD; g++)
+					ok &= b.data[y * stride - GUARD + g] == 0xEE &&
+					      b.data[y * stride + (size_t)w * ch + g] == 0xEE;
+			CHECKF(ok, "hflip width %d channels %d", w, ch);
+			memcpy(dst, src, sizeof src);
+			rfb_hflip_inplace(&b);
+			CHECKF(memcmp(dst, src, sizeof src) != 0 || w == 1,
+			       "in place width %d channels %d: unchanged", w, ch);
+			for (int y = 0; y < 3; y++)
+				for (int x = 0; x < w; x++)
+					ok &= memcmp(rfb_image_px(&b, x, y),
+						     rfb_image_px(&a, w - 1 - x, y),
+						     (size_t)ch) == 0;
+			for (int y = 0; y < 3; y++)
+				for (int g = 0; g < GUARD; g++) {
+					size_t lo = y * stride + g;
+					size_t hi = y * stride + GUARD + (size_t)w * ch + g;
+					ok &= dst[lo] == src[lo] && dst[hi] == src[hi];
+				}
+			CHECKF(ok, "in place width %d channels %d", w, ch);
+		}
+	}
+}
+
+/* Gray to RGB of every width from 1 to 70 and some wide rows, against
+ * the definition, with guard bytes around the output rows. */
+static void test_to_rgb_widths(void)
+{
+	enum { GUARD = 17, MAXW = 301 };
+	static unsigned char src[2 * (MAXW + GUARD)], dst[2 * (3 * MAXW + 2 * GUARD)];
+	static const int wide[] = { 127, 128, 255, 300, 301 };
+
+	for (int i = 0; i < 70 + 5; i++) {
+		int w = i < 70 ? i + 1 : wide[i - 70];
+		size_t ostride = 3 * (size_t)w + 2 * GUARD;
+		rfb_image a = { src, (size_t)w + GUARD, w, 2, 1 };
+		rfb_image b = { dst + GUARD, ostride, w, 2, 3 };
+		int ok = 1;
+		for (size_t k = 0; k < sizeof src; k++)
+			src[k] = (unsigned char)(k * 13 + w);
+		memset(dst, 0xEE, sizeof dst);
+		CHECK(rfb_to_rgb(&a, &b, NULL) == 0);
+		for (int y = 0; y < 2; y++) {
+			for (int x = 0; x < w; x++)
+				for (int c = 0; c < 3; c++)
+					ok &= rfb_image_px(&b, x, y)[c] ==
+					      rfb_image_px(&a, x, y)[0];
+			for (int g = 0; g < GUARD; g++)
+				ok &= b.data[y * ostride - GUARD + g] == 0xEE &&
+				      b.data[y * ostride + 3 * (size_t)w + g] == 0xEE;
+		}
+		CHECKF(ok, "to_rgb width %d", w);
+	}
+}
+
 static void test_crop_fill_and_errors(void)
 {
 	unsigned char px[4 * 3] = { 10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110, 120 };
@@ -413,6 +495,8 @@ int main(void)
 	RUN(test_rrcrop_distribution);
 	RUN(test_rrcrop_fallback);
 	RUN(test_flip);
+	RUN(test_flip_widths);
+	RUN(test_to_rgb_widths);
 	RUN(test_crop_fill_and_errors);
 	free(cases);
 	return test_done();

@@ -184,13 +184,31 @@ typedef struct rfb_cache_view rfb_cache_view;
 /*
  * A reader's view of dir: the manifest is read and kept; segment files
  * are opened on first use (with O_DIRECT when direct is set) and kept
- * open, so a segment deleted later stays readable through the view.
+ * open, so a segment deleted later stays readable through the view until
+ * rfb_cache_view_release() lets it go.
  */
 rfb_cache_view *rfb_cache_view_open(const char *dir, int direct, rfb_err *err);
 
 void rfb_cache_view_close(rfb_cache_view *v);
 
 const struct rfb_cache_manifest *rfb_cache_view_manifest(const rfb_cache_view *v);
+
+/*
+ * Close the segments that the writer has deleted (their file has no link
+ * left) and that were not asked for in the last idle calls of this
+ * function, so that their disk space goes back to the file system (a
+ * reader that kept every deleted segment open would hold the space of
+ * every record ever written).  Call it once per batch; idle = a plan
+ * epoch's batches is safe, since a segment whose records are alive is
+ * read from in every epoch.  A record of a closed segment is gone for the
+ * view (RFB_ENOTFOUND) and is recomputed.  Returns the segments closed.
+ */
+size_t rfb_cache_view_release(rfb_cache_view *v, uint64_t idle);
+
+/* How many segments rfb_cache_view_release() has closed so far: when the
+ * count changes, file descriptor numbers the view handed out before may
+ * have been reused for other segments. */
+uint64_t rfb_cache_view_closed(const rfb_cache_view *v);
 
 /* Whether the view was opened with direct set. */
 int rfb_cache_view_direct(const rfb_cache_view *v);

@@ -46,6 +46,11 @@ enum rfb_decode_color {
  * before a marker).  Without it every libjpeg warning is an error. */
 #define RFB_DECODE_LENIENT 0x1u
 
+/* img may be a view into buf whose stride is larger than width *
+ * channels: a region's rows are then decoded in place (libjpeg decodes
+ * whole iMCU columns around a region) instead of copied out. */
+#define RFB_DECODE_VIEW 0x2u
+
 /* Default cap on the number of scans (progressive JPEGs have about 10). */
 #define RFB_DECODE_DEFAULT_MAX_SCANS 500
 
@@ -65,7 +70,7 @@ struct rfb_decode_opts {
 	 * 4:4:4:4 CMYK), besides the output image. */
 	uint64_t max_pixels;
 	int max_scans;       /* 0 = RFB_DECODE_DEFAULT_MAX_SCANS */
-	unsigned flags;      /* RFB_DECODE_LENIENT */
+	unsigned flags;      /* RFB_DECODE_LENIENT, RFB_DECODE_VIEW */
 };
 
 /*
@@ -95,7 +100,8 @@ int rfb_decode_header(rfb_decoder *d, const void *data, size_t len,
 /*
  * Decode the image whose header rfb_decode_header() just read, as opts
  * says (NULL = defaults; give the same flags as to the header), into img
- * backed by buf (grown if needed; img->stride = width * channels).  The
+ * backed by buf (grown if needed; img->stride = width * channels unless
+ * opts->flags has RFB_DECODE_VIEW).  The
  * output is the region's width x height (or the whole scaled image), with
  * 1 or 3 channels as opts->color says.  Decoding stops after the last row
  * of the region: corruption further down is then not seen.  Returns 0 or a

@@ -46,6 +46,8 @@ struct rfb_final_opts {
 	const char *root;
 	int stats_fd;             /* TSV line per batch, or -1 */
 	void (*on_heal)(void *ctx, uint32_t sample, const rfb_err *why);
+	/* a sample left out: its record is bad and its image unreadable */
+	void (*on_bad)(void *ctx, uint32_t sample, const rfb_err *why);
 	void (*on_progress)(void *ctx, const struct rfb_final_stats *st,
 			    uint64_t total_batches);
 	void *ctx;

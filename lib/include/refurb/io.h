@@ -40,10 +40,23 @@ int rfb_file_load(const char *path, size_t max_len, unsigned char **data,
 		  size_t *len, rfb_err *err) RFB_MUST_CHECK;
 
 /*
+ * Read the whole regular file path into *buf, which grows (realloc) when
+ * *cap is too small and never shrinks, so a worker reusing its buffer
+ * allocates nothing in the steady state.  Files that are not regular (a
+ * FIFO would block) and files over max_len bytes are refused (RFB_EINVAL,
+ * RFB_ELIMIT).  *len is the file's length.  Returns 0 or a negative
+ * RFB_E* code with err filled, naming path.
+ */
+int rfb_file_read_into(const char *path, size_t max_len, unsigned char **buf,
+		       size_t *cap, size_t *len, rfb_err *err) RFB_MUST_CHECK;
+
+/*
  * Replace path atomically with len bytes of data: write "path.tmp.PID",
  * fsync it, rename over path, fsync the directory.  After a crash path is
- * either the old or the new content, never a mix.  Returns 0 or a negative
- * RFB_E* code with err filled.
+ * either the old or the new content, never a mix.  A path that names an
+ * existing file that is neither regular nor a directory (a FIFO, a
+ * terminal, /dev/null, also through a symbolic link) is written in place
+ * instead.  Returns 0 or a negative RFB_E* code with err filled.
  */
 int rfb_file_replace(const char *path, const void *data, size_t len,
 		     rfb_err *err) RFB_MUST_CHECK;

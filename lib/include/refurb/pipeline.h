@@ -205,6 +205,14 @@ int rfb_pipe_run(rfb_pipe_ctx *ctx, const rfb_pipeline *p, const rfb_image *in,
  *   rrcrop                    decode only the drawn rectangle, DCT-scaled
  *                             likewise, resized from its exact box
  *   centercrop, crop          decode only the rectangle (no padding)
+ * and when augment layers (randaug, autoaug, trivialaug) are followed by
+ * a centercrop or crop inside the image, with or without a resize before
+ * them, every op computes only the part of its output the crop keeps,
+ * and the resize and the decode only the part the first op reads (ops
+ * that need the whole image - Contrast, AutoContrast, Equalize - get it;
+ * geometry with a filter other than nearest turns this off).  A
+ * grayscale JPEG is worked on as one channel and replicated into RGB at
+ * the end (or before a layer filling with a colour that is not gray).
  * Random draws are made on the full image's size, so the layers draw what
  * they would after a full decode.  Without DCT scaling the output is
  * bit-identical to decoding fully and calling rfb_pipe_run; with it, it

@@ -65,14 +65,19 @@ struct rfb_stream_info {
 	const char *extra;                /* free "key=value\n" lines; NULL = "" */
 };
 
-/* One batch: n images of the stream's shape, in its dtype and layout. */
+/* One batch: n images of the stream's shape, in its dtype and layout.
+ * left_out counts the samples of the batch that its writer could not
+ * deliver (refurb-final: an image that cannot be read), so that readers
+ * can still account for every sample of an epoch. */
 struct rfb_stream_batch {
 	uint32_t epoch, step;  /* step counts from 0 in every epoch */
 	uint64_t global_step;  /* +1 from one batch to the next */
-	uint32_t n;            /* 1..batch_size; only an epoch's last is short */
+	uint32_t n;            /* 0..batch_size images in this frame */
 	const uint32_t *labels, *ids; /* n each */
 	const void *pixels;    /* n*H*W*C samples, little-endian */
 	size_t pixel_bytes;
+	uint32_t left_out;     /* n + left_out is 1..batch_size; only an
+				* epoch's last batch has n + left_out less */
 };
 
 struct rfb_stream_epoch_end {
@@ -148,7 +153,8 @@ int rfb_stream_write_header(rfb_stream_writer *w,
 /*
  * Write a BATCH frame from b's arrays, without copying the pixels (they
  * are checksummed, then written with the frame header in one writev).
- * pixel_bytes must be n * rfb_stream_image_bytes().  The batch must come
+ * pixel_bytes must be n * rfb_stream_image_bytes(); the arrays may be
+ * NULL when n is 0 (every sample of the batch was left out).  The batch must come
  * next in the sequence (see refurb-stream(5)): RFB_EINVAL otherwise, and
  * nothing is written.  Returns 0 or a negative RFB_E* code.
  */
