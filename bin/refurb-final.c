@@ -168,6 +168,7 @@ int main(int argc, char **argv)
 	in_fd = cli_open_fd(&c, a.in, 0, 0);
 	out_fd = cli_open_fd(&c, a.out, 1, a.force);
 	o.stats_fd = a.stats ? cli_open_fd(&c, a.stats, 1, 1) : -1;
+	o.out_name = a.out && strcmp(a.out, "-") ? a.out : NULL;
 	o.on_heal = on_heal;
 	o.on_bad = on_bad;
 	o.on_progress = on_progress;

@@ -181,6 +181,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN); /* a closed reader is EPIPE, handled */
 	in_fd = cli_open_fd(&c, in, 0, 0);
 	out_fd = cli_open_fd(&c, out, 1, 1);
+	o.out_name = strcmp(out, "-") ? out : NULL;
 	o.on_bad = on_bad;
 	o.on_progress = on_progress;
 	o.ctx = &c;

@@ -508,6 +508,22 @@ static int has_foreign_files(const char *dir)
 	return foreign;
 }
 
+/* A directory without a manifest that holds other files is not a cache:
+ * refuse it before the lock file is created in it (even with --reset,
+ * which empties caches, not other directories).  Cache files alone (a
+ * writer creating the cache right now) are not foreign. */
+static int refuse_foreign(rfb_cache *c, rfb_err *err)
+{
+	char path[4200];
+	struct stat st;
+
+	snprintf(path, sizeof path, "%s/" MANIFEST_NAME, c->dir);
+	if (stat(path, &st) == 0 || errno != ENOENT || !has_foreign_files(c->dir))
+		return 0;
+	return rfb_err_set(err, RFB_EINVAL, c->dir, "not a refurb cache and not "
+			   "empty; give a new or empty directory");
+}
+
 /* Compare the manifest on disk with want; start a new cache (writing the
  * manifest) when there is none, or when reset is asked for. */
 static int check_manifest(rfb_cache *c, const struct rfb_cache_manifest *want,
@@ -570,7 +586,8 @@ rfb_cache *rfb_cache_open(const char *dir, const struct rfb_cache_manifest *want
 		rfb_err_sys(err, errno, dir, "cannot create cache directory");
 		goto fail;
 	}
-	if (take_lock(c, err) || check_manifest(c, &c->man, flags, rec, err))
+	if (refuse_foreign(c, err) || take_lock(c, err) ||
+	    check_manifest(c, &c->man, flags, rec, err))
 		goto fail;
 	c->manifest_hash = cache_manifest_hash(&c->man);
 	if (cache_recover(c, rec, err))

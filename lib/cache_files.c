@@ -341,7 +341,8 @@ uint64_t rfb_cache_view_closed(const rfb_cache_view *v)
 
 /* ---- scanning ---- */
 
-/* Visit the records of one segment file, stopping at the first bad one. */
+/* Visit the records of one segment file, stopping at the first one that
+ * cannot be delimited (a bad header, a torn end). */
 static int scan_segment(const char *dir, uint32_t id, rfb_cache_visit_fn fn,
 			void *ctx, rfb_imgbuf *buf, rfb_err *err)
 {
@@ -383,9 +384,15 @@ static int scan_segment(const char *dir, uint32_t id, rfb_cache_visit_fn fn,
 			rfb_err_set(&why, RFB_ETRUNC, path, "torn record at the end");
 		}
 		if (bad) {
+			/* a whole record whose header checks out but whose
+			 * payload does not: its length is trustworthy, so the
+			 * records after it are visited too */
+			int resync = a.length && got == (ssize_t)a.length;
 			snprintf(why.path, sizeof why.path, "%.500s", path);
-			rc = fn(ctx, id, death, &a, NULL, &why);
-			break;
+			if ((rc = fn(ctx, id, death, &a, NULL, &why)) || !resync)
+				break;
+			off += a.length;
+			continue;
 		}
 		if ((rc = fn(ctx, id, death, &a, &m, NULL)))
 			break;

@@ -154,6 +154,10 @@ static int source_image(struct fworker *w, struct ftask *t, rfb_image *img)
 	/* the record is bad: recompute it (unless strict) */
 	if (t->rec->status)
 		t->why = t->rec->why;
+	if (!t->why.path[0])   /* name the segment file */
+		(void)rfb_cache_segment_path(F->annot.cache,
+					     t->slot->addrs[t->out].segment,
+					     t->why.path, sizeof t->why.path);
 	if (F->o->strict)
 		return t->rec->status ? t->rec->status : RFB_EFORMAT;
 	t->healed = 1;
@@ -588,7 +592,8 @@ static int setup(struct final *F, int in_fd, const char *in_name, int out_fd,
 	if (!(F->pool = rfb_pool_new(F->o->threads > 0 ? F->o->threads : 1,
 				     fworker_new, fworker_free, F, err)))
 		return err->code;
-	if (!(F->writer = rfb_stream_writer_new(out_fd, "(output)", err)))
+	if (!(F->writer = rfb_stream_writer_new(out_fd, F->o->out_name ?
+						 F->o->out_name : "(output)", err)))
 		return err->code;
 	if (F->o->stats_fd >= 0) {
 		static const char head[] = "epoch\tstep\timages\tmisses\thealed\t"

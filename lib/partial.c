@@ -240,7 +240,8 @@ static int write_out(struct partial *P, const char *buf, size_t len,
 		     rfb_err *err)
 {
 	if (rfb_write_full(P->out_fd, buf, len) < 0)
-		return rfb_err_sys(err, errno, "(output)", "cannot write the plan");
+		return rfb_err_sys(err, errno, P->o->out_name ? P->o->out_name
+				   : "(output)", "cannot write the plan");
 	return 0;
 }
 

@@ -72,10 +72,12 @@ resume_epoch() {
 	awk '$1 == "B" { e = $2 } END { print e + 0 }' "$1"
 }
 
-# wait_size FILE BYTES PID: until FILE has BYTES or PID has exited.
+# wait_size FILE BYTES PID: until FILE has BYTES or PID has exited (at
+# most two minutes).
 wait_size() {
+	local end=$((SECONDS + 120))
 	while [ "$(stat -c %s "$1" 2>/dev/null || echo 0)" -lt "$2" ] &&
-		kill -0 "$3" 2>/dev/null; do
+		kill -0 "$3" 2>/dev/null && [ "$SECONDS" -lt "$end" ]; do
 		sleep 0.002
 	done
 }
@@ -113,21 +115,29 @@ wait_size() {
 }
 
 @test "kill -9 of refurb-partial mid-chain: refurb-final stops, resume gives the same batches" {
-	local total at ep pp fp
-	total=$(stream_bytes)
+	local lines at ep pp fp feeder
 	for round in 1 2 3; do
-		# in the first 45%, while refurb-partial has plan left to pass on
-		at=$(( (RANDOM * 32768 + RANDOM) % (total * 45 / 100) + 100000 ))
-		echo "round $round: kill refurb-partial after $at stream bytes"
-		rm -rf "$T/c" "$T/a" "$T/k.bin"
-		mkfifo "$T/a"
-		refurb-partial -q -c "$T/c" -p "$SPEC" train.idx < plan.txt > "$T/a" &
+		# refurb-partial gets the plan up to a random line and then waits
+		# for more, so that it is surely alive when it is killed: while
+		# computing, flushing or writing one of those batches, or waiting
+		lines=$(( RANDOM % 700 + 20 ))
+		# within the first half of what those lines make
+		at=$(head -n "$lines" plan.txt | grep -c '^B')
+		at=$(( (RANDOM * 32768 + RANDOM) % (at * 8 * 56 * 56 * 3 / 2) ))
+		echo "round $round: plan up to line $lines, kill refurb-partial after $at stream bytes"
+		rm -rf "$T/c" "$T/a" "$T/in" "$T/k.bin"
+		mkfifo "$T/a" "$T/in"
+		(head -n "$lines" plan.txt; exec sleep 60) > "$T/in" 2> /dev/null &
+		feeder=$!
+		refurb-partial -q -c "$T/c" -p "$SPEC" train.idx < "$T/in" > "$T/a" &
 		pp=$!
 		refurb-final -q -p "$FINAL" < "$T/a" > "$T/k.bin" 2> "$T/f.err" &
 		fp=$!
 		wait_size "$T/k.bin" "$at" "$fp"
-		kill -9 "$pp" 2>/dev/null || true
+		kill -0 "$pp"                     # alive until now
+		kill -9 "$pp"
 		wait "$pp" || true
+		kill "$feeder" 2> /dev/null || true
 		status=0
 		wait "$fp" || status=$?
 		# the plan is cut short: refurb-final says so, exit 1, no END
@@ -221,7 +231,7 @@ wait_size() {
 @test "two writers: refused while the first lives, the lock is free once it is killed -9" {
 	local first
 	mkfifo "$T/fifo"
-	(head -n 3 plan.txt; sleep 30) > "$T/fifo" &
+	(head -n 3 plan.txt; exec sleep 30) > "$T/fifo" 2> /dev/null &
 	local feeder=$!
 	refurb-partial -q -c "$T/c" -p "$SPEC" train.idx < "$T/fifo" > /dev/null 2>&1 &
 	first=$!
@@ -240,7 +250,7 @@ wait_size() {
 }
 
 @test "refurb-final reads while refurb-partial compacts and deletes: no bad record, same batches" {
-	local S='resize=160,randaug=n=2:m=9' stop healed=0
+	local S='resize=160,randaug=n=2:m=9' stop healed=0 delay direct
 	# big raw records in 1 MiB segments: every eviction group spans
 	# segments; a run stopped in epoch 4 and resumed from epoch 3 makes
 	# records superseded, so that sparse full segments are compacted
@@ -248,7 +258,9 @@ wait_size() {
 	refurb-partial -q -c "$T/ref" --codec raw --segment-size 1 -p "$S" train.idx < "$T/p.txt" |
 		refurb-final -q -p 'crop=128,flip' | "$D" > "$T/ref.txt"
 	stop=$(awk '$1 == "B" && $2 == 4 && $3 == 4 { print NR; exit }' "$T/p.txt")
-	for delay in 0 2000 50000; do
+	# delay:refurb-final options (the second round reads with O_DIRECT)
+	for round in 0: 2000:--direct 50000:; do
+		delay=${round%%:*} direct=${round#*:}
 		rm -rf "$T/c"
 		head -n "$stop" "$T/p.txt" |
 			refurb-partial -q -c "$T/c" --codec raw --segment-size 1 -p "$S" train.idx > /dev/null 2>&1 || true
@@ -256,8 +268,8 @@ wait_size() {
 		# slow trainer (delay us per batch) keeps refurb-final behind
 		refurb-plan -q -b 8 -e 3-11 train.evict |
 			refurb-partial -c "$T/c" --codec raw --segment-size 1 --grace 1 -p "$S" train.idx 2> "$T/p.err" |
-			refurb-final -p 'crop=128,flip' 2> "$T/f.err" | "$D" -s "$delay" > "$T/s.txt"
-		echo "delay $delay: $(tail -n 1 "$T/p.err")"
+			refurb-final $direct -p 'crop=128,flip' 2> "$T/f.err" | "$D" -s "$delay" > "$T/s.txt"
+		echo "delay $delay $direct: $(tail -n 1 "$T/p.err")"
 		[[ "$(tail -n 1 "$T/p.err")" =~ \ ([1-9][0-9]*)\ records\ compacted,\ ([1-9][0-9]*)\ segments\ deleted ]]
 		grep -q '^END' "$T/s.txt"
 		diff <(grep '^B' "$T/s.txt") <(awk '$1 == "B" && $2 >= 3' "$T/ref.txt")

@@ -26,32 +26,10 @@
 #include "refurb/cache.h"
 #include "refurb/io.h"
 #include "refurb/record.h"
+#include "bench.h"
 
 #define MAX_SAMPLES 1000000
 #define MAX_TIMES 100000
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n)
-{
-	if (n == 0)
-		return 0;
-	qsort(v, n, sizeof *v, cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static void die(const char *what, const rfb_err *err)
 {
@@ -177,7 +155,7 @@ static int pread_batch(struct bench *b, rfb_cache_view *v, const uint32_t *ids,
 		       size_t k, uint32_t align, double *read_us)
 {
 	size_t pos[1024], skip[1024], total = 0;
-	double t0 = now_us();
+	double t0 = bench_now_us();
 	int bad = 0;
 
 	for (size_t j = 0; j < k; j++) {
@@ -197,7 +175,7 @@ static int pread_batch(struct bench *b, rfb_cache_view *v, const uint32_t *ids,
 				      (ssize_t)(skip[j] + a->length))
 			bad++;
 	}
-	*read_us = now_us() - t0;
+	*read_us = bench_now_us() - t0;
 	for (size_t j = 0; j < k; j++)
 		bad += check(b->buf + pos[j] + skip[j], &b->addr[ids[j]], ids[j]);
 	return bad;
@@ -263,12 +241,12 @@ static void run_case(struct bench *b, int use_aio, int mode, size_t k,
 		if (mode == COLD)
 			drop_cache(v, b);
 		for (size_t i = 0; i + k <= b->n; i += k) {
-			double t0 = now_us(), p1 = 0, p2 = 0, calls = 0;
+			double t0 = bench_now_us(), p1 = 0, p2 = 0, calls = 0;
 			if (use_aio)
 				bad += aio_batch(b, r, order + i, k, &p1, &p2, &calls);
 			else
 				bad += pread_batch(b, v, order + i, k, align, &p1);
-			double dt = now_us() - t0;
+			double dt = bench_now_us() - t0;
 			if (p < 0 || t->n == MAX_TIMES)
 				continue;
 			t->total[t->n] = dt;
@@ -293,8 +271,8 @@ static void run_case(struct bench *b, int use_aio, int mode, size_t k,
 static void print_row(int use_aio, int mode, size_t k, struct times *t)
 {
 	double mb = (double)t->bytes / (double)t->n / 1e6, calls = t->calls / (double)t->n;
-	double tot = median(t->total, t->n), p1 = median(t->part1, t->n);
-	double p2 = median(t->part2, t->n), p3 = median(t->part3, t->n);
+	double tot = bench_median(t->total, t->n), p1 = bench_median(t->part1, t->n);
+	double p2 = bench_median(t->part2, t->n), p3 = bench_median(t->part3, t->n);
 
 	printf("%-13s  %5s  %5zu  %9.2f  %8.0f  ", mode_name[mode],
 	       use_aio ? "aio" : "pread", k, tot / 1e3, mb / (tot / 1e6));

@@ -22,26 +22,12 @@
 
 #include "refurb/io.h"
 #include "refurb/pipeline.h"
+#include "bench.h"
 
 #define MAX_RUNS 101
 
 /* CPU time of this thread: on a machine shared with other jobs it
  * measures what one dedicated core would take, unlike wall time. */
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 struct input {
 	unsigned char *data;
 	size_t len;
@@ -53,7 +39,7 @@ static double pass(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 {
 	struct rfb_pipe_out out;
 	rfb_err err = { 0 };
-	double t0 = now_s();
+	double t0 = rfb_now();
 
 	for (int i = 0; i < n; i++) {
 		struct rfb_pipe_key k = { 1, epoch, (uint32_t)i, RFB_STAGE_PARTIAL };
@@ -62,7 +48,7 @@ static double pass(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 			return -1;
 		}
 	}
-	return now_s() - t0;
+	return rfb_now() - t0;
 }
 
 int main(int argc, char **argv)
@@ -118,7 +104,7 @@ int main(int argc, char **argv)
 		if (r >= 0)
 			t[r] = n / s;
 	}
-	qsort(t, (size_t)runs, sizeof t[0], cmp_double);
+	qsort(t, (size_t)runs, sizeof t[0], bench_cmp_double);
 	printf("%d %.1f %.1f %.1f\n", n, t[runs / 2], t[0], t[runs - 1]);
 	for (int i = 0; i < n; i++)
 		free(in[i].data);

@@ -20,23 +20,9 @@
 
 #include "refurb/decode.h"
 #include "refurb/io.h"
+#include "bench.h"
 
 #define MAX_RUNS 101
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
 
 struct ctx {
 	rfb_decoder *dec;
@@ -53,14 +39,14 @@ static double time_decode(struct ctx *c, const unsigned char *data,
 	double t[MAX_RUNS];
 
 	for (int i = -1; i < runs; i++) {
-		double t0 = now_us();
+		double t0 = bench_now_us();
 		if (rfb_decode(c->dec, data, len, opts, &c->img, &c->buf, NULL,
 			       &c->err))
 			return -1;
 		if (i >= 0)
-			t[i] = now_us() - t0;
+			t[i] = bench_now_us() - t0;
 	}
-	qsort(t, (size_t)runs, sizeof t[0], cmp_double);
+	qsort(t, (size_t)runs, sizeof t[0], bench_cmp_double);
 	return t[runs / 2];
 }
 

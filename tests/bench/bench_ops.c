@@ -19,6 +19,7 @@
 #include "refurb/augment.h"
 #include "refurb/ops.h"
 #include "../unit/golden.h"
+#include "bench.h"
 
 struct bench_case {
 	enum rfb_op op;
@@ -26,19 +27,6 @@ struct bench_case {
 	enum rfb_interp interp;
 	int randaug_layers, randaug_bin; /* > 0: a RandAugment stack */
 };
-
-static double now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
 
 /* One RandAugment stack on src; ping-pongs between two buffers. */
 static int run_randaug(const struct bench_case *c, rfb_rng *rng,
@@ -75,21 +63,21 @@ static double time_case(const struct bench_case *c, const rfb_image *src,
 
 	rfb_rng_init(&rng, 1, 0, 0, RFB_STAGE_PARTIAL);
 	for (;;) { /* calibrate: one run of about 5 ms */
-		double t0 = now_us();
+		double t0 = bench_now_us();
 		for (long i = 0; i < iters; i++)
 			if (run_once(c, &rng, src, tmp))
 				return -1;
-		if (now_us() - t0 > 5000 || iters > 1000000)
+		if (bench_now_us() - t0 > 5000 || iters > 1000000)
 			break;
 		iters *= 2;
 	}
 	for (int r = 0; r < runs; r++) {
-		double t0 = now_us();
+		double t0 = bench_now_us();
 		for (long i = 0; i < iters; i++)
 			(void)run_once(c, &rng, src, tmp);
-		per_call[r] = (now_us() - t0) / (double)iters;
+		per_call[r] = (bench_now_us() - t0) / (double)iters;
 	}
-	qsort(per_call, (size_t)runs, sizeof per_call[0], cmp_double);
+	qsort(per_call, (size_t)runs, sizeof per_call[0], bench_cmp_double);
 	return per_call[runs / 2];
 }
 

@@ -22,6 +22,7 @@
 #include "refurb/plan.h"
 #include "refurb/rng.h"
 #include "refurb/sched.h"
+#include "bench.h"
 
 #define MAX_RUNS 51
 
@@ -30,27 +31,6 @@ struct args {
 	int runs;
 	const char *schedule_out;
 };
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *t, int n)
-{
-	qsort(t, (size_t)n, sizeof *t, cmp_double);
-	return t[n / 2];
-}
 
 static rfb_sched *make_schedule(const struct args *a)
 {
@@ -71,12 +51,12 @@ static double time_build(const struct args *a)
 	double t[MAX_RUNS];
 
 	for (int i = -1; i < a->runs; i++) {
-		double t0 = now_ms();
+		double t0 = bench_now_ms();
 		rfb_sched_free(make_schedule(a));
 		if (i >= 0)
-			t[i] = now_ms() - t0;
+			t[i] = bench_now_ms() - t0;
 	}
-	return median(t, a->runs);
+	return bench_median(t, a->runs);
 }
 
 static double time_order(const struct args *a, const rfb_sched *s,
@@ -89,14 +69,14 @@ static double time_order(const struct args *a, const rfb_sched *s,
 	double t[MAX_RUNS];
 
 	for (int i = -1; i < a->runs; i++) {
-		double t0 = now_ms();
+		double t0 = bench_now_ms();
 		rfb_plan_epoch_order(pl, 1 + (uint32_t)(i + 1) % a->reuse, order);
 		if (i >= 0)
-			t[i] = now_ms() - t0;
+			t[i] = bench_now_ms() - t0;
 	}
 	free(order);
 	rfb_plan_free(pl);
-	return median(t, a->runs);
+	return bench_median(t, a->runs);
 }
 
 /* One epoch (epoch 1) as text into f (NULL: formatted and dropped);
@@ -133,12 +113,12 @@ static double time_text(const struct args *a, const rfb_sched *s,
 	double t[MAX_RUNS];
 
 	for (int i = -1; i < a->runs; i++) {
-		double t0 = now_ms();
+		double t0 = bench_now_ms();
 		*bytes = epoch_text(a, s, NULL);
 		if (i >= 0)
-			t[i] = now_ms() - t0;
+			t[i] = bench_now_ms() - t0;
 	}
-	return median(t, a->runs);
+	return bench_median(t, a->runs);
 }
 
 static double time_parse(const struct args *a, const rfb_sched *s)
@@ -150,7 +130,7 @@ static double time_parse(const struct args *a, const rfb_sched *s)
 	epoch_text(a, s, f);
 	fflush(f);
 	for (int i = -1; i < a->runs; i++) {
-		double t0 = now_ms();
+		double t0 = bench_now_ms();
 		rfb_plan_reader *r;
 		rfb_plan_item it;
 		int rc;
@@ -163,14 +143,14 @@ static double time_parse(const struct args *a, const rfb_sched *s)
 		if (rc < 0)
 			break;
 		if (i >= 0)
-			t[i] = now_ms() - t0;
+			t[i] = bench_now_ms() - t0;
 	}
 	fclose(f);
 	if (err.code) {
 		fprintf(stderr, "bench_plan: %s\n", err.msg);
 		exit(1);
 	}
-	return median(t, a->runs);
+	return bench_median(t, a->runs);
 }
 
 static uint32_t *random_pixels(uint32_t n)

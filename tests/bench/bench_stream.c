@@ -28,31 +28,11 @@
 #include "refurb/checksum.h"
 #include "refurb/io.h"
 #include "refurb/stream.h"
+#include "bench.h"
 
 #define MAX_RUNS 101
 
 static const char *const names[] = { "a", "b" };
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *t, int n)
-{
-	qsort(t, (size_t)n, sizeof *t, cmp_double);
-	return t[n / 2];
-}
 
 static void die(const char *what, const rfb_err *err)
 {
@@ -90,19 +70,19 @@ static void bench_memory(struct bench *B)
 	uint32_t crc = 0;
 
 	for (int i = -1; i < B->runs; i++) {
-		double t0 = now_ms();
+		double t0 = bench_now_ms();
 		memcpy(B->copy, B->px, B->b.pixel_bytes);
 		if (i >= 0)
-			t[i] = now_ms() - t0;
+			t[i] = bench_now_ms() - t0;
 	}
-	printf("  memcpy            %8.2f ms\n", median(t, B->runs));
+	printf("  memcpy            %8.2f ms\n", bench_median(t, B->runs));
 	for (int i = -1; i < B->runs; i++) {
-		double t0 = now_ms();
+		double t0 = bench_now_ms();
 		crc = rfb_crc32c(0, B->px, B->b.pixel_bytes);
 		if (i >= 0)
-			t[i] = now_ms() - t0;
+			t[i] = bench_now_ms() - t0;
 	}
-	printf("  crc32c            %8.2f ms   (%08x)\n", median(t, B->runs), crc);
+	printf("  crc32c            %8.2f ms   (%08x)\n", bench_median(t, B->runs), crc);
 }
 
 /* rfb_stream_write_batch of runs+1 batches to fd: median ms. */
@@ -117,14 +97,14 @@ static double time_writes(struct bench *B, int fd)
 	for (int i = -1; i < B->runs; i++) {
 		B->b.step = (uint32_t)(i + 1);
 		B->b.global_step = (uint64_t)(i + 1);
-		double t0 = now_ms();
+		double t0 = bench_now_ms();
 		if (rfb_stream_write_batch(w, &B->b, &err))
 			die("write", &err);
 		if (i >= 0)
-			t[i] = now_ms() - t0;
+			t[i] = bench_now_ms() - t0;
 	}
 	rfb_stream_writer_free(w);
-	return median(t, B->runs);
+	return bench_median(t, B->runs);
 }
 
 static void bench_write(struct bench *B)
@@ -141,13 +121,13 @@ static void bench_write(struct bench *B)
 	close(fds[0]);
 	printf("  write pipe        %8.2f ms\n", time_writes(B, fds[1]));
 	for (int i = -1; i < B->runs; i++) {
-		double t0 = now_ms();
+		double t0 = bench_now_ms();
 		if (rfb_write_full(fds[1], B->px, B->b.pixel_bytes))
 			die("write", NULL);
 		if (i >= 0)
-			t[i] = now_ms() - t0;
+			t[i] = bench_now_ms() - t0;
 	}
-	printf("  raw pipe          %8.2f ms\n", median(t, B->runs));
+	printf("  raw pipe          %8.2f ms\n", bench_median(t, B->runs));
 	close(fds[1]);
 	waitpid(pid, NULL, 0);
 }
@@ -176,13 +156,13 @@ static void bench_read(struct bench *B)
 	if (rfb_stream_next(r, &f, &err) != 1)
 		die("read header", &err);
 	for (int i = -1; i < B->runs; i++) {
-		double t0 = now_ms();
+		double t0 = bench_now_ms();
 		if (rfb_stream_next(r, &f, &err) != 1)
 			die("read", &err);
 		if (i >= 0)
-			t[i] = now_ms() - t0;
+			t[i] = bench_now_ms() - t0;
 	}
-	printf("  read pipe         %8.2f ms\n", median(t, B->runs));
+	printf("  read pipe         %8.2f ms\n", bench_median(t, B->runs));
 	rfb_stream_reader_free(r);
 	close(fds[0]);
 	waitpid(pid, NULL, 0);
@@ -213,7 +193,7 @@ static void setup(struct bench *B, uint32_t batch, uint32_t side, int f32)
 		B->px[i] = (unsigned char)(i * 2654435761u >> 13);
 	memset(B->copy, 1, bytes);
 	B->b = (struct rfb_stream_batch){ 0, 0, 0, batch, B->labels, B->ids,
-					  B->px, bytes };
+					  B->px, bytes, 0 };
 }
 
 int main(int argc, char **argv)

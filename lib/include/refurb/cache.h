@@ -223,7 +223,9 @@ int rfb_cache_view_fd(rfb_cache_view *v, uint32_t segment, rfb_err *err);
  * Visit every record of every segment of dir in order, checking each
  * (header, payload checksum).  fn gets the segment, the record's address,
  * its header (NULL when the record is bad, with why filled) and returns 0
- * to go on.  Used by refurb-dump's listing and --verify.  Returns 0 or
+ * to go on.  After a record whose payload is bad the scan goes on with
+ * the next one; after a bad header or a torn end it goes to the next
+ * segment (nothing tells where the next record starts).  Used by refurb-dump's listing and --verify.  Returns 0 or
  * the first non-zero value of fn, or a negative RFB_E* code.
  */
 typedef int (*rfb_cache_visit_fn)(void *ctx, uint32_t segment,

@@ -45,6 +45,7 @@ struct rfb_final_opts {
 	const char *index_path;
 	const char *root;
 	int stats_fd;             /* TSV line per batch, or -1 */
+	const char *out_name;     /* the stream, for messages; NULL: "(output)" */
 	void (*on_heal)(void *ctx, uint32_t sample, const rfb_err *why);
 	/* a sample left out: its record is bad and its image unreadable */
 	void (*on_bad)(void *ctx, uint32_t sample, const rfb_err *why);
