@@ -3,15 +3,17 @@
  * probe (rfb_jpeg_read_header), then rfb_decode with a small pixel limit
  * (decompression bombs must stop at the header), at the scale, colour
  * mode and region chosen by the input's first bytes, then, on the same
- * decoder, a second full decode (a decoder must stay usable after any
- * error).
+ * decoder (which must stay usable after any error), the same decode with
+ * RFB_DECODE_VIEW toggled: the rows decoded in place and the rows copied
+ * out must be the same pixels.
  *
  * Input: 5 option bytes, then the JPEG file.
  *   byte 0  bits 0-1 scale 1/1, 1/2, 1/4, 1/8; bits 2-3 colour mode (RGB,
  *           KEEP, GRAY; 3 = RGB); bit 4 lenient; bit 5 decode a region;
  *           bit 6 a scan limit of 4; bit 7 the second decode
  *   1-4     the region's x, y, width, height in 256ths of the full image,
- *           mapped to scaled pixels by rfb_decode_map_region
+ *           mapped to scaled pixels by rfb_decode_map_region; the low bit
+ *           of byte 4 also asks RFB_DECODE_VIEW for the first decode
  */
 #include "fuzz.h"
 #include "refurb/decode.h"
@@ -40,7 +42,8 @@ static void jpeg_options(const uint8_t *b, const struct rfb_jpeg_info *info,
 
 	o->scale_denom = denoms[b[0] & 3];
 	o->color = (enum rfb_decode_color)((b[0] >> 2 & 3) % 3);
-	o->flags = b[0] & 0x10 ? RFB_DECODE_LENIENT : 0;
+	o->flags = (b[0] & 0x10 ? RFB_DECODE_LENIENT : 0) |
+		   (b[4] & 1 ? RFB_DECODE_VIEW : 0);
 	o->max_scans = b[0] & 0x40 ? 4 : 0;
 	o->max_pixels = FUZZ_JPEG_MAX_PIXELS;
 	if (!(b[0] & 0x20))
@@ -61,6 +64,20 @@ static int jpeg_channels(enum rfb_decode_color c, int components)
 	return 3;
 }
 
+/* The same pixels, row by row (either may be a view with a larger
+ * stride). */
+static int jpeg_same(const rfb_image *a, const rfb_image *b)
+{
+	if (a->width != b->width || a->height != b->height ||
+	    a->channels != b->channels)
+		return 0;
+	for (int y = 0; y < a->height; y++)
+		if (memcmp(rfb_image_px(a, 0, y), rfb_image_px(b, 0, y),
+			   (size_t)a->width * a->channels))
+			return 0;
+	return 1;
+}
+
 /* 1 if the image decoded. */
 static int jpeg_decode(rfb_decoder *dec, const uint8_t *opt,
 			const uint8_t *jpeg, size_t len, int probed,
@@ -68,10 +85,13 @@ static int jpeg_decode(rfb_decoder *dec, const uint8_t *opt,
 {
 	struct rfb_decode_opts o = { .max_pixels = FUZZ_JPEG_MAX_PIXELS };
 	struct rfb_jpeg_info info;
-	rfb_imgbuf buf = { 0 };
-	rfb_image img;
+	rfb_imgbuf buf = { 0 }, buf2 = { 0 };
+	rfb_image img, img2;
 	rfb_err err = { 0 };
-	int rc = rfb_decode_header(dec, jpeg, len, &o, &info, &err);
+	int rc;
+
+	o.flags = opt[0] & 0x10 ? RFB_DECODE_LENIENT : 0;
+	rc = rfb_decode_header(dec, jpeg, len, &o, &info, &err);
 
 	if (rc == 0) {
 		FUZZ_ASSERT((uint64_t)info.width * info.height <=
@@ -90,17 +110,18 @@ static int jpeg_decode(rfb_decoder *dec, const uint8_t *opt,
 		FUZZ_ASSERT(img.width == w && img.height == h);
 		FUZZ_ASSERT(img.channels == jpeg_channels(o.color,
 							  info.components));
+		FUZZ_ASSERT(img.stride >= (size_t)w * img.channels);
 	} else {
 		FUZZ_REJECTED(&err, rc);
 	}
 	if (opt[0] & 0x80) {
-		memset(&o, 0, sizeof o);
-		o.max_pixels = FUZZ_JPEG_MAX_PIXELS;
-		if (rfb_decode(dec, jpeg, len, &o, &img, &buf, &info, &err) == 0)
-			FUZZ_ASSERT(img.width == info.width &&
-				    img.height == info.height);
+		o.flags ^= RFB_DECODE_VIEW;
+		if (rfb_decode(dec, jpeg, len, &o, &img2, &buf2, &info, &err) == 0 &&
+		    rc == 0)
+			FUZZ_ASSERT(jpeg_same(&img, &img2));
 	}
 	rfb_imgbuf_free(&buf);
+	rfb_imgbuf_free(&buf2);
 	return rc == 0;
 }
 
