@@ -61,6 +61,9 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(CLI_OBJ) $(LIB)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# the fuzz targets' bodies are compiled into this unit test
+$(BUILD)/tests/unit/test_fuzz_regressions.o: $(wildcard tests/fuzz/*.c tests/fuzz/*.h)
+
 # C micro-benchmarks used by the scripts in scripts/ (never by tests)
 bench: all $(BENCHES)
 

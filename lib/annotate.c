@@ -126,6 +126,24 @@ static int get_value(const char *line, size_t len, const char *key,
 	return -1;
 }
 
+/* A canonical decimal (digits only, no leading zero) that fits in 64
+ * bits, as the writer prints it: 0 or -1. */
+static int parse_seed(const char *s, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	if (!*s || (s[0] == '0' && s[1]))
+		return -1;
+	for (; *s; s++) {
+		unsigned d = (unsigned)(*s - '0');
+		if (*s < '0' || *s > '9' || x > (UINT64_MAX - d) / 10)
+			return -1;
+		x = x * 10 + d;
+	}
+	*v = x;
+	return 0;
+}
+
 int rfb_annot_parse_header(const char *line, size_t len,
 			   struct rfb_annot_header *a, rfb_err *err)
 {
@@ -136,7 +154,7 @@ int rfb_annot_parse_header(const char *line, size_t len,
 		{ "partial", a->partial, sizeof a->partial },
 		{ "codec", a->codec, sizeof a->codec },
 	};
-	char seed[32], *end;
+	char seed[32];
 
 	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
 		if (get_value(line, len, f[i].key, f[i].out, f[i].n))
@@ -146,8 +164,7 @@ int rfb_annot_parse_header(const char *line, size_t len,
 	if (get_value(line, len, "aug-seed", seed, sizeof seed) || !seed[0])
 		return rfb_err_set(err, RFB_EFORMAT, NULL,
 				   "header has no valid aug-seed=");
-	a->aug_seed = strtoull(seed, &end, 10);
-	if (*end)
+	if (parse_seed(seed, &a->aug_seed))
 		return rfb_err_set(err, RFB_EFORMAT, NULL, "bad aug-seed=%s", seed);
 	return 0;
 }

@@ -159,6 +159,10 @@ static struct seg *seg_create(rfb_cache *c, uint32_t death, rfb_err *err)
 	struct seg *s;
 	int fd;
 
+	if (c->next_id == RFB_CACHE_NO_SEGMENT) { /* the sentinel is no id */
+		rfb_err_set(err, RFB_ELIMIT, c->dir, "no segment id left");
+		return NULL;
+	}
 	rfb_cache_segment_path(c->dir, c->next_id, path, sizeof path);
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0) {

@@ -61,44 +61,52 @@ int cache_write_manifest(const char *dir, const struct rfb_cache_manifest *m,
 	return rfb_file_replace(path, b, manifest_encode(m, b), err);
 }
 
+int rfb_cache_parse_manifest(const void *data, size_t len, const char *name,
+			     struct rfb_cache_manifest *m, rfb_err *err)
+{
+	const unsigned char *b = data;
+	size_t plen = 0;
+
+	memset(m, 0, sizeof *m);
+	if (len < 8 || memcmp(b, MANIFEST_MAGIC, 7) != 0)
+		return rfb_err_set(err, RFB_EFORMAT, name,
+				   "bad magic (not a refurb cache manifest)");
+	if (b[7] != MANIFEST_MAGIC[7])
+		return rfb_err_set(err, RFB_EVERSION, name,
+				   "cache format version %u, this refurb reads 1",
+				   b[7]);
+	if (len < MANIFEST_FIXED + 4 || rfb_crc32c(0, b, 60) != rfb_get_le32(b + 60) ||
+	    (plen = rfb_get_le32(b + 40)) >= RFB_CACHE_MAX_SPEC ||
+	    len != MANIFEST_FIXED + plen + 4 ||
+	    rfb_crc32c(0, b + MANIFEST_FIXED, plen) !=
+		    rfb_get_le32(b + MANIFEST_FIXED + plen))
+		return rfb_err_set(err, RFB_ECHECKSUM, name,
+				   "manifest is truncated or corrupt");
+	m->index_identity = rfb_get_le64(b + 8);
+	m->schedule_identity = rfb_get_le64(b + 16);
+	m->seed = rfb_get_le64(b + 24);
+	m->samples = rfb_get_le32(b + 32);
+	m->codec.kind = b[36];
+	m->codec.level = b[37];
+	m->segment_max = rfb_get_le64(b + 48);
+	memcpy(m->pipeline, b + MANIFEST_FIXED, plen);
+	m->pipeline[plen] = '\0';
+	return 0;
+}
+
 int rfb_cache_read_manifest(const char *dir, struct rfb_cache_manifest *m,
 			    rfb_err *err)
 {
 	char path[4200];
 	unsigned char *b;
-	size_t len, plen;
-	int rc = RFB_EFORMAT;
+	size_t len;
+	int rc;
 
 	snprintf(path, sizeof path, "%s/" MANIFEST_NAME, dir);
 	if ((rc = rfb_file_load(path, MANIFEST_FIXED + RFB_CACHE_MAX_SPEC + 4,
 				&b, &len, err)))
 		return rc;
-	memset(m, 0, sizeof *m);
-	if (len < 8 || memcmp(b, MANIFEST_MAGIC, 7) != 0) {
-		rc = rfb_err_set(err, RFB_EFORMAT, path,
-				 "bad magic (not a refurb cache manifest)");
-	} else if (b[7] != MANIFEST_MAGIC[7]) {
-		rc = rfb_err_set(err, RFB_EVERSION, path,
-				 "cache format version %u, this refurb reads 1", b[7]);
-	} else if (len < MANIFEST_FIXED + 4 || rfb_crc32c(0, b, 60) != rfb_get_le32(b + 60) ||
-		   (plen = rfb_get_le32(b + 40)) >= RFB_CACHE_MAX_SPEC ||
-		   len != MANIFEST_FIXED + plen + 4 ||
-		   rfb_crc32c(0, b + MANIFEST_FIXED, plen) !=
-			   rfb_get_le32(b + MANIFEST_FIXED + plen)) {
-		rc = rfb_err_set(err, RFB_ECHECKSUM, path,
-				 "manifest is truncated or corrupt");
-	} else {
-		m->index_identity = rfb_get_le64(b + 8);
-		m->schedule_identity = rfb_get_le64(b + 16);
-		m->seed = rfb_get_le64(b + 24);
-		m->samples = rfb_get_le32(b + 32);
-		m->codec.kind = b[36];
-		m->codec.level = b[37];
-		m->segment_max = rfb_get_le64(b + 48);
-		memcpy(m->pipeline, b + MANIFEST_FIXED, plen);
-		m->pipeline[plen] = '\0';
-		rc = 0;
-	}
+	rc = rfb_cache_parse_manifest(b, len, path, m, err);
 	free(b);
 	return rc;
 }
@@ -169,7 +177,8 @@ static int segment_name(const char *name, uint32_t *id)
 		if (!strchr("0123456789abcdef", name[i]))
 			return 0;
 	*id = (uint32_t)strtoul(name, &end, 16);
-	return end == name + 8;
+	/* ffffffff is RFB_CACHE_NO_SEGMENT, never a segment */
+	return end == name + 8 && *id != RFB_CACHE_NO_SEGMENT;
 }
 
 int cache_list_segments(const char *dir, uint32_t **ids, size_t *n,

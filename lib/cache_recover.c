@@ -127,6 +127,16 @@ static int ckpt_load(const char *dir, struct ckpt *k, rfb_err *err)
 				   "record index checkpoint is corrupt");
 	k->seg_table = b + CKPT_HEADER;
 	k->entry_table = k->seg_table + (size_t)k->segments * CKPT_SEG;
+	/* the writer's table is sorted and has no duplicate; an id equal to
+	 * RFB_CACHE_NO_SEGMENT would be taken for "no record" */
+	for (uint32_t i = 0, prev = 0; i < k->segments; i++) {
+		uint32_t id = rfb_get_le32(k->seg_table + (size_t)i * CKPT_SEG);
+		if (id == RFB_CACHE_NO_SEGMENT || (i && id <= prev))
+			return rfb_err_set(err, RFB_EFORMAT, path,
+					   "record index checkpoint is corrupt "
+					   "(segment table)");
+		prev = id;
+	}
 	return 0;
 }
 
@@ -159,7 +169,8 @@ int rfb_cache_read_checkpoint(const char *dir,
 }
 
 /* Take segments and entries from a checkpoint that belongs to this cache.
- * Entries pointing past their segment's checkpointed length are ignored. */
+ * Entries shorter than a record header or not inside their segment's
+ * checkpointed length are ignored. */
 static int adopt_checkpoint(rfb_cache *c, const struct ckpt *k, rfb_err *err)
 {
 	for (uint32_t i = 0; i < k->segments; i++) {
@@ -178,8 +189,11 @@ static int adopt_checkpoint(rfb_cache *c, const struct ckpt *k, rfb_err *err)
 		uint64_t off = rfb_get_le64(p + 8);
 		uint32_t len = rfb_get_le32(p + 16);
 		struct seg *s = cache_find_seg(c, sid);
+		/* off + len could wrap: compare without adding */
 		if (sample >= c->man.samples || !s || s->dead ||
-		    off < RFB_CACHE_SEGMENT_HEADER || off + len > s->durable)
+		    off < RFB_CACHE_SEGMENT_HEADER ||
+		    len < RFB_RECORD_HEADER_SIZE || len > s->durable ||
+		    off > s->durable - len)
 			continue;
 		cache_set_entry(c, sample, sid, off, len, rfb_get_le32(p + 20),
 				s->death);
@@ -215,7 +229,10 @@ static int scan_tail(rfb_cache *c, struct seg *s, int fd, uint64_t from,
 		    rfb_record_parse_header(buf.data, RFB_RECORD_HEADER_SIZE, &m, NULL))
 			break;
 		len = rfb_record_size(&m);
+		/* a record dies with its segment: another death epoch means
+		 * the segment is damaged from here on */
 		if (len > file_len - off || m.sample >= c->man.samples ||
+		    m.death_epoch != s->death ||
 		    (rc = rfb_imgbuf_reserve(&buf, len, err)))
 			break;
 		if (rfb_pread_full(fd, buf.data, len, (off_t)off) != (ssize_t)len ||

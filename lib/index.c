@@ -104,6 +104,9 @@ static int parse_classes(rfb_index *x, const unsigned char *p, size_t len,
 {
 	size_t off = 0;
 
+	/* every entry takes at least 5 bytes: check before allocating */
+	if (len / 5 < x->class_count)
+		goto bad;
 	x->class_names = calloc(x->class_count ? x->class_count : 1,
 				sizeof *x->class_names);
 	if (!x->class_names)

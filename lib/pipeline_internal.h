@@ -11,6 +11,10 @@
 #include "refurb/resize.h"
 #include "refurb/transform.h"
 
+/* Largest n of one randaug=n=N filter (longer runs of equal RandAugment
+ * layers are written as several filters in the canonical text). */
+#define RFB_RANDAUG_MAX_N 16
+
 enum rfb_filter {
 	RFB_F_RESIZE,
 	RFB_F_CENTERCROP,
@@ -61,6 +65,13 @@ int rfb_layer_equal(const struct rfb_layer *a, const struct rfb_layer *b);
  * NULL with err filled on failure. */
 rfb_pipeline *rfb_pipeline_from_layers(const struct rfb_layer *layers, int n,
 				       rfb_err *err);
+
+/* rfb_pipeline_from_layers for a new pipeline (parse, join) into *out:
+ * 0, RFB_ENOMEM, or RFB_ESPEC when its canonical text is longer than a
+ * spec may be (RFB_PIPELINE_MAX_SPEC - 1 bytes, what cache manifests
+ * hold): defaults spelled out make it longer than the spec given. */
+int rfb_pipeline_make(const struct rfb_layer *layers, int n,
+		      rfb_pipeline **out, rfb_err *err);
 
 /* Output size of one layer for a w x h x c input (no randomness needed:
  * every filter's output size depends only on its input's).  0 or a

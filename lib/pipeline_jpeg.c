@@ -139,7 +139,7 @@ static void plan_resize(rfb_pipe_ctx *ctx, const rfb_pipeline *p, int s, int w,
 			int h, const struct rfb_pipe_key *key, struct plan *pl)
 {
 	const struct rfb_layer *l = &p->layers[s];
-	struct rfb_rect win = { 0, 0, l->height, l->width };
+	struct rfb_rect win = { 0, 0, l->height, l->width }, crop;
 	int x0, x1, y0, y1, d, folded = 1, out_w, out_h;
 	double sx, sy, box[4];
 
@@ -150,9 +150,11 @@ static void plan_resize(rfb_pipe_ctx *ctx, const rfb_pipeline *p, int s, int w,
 		return; /* an identity resize: nothing to fold */
 	out_w = win.width;
 	out_h = win.height;
+	/* crop_inside fills its rectangle even when it says "outside":
+	 * win must not get a crop that pads */
 	if (s + 1 < p->nlayers &&
-	    crop_inside(&p->layers[s + 1], s + 1, out_w, out_h, key, &win))
-		folded = 2;
+	    crop_inside(&p->layers[s + 1], s + 1, out_w, out_h, key, &crop))
+		folded = 2, win = crop;
 	else if (rfb_win_plan_make(p, s + 1, out_w, out_h, key, &pl->win))
 		pl->windowed = 1, win = pl->win.in;
 	sx = (double)w / out_w;

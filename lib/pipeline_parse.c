@@ -305,7 +305,7 @@ static int set_value(struct parser *ps, int key, const struct tok *v)
 		return l->p >= 0.0 && l->p <= 1.0
 			       ? 0 : spec_error(ps, v->at, "p %g out of range 0..1", l->p);
 	case K_N:
-		return parse_int(ps, v, 1, 16, "n", &ps->repeat);
+		return parse_int(ps, v, 1, RFB_RANDAUG_MAX_N, "n", &ps->repeat);
 	case K_M:
 		return parse_int(ps, v, 0, 1000, "m", &l->magnitude);
 	case K_BINS:
@@ -535,10 +535,8 @@ int rfb_pipeline_parse(const char *spec, rfb_pipeline **out, rfb_err *err)
 		rc = parse_filter(ps, at, stop);
 		at = end + 1;
 	}
-	if (!rc) {
-		*out = rfb_pipeline_from_layers(ps->layers, ps->n, err);
-		rc = *out ? 0 : RFB_ENOMEM;
-	}
+	if (!rc)
+		rc = rfb_pipeline_make(ps->layers, ps->n, out, err);
 	free(ps);
 	return rc;
 }

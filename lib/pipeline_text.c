@@ -148,8 +148,10 @@ static char *canonical_text(const struct rfb_layer *layers, int n)
 	o.buf[0] = '\0';
 	for (int i = 0; i < n;) {
 		int run = 1;
+		/* merged runs stay within what the parser takes back */
 		if (layers[i].kind == RFB_F_RANDAUG)
-			while (i + run < n && rfb_layer_equal(&layers[i], &layers[i + run]))
+			while (i + run < n && run < RFB_RANDAUG_MAX_N &&
+			       rfb_layer_equal(&layers[i], &layers[i + run]))
 				run++;
 		if (i)
 			put(&o, ",");
@@ -184,6 +186,24 @@ fail:
 	rfb_pipeline_free(p);
 	rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory for a pipeline");
 	return NULL;
+}
+
+int rfb_pipeline_make(const struct rfb_layer *layers, int n,
+		      rfb_pipeline **out, rfb_err *err)
+{
+	size_t len;
+
+	if (!(*out = rfb_pipeline_from_layers(layers, n, err)))
+		return RFB_ENOMEM;
+	len = strlen((*out)->canonical);
+	if (len < RFB_PIPELINE_MAX_SPEC)
+		return 0;
+	rfb_pipeline_free(*out);
+	*out = NULL;
+	return rfb_err_set(err, RFB_ESPEC, NULL,
+			   "bad pipeline spec: its canonical form would be "
+			   "%zu bytes, more than %d", len,
+			   RFB_PIPELINE_MAX_SPEC - 1);
 }
 
 void rfb_pipeline_free(rfb_pipeline *p)
@@ -258,8 +278,7 @@ int rfb_pipeline_join(const rfb_pipeline *a, const rfb_pipeline *b,
 				   RFB_PIPELINE_MAX_LAYERS);
 	memcpy(layers, a->layers, (size_t)a->nlayers * sizeof *layers);
 	memcpy(layers + a->nlayers, b->layers, (size_t)b->nlayers * sizeof *layers);
-	*out = rfb_pipeline_from_layers(layers, a->nlayers + b->nlayers, err);
-	return *out ? 0 : RFB_ENOMEM;
+	return rfb_pipeline_make(layers, a->nlayers + b->nlayers, out, err);
 }
 
 /* ---- shapes ---- */

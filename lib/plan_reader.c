@@ -26,6 +26,7 @@ struct rfb_plan_reader {
 	rfb_plan_sample *samples; /* batch_size */
 	uint8_t *seen;            /* a bit per id of the index */
 	uint32_t *epoch_ids;      /* ids seen this epoch, to clear seen */
+	size_t epoch_ids_cap;     /* grows with the samples read */
 	uint32_t epoch, step, epoch_samples, epoch_misses;
 	int finished;             /* the last epoch's E line was read */
 };
@@ -129,14 +130,42 @@ static int read_header(rfb_plan_reader *r, rfb_err *err)
 	return 0;
 }
 
+/*
+ * What the header alone makes the reader allocate: the batch (at most
+ * RFB_PLAN_MAX_BATCH samples) and the bitmap of ids (at most 512 MiB of
+ * zero pages that only the ids read bring into memory).  The list of the
+ * epoch's ids is not sized by the header's n, which may be 4 billion
+ * (16 GiB) in a header of 300 bytes: it grows with the samples read
+ * (epoch_ids_reserve).
+ */
 static int alloc_state(rfb_plan_reader *r)
 {
 	const rfb_plan_header *h = &r->h;
 
 	r->samples = malloc((size_t)h->batch_size * sizeof *r->samples);
 	r->seen = calloc((size_t)h->total / 8 + 1, 1);
-	r->epoch_ids = malloc((size_t)h->samples * sizeof *r->epoch_ids);
-	return r->samples && r->seen && r->epoch_ids ? 0 : -1;
+	return r->samples && r->seen ? 0 : -1;
+}
+
+/* Room for count more ids in epoch_ids (never more than the header's n,
+ * which the sequence checks enforce). */
+static int epoch_ids_reserve(rfb_plan_reader *r, uint32_t count)
+{
+	size_t need = (size_t)r->epoch_samples + count, cap = r->epoch_ids_cap;
+	uint32_t *ids;
+
+	if (need <= cap)
+		return 0;
+	cap = cap ? cap * 2 : 1024;
+	if (cap < need)
+		cap = need;
+	if (cap > r->h.samples)
+		cap = r->h.samples > need ? r->h.samples : need;
+	if (!(ids = realloc(r->epoch_ids, cap * sizeof *ids)))
+		return -1;
+	r->epoch_ids = ids;
+	r->epoch_ids_cap = cap;
+	return 0;
 }
 
 rfb_plan_reader *rfb_plan_reader_open(int fd, const char *name, rfb_err *err)
@@ -264,6 +293,8 @@ static int check_mark(const rfb_plan_header *h, uint32_t epoch,
 static int check_samples(rfb_plan_reader *r, const rfb_plan_batch *b,
 			 rfb_err *why)
 {
+	if (epoch_ids_reserve(r, b->count) < 0)
+		return rfb_err_set(why, RFB_ENOMEM, NULL, "out of memory");
 	for (uint32_t i = 0; i < b->count; i++) {
 		const rfb_plan_sample *s = &b->samples[i];
 		int rc;

@@ -155,7 +155,8 @@ static int parse_dec(struct cursor *c, uint64_t max, uint64_t *v,
 
 	while (!at_end(c) && *c->p >= '0' && *c->p <= '9') {
 		unsigned d = (unsigned)(*c->p - '0');
-		if (x > (max - d) / 10) {
+		/* d > max first: max - d must not wrap (max = 1 for 0/1) */
+		if (d > max || x > (max - d) / 10) {
 			c->p = start;
 			return fail(c, RFB_EFORMAT, what);
 		}
@@ -215,12 +216,18 @@ static int parse_address(struct cursor *c, rfb_plan_sample *s)
 	if (at_end(c) || *c->p != '@')
 		return 0;
 	for (;;) {
-		c->p++; /* the '@' or the '.' */
+		const char *start = ++c->p; /* past the '@' or the '.' */
 		if (s->addr_count == RFB_PLAN_MAX_ADDR)
 			return fail(c, RFB_ELIMIT, "at most 6 address fields");
 		if ((rc = parse_hex(c, &s->addr[s->addr_count++],
 				    "a hex address field")))
 			return rc;
+		/* canonical, as the writer puts it: "0", else no leading 0 */
+		if (*start == '0' && c->p - start > 1) {
+			c->p = start;
+			return fail(c, RFB_EFORMAT, "a hex address field without "
+				    "leading zeros");
+		}
 		if (at_end(c) || *c->p != '.')
 			return 0;
 	}
@@ -483,8 +490,7 @@ static int parse_field(struct cursor *c, rfb_plan_header *h, unsigned *seen)
 
 static int check_header(const rfb_plan_header *h, rfb_err *err)
 {
-	uint64_t batches = ((uint64_t)h->samples + h->batch_size - 1) /
-			   h->batch_size;
+	uint64_t batches;
 
 	if (h->samples < 1 || h->total < h->samples || h->reuse < 1 ||
 	    h->batch_size < 1)
@@ -492,6 +498,8 @@ static int check_header(const rfb_plan_header *h, rfb_err *err)
 				   "samples %u, total %u, reuse %u, batch %u: "
 				   "all must be >= 1, samples <= total",
 				   h->samples, h->total, h->reuse, h->batch_size);
+	/* only now: batch=0 would divide by zero */
+	batches = ((uint64_t)h->samples + h->batch_size - 1) / h->batch_size;
 	if (h->batches != batches)
 		return rfb_err_set(err, RFB_EFORMAT, NULL,
 				   "batches=%u, but %u samples in batches of "

@@ -265,6 +265,9 @@ static int decode_jpeg(rfb_codec_ctx *x, const unsigned char *p,
 	if (!x->jdec && !(x->jdec = rfb_decoder_new(err)))
 		return err ? err->code : RFB_ENOMEM;
 	o.color = m->channels == 1 ? RFB_DECODE_GRAY : RFB_DECODE_RGB;
+	/* the JPEG must have the header's size: refuse a larger one before
+	 * its pixels are allocated or decoded (a bomb in the cache) */
+	o.max_pixels = (uint64_t)m->width * m->height;
 	rc = rfb_decode(x->jdec, p, m->stored_len, &o, img, buf, NULL, err);
 	if (rc == 0 && (img->width != m->width || img->height != m->height ||
 			img->channels != m->channels))

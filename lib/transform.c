@@ -132,6 +132,12 @@ static void rrcrop_fallback(int w, int h, double ratio_lo, double ratio_hi,
 		ch = (int)rint(cw / ratio_lo);
 	else if (in_ratio > ratio_hi)
 		cw = (int)rint(ch * ratio_hi);
+	/* a ratio range far from the image's rounds a side to 0, where
+	 * torchvision fails: keep one row or column instead */
+	if (ch < 1)
+		ch = 1;
+	if (cw < 1)
+		cw = 1;
 	out->top = (h - ch) / 2;
 	out->left = (w - cw) / 2;
 	out->height = ch;

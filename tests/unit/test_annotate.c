@@ -73,6 +73,20 @@ static void test_header_keys(void)
 	const char *bad = "#refurb-plan 1 cache=%2 index-file=x root= partial=x "
 			  "codec=raw aug-seed=1";
 	CHECK(rfb_annot_parse_header(bad, strlen(bad), &back, &err) == RFB_EFORMAT);
+	/* aug-seed as the writer prints it: no sign, no leading zero, no
+	 * overflow (found by fuzz_plan: strtoull took all three) */
+	const char *seeds[] = { "+1", "-1", "01", "18446744073709551616", "1x" };
+	for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+		char text[200];
+		snprintf(text, sizeof text, "#refurb-plan 1 cache=c index-file=i "
+			 "root= partial=p codec=raw aug-seed=%s", seeds[i]);
+		CHECKF(rfb_annot_parse_header(text, strlen(text), &back, &err) ==
+		       RFB_EFORMAT, "aug-seed=%s", seeds[i]);
+	}
+	const char *max = "#refurb-plan 1 cache=c index-file=i root= partial=p "
+			  "codec=raw aug-seed=18446744073709551615";
+	CHECK(rfb_annot_parse_header(max, strlen(max), &back, &err) == 0 &&
+	      back.aug_seed == UINT64_MAX);
 }
 
 static void test_write_epoch(void)

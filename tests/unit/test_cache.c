@@ -8,7 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "refurb/bytes.h"
 #include "refurb/cache.h"
+#include "refurb/checksum.h"
 #include "refurb/io.h"
 #include "refurb/record.h"
 #include "test.h"
@@ -140,6 +142,34 @@ static void test_codecs(void)
 			rfb_imgbuf_free(&rb);
 			rfb_imgbuf_free(&ob);
 		}
+}
+
+/* A JPEG payload larger than its header says is refused before its
+ * pixels are allocated (found by fuzz_record: the decoder used its
+ * default limit of 10^8 pixels, whatever the header said). */
+static void test_record_jpeg_larger_than_header(void)
+{
+	struct rfb_codec c = { RFB_CODEC_JPEG, 90 };
+	struct rfb_record_meta m;
+	rfb_imgbuf ib = { 0 }, rb = { 0 }, ob = { 0 };
+	rfb_image img, out;
+	rfb_err err = { 0 };
+	size_t len;
+
+	CHECK(rfb_image_alloc(&img, &ib, 37, 23, 3, &err) == 0);
+	memset(img.data, 99, 37 * 23 * 3);
+	CHECK(rfb_record_encode(codec_ctx, &c, &img, 1, 0, 1, &rb, &len,
+				&err) == 0);
+	rfb_put_le32(rb.data + 20, 5 * 4 * 3);  /* raw length */
+	rfb_put_le16(rb.data + 24, 5);          /* width */
+	rfb_put_le16(rb.data + 26, 4);          /* height */
+	rfb_put_le32(rb.data + 36, rfb_crc32c(0, rb.data, 36));
+	CHECK(rfb_record_decode(codec_ctx, rb.data, len, &m, &out, &ob,
+				&err) == RFB_ELIMIT);
+	CHECK(ob.cap == 0);
+	rfb_imgbuf_free(&ib);
+	rfb_imgbuf_free(&rb);
+	rfb_imgbuf_free(&ob);
 }
 
 static void test_append_lookup_read(void)
@@ -374,6 +404,7 @@ int main(void)
 	snprintf(dir, sizeof dir, "/tmp/rfb-cache-test-%d", (int)getpid());
 	codec_ctx = rfb_codec_ctx_new(NULL);
 	RUN(test_codecs);
+	RUN(test_record_jpeg_larger_than_header);
 	RUN(test_append_lookup_read);
 	RUN(test_lock_and_manifest);
 	RUN(test_crash_recovery);

@@ -167,6 +167,29 @@ static void test_canonical(void)
 	CHECK(p && strcmp(rfb_pipeline_canonical(p), "") == 0 &&
 	      rfb_pipeline_layers(p) == 0);
 	rfb_pipeline_free(p);
+	/* a run of more equal layers than one randaug=n= takes is written as
+	 * several filters, so that it parses back (found by fuzz_pipeline) */
+	p = parse_ok("randaug=n=16,randaug=n=7");
+	rfb_pipeline *q = p ? parse_ok(rfb_pipeline_canonical(p)) : NULL;
+	CHECK(p && strstr(rfb_pipeline_canonical(p), "randaug=n=16:") &&
+	      strstr(rfb_pipeline_canonical(p), ",randaug=n=7:"));
+	CHECK(q && rfb_pipeline_layers(q) == 23 &&
+	      strcmp(rfb_pipeline_canonical(q), rfb_pipeline_canonical(p)) == 0);
+	rfb_pipeline_free(q);
+	rfb_pipeline_free(p);
+	/* a spec whose canonical text would not fit in a cache manifest (it
+	 * was truncated there) is refused, by parse and by join */
+	char spec[RFB_PIPELINE_MAX_SPEC + 1] = "";
+	for (int i = 0; i < 64; i++)
+		strcat(spec, i ? ",crop=65535:pad=65535:fill=255"
+			       : "crop=65535:pad=65535:fill=255");
+	rfb_err err = { 0 };
+	CHECK(rfb_pipeline_parse(spec, &p, &err) == RFB_ESPEC && !p &&
+	      strstr(err.msg, "canonical form"));
+	spec[strlen(spec) / 2] = '\0'; /* 32 filters: 2496 bytes */
+	p = parse_ok(spec);
+	CHECK(p && rfb_pipeline_join(p, p, &q, &err) == RFB_ESPEC && !q);
+	rfb_pipeline_free(p);
 }
 
 static void test_layers_and_types(void)

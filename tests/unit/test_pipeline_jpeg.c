@@ -136,6 +136,10 @@ static void test_rgb_photo(void)
 	static const struct jcase cases[] = {
 		{ "resize=80,flip", 1, 1 },
 		{ "resize=256,centercrop=224", 2, 0 },
+		/* a centercrop that pads is not folded (found by fuzz_pipeline:
+		 * its outside rectangle became the resize's window, read past
+		 * the decoded rows) */
+		{ "resize=200,centercrop=300", 0, 0 },
 		{ "resize=90x120:interp=bicubic,crop=64,flip,normalize=imagenet", 2, 1 },
 		{ "rrcrop=64", 1, 1 },
 		{ "rrcrop=200:scale=0.5-1", 1, 0 },

@@ -441,6 +441,8 @@ static void test_parse_batch_bad(void)
 		{ "B 0 0 0 1 5:h@1.2.3.4.5.6.7", RFB_ELIMIT, "at most 6" },
 		{ "B 0 0 0 1 5:h@1.", RFB_EFORMAT, "hex address" },
 		{ "B 0 0 0 1 5:h@AB", RFB_EFORMAT, "hex address" },
+		{ "B 0 0 0 1 5:h@1.0e", RFB_EFORMAT, "leading zeros" },
+		{ "B 0 0 0 1 5:h@00", RFB_EFORMAT, "leading zeros" },
 		{ "B 0 0 0 1 5:h@12345678901234567", RFB_EFORMAT, "hex" },
 		{ "B 0 0 0 1 5:hx", RFB_EFORMAT, "' ' or the end" },
 		{ "B 0 0 0 0", RFB_EFORMAT, "empty batch" },
@@ -563,6 +565,16 @@ static void test_parse_header(void)
 	CHECK(parse_header_text(text, &g, &err) == RFB_EFORMAT);
 	header_with(&h, "batch=", "batch=2x", text, sizeof text);
 	CHECK(parse_header_text(text, &g, &err) == RFB_EFORMAT);
+	header_with(&h, "drop-last=", "drop-last=5", text, sizeof text);
+	CHECK(parse_header_text(text, &g, &err) == RFB_EFORMAT &&
+	      strstr(err.msg, "0 or 1")); /* found by fuzz_plan */
+	header_with(&h, "drop-last=", "drop-last=10", text, sizeof text);
+	CHECK(parse_header_text(text, &g, &err) == RFB_EFORMAT);
+	header_with(&h, "drop-last=", "drop-last=1", text, sizeof text);
+	CHECK(parse_header_text(text, &g, &err) == 0 && g.drop_last == 1);
+	header_with(&h, "batch=", "batch=0", text, sizeof text);
+	CHECK(parse_header_text(text, &g, &err) == RFB_EFORMAT &&
+	      strstr(err.msg, "batch 0")); /* found by fuzz_plan: SIGFPE */
 	header_with(&h, "shard=", "shard=1/1", text, sizeof text);
 	CHECK(parse_header_text(text, &g, &err) == RFB_EFORMAT);
 	header_with(&h, "epochs=", "epochs=3-2", text, sizeof text);

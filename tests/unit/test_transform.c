@@ -347,6 +347,13 @@ static void test_rrcrop_fallback(void)
 	/* ratio range covering the image: the whole image */
 	CHECK(rfb_rrcrop_rect(&rng, 50, 40, 2.0, 3.0, 0.5, 2.0, &r) == 0);
 	CHECK(r.width == 50 && r.height == 40 && r.top == 0 && r.left == 0);
+	/* a ratio range so far from the image's that a side rounds to 0
+	 * keeps one row or column (found by fuzz_pipeline: the resize after
+	 * it failed on a 13x0 crop the shape calculation had not foreseen) */
+	CHECK(rfb_rrcrop_rect(&rng, 13, 9, 0.5, 1.0, 2250, 2250, &r) == 0);
+	CHECK(r.width == 13 && r.height == 1 && r.top == 4 && r.left == 0);
+	CHECK(rfb_rrcrop_rect(&rng, 13, 9, 0.5, 1.0, 1e-4, 1e-4, &r) == 0);
+	CHECK(r.width == 1 && r.height == 9 && r.top == 0 && r.left == 6);
 }
 
 static void test_flip(void)

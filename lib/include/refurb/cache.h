@@ -164,6 +164,15 @@ const char *rfb_cache_manifest_diff(const struct rfb_cache_manifest *a,
 int rfb_cache_read_manifest(const char *dir, struct rfb_cache_manifest *m,
 			    rfb_err *err) RFB_MUST_CHECK;
 
+/*
+ * Parse a manifest image of len bytes at data (not kept) into *m; name is
+ * used in error messages.  rfb_cache_read_manifest() is this on the file.
+ * Returns 0 or RFB_EFORMAT / RFB_EVERSION / RFB_ECHECKSUM with err filled.
+ */
+int rfb_cache_parse_manifest(const void *data, size_t len, const char *name,
+			     struct rfb_cache_manifest *m,
+			     rfb_err *err) RFB_MUST_CHECK;
+
 /* ---- reading ---- */
 
 /* "DIR/SSSSSSSS.seg" for segment id into buf of size n; 0 or RFB_ELIMIT. */

@@ -36,7 +36,8 @@
 typedef struct rfb_pipeline rfb_pipeline;
 typedef struct rfb_pipe_ctx rfb_pipe_ctx;
 
-/* Longest spec accepted, in bytes. */
+/* Longest spec accepted, in bytes (its canonical text, which spells out
+ * every default, must be shorter than this). */
 #define RFB_PIPELINE_MAX_SPEC 4096
 /* Most layers a pipeline may have after expansion. */
 #define RFB_PIPELINE_MAX_LAYERS 64

@@ -80,7 +80,9 @@ int rfb_randcrop_rect(rfb_rng *rng, int w, int h, int th, int tw,
  * ch = round(sqrt(area / aspect)) (half to even); when 0 < cw <= w and
  * 0 < ch <= h, two more draws: top = rfb_rng_below(h - ch + 1) then left
  * = rfb_rng_below(w - cw + 1), and that is the result.  After 10 failed
- * attempts: the central crop clamped to the ratio range (no draws).
+ * attempts: the central crop clamped to the ratio range (no draws), at
+ * least 1 pixel a side (torchvision's would be empty, and fail, when the
+ * range is far from the image's ratio: ratio_lo > 2w, ratio_hi < 1/(2h)).
  * Returns 1 if an attempt succeeded, 0 if the fallback was used.
  */
 int rfb_rrcrop_rect(rfb_rng *rng, int w, int h, double scale_lo,
