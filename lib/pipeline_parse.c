@@ -482,7 +482,8 @@ static int parse_filter(struct parser *ps, size_t at, size_t end)
 	if (kind < 0)
 		return kind;
 	set_defaults(&ps->cur, (enum rfb_filter)kind);
-	ps->repeat = 1;
+	/* torchvision's RandAugment applies num_ops = 2 by default */
+	ps->repeat = kind == RFB_F_RANDAUG ? 2 : 1;
 	ps->seen = 0;
 	ps->name_at = at;
 	at += name.n;

@@ -122,8 +122,8 @@ static void test_canonical(void)
 	static const char *const groups[][4] = {
 		{ "resize=256", "resize=256:interp=bilinear", " resize=size=256 ",
 		  "resize=256:max_size=0:interp=bilinear" },
-		{ "randaug=n=2:m=9", "randaug=m=9:n=2", "randaug=n=1,randaug",
-		  "randaug=2:bins=31:interp=nearest:fill=0" },
+		{ "randaug=n=2:m=9", "randaug=m=9:n=2", "randaug=n=1,randaug=n=1",
+		  "randaug" }, /* torchvision's defaults: num_ops 2, magnitude 9 */
 		{ "crop=224:pad=4", "crop=224x224:pad=4/4:fill=0/0/0",
 		  "crop=size=224x224:pad=4/4/4/4:pad_if_needed=0", "crop=224:pad=4" },
 		{ "normalize=imagenet", "normalize=mean=0.485/0.456/0.406:std=0.229/0.224/0.225",
@@ -159,7 +159,7 @@ static void test_canonical(void)
 			  "crop=224x224:pad=0/0/0/0:fill=0/0/0:pad_if_needed=0,"
 			  "flip=p=0.5") == 0);
 	rfb_pipeline_free(p);
-	p = parse_ok("randaug=m=9,randaug=m=5,randaug=m=5");
+	p = parse_ok("randaug=n=1:m=9,randaug=n=1:m=5,randaug=n=1:m=5");
 	CHECK(p && strstr(rfb_pipeline_canonical(p), "n=1:m=9") &&
 	      strstr(rfb_pipeline_canonical(p), "n=2:m=5"));
 	rfb_pipeline_free(p);
