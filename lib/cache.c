@@ -1,7 +1,8 @@
 /*
  * cache.c - the cache writer: lock, manifest check, appending through
- * write buffers into segments grouped by death epoch, eviction by segment
- * death, delayed deletion and compaction (see cache.h, refurb-cache(5)).
+ * write queues (one pwritev per segment, no copy) into segments grouped
+ * by death epoch, eviction by segment death, delayed deletion and
+ * compaction (see cache.h, refurb-cache(5)).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -132,11 +133,12 @@ static int seg_flush(rfb_cache *c, struct seg *s, rfb_err *err)
 	char path[4200];
 	int rc;
 
-	if (s->buf_len == 0)
+	if (s->npending == 0)
 		return 0;
 	if ((rc = seg_open_fd(c, s, err)))
 		return rc;
-	if (rfb_pwrite_full(s->fd, s->buf, s->buf_len, (off_t)s->durable) < 0) {
+	if (rfb_pwritev_full(s->fd, s->pending, s->npending,
+			     (off_t)s->durable) < 0) {
 		int e = errno;
 		rfb_cache_segment_path(c->dir, s->id, path, sizeof path);
 		/* cut what may have been half written: the file stays valid */
@@ -145,9 +147,9 @@ static int seg_flush(rfb_cache *c, struct seg *s, rfb_err *err)
 		}
 		return rfb_err_sys(err, e, path, "cannot write segment");
 	}
-	c->st.written_bytes += s->buf_len;
-	s->durable += s->buf_len;
-	s->buf_len = 0;
+	c->st.written_bytes += s->size - s->durable;
+	s->durable = s->size;
+	s->npending = 0;
 	return 0;
 }
 
@@ -204,22 +206,21 @@ static struct seg *seg_for(rfb_cache *c, uint32_t death, size_t len,
 	return seg_create(c, death, err);
 }
 
-static int seg_buffer(struct seg *s, const unsigned char *rec, size_t len,
-		      rfb_err *err)
+/* Queue rec (not copied) for the next flush of s. */
+static int seg_queue(struct seg *s, const unsigned char *rec, size_t len,
+		     rfb_err *err)
 {
-	if (s->buf_cap - s->buf_len < len) {
-		size_t cap = s->buf_cap ? s->buf_cap : 1 << 20;
-		unsigned char *nb;
-		while (cap - s->buf_len < len)
-			cap *= 2;
-		if (!(nb = realloc(s->buf, cap)))
+	if (s->npending == s->cap_pending) {
+		size_t cap = s->cap_pending ? s->cap_pending * 2 : 256;
+		struct iovec *np = realloc(s->pending, cap * sizeof *np);
+		if (!np)
 			return rfb_err_set(err, RFB_ENOMEM, NULL,
-					   "out of memory for the write buffer");
-		s->buf = nb;
-		s->buf_cap = cap;
+					   "out of memory for the write queue");
+		s->pending = np;
+		s->cap_pending = cap;
 	}
-	memcpy(s->buf + s->buf_len, rec, len);
-	s->buf_len += len;
+	s->pending[s->npending].iov_base = (void *)rec;
+	s->pending[s->npending++].iov_len = len;
 	s->size += len;
 	return 0;
 }
@@ -240,14 +241,14 @@ static int append_record(rfb_cache *c, const unsigned char *rec, size_t len,
 	if (!(s = seg_for(c, m->death_epoch, len, err)))
 		return err ? err->code : RFB_EIO;
 	off = s->size;
-	if ((rc = seg_buffer(s, rec, len, err)))
+	if ((rc = seg_queue(s, rec, len, err)))
 		return rc;
 	cache_set_entry(c, m->sample, s->id, off, (uint32_t)len, m->write_epoch,
 			m->death_epoch);
 	addr->segment = s->id;
 	addr->offset = off;
 	addr->length = (uint32_t)len;
-	if (s->buf_len >= WRITE_BUFFER_FLUSH)
+	if (s->size - s->durable >= WRITE_BUFFER_FLUSH)
 		return seg_flush(c, s, err);
 	return 0;
 }
@@ -282,9 +283,9 @@ static void seg_close(struct seg *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	s->fd = -1;
-	free(s->buf);
-	s->buf = NULL;
-	s->buf_len = s->buf_cap = 0;
+	free(s->pending);
+	s->pending = NULL;
+	s->npending = s->cap_pending = 0;
 }
 
 /* Segments whose records die in epoch become dead: forget their entries. */
@@ -364,7 +365,9 @@ static int compact_segment(rfb_cache *c, uint32_t sid, uint64_t step,
 			rfb_cache_forget(c, i); /* unreadable: recomputed later */
 			continue;
 		}
-		rc = append_record(c, buf.data, e.length, &m, &a, err);
+		/* the cache does not copy: write it before buf is reused */
+		if ((rc = append_record(c, buf.data, e.length, &m, &a, err)) == 0)
+			rc = rfb_cache_flush(c, err);
 		c->st.compacted_records++;
 	}
 	rfb_imgbuf_free(&buf);

@@ -7,6 +7,7 @@
 #define REFURB_CACHE_INTERNAL_H
 
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "refurb/cache.h"
 
@@ -26,8 +27,9 @@ struct seg {
 	uint64_t durable;      /* bytes written to the file */
 	uint64_t synced;       /* bytes known to be on stable storage */
 	uint64_t live;         /* bytes of records the index points to */
-	unsigned char *buf;    /* write buffer: bytes durable..size */
-	size_t buf_len, buf_cap;
+	struct iovec *pending; /* records appended since the last flush, in
+				* order: bytes durable..size, not copied */
+	size_t npending, cap_pending;
 };
 
 struct entry {

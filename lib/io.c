@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "refurb/io.h"
@@ -74,6 +75,45 @@ int rfb_write_full(int fd, const void *buf, size_t n)
 int rfb_pwrite_full(int fd, const void *buf, size_t n, off_t off)
 {
 	return off < 0 ? (errno = EINVAL, -1) : write_loop(fd, buf, n, off);
+}
+
+int rfb_pwritev_full(int fd, const struct iovec *iov, size_t n, off_t off)
+{
+	struct iovec part;
+	size_t i = 0, skip = 0; /* bytes of iov[i] already written */
+
+	while (i < n) {
+		size_t cnt = n - i < IOV_MAX ? n - i : IOV_MAX;
+		ssize_t w;
+		if (skip) { /* finish a buffer a short write cut */
+			part.iov_base = (char *)iov[i].iov_base + skip;
+			part.iov_len = iov[i].iov_len - skip;
+			w = pwrite(fd, part.iov_base, part.iov_len, off);
+		} else {
+			w = pwritev(fd, iov + i, (int)cnt, off);
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		if (w == 0) {
+			errno = EIO;
+			return -1;
+		}
+		off += w;
+		while (w > 0 && i < n) {
+			size_t left = iov[i].iov_len - skip;
+			if ((size_t)w < left) {
+				skip += (size_t)w;
+				w = 0;
+			} else {
+				w -= (ssize_t)left;
+				skip = 0;
+				i++;
+			}
+		}
+	}
+	return 0;
 }
 
 /* Grow-as-you-go read for pipes and other files of unknown size. */

@@ -289,13 +289,18 @@ int rfb_record_decode(rfb_codec_ctx *x, const unsigned char *rec, size_t len,
 		return rc;
 	if (m->codec == RFB_CODEC_JPEG)
 		return decode_jpeg(x, p, m, img, buf, err);
+	if (m->codec == RFB_CODEC_RAW) {
+		/* the pixels are the payload: a view, no copy */
+		img->data = (unsigned char *)p;
+		img->stride = (size_t)m->width * m->channels;
+		img->width = m->width;
+		img->height = m->height;
+		img->channels = m->channels;
+		return 0;
+	}
 	if ((rc = rfb_image_alloc(img, buf, m->width, m->height, m->channels,
 				  err)))
 		return rc;
-	if (m->codec == RFB_CODEC_RAW) {
-		memcpy(img->data, p, m->raw_len);
-		return 0;
-	}
 	n = ZSTD_decompressDCtx(x->zd, img->data, m->raw_len, p, m->stored_len);
 	if (ZSTD_isError(n) || n != m->raw_len)
 		return rfb_err_set(err, RFB_EFORMAT, NULL,

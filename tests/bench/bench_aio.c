@@ -82,7 +82,8 @@ static int make_cache(const char *dir, uint32_t n)
 		make_image(&img, s);
 		if (rfb_record_encode(x, &codec, &img, s, 0, 1 + s % 5, &rb, &len, &err) ||
 		    rfb_record_parse_header(rb.data, len, &meta, &err) ||
-		    rfb_cache_append(c, rb.data, len, &meta, &a, &err))
+		    rfb_cache_append(c, rb.data, len, &meta, &a, &err) ||
+		    rfb_cache_flush(c, &err)) /* rb is reused: write it now */
 			die(dir, &err);
 		bytes += len;
 	}

@@ -130,6 +130,8 @@ static int make_fixture(struct fixture *f, const char *parent)
 			rc = rfb_record_parse_header(rbuf.data, len, &meta, &err);
 		if (rc == 0)
 			rc = rfb_cache_append(c, rbuf.data, len, &meta, &f->addr[i], &err);
+		if (rc == 0) /* the cache does not copy: write before reuse */
+			rc = rfb_cache_flush(c, &err);
 		f->sample[i] = i;
 	}
 	if (rc == 0)

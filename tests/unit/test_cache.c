@@ -57,6 +57,9 @@ static int put(rfb_cache *c, uint32_t sample, uint32_t wepoch, uint32_t death,
 	CHECK(rc == 0);
 	CHECK(rfb_record_parse_header(rbuf.data, len, &m, &err) == 0);
 	rc = rfb_cache_append(c, rbuf.data, len, &m, a, &err);
+	/* the cache does not copy records: write this one before rbuf goes */
+	if (rc == 0)
+		rc = rfb_cache_flush(c, &err);
 	rfb_imgbuf_free(&ibuf);
 	rfb_imgbuf_free(&rbuf);
 	return rc;

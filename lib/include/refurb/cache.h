@@ -119,9 +119,12 @@ void rfb_cache_forget(rfb_cache *c, uint32_t sample);
 
 /*
  * Append the complete record rec (len bytes, header m) to the segment of
- * records dying in m->death_epoch, through the write buffer, and make it
- * the sample's record.  *addr is where it will be once flushed.  Returns 0
- * or a negative RFB_E* code (RFB_ENOSPC ...).
+ * records dying in m->death_epoch and make it the sample's record.  *addr
+ * is where it will be once written.  rec is not copied: it is written
+ * with the others of its segment in one pwritev by the next
+ * rfb_cache_flush (or sooner, when 4 MiB are queued), and must stay valid
+ * and unchanged until then.  Returns 0 or a negative RFB_E* code
+ * (RFB_ENOSPC ...).
  */
 int rfb_cache_append(rfb_cache *c, const unsigned char *rec, size_t len,
 		     const struct rfb_record_meta *m, struct rfb_cache_addr *addr,

@@ -29,6 +29,16 @@ int rfb_write_full(int fd, const void *buf, size_t n) RFB_MUST_CHECK;
 /* Like rfb_write_full() at file offset off (pwrite). */
 int rfb_pwrite_full(int fd, const void *buf, size_t n, off_t off) RFB_MUST_CHECK;
 
+struct iovec;
+
+/*
+ * Write the n buffers of iov, in order, at file offset off (pwritev),
+ * retrying on EINTR and short writes, in chunks of at most IOV_MAX.  iov
+ * is not modified.  Returns 0, or -1 with errno set.
+ */
+int rfb_pwritev_full(int fd, const struct iovec *iov, size_t n,
+		     off_t off) RFB_MUST_CHECK;
+
 /*
  * Load the whole of path ("-" is stdin) into a malloc'ed buffer.  Files
  * larger than max_len are refused with RFB_ELIMIT before anything is

@@ -104,8 +104,10 @@ int rfb_record_verify(const unsigned char *rec, size_t len,
 
 /*
  * Verify and decode the record at rec (len bytes) into img, backed by
- * buf.  Returns 0 or a negative RFB_E* code with err filled; a record
- * whose payload does not decode to exactly raw_len bytes is RFB_EFORMAT.
+ * buf.  A raw record is not copied: img is then a view of rec's payload,
+ * valid as long as rec is, and must not be written to.  Returns 0 or a
+ * negative RFB_E* code with err filled; a record whose payload does not
+ * decode to exactly raw_len bytes is RFB_EFORMAT.
  */
 int rfb_record_decode(rfb_codec_ctx *x, const unsigned char *rec, size_t len,
 		      struct rfb_record_meta *m, rfb_image *img,
