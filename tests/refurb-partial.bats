@@ -146,7 +146,7 @@ setup() {
 	refurb-partial -q -c "$T/c" -p "$SPEC" train.idx < "$T/p0" > /dev/null
 	run refurb-partial -c "$T/c" -p 'resize=32' train.idx < "$T/p0"
 	expect_fail 1 "refurb-partial: $T/c: cache was made with a different pipeline"
-	run refurb-partial -c "$T/c" -p "$SPEC" --codec raw train.idx < "$T/p0"
+	run refurb-partial -c "$T/c" -p "$SPEC" --codec zstd train.idx < "$T/p0"
 	expect_fail 1 "refurb-partial: $T/c: cache was made with a different codec"
 	refurb-partial -q --reset -c "$T/c" -p 'resize=32' train.idx < "$T/p0" > /dev/null
 }
