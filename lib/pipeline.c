@@ -239,6 +239,30 @@ static int run_channels(struct rfb_run *r, int channels, rfb_err *err)
 	return rc;
 }
 
+void rfb_layer_rng(const struct rfb_pipe_key *k, int position, rfb_rng *rng)
+{
+	rfb_rng_init(rng, k->seed, k->epoch, k->sample,
+		     k->stage_base + (uint32_t)position);
+}
+
+int rfb_layer_crop_rect(const struct rfb_layer *l, int position, int w, int h,
+			const struct rfb_pipe_key *key, struct rfb_rect *r)
+{
+	rfb_rng rng;
+
+	if (l->kind == RFB_F_CENTERCROP) {
+		*r = rfb_centercrop_rect(w, h, l->height, l->width);
+	} else if (l->kind == RFB_F_CROP) {
+		rfb_layer_rng(key, position, &rng);
+		if (rfb_randcrop_rect(&rng, w, h, l->height, l->width, &l->pad,
+				      l->pad_if_needed, r, NULL))
+			return 0;
+	} else {
+		return 0;
+	}
+	return rfb_rect_inside(r, w, h);
+}
+
 int rfb_run_layer(struct rfb_run *r, const struct rfb_layer *l, int position,
 		  rfb_err *err)
 {
@@ -247,8 +271,7 @@ int rfb_run_layer(struct rfb_run *r, const struct rfb_layer *l, int position,
 	rfb_rng rng;
 	int rc;
 
-	rfb_rng_init(&rng, k->seed, k->epoch, k->sample,
-		     k->stage_base + (uint32_t)position);
+	rfb_layer_rng(k, position, &rng);
 	switch (l->kind) {
 	case RFB_F_RESIZE:
 		return run_resize(r, l, err);

@@ -9,6 +9,7 @@
 #include "refurb/augment.h"
 #include "refurb/pipeline.h"
 #include "refurb/resize.h"
+#include "refurb/rng.h"
 #include "refurb/transform.h"
 
 /* Largest n of one randaug=n=N filter (longer runs of equal RandAugment
@@ -60,6 +61,17 @@ extern const char *const rfb_filter_names[RFB_F_COUNT];
 
 /* 1 if a and b are the same layer. */
 int rfb_layer_equal(const struct rfb_layer *a, const struct rfb_layer *b);
+
+/* The random stream of the layer at position under key. */
+void rfb_layer_rng(const struct rfb_pipe_key *key, int position, rfb_rng *rng);
+
+/*
+ * The rectangle crop layer l (centercrop or crop, at position) cuts from a
+ * w x h image into *r: 1 if it lies inside the image, 0 if it needs
+ * padding or l is no crop (*r may be filled all the same).
+ */
+int rfb_layer_crop_rect(const struct rfb_layer *l, int position, int w, int h,
+			const struct rfb_pipe_key *key, struct rfb_rect *r);
 
 /* Build a pipeline owning a copy of layers[0..n) and its canonical text.
  * NULL with err filled on failure. */

@@ -80,32 +80,6 @@ void rfb_pipe_ctx_last_decode(const rfb_pipe_ctx *ctx, struct rfb_pipe_decode *d
 
 /* ---- planning ---- */
 
-static void layer_rng(const struct rfb_pipe_key *k, int position, rfb_rng *rng)
-{
-	rfb_rng_init(rng, k->seed, k->epoch, k->sample,
-		     k->stage_base + (uint32_t)position);
-}
-
-/* The rectangle a crop layer would cut from a w x h image, if it lies
- * inside the image (no padding); 0 if it does not. */
-static int crop_inside(const struct rfb_layer *l, int position, int w, int h,
-		       const struct rfb_pipe_key *key, struct rfb_rect *r)
-{
-	rfb_rng rng;
-
-	if (l->kind == RFB_F_CENTERCROP) {
-		*r = rfb_centercrop_rect(w, h, l->height, l->width);
-	} else if (l->kind == RFB_F_CROP) {
-		layer_rng(key, position, &rng);
-		if (rfb_randcrop_rect(&rng, w, h, l->height, l->width, &l->pad,
-				      l->pad_if_needed, r, NULL))
-			return 0;
-	} else {
-		return 0;
-	}
-	return rfb_rect_inside(r, w, h);
-}
-
 /* Source span [*lo, *hi) that output pixels [first, first + n) of a
  * resize with this scale read (with a pixel of margin for rounding). */
 static void source_span(double scale, enum rfb_interp interp, int first, int n,
@@ -150,10 +124,10 @@ static void plan_resize(rfb_pipe_ctx *ctx, const rfb_pipeline *p, int s, int w,
 		return; /* an identity resize: nothing to fold */
 	out_w = win.width;
 	out_h = win.height;
-	/* crop_inside fills its rectangle even when it says "outside":
+	/* rfb_layer_crop_rect fills its rectangle even when it says "outside":
 	 * win must not get a crop that pads */
 	if (s + 1 < p->nlayers &&
-	    crop_inside(&p->layers[s + 1], s + 1, out_w, out_h, key, &crop))
+	    rfb_layer_crop_rect(&p->layers[s + 1], s + 1, out_w, out_h, key, &crop))
 		folded = 2, win = crop;
 	else if (rfb_win_plan_make(p, s + 1, out_w, out_h, key, &pl->win))
 		pl->windowed = 1, win = pl->win.in;
@@ -187,7 +161,7 @@ static void plan_rrcrop(rfb_pipe_ctx *ctx, const struct rfb_layer *l, int s,
 	double box[4];
 	int d;
 
-	layer_rng(key, s, &rng);
+	rfb_layer_rng(key, s, &rng);
 	rfb_rrcrop_rect(&rng, w, h, l->scale[0], l->scale[1], l->ratio[0],
 			l->ratio[1], &r);
 	d = pick_denom(ctx, w, h, r.width, r.height, l->width, l->height);
@@ -216,7 +190,7 @@ static void make_plan(rfb_pipe_ctx *ctx, const rfb_pipeline *p, int s, int w,
 		plan_resize(ctx, p, s, w, h, key, pl);
 	} else if (l->kind == RFB_F_RRCROP) {
 		plan_rrcrop(ctx, l, s, w, h, key, pl);
-	} else if (crop_inside(l, s, w, h, key, &r)) {
+	} else if (rfb_layer_crop_rect(l, s, w, h, key, &r)) {
 		double box[4];
 		if (rfb_decode_map_region(w, h, 1, r.left, r.top, r.width,
 					  r.height, &pl->opts, box) == 0)

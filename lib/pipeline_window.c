@@ -27,18 +27,12 @@ static int is_augment(const struct rfb_layer *l)
 	       l->kind == RFB_F_TRIVIALAUG;
 }
 
-static void layer_rng(const struct rfb_pipe_key *k, int position, rfb_rng *rng)
-{
-	rfb_rng_init(rng, k->seed, k->epoch, k->sample,
-		     k->stage_base + (uint32_t)position);
-}
-
 int rfb_run_draw_ops(const struct rfb_run *r, const struct rfb_layer *l,
 		     int position, int w, int h, struct rfb_aug_op ops[2])
 {
 	rfb_rng rng;
 
-	layer_rng(r->key, position, &rng);
+	rfb_layer_rng(r->key, position, &rng);
 	if (l->kind == RFB_F_RANDAUG) {
 		rfb_randaug_draw(&rng, l->magnitude, l->bins, w, h, &ops[0]);
 		return 1;
@@ -48,26 +42,6 @@ int rfb_run_draw_ops(const struct rfb_run *r, const struct rfb_layer *l,
 		return 1;
 	}
 	return rfb_autoaug_draw(&rng, l->policy, w, h, ops);
-}
-
-/* The rectangle crop layer l (number position) cuts from a w x h image,
- * if it lies inside (no padding). */
-static int crop_rect(const struct rfb_layer *l, int position, int w, int h,
-		     const struct rfb_pipe_key *key, struct rfb_rect *r)
-{
-	rfb_rng rng;
-
-	if (l->kind == RFB_F_CENTERCROP) {
-		*r = rfb_centercrop_rect(w, h, l->height, l->width);
-	} else if (l->kind == RFB_F_CROP) {
-		layer_rng(key, position, &rng);
-		if (rfb_randcrop_rect(&rng, w, h, l->height, l->width, &l->pad,
-				      l->pad_if_needed, r, NULL))
-			return 0;
-	} else {
-		return 0;
-	}
-	return rfb_rect_inside(r, w, h);
 }
 
 static int smaller(const struct rfb_rect *r, int w, int h)
@@ -120,7 +94,7 @@ int rfb_win_plan_make(const rfb_pipeline *p, int first, int w, int h,
 	pl->crop = c;
 	pl->full_w = w;
 	pl->full_h = h;
-	if (!crop_rect(&p->layers[c], c, w, h, key, &pl->rect))
+	if (!rfb_layer_crop_rect(&p->layers[c], c, w, h, key, &pl->rect))
 		return 0;
 	return plan_ops(p, &r, pl);
 }
