@@ -469,6 +469,23 @@ static int clampi(int v, int size)
 	return v < 0 ? 0 : v < size ? v : size - 1;
 }
 
+/* Where PIL's filters sample (xin, yin): the pixel (*x, *y) above and
+ * left of the point and the fractions (*dx, *dy) past it; 0 if the
+ * point is outside im. */
+static int sample_at(const rfb_image *im, double xin, double yin, int *x,
+		     int *y, double *dx, double *dy)
+{
+	if (xin < 0.0 || xin >= im->width || yin < 0.0 || yin >= im->height)
+		return 0;
+	xin -= 0.5;
+	yin -= 0.5;
+	*x = pil_floor(xin);
+	*y = pil_floor(yin);
+	*dx = xin - *x;
+	*dy = yin - *y;
+	return 1;
+}
+
 /* bilinear_filter8/32RGB: 0 if (xin, yin) is outside src. */
 static int bilinear_px(const rfb_image *im, double xin, double yin,
 		       unsigned char *out)
@@ -477,14 +494,8 @@ static int bilinear_px(const rfb_image *im, double xin, double yin,
 	const unsigned char *r0, *r1;
 	double dx, dy;
 
-	if (xin < 0.0 || xin >= im->width || yin < 0.0 || yin >= im->height)
+	if (!sample_at(im, xin, yin, &x, &y, &dx, &dy))
 		return 0;
-	xin -= 0.5;
-	yin -= 0.5;
-	x = pil_floor(xin);
-	y = pil_floor(yin);
-	dx = xin - x;
-	dy = yin - y;
 	r0 = row_of(im, clampi(y, im->height));
 	r1 = y + 1 >= 0 && y + 1 < im->height ? row_of(im, y + 1) : NULL;
 	x0 = clampi(x, im->width) * c;
@@ -526,14 +537,8 @@ static int bicubic_px(const rfb_image *im, double xin, double yin,
 	const unsigned char *rows[4];
 	double dx, dy;
 
-	if (xin < 0.0 || xin >= im->width || yin < 0.0 || yin >= im->height)
+	if (!sample_at(im, xin, yin, &x, &y, &dx, &dy))
 		return 0;
-	xin -= 0.5;
-	yin -= 0.5;
-	x = pil_floor(xin);
-	y = pil_floor(yin);
-	dx = xin - x;
-	dy = yin - y;
 	x--;
 	y--;
 	for (int i = 0; i < 4; i++)

@@ -50,9 +50,13 @@ def build_library(asan):
     lib = os.path.join(out_dir, "librefurb_ops%s.so" % ("_asan" if asan else ""))
     flags = ["-O1", "-g", "-fsanitize=address,undefined"] if asan else ["-O2"]
     srcs = sorted(glob.glob(os.path.join(ROOT, "lib", "*.c")))
+    # every library the whole of lib/ links with (decode, encode, zstd, aio)
+    libs = subprocess.run(["pkg-config", "--libs", "libturbojpeg", "libjpeg",
+                           "libzstd"], stdout=subprocess.PIPE, text=True,
+                          check=True).stdout.split() + ["-laio", "-pthread", "-lm"]
     subprocess.run(["cc", "-std=c11", "-D_GNU_SOURCE", "-fPIC", "-shared",
                     "-I" + os.path.join(ROOT, "lib", "include")] + flags +
-                   ["-o", lib] + srcs + ["-lm"], check=True)
+                   ["-o", lib] + srcs + libs, check=True)
     dll = ctypes.CDLL(lib)
     dll.rfb_op_apply.argtypes = [ctypes.c_int, ctypes.c_double, ctypes.c_int,
                                  ctypes.c_void_p, ctypes.POINTER(RfbImage),
