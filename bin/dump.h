@@ -19,6 +19,10 @@ struct dump_opts {
 			       * -1 if not given */
 };
 
+/* s as a TSV field: tab, newline, carriage return and backslash escaped
+ * as \t \n \r \\ (refurb-index --list unescapes them). */
+void dump_tsv_field(FILE *out, const char *s);
+
 /* Each part returns the program's exit status (0 ok, 1 error). */
 int dump_index(struct cli *c, const char *path, const struct dump_opts *o,
 	       FILE *out);

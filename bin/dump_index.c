@@ -12,17 +12,23 @@ static void print_tsv(const rfb_index *idx, FILE *out)
 {
 	uint32_t n = rfb_index_count(idx);
 
-	fprintf(out, "# root\t%s\n", rfb_index_root(idx));
-	for (uint32_t c = 0; c < rfb_index_class_count(idx); c++)
-		fprintf(out, "# class\t%u\t%s\n", c, rfb_index_class_name(idx, c));
+	fputs("# root\t", out);
+	dump_tsv_field(out, rfb_index_root(idx));
+	for (uint32_t c = 0; c < rfb_index_class_count(idx); c++) {
+		fprintf(out, "\n# class\t%u\t", c);
+		dump_tsv_field(out, rfb_index_class_name(idx, c));
+	}
+	fputs("\n", out);
 	fprintf(out, "# id\tlabel\tclass\tbytes\twidth\theight\tchannels\tpath\n");
 	for (uint32_t i = 0; i < n; i++) {
 		rfb_sample_info s;
 		(void)rfb_index_get(idx, i, &s);
-		fprintf(out, "%u\t%u\t%s\t%llu\t%u\t%u\t%u\t%s\n", i, s.label,
-			rfb_index_class_name(idx, s.label),
-			(unsigned long long)s.bytes, s.width, s.height,
-			s.channels, s.path);
+		fprintf(out, "%u\t%u\t", i, s.label);
+		dump_tsv_field(out, rfb_index_class_name(idx, s.label));
+		fprintf(out, "\t%llu\t%u\t%u\t%u\t", (unsigned long long)s.bytes,
+			s.width, s.height, s.channels);
+		dump_tsv_field(out, s.path);
+		putc('\n', out);
 	}
 }
 
@@ -55,9 +61,11 @@ static void print_classes(const rfb_index *idx, uint64_t *per_class,
 	uint32_t nc = rfb_index_class_count(idx);
 
 	fprintf(out, "# label\tclass\tsamples\n");
-	for (uint32_t c = 0; c < nc; c++)
-		fprintf(out, "%u\t%s\t%llu\n", c, rfb_index_class_name(idx, c),
-			(unsigned long long)per_class[c]);
+	for (uint32_t c = 0; c < nc; c++) {
+		fprintf(out, "%u\t", c);
+		dump_tsv_field(out, rfb_index_class_name(idx, c));
+		fprintf(out, "\t%llu\n", (unsigned long long)per_class[c]);
+	}
 	if (nc)
 		print_distribution(out, "per class", per_class, nc, 1, "samples");
 }

@@ -175,11 +175,14 @@ static void stats_labels(FILE *out, const struct stats *s,
 			 const struct rfb_stream_info *in)
 {
 	fprintf(out, "# label\tclass\timages\tper-epoch-min\tper-epoch-max\n");
-	for (uint32_t k = 0; k < s->classes; k++)
-		fprintf(out, "%u\t%s\t%llu\t%llu\t%llu\n", k, in->class_names[k],
+	for (uint32_t k = 0; k < s->classes; k++) {
+		fprintf(out, "%u\t", k);
+		dump_tsv_field(out, in->class_names[k]);
+		fprintf(out, "\t%llu\t%llu\t%llu\n",
 			(unsigned long long)s->total[k],
 			(unsigned long long)s->min[k],
 			(unsigned long long)s->max[k]);
+	}
 }
 
 /* ---- one batch and its contact sheet --------------------------------- */
@@ -338,10 +341,12 @@ static int dump_batch(struct cli *c, const struct dump_stream_opts *so,
 	fprintf(out, "# batch\tepoch %u step %u global %llu, %u images\n",
 		b->epoch, b->step, (unsigned long long)b->global_step, b->n);
 	fprintf(out, "# index\trow\tcolumn\tid\tlabel\tclass\n");
-	for (uint32_t j = 0; j < b->n; j++)
-		fprintf(out, "%u\t%u\t%u\t%u\t%u\t%s\n", j, j / (uint32_t)cols,
-			j % (uint32_t)cols, b->ids[j], b->labels[j],
-			in->class_names[b->labels[j]]);
+	for (uint32_t j = 0; j < b->n; j++) {
+		fprintf(out, "%u\t%u\t%u\t%u\t%u\t", j, j / (uint32_t)cols,
+			j % (uint32_t)cols, b->ids[j], b->labels[j]);
+		dump_tsv_field(out, in->class_names[b->labels[j]]);
+		putc('\n', out);
+	}
 	fflush(out);   /* the table before any message about the sheet */
 	return so->sheet ? write_sheet(c, so, in, b, cols) : 0;
 }

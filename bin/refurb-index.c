@@ -162,8 +162,10 @@ int main(int argc, char **argv)
 			(unsigned long long)st.bad, secs,
 			secs > 0 ? (double)st.candidates / secs : 0.0);
 		if (st.empty_classes)
-			fprintf(stderr, "refurb-index: %u classes have no images\n",
-				st.empty_classes);
+			fprintf(stderr, "refurb-index: %u %s no images (kept in "
+				"the class table, so labels stay ImageFolder's)\n",
+				st.empty_classes, st.empty_classes == 1 ?
+				"class has" : "classes have");
 	}
 	free(data);
 	rfb_index_builder_free(b);

@@ -311,7 +311,30 @@ static int is_number(const char *s)
 	return 1;
 }
 
-/* Split line at tabs into at most max fields; returns the field count. */
+/* Undo refurb-dump's escapes in place: \t \n \r \\ are a tab, a
+ * newline, a carriage return and a backslash; any other backslash is
+ * itself. */
+static void unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		char c = *s;
+		if (c == '\\' && s[1]) {
+			switch (s[1]) {
+			case 't': c = '\t'; s++; break;
+			case 'n': c = '\n'; s++; break;
+			case 'r': c = '\r'; s++; break;
+			case '\\': s++; break;
+			}
+		}
+		*o++ = c;
+	}
+	*o = '\0';
+}
+
+/* Split line at tabs into at most max fields, each unescaped; returns
+ * the field count. */
 static int split_tabs(char *line, char **f, int max)
 {
 	int n = 0;
@@ -324,6 +347,8 @@ static int split_tabs(char *line, char **f, int max)
 				return max + 1;
 			f[n++] = p + 1;
 		}
+	for (int i = 0; i < n; i++)
+		unescape(f[i]);
 	return n;
 }
 

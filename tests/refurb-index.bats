@@ -221,6 +221,21 @@ PY
 	cmp "$T/a.idx" "$T/c.idx"
 }
 
+@test "round trip with tabs, newlines and backslashes in class and file names" {
+	mkdir -p "$T/w/a	tab" "$T/w/back\\slash"
+	cp "$DS/class000/$(ls "$DS/class000" | head -n 1)" "$T/w/a	tab/new
+line.jpg"
+	cp "$DS/class001/$(ls "$DS/class001" | head -n 1)" "$T/w/back\\slash/x\\ty.jpg"
+	refurb-index -q -o "$T/a.idx" "$T/w"
+	refurb-dump -o "$T/a.tsv" "$T/a.idx"
+	# one line per record: the names are escaped
+	[ "$(grep -c . "$T/a.tsv")" -eq 6 ]
+	grep -qF 'a\ttab/new\nline.jpg' "$T/a.tsv"
+	grep -qF 'back\\slash/x\\ty.jpg' "$T/a.tsv"
+	refurb-index -q --list "$T/a.tsv" -o "$T/b.idx"
+	cmp "$T/a.idx" "$T/b.idx"
+}
+
 @test "list input: PATH<TAB>LABEL with names and with numbers" {
 	(cd "$DS" && ls class000/*.jpg | head -n 3 | sed 's/$/\tcat/'
 	 ls class001/*.jpg | head -n 2 | sed 's/$/\tdog/') > "$T/names.txt"
