@@ -448,7 +448,11 @@ int dump_stream(struct cli *c, const char *path, const struct dump_opts *o,
 	int fd, rc, status = 0;
 
 	check_opts(c, so, &d.sel);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+	if (strcmp(path, "-") == 0)
+		fd = dup(STDIN_FILENO), d.path = path = "(stdin)";
+	else
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		cli_die(c, "%s: %s", path, strerror(errno));
 	rfb_stream_reader *r = rfb_stream_reader_new_fd(fd, path, NULL, &err);
 	if (!r)

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -28,12 +29,13 @@ static const char help[] =
 	"  schedule  TSV (id phase) and, with --stats, N, r, policy, phases\n"
 	"  plan      TSV (epoch step sample_id hit|miss), one line per sample;\n"
 	"            with --stats a per-epoch table and the reuse counts\n"
-	"            (FILE '-' reads a plan from stdin)\n"
 	"  cache     a directory holding a manifest: TSV of its records; with\n"
 	"            --stats a summary (records, compression, write\n"
 	"            amplification ...)\n"
 	"  stream    a batch stream: one line per frame; with --stats per-epoch\n"
 	"            counts and the label histogram\n"
+	"FILE '-' reads any of them but a cache from stdin, e.g.\n"
+	"refurb-final ... | refurb-dump -b 0:0 --sheet batch.jpg -\n"
 	"\n"
 	"  -S, --stats        a summary instead of the listing\n"
 	"  -i, --index FILE   plan: the index, for miss pixels per batch\n"
@@ -68,6 +70,55 @@ static enum kind directory_kind(struct cli *c, const char *path)
 		path);
 }
 
+/* stdin whose first bytes were read to learn its kind: a thread writes
+ * them, then the rest of stdin, into a pipe that takes fd 0's place (a
+ * pipe cannot be peeked at), so every part reads "-" from the start. */
+struct replay {
+	unsigned char head[16];
+	size_t len;
+	int in, out;
+};
+
+static void *replay_main(void *arg)
+{
+	struct replay *r = arg;
+	static unsigned char buf[1 << 16];
+	ssize_t got;
+
+	if (rfb_write_full(r->out, r->head, r->len) == 0)
+		while ((got = read(r->in, buf, sizeof buf)) != 0) {
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got < 0 || rfb_write_full(r->out, buf, (size_t)got) < 0)
+				break; /* the reader sees the stream end early */
+		}
+	close(r->out);
+	close(r->in);
+	return NULL;
+}
+
+static ssize_t sniff_stdin(struct cli *c, unsigned char *magic, size_t n)
+{
+	static struct replay r;
+	pthread_t t;
+	int p[2];
+
+	ssize_t got = rfb_read_full(STDIN_FILENO, r.head, sizeof r.head);
+	if (got < 0)
+		cli_die(c, "(stdin): read failed: %s", strerror(errno));
+	r.len = (size_t)got;
+	memcpy(magic, r.head, n < r.len ? n : r.len);
+	if (pipe(p) < 0 || (r.in = dup(STDIN_FILENO)) < 0 ||
+	    dup2(p[0], STDIN_FILENO) < 0)
+		cli_die(c, "(stdin): %s", strerror(errno));
+	close(p[0]);
+	r.out = p[1];
+	if ((errno = pthread_create(&t, NULL, replay_main, &r)) != 0)
+		cli_die(c, "(stdin): cannot start a thread: %s", strerror(errno));
+	pthread_detach(t);
+	return got;
+}
+
 /* Recognise a file by its first bytes. */
 static enum kind file_kind(struct cli *c, const char *path)
 {
@@ -76,8 +127,10 @@ static enum kind file_kind(struct cli *c, const char *path)
 	ssize_t got;
 	int fd;
 
-	if (strcmp(path, "-") == 0)
-		return KIND_PLAN; /* the only format that is read from a pipe */
+	if (strcmp(path, "-") == 0) {
+		got = sniff_stdin(c, magic, sizeof magic);
+		goto classify;
+	}
 	if (stat(path, &st) < 0)
 		cli_die(c, "%s: %s", path, strerror(errno));
 	if (S_ISDIR(st.st_mode))
@@ -89,6 +142,7 @@ static enum kind file_kind(struct cli *c, const char *path)
 	close(fd);
 	if (got < 0)
 		cli_die(c, "%s: read failed: %s", path, strerror(errno));
+classify:
 	if (got >= 7 && memcmp(magic, "RFBINDX", 7) == 0)
 		return KIND_INDEX;
 	if (got >= 7 && memcmp(magic, "RFBSCHD", 7) == 0)
@@ -165,7 +219,8 @@ int main(int argc, char **argv)
 	path = argv[optind];
 	k = file_kind(&c, path);
 	if (k == KIND_UNKNOWN)
-		cli_die(&c, "%s: not a refurb file (unknown magic)", path);
+		cli_die(&c, "%s: not a refurb file (unknown magic)",
+			strcmp(path, "-") ? path : "(stdin)");
 	out = cli_open_output(&c, o.output, 0, 0);
 	switch (k) {
 	case KIND_INDEX: rc = dump_index(&c, path, &o, out); break;

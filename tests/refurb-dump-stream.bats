@@ -7,8 +7,6 @@ load helpers
 bats_require_minimum_version 1.5.0
 
 setup() {
-	refurb-dump --help 2>/dev/null | grep -qi stream ||
-		skip "refurb-dump does not read batch streams yet (dump_stream() is not wired into bin/refurb-dump.c)"
 	T="$BATS_TEST_TMPDIR"
 	W="$BUILD_DIR/tools/write_stream"
 }
@@ -160,4 +158,21 @@ EOF
 	[ "${lines[-1]}" = "# end	clean: 1 batches, 5 images, 1 epochs" ]
 	run refurb-dump -b 0:0 --sheet "$T/py.jpg" "$T/py"
 	[ "$status" -eq 0 ] && [ -s "$T/py.jpg" ]
+}
+
+@test "a stream on stdin: the same listing, and a batch's sheet" {
+	"$W" -o "$T/s"
+	refurb-dump "$T/s" | tail -n +2 > "$T/file.txt"
+	refurb-dump - < "$T/s" > "$T/stdin.txt"
+	[ "$(head -n 1 "$T/stdin.txt")" = "# stream	(stdin)" ]
+	tail -n +2 "$T/stdin.txt" | cmp - "$T/file.txt"
+	cat "$T/s" | refurb-dump -b 0:1 --sheet "$T/b.jpg" - > /dev/null
+	[ "$(head -c 3 "$T/b.jpg" | od -An -tx1 | tr -d ' ')" = ffd8ff ]
+}
+
+@test "stdin that is no refurb file is refused as (stdin)" {
+	run refurb-dump - <<< "hello, world"
+	expect_fail 1 "refurb-dump: (stdin): not a refurb file (unknown magic)"
+	run refurb-dump - < /dev/null
+	expect_fail 1 "refurb-dump: (stdin): not a refurb file (unknown magic)"
 }
