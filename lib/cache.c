@@ -589,8 +589,10 @@ rfb_cache *rfb_cache_open(const char *dir, const struct rfb_cache_manifest *want
 		rfb_err_sys(err, errno, dir, "cannot create cache directory");
 		goto fail;
 	}
-	if (refuse_foreign(c, err) || take_lock(c, err) ||
-	    check_manifest(c, &c->man, flags, rec, err))
+	if (refuse_foreign(c, err) || take_lock(c, err))
+		goto fail;
+	cache_remove_temporaries(c->dir);
+	if (check_manifest(c, &c->man, flags, rec, err))
 		goto fail;
 	c->manifest_hash = cache_manifest_hash(&c->man);
 	if (cache_recover(c, rec, err))
@@ -608,30 +610,114 @@ fail:
 	return NULL;
 }
 
-int rfb_cache_checkpoint(rfb_cache *c, rfb_err *err)
+/* ---- checkpoints, written in the background ---- */
+
+static void *ckpt_main(void *arg)
 {
+	struct ckpt_job *k = arg;
 	char path[4200];
+
+	k->rc = 0;
+	for (size_t i = 0; i < k->nfds && !k->rc; i++)
+		if (fsync(k->fds[i]) < 0) {
+			rfb_cache_segment_path(k->dir, k->ids[i], path, sizeof path);
+			k->rc = rfb_err_sys(&k->err, errno, path, "fsync failed");
+		}
+	snprintf(path, sizeof path, "%s/" CHECKPOINT_NAME, k->dir);
+	if (!k->rc && k->sync_dir)
+		k->rc = rfb_fsync_parent(path, &k->err);
+	/* segments first: the checkpoint names only durable records */
+	if (!k->rc)
+		k->rc = rfb_file_replace(path, k->data, k->len, &k->err);
+	return NULL;
+}
+
+static void ckpt_release(struct ckpt_job *k)
+{
+	for (size_t i = 0; i < k->nfds; i++)
+		close(k->fds[i]);
+	free(k->fds);
+	free(k->ids);
+	free(k->data);
+	k->fds = NULL;
+	k->ids = NULL;
+	k->data = NULL;
+	k->nfds = 0;
+}
+
+/* Wait for the background checkpoint, if any; its result. */
+static int ckpt_join(rfb_cache *c, rfb_err *err)
+{
+	struct ckpt_job *k = &c->ck;
 	int rc;
 
-	if ((rc = rfb_cache_flush(c, err)))
+	if (!k->running)
+		return 0;
+	pthread_join(k->thread, NULL);
+	k->running = 0;
+	ckpt_release(k);
+	if ((rc = k->rc) && err)
+		*err = k->err;
+	return rc;
+}
+
+/* Flush, and hand the fsyncs and the checkpoint of the cache as it is now
+ * to a job (run by a thread when background, else here). */
+static int ckpt_begin(rfb_cache *c, int background, rfb_err *err)
+{
+	struct ckpt_job *k = &c->ck;
+	size_t n = 0;
+	int rc;
+
+	if ((rc = ckpt_join(c, err)) || (rc = rfb_cache_flush(c, err)))
 		return rc;
+	for (size_t i = 0; i < c->nsegs; i++)
+		n += c->segs[i].durable != c->segs[i].synced && c->segs[i].fd >= 0;
+	k->fds = malloc((n ? n : 1) * sizeof *k->fds);
+	k->ids = malloc((n ? n : 1) * sizeof *k->ids);
+	if (!k->fds || !k->ids) {
+		ckpt_release(k);
+		return rfb_err_set(err, RFB_ENOMEM, c->dir, "out of memory");
+	}
 	for (size_t i = 0; i < c->nsegs; i++) {
 		struct seg *s = &c->segs[i];
 		if (s->durable == s->synced || s->fd < 0)
 			continue;
-		if (fsync(s->fd) < 0) {
-			rfb_cache_segment_path(c->dir, s->id, path, sizeof path);
-			return rfb_err_sys(err, errno, path, "fsync failed");
+		/* a copy: the segment may be closed or deleted meanwhile */
+		if ((k->fds[k->nfds] = dup(s->fd)) < 0) {
+			ckpt_release(k);
+			return rfb_err_sys(err, errno, c->dir, "cannot dup a segment");
 		}
+		k->ids[k->nfds++] = s->id;
 		s->synced = s->durable;
 	}
-	if (c->dir_dirty) {
-		snprintf(path, sizeof path, "%s/" CHECKPOINT_NAME, c->dir);
-		if ((rc = rfb_fsync_parent(path, err)))
-			return rc;
-		c->dir_dirty = 0;
+	k->sync_dir = c->dir_dirty;
+	c->dir_dirty = 0;
+	k->dir = c->dir;
+	if ((rc = cache_build_checkpoint(c, &k->data, &k->len, err))) {
+		ckpt_release(k);
+		return rc;
 	}
-	return cache_write_checkpoint(c, err);
+	k->running = 1;
+	if (!background || pthread_create(&k->thread, NULL, ckpt_main, k) != 0) {
+		ckpt_main(k);
+		k->running = 0;
+		ckpt_release(k);
+		if ((rc = k->rc) && err)
+			*err = k->err;
+		return rc;
+	}
+	return 0;
+}
+
+int rfb_cache_checkpoint_start(rfb_cache *c, rfb_err *err)
+{
+	return ckpt_begin(c, 1, err);
+}
+
+int rfb_cache_checkpoint(rfb_cache *c, rfb_err *err)
+{
+	return ckpt_begin(c, 0, err);
 }
 
 int rfb_cache_close(rfb_cache *c, rfb_err *err)

@@ -213,6 +213,23 @@ int cache_list_segments(const char *dir, uint32_t **ids, size_t *n,
 	return 0;
 }
 
+void cache_remove_temporaries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char path[4200];
+
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, CHECKPOINT_NAME ".tmp.", 12) ||
+		    !strncmp(e->d_name, MANIFEST_NAME ".tmp.", 13)) {
+			snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+			(void)unlink(path); /* left for the next writer if it fails */
+		}
+	closedir(d);
+}
+
 /* ---- the reader's view ---- */
 
 struct open_seg {

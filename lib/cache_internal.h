@@ -6,6 +6,7 @@
 #ifndef REFURB_CACHE_INTERNAL_H
 #define REFURB_CACHE_INTERNAL_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
@@ -40,6 +41,22 @@ struct entry {
 	uint32_t death;
 };
 
+/* A checkpoint written in the background (rfb_cache_checkpoint_start):
+ * the thread owns everything here until it is joined. */
+struct ckpt_job {
+	int running;
+	pthread_t thread;
+	int *fds;              /* dup'ed descriptors of segments to fsync */
+	uint32_t *ids;         /* their segment ids, for messages */
+	size_t nfds;
+	int sync_dir;          /* fsync the directory first */
+	char *dir;
+	unsigned char *data;   /* the checkpoint file */
+	size_t len;
+	int rc;
+	rfb_err err;
+};
+
 struct rfb_cache {
 	char *dir;
 	int lockfd;
@@ -55,6 +72,7 @@ struct rfb_cache {
 	uint64_t step;
 	struct rfb_cache_stats st;
 	uint64_t base_appended, base_written; /* by earlier runs */
+	struct ckpt_job ck;
 };
 
 /* cache_files.c */
@@ -68,6 +86,10 @@ int cache_parse_segment_header(const unsigned char *h, uint32_t *id,
 int cache_list_segments(const char *dir, uint32_t **ids, size_t *n,
 			rfb_err *err);
 
+/* Delete the temporary files of checkpoints and manifests that a writer
+ * killed while writing them left (call with the lock held). */
+void cache_remove_temporaries(const char *dir);
+
 /* cache.c */
 struct seg *cache_find_seg(rfb_cache *c, uint32_t id);
 struct seg *cache_add_seg(rfb_cache *c, uint32_t id, uint32_t death,
@@ -78,6 +100,8 @@ void cache_set_entry(rfb_cache *c, uint32_t sample, uint32_t seg,
 
 /* cache_recover.c */
 int cache_recover(rfb_cache *c, struct rfb_cache_recovery *rec, rfb_err *err);
-int cache_write_checkpoint(rfb_cache *c, rfb_err *err);
+/* The checkpoint file of c as it is now: *data malloc'ed. */
+int cache_build_checkpoint(const rfb_cache *c, unsigned char **data,
+			   size_t *len, rfb_err *err);
 
 #endif

@@ -33,12 +33,11 @@ static size_t live_entries(const rfb_cache *c)
 	return n;
 }
 
-int cache_write_checkpoint(rfb_cache *c, rfb_err *err)
+int cache_build_checkpoint(const rfb_cache *c, unsigned char **data,
+			   size_t *len_out, rfb_err *err)
 {
 	size_t ne = live_entries(c), len;
 	unsigned char *b, *p;
-	char path[4200];
-	int rc;
 
 	len = CKPT_HEADER + c->nsegs * CKPT_SEG + ne * CKPT_ENTRY + 4;
 	if (!(b = calloc(1, len)))
@@ -75,10 +74,9 @@ int cache_write_checkpoint(rfb_cache *c, rfb_err *err)
 		p += CKPT_ENTRY;
 	}
 	rfb_put_le32(p, rfb_crc32c(0, b + CKPT_HEADER, len - CKPT_HEADER - 4));
-	snprintf(path, sizeof path, "%s/" CHECKPOINT_NAME, c->dir);
-	rc = rfb_file_replace(path, b, len, err);
-	free(b);
-	return rc;
+	*data = b;
+	*len_out = len;
+	return 0;
 }
 
 /* ---- reading it ---- */

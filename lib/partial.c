@@ -508,7 +508,8 @@ static int setup(struct partial *P, int in_fd, const char *in_name,
 }
 
 /* The stream: batches are queued and finished in order; an epoch's end
- * finishes everything, checkpoints the cache and passes the line on. */
+ * finishes everything, starts a checkpoint of the cache in the background
+ * and passes the line on. */
 static int run(struct partial *P, rfb_err *err)
 {
 	rfb_plan_item item;
@@ -523,8 +524,9 @@ static int run(struct partial *P, rfb_err *err)
 				return rc;
 			continue;
 		}
+		/* the fsyncs overlap the next epoch's first batches */
 		if ((rc = finish_all(P, err)) ||
-		    (rc = rfb_cache_checkpoint(P->cache, err)))
+		    (rc = rfb_cache_checkpoint_start(P->cache, err)))
 			return rc;
 		size_t n = rfb_plan_format_epoch_end(line, sizeof line, &item.epoch);
 		if ((rc = write_out(P, line, n, err)))

@@ -300,6 +300,60 @@ static void test_crash_recovery(void)
 }
 
 /* Segments die in their death epoch and are deleted after the grace. */
+/* Checkpoints in the background: appends go on while one is written; a
+ * crash while one runs loses nothing; close waits for it. */
+static void test_background_checkpoint(void)
+{
+	struct rfb_cache_manifest m = manifest();
+	struct rfb_cache_recovery rec;
+	struct rfb_cache_addr a;
+	rfb_err err = { 0 };
+	char cmd[128];
+
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir); /* an empty cache */
+	CHECK(system(cmd) == 0);
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		rfb_cache *c = rfb_cache_open(dir, &m, RFB_CACHE_RESET, 2, &rec, &err);
+		for (uint32_t i = 0; c && i < 30; i++) {
+			if (put(c, i, 0, 1 + i % 2, &a))
+				_exit(2);
+			/* the second start waits for the first */
+			if ((i == 9 || i == 19) && rfb_cache_checkpoint_start(c, &err))
+				_exit(3);
+		}
+		if (!c || rfb_cache_flush(c, &err))
+			_exit(4);
+		_exit(0); /* like kill -9, maybe while the second is written */
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* what a writer killed while writing its checkpoint leaves */
+	char tmp[160];
+	snprintf(tmp, sizeof tmp, "%s/records.tmp.99999", dir);
+	FILE *f = fopen(tmp, "w");
+	CHECK(f && fputs("half a checkpoint", f) >= 0 && fclose(f) == 0);
+	rfb_cache *c = rfb_cache_open(dir, &m, 0, 2, &rec, &err);
+	CHECK(access(tmp, F_OK) != 0); /* the next writer deletes it */
+	CHECKF(c && rec.from_checkpoint && rec.records == 30 &&
+	       (rec.scanned == 10 || rec.scanned == 20),
+	       "records %llu scanned %llu", (unsigned long long)rec.records,
+	       (unsigned long long)rec.scanned);
+	for (uint32_t i = 30; c && i < 40; i++)
+		CHECK(put(c, i, 0, 1, &a) == 0);
+	CHECK(c && rfb_cache_checkpoint_start(c, &err) == 0);
+	CHECK(c && put(c, 40, 0, 1, &a) == 0);
+	CHECK(rfb_cache_close(c, &err) == 0);
+	c = rfb_cache_open(dir, &m, 0, 2, &rec, &err);
+	CHECKF(c && rec.from_checkpoint && rec.records == 41 && rec.scanned == 0,
+	       "records %llu scanned %llu", (unsigned long long)rec.records,
+	       (unsigned long long)rec.scanned);
+	rfb_cache_close(c, &err);
+	CHECK(system(cmd) == 0);
+}
+
 static void test_eviction(void)
 {
 	struct rfb_cache_manifest m = manifest();
@@ -411,6 +465,7 @@ int main(void)
 	RUN(test_append_lookup_read);
 	RUN(test_lock_and_manifest);
 	RUN(test_crash_recovery);
+	RUN(test_background_checkpoint);
 	RUN(test_eviction);
 	RUN(test_compaction);
 	RUN(test_view_release);

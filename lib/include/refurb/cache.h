@@ -151,6 +151,15 @@ int rfb_cache_advance(rfb_cache *c, uint32_t epoch, uint64_t global_step,
  */
 int rfb_cache_checkpoint(rfb_cache *c, rfb_err *err) RFB_MUST_CHECK;
 
+/*
+ * The same in the background: flush and take the record index as it is
+ * now, then return while a thread fsyncs the segments and writes the
+ * checkpoint, so that appending goes on meanwhile.  The checkpoint is
+ * complete when the next rfb_cache_checkpoint(_start) or rfb_cache_close
+ * returns; an error of the background work is returned by that call.
+ */
+int rfb_cache_checkpoint_start(rfb_cache *c, rfb_err *err) RFB_MUST_CHECK;
+
 void rfb_cache_get_stats(const rfb_cache *c, struct rfb_cache_stats *s);
 
 /* ---- manifest ---- */
