@@ -22,6 +22,10 @@ setup() {
 @test "--help, --version, usage errors" {
 	run refurb-partial --help
 	[ "$status" -eq 0 ] && [[ "${lines[0]}" == "Usage: refurb-partial"* ]]
+	# the help is printed as is, not through printf: no doubled %
+	for p in index evict plan partial final dump; do
+		! refurb-$p --help | grep -q '%%'
+	done
 	run refurb-partial --version
 	[ "$status" -eq 0 ]
 	run refurb-partial -p "$SPEC" train.idx
