@@ -24,7 +24,7 @@ setup() {
 	[ "$status" -eq 0 ] && [[ "${lines[0]}" == "Usage: refurb-partial"* ]]
 	# the help is printed as is, not through printf: no doubled %
 	for p in index evict plan partial final dump; do
-		! refurb-$p --help | grep -q '%%'
+		[ -z "$(refurb-$p --help | grep '%%')" ]
 	done
 	run refurb-partial --version
 	[ "$status" -eq 0 ]
