@@ -468,6 +468,28 @@ static int take_lock(rfb_cache *c, rfb_err *err)
 	return 0;
 }
 
+/* Segments that died under an earlier writer wait out their grace only
+ * while someone reads the cache: with no reader (no shared lock on the
+ * readers file), nothing can still be reading them, and they go now.
+ * Else a run shorter than the grace would leave them behind for good. */
+static int delete_inherited(rfb_cache *c, rfb_err *err)
+{
+	char path[4200];
+	int fd, alone;
+
+	snprintf(path, sizeof path, "%s/" READERS_NAME, c->dir);
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0)
+		return rfb_err_sys(err, errno, path, "cannot create");
+	alone = flock(fd, LOCK_EX | LOCK_NB) == 0;
+	close(fd);  /* a reader may come now: it reads only what is live */
+	if (!alone)
+		return 0;
+	for (size_t i = 0; i < c->nsegs; i++)
+		if (c->segs[i].dead)
+			c->segs[i].dead_since = 0;
+	return delete_segments(c, c->grace, err);
+}
+
 /* Remove every cache file (for --reset): segments, checkpoint, manifest. */
 static int empty_cache(rfb_cache *c, rfb_err *err)
 {
@@ -503,6 +525,7 @@ static int has_foreign_files(const char *dir)
 		size_t len = strlen(n);
 		foreign = strcmp(n, ".") && strcmp(n, "..") &&
 			  strcmp(n, LOCK_NAME) && strcmp(n, CHECKPOINT_NAME) &&
+			  strcmp(n, READERS_NAME) &&
 			  strncmp(n, MANIFEST_NAME, strlen(MANIFEST_NAME)) &&
 			  strncmp(n, CHECKPOINT_NAME ".tmp.", 12) &&
 			  !(len == 12 && strcmp(n + 8, ".seg") == 0);
@@ -595,7 +618,7 @@ rfb_cache *rfb_cache_open(const char *dir, const struct rfb_cache_manifest *want
 	if (check_manifest(c, &c->man, flags, rec, err))
 		goto fail;
 	c->manifest_hash = cache_manifest_hash(&c->man);
-	if (cache_recover(c, rec, err))
+	if (cache_recover(c, rec, err) || delete_inherited(c, err))
 		goto fail;
 	return c;
 fail:

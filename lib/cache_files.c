@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -241,6 +242,7 @@ struct open_seg {
 struct rfb_cache_view {
 	char *dir;
 	int direct;
+	int readers_fd;          /* shared flock while the view lives, or -1 */
 	struct rfb_cache_manifest man;
 	struct open_seg *open;   /* sorted by id */
 	size_t nopen, cap;
@@ -251,6 +253,7 @@ struct rfb_cache_view {
 rfb_cache_view *rfb_cache_view_open(const char *dir, int direct, rfb_err *err)
 {
 	rfb_cache_view *v = calloc(1, sizeof *v);
+	char path[4200];
 
 	if (!v || !(v->dir = strdup(dir))) {
 		free(v);
@@ -258,9 +261,18 @@ rfb_cache_view *rfb_cache_view_open(const char *dir, int direct, rfb_err *err)
 		return NULL;
 	}
 	v->direct = direct;
+	v->readers_fd = -1;
 	if (rfb_cache_read_manifest(dir, &v->man, err)) {
 		rfb_cache_view_close(v);
 		return NULL;
+	}
+	/* tells a writer that opens the cache that someone reads (an older
+	 * cache without the file is read all the same) */
+	snprintf(path, sizeof path, "%s/" READERS_NAME, dir);
+	if ((v->readers_fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0 &&
+	    flock(v->readers_fd, LOCK_SH) < 0) {
+		close(v->readers_fd);
+		v->readers_fd = -1;
 	}
 	return v;
 }
@@ -271,6 +283,8 @@ void rfb_cache_view_close(rfb_cache_view *v)
 		return;
 	for (size_t i = 0; i < v->nopen; i++)
 		close(v->open[i].fd);
+	if (v->readers_fd >= 0)
+		close(v->readers_fd);
 	free(v->open);
 	free(v->dir);
 	free(v);

@@ -16,6 +16,7 @@
 #define CHECKPOINT_NAME "records"
 #define MANIFEST_NAME "manifest"
 #define LOCK_NAME "lock"
+#define READERS_NAME "readers" /* readers hold a shared flock on it */
 #define WRITE_BUFFER_FLUSH ((size_t)4 << 20)
 #define DEAD_SINCE_UNKNOWN UINT64_MAX
 
