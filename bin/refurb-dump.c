@@ -70,9 +70,10 @@ static enum kind directory_kind(struct cli *c, const char *path)
 		path);
 }
 
-/* stdin whose first bytes were read to learn its kind: a thread writes
- * them, then the rest of stdin, into a pipe that takes fd 0's place (a
- * pipe cannot be peeked at), so every part reads "-" from the start. */
+/* stdin whose first bytes were read to learn its kind: a file is read
+ * in place; for a pipe (which cannot be peeked at) a thread writes them,
+ * then the rest of stdin, into a pipe that takes fd 0's place, so every
+ * part reads "-" from the start. */
 struct replay {
 	unsigned char head[16];
 	size_t len;
@@ -100,10 +101,18 @@ static void *replay_main(void *arg)
 static ssize_t sniff_stdin(struct cli *c, unsigned char *magic, size_t n)
 {
 	static struct replay r;
+	off_t at = lseek(STDIN_FILENO, 0, SEEK_CUR);
 	pthread_t t;
+	ssize_t got;
 	int p[2];
 
-	ssize_t got = rfb_read_full(STDIN_FILENO, r.head, sizeof r.head);
+	if (at >= 0) { /* a file: look, and leave it where it was */
+		got = rfb_pread_full(STDIN_FILENO, magic, n, at);
+		if (got < 0)
+			cli_die(c, "(stdin): read failed: %s", strerror(errno));
+		return got;
+	}
+	got = rfb_read_full(STDIN_FILENO, r.head, sizeof r.head);
 	if (got < 0)
 		cli_die(c, "(stdin): read failed: %s", strerror(errno));
 	r.len = (size_t)got;

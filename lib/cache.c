@@ -668,20 +668,31 @@ static void ckpt_release(struct ckpt_job *k)
 	k->nfds = 0;
 }
 
+/* The job's result, once it has run.  On failure its segments are not
+ * known to be synced after all: the next checkpoint fsyncs them again. */
+static int ckpt_finish(rfb_cache *c, rfb_err *err)
+{
+	struct ckpt_job *k = &c->ck;
+	struct seg *s;
+	int rc = k->rc;
+
+	k->running = 0;
+	for (size_t i = 0; rc && i < k->nfds; i++)
+		if ((s = cache_find_seg(c, k->ids[i])))
+			s->synced = 0;
+	ckpt_release(k);
+	if (rc && err)
+		*err = k->err;
+	return rc;
+}
+
 /* Wait for the background checkpoint, if any; its result. */
 static int ckpt_join(rfb_cache *c, rfb_err *err)
 {
-	struct ckpt_job *k = &c->ck;
-	int rc;
-
-	if (!k->running)
+	if (!c->ck.running)
 		return 0;
-	pthread_join(k->thread, NULL);
-	k->running = 0;
-	ckpt_release(k);
-	if ((rc = k->rc) && err)
-		*err = k->err;
-	return rc;
+	pthread_join(c->ck.thread, NULL);
+	return ckpt_finish(c, err);
 }
 
 /* Flush, and hand the fsyncs and the checkpoint of the cache as it is now
@@ -724,11 +735,7 @@ static int ckpt_begin(rfb_cache *c, int background, rfb_err *err)
 	k->running = 1;
 	if (!background || pthread_create(&k->thread, NULL, ckpt_main, k) != 0) {
 		ckpt_main(k);
-		k->running = 0;
-		ckpt_release(k);
-		if ((rc = k->rc) && err)
-			*err = k->err;
-		return rc;
+		return ckpt_finish(c, err);
 	}
 	return 0;
 }
