@@ -201,6 +201,23 @@ wait_size() {
 	done
 }
 
+@test "a segment fsync fails (EIO, in the background checkpoint): exit 1 naming the segment, resume identical" {
+	local shim="$BUILD_DIR/tools/enospc_shim.so" dir ep
+	mkdir -p "$T/d"
+	dir=$(cd "$T/d" && pwd -P)
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+	run env ENOSPC_DIR="$dir/c" EIO_FSYNC=1 LD_PRELOAD="$shim" \
+		sh -c "refurb-partial -c '$dir/c' -p '$SPEC' train.idx < plan.txt > '$T/a.txt'"
+	expect_fail 1 "refurb-partial: $dir/c/"
+	[[ "${lines[0]}" == *".seg: fsync failed: Input/output error" ]]
+	run refurb-dump --verify "$dir/c"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ -z "$(tail -c 1 "$T/a.txt")" ]
+	ep=$(awk '$1 == "B" { e = $2 } END { print e + 0 }' "$T/a.txt")
+	chain "$ep" "$dir/c" > "$T/r.txt"
+	same_batches "$T/r.txt" "$ep"
+}
+
 @test "full disk (a real 1 MiB tmpfs): the chain stops with a clear error, resume identical" {
 	local mnt="$T/mnt" ep
 	mkdir -p "$mnt"

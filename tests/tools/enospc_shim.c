@@ -12,6 +12,10 @@
  * crosses it writes what is left (a short write, as a filling disk does)
  * and every later one fails with ENOSPC.  Writes to anything else (the
  * plan on stdout, stderr) pass.  Without ENOSPC_DIR nothing changes.
+ *
+ * EIO_FSYNC=K (with ENOSPC_DIR, without ENOSPC_AFTER): the K-th fsync of
+ * a cache segment (a *.seg file) under ENOSPC_DIR fails with EIO (a disk
+ * that fails to write back); writes are not limited then.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -26,8 +30,8 @@
 
 static uint64_t used; /* bytes written under ENOSPC_DIR so far */
 
-/* Is fd a file under ENOSPC_DIR? */
-static int watched(int fd)
+/* Is fd a file under ENOSPC_DIR (whose name ends in suffix)? */
+static int watched_as(int fd, const char *suffix)
 {
 	const char *dir = getenv("ENOSPC_DIR");
 	char link[64], path[4096];
@@ -39,7 +43,14 @@ static int watched(int fd)
 	if ((n = readlink(link, path, sizeof path - 1)) < 0)
 		return 0;
 	path[n] = '\0';
-	return strncmp(path, dir, strlen(dir)) == 0;
+	return strncmp(path, dir, strlen(dir)) == 0 &&
+	       (size_t)n >= strlen(suffix) &&
+	       strcmp(path + n - strlen(suffix), suffix) == 0;
+}
+
+static int watched(int fd)
+{
+	return watched_as(fd, "");
 }
 
 /*
@@ -50,7 +61,7 @@ static int watched(int fd)
 static size_t allowed(int fd, size_t want)
 {
 	const char *after = getenv("ENOSPC_AFTER");
-	uint64_t limit = after ? strtoull(after, NULL, 10) : 0;
+	uint64_t limit = after ? strtoull(after, NULL, 10) : UINT64_MAX;
 	uint64_t u, take;
 
 	if (want == 0 || !watched(fd))
@@ -135,4 +146,18 @@ ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
 	if (ok == n || cnt > IOV_MAX)
 		return NEXT(pwritev)(fd, iov, cnt, off);
 	return NEXT(pwritev)(fd, cut, iov_cut(iov, cnt, ok, cut), off);
+}
+
+static uint64_t fsyncs; /* fsyncs of watched files so far */
+
+int fsync(int fd)
+{
+	const char *k = getenv("EIO_FSYNC");
+
+	if (k && watched_as(fd, ".seg") &&
+	    __atomic_add_fetch(&fsyncs, 1, __ATOMIC_SEQ_CST) == strtoull(k, NULL, 10)) {
+		errno = EIO;
+		return -1;
+	}
+	return NEXT(fsync)(fd);
 }
