@@ -12,8 +12,13 @@ BUILD    ?= build
 CC       ?= cc
 OPT      ?= -O2 -g
 PKGS      = libturbojpeg libjpeg libzstd
+# Read when make reads this file: `make check` and `make demo` install the
+# packages first and then build in a second make, which reads it again.
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+ifeq ($(PKG_LIBS),)
+PKG_MISSING = $(error pkg-config finds no $(PKGS): run 'make deps' (or 'make check', which runs it) first)
+endif
 CPPFLAGS += -Ilib/include -Ibin -D_GNU_SOURCE
 CFLAGS   += -std=c11 $(OPT) -Wall -Wextra -Werror -pthread $(PKG_CFLAGS)
 LDLIBS   += $(PKG_LIBS) -laio -lm -pthread
@@ -40,6 +45,7 @@ MAN       = $(wildcard man/man1/*.1 man/man5/*.5 man/man7/*.7)
 all: $(LIB) $(PROGS) $(TOOLS) $(SHIMS)
 
 $(BUILD)/%.o: %.c $(HEADERS)
+	$(PKG_MISSING)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	@$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
@@ -86,7 +92,10 @@ $(BUILD)/tools/%.so: tests/tools/%.c
 	@$(CC) $(CPPFLAGS) $(filter-out -fsanitize=%,$(CFLAGS)) -fPIC -shared -o $@ $< -ldl
 
 # make check: the README's test command.  Ends with "N passed, N failed".
-check: deps all $(UNITS)
+# deps run first, alone: the build is a second make that reads the
+# pkg-config flags once the packages are there (make -j2 check too).
+check: deps
+	@$(MAKE) --no-print-directory all $(UNITS)
 	@BUILD=$(BUILD) tests/run $(UNITS)
 
 asan:
@@ -96,10 +105,13 @@ asan:
 deps:
 	@scripts/deps
 
-demo: deps all
+demo: deps
+	@$(MAKE) --no-print-directory all
 	@scripts/demo
 
+# the packages first, then a make that reads fuzz.mk's pkg-config flags
 fuzz:
+	@scripts/deps --fuzz
 	$(MAKE) -f tests/fuzz/fuzz.mk BUILD=build/fuzz
 
 install: all

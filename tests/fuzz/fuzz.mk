@@ -24,20 +24,21 @@ TARGETS   = $(patsubst tests/fuzz/fuzz_%.c,$(BUILD)/fuzz_%,$(sort $(wildcard tes
 HEADERS   = $(wildcard lib/include/refurb/*.h lib/*_internal.h tests/fuzz/*.h)
 
 .SECONDARY:
-.PHONY: all deps
+.PHONY: all
 all: $(TARGETS)
 
-# installs the compiler first if it is missing (order-only: nothing is
-# rebuilt because of it)
-deps:
-	@scripts/deps --fuzz
+# `make fuzz` at the top installs the packages before this file is read
+# (its pkg-config flags are read with it); run alone, it needs them there.
+ifeq ($(PKG_LIBS),)
+$(error pkg-config finds no $(PKGS): run 'scripts/deps --fuzz' first (or the top-level 'make fuzz'))
+endif
 
-$(BUILD)/lib/%.o: lib/%.c $(HEADERS) | deps
+$(BUILD)/lib/%.o: lib/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	@echo "  CC      $< (fuzz)"
 	@$(FUZZ_CC) $(CPPFLAGS) $(CFLAGS) -fsanitize=fuzzer-no-link,$(SAN) -c -o $@ $<
 
-$(BUILD)/obj/fuzz_%.o: tests/fuzz/fuzz_%.c $(HEADERS) | deps
+$(BUILD)/obj/fuzz_%.o: tests/fuzz/fuzz_%.c $(HEADERS)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	@$(FUZZ_CC) $(CPPFLAGS) $(CFLAGS) -fsanitize=fuzzer,$(SAN) -c -o $@ $<
