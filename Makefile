@@ -5,7 +5,8 @@
 #   make asan       the same tests under AddressSanitizer + UBSan
 #   make demo       the whole chain on a synthetic dataset
 #   make install    PREFIX=/usr/local DESTDIR= (programs, man pages,
-#                   static library, headers, refurb.pc)
+#                   static library, headers, refurb.pc, the Python
+#                   reader in PYTHONDIR)
 
 PREFIX   ?= /usr/local
 BUILD    ?= build
@@ -24,6 +25,9 @@ CFLAGS   += -std=c11 $(OPT) -Wall -Wextra -Werror -pthread $(PKG_CFLAGS)
 LDLIBS   += $(PKG_LIBS) -laio -lm -pthread
 
 VERSION   = 0.1.0
+# the Python reader goes where Debian's /usr/bin/python3 looks for PREFIX
+PYVER    := $(shell /usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo 3)
+PYTHONDIR ?= $(PREFIX)/lib/python$(PYVER)/dist-packages
 LIB_SRC   = $(sort $(wildcard lib/*.c))
 LIB_OBJ   = $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB       = $(BUILD)/librefurb.a
@@ -117,13 +121,15 @@ fuzz:
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 		$(DESTDIR)$(PREFIX)/include/refurb $(DESTDIR)$(PREFIX)/share/man/man1 \
-		$(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7
+		$(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7 \
+		$(DESTDIR)$(PYTHONDIR)/refurb_stream
 	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin
 	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib
 	install -m 644 lib/include/refurb/*.h $(DESTDIR)$(PREFIX)/include/refurb
 	install -m 644 $(wildcard man/man1/*.1) $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 644 $(wildcard man/man5/*.5) $(DESTDIR)$(PREFIX)/share/man/man5
 	install -m 644 $(wildcard man/man7/*.7) $(DESTDIR)$(PREFIX)/share/man/man7
+	install -m 644 python/refurb_stream/*.py $(DESTDIR)$(PYTHONDIR)/refurb_stream
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
 		-e 's|@PKGS@|$(PKGS)|g' lib/refurb.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/refurb.pc
 
@@ -132,6 +138,7 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/lib/librefurb.a $(DESTDIR)$(PREFIX)/lib/pkgconfig/refurb.pc
 	rm -rf $(DESTDIR)$(PREFIX)/include/refurb
 	rm -f $(patsubst man/%,$(DESTDIR)$(PREFIX)/share/man/%,$(MAN))
+	rm -rf $(DESTDIR)$(PYTHONDIR)/refurb_stream
 
 clean:
 	rm -rf build

@@ -19,7 +19,7 @@ static const char help[] =
 	"Read the annotated plan from refurb-partial, fetch every batch's\n"
 	"records from the cache with one Linux AIO submission, run the final\n"
 	"pipeline, and write the batch stream (refurb-stream(5)) that a trainer\n"
-	"reads (scripts/refurb_stream.py).  Output: stdout, a file or a FIFO.\n"
+	"reads (python/refurb_stream, installed by make install).  Output: stdout, a file or a FIFO.\n"
 	"\n"
 	"  -p, --pipeline SPEC    the final pipeline, e.g. 'crop=224,flip'; it\n"
 	"                         must give every image the same size; ending in\n"

@@ -378,12 +378,16 @@ static int parse_list_lines(char *text, struct cand_list *l, const char *name,
 {
 	size_t n = 0, cap = 0, lineno = 0;
 	struct list_line *v = NULL;
-	char *save = NULL;
+	char *next = text;
 
-	for (char *line = strtok_r(text, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
+	/* not strtok_r: it would skip blank lines and so miscount them */
+	while (next && *next) {
+		char *line = next, *nl = strchr(line, '\n');
 		char *f[9];
 		int nf;
+		next = nl ? nl + 1 : NULL;
+		if (nl)
+			*nl = '\0';
 		lineno++;
 		line[strcspn(line, "\r")] = '\0';
 		if (line[0] == '#') {

@@ -39,7 +39,7 @@ import time
 import numpy as np
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(TOP, "scripts"))
+sys.path.insert(0, os.path.join(TOP, "python"))
 BIN = os.path.join(TOP, os.environ.get("BUILD", "build"), "bin")
 
 SETTINGS = {

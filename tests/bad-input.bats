@@ -130,13 +130,13 @@ d16 | --preview pipeline spec error | refurb-dump | 2 | refurb-dump: bad pipelin
 d17 | --preview of a truncated JPEG | refurb-dump | 1 | refurb-dump: ix-trunc/c0/z.jpg: Premature end of JPEG file | refurb-dump -q --preview resize=32 -o x.jpg ix-trunc/c0/z.jpg
 d18 | --preview of a non-JPEG | refurb-dump | 1 | refurb-dump: garbage: not a JPEG file | refurb-dump -q --preview resize=32 -o x.jpg garbage
 d19 | FIFO closed by the reader | refurb-dump | 141 | (none) | fifo_closed refurb-dump -q big.idx
-y01 | missing file | refurb_stream.py | 1 | refurb_stream.py: nofile: No such file or directory | stream_py check nofile
-y02 | a directory | refurb_stream.py | 1 | refurb_stream.py: adir: Is a directory | stream_py check adir
-y03 | wrong magic | refurb_stream.py | 1 | refurb_stream.py: magic.bin: frame 0 at byte 0: bad magic | stream_py check magic.bin
-y04 | stream from a future version | refurb_stream.py | 1 | refurb_stream.py: future.bin: frame 0 at byte 0: format version 9 | stream_py check future.bin
-y05 | stream cut inside a frame | refurb_stream.py | 1 | refurb_stream.py: cut.bin: frame 1 at byte 384: stream ends inside the frame | stream_py check cut.bin
-y06 | stream checksum mismatch | refurb_stream.py | 1 | refurb_stream.py: crc.bin: frame 1 at byte 384: payload checksum mismatch | stream_py check crc.bin
-y07 | stream with left-out samples (valid) | refurb_stream.py | 0 | (none) | stream_py check fb-leftout.bin > /dev/null
+y01 | missing file | refurb_stream | 1 | refurb_stream: nofile: No such file or directory | stream_py check nofile
+y02 | a directory | refurb_stream | 1 | refurb_stream: adir: Is a directory | stream_py check adir
+y03 | wrong magic | refurb_stream | 1 | refurb_stream: magic.bin: frame 0 at byte 0: bad magic | stream_py check magic.bin
+y04 | stream from a future version | refurb_stream | 1 | refurb_stream: future.bin: frame 0 at byte 0: format version 9 | stream_py check future.bin
+y05 | stream cut inside a frame | refurb_stream | 1 | refurb_stream: cut.bin: frame 1 at byte 384: stream ends inside the frame | stream_py check cut.bin
+y06 | stream checksum mismatch | refurb_stream | 1 | refurb_stream: crc.bin: frame 1 at byte 384: payload checksum mismatch | stream_py check crc.bin
+y07 | stream with left-out samples (valid) | refurb_stream | 0 | (none) | stream_py check fb-leftout.bin > /dev/null
 '
 
 # ---- running the rows ----
@@ -160,7 +160,7 @@ fifo_closed_path() {
 }
 
 stream_py() {
-	/usr/bin/python3 "$TOP/scripts/refurb_stream.py" "$@"
+	PYTHONPATH="$TOP/python" /usr/bin/python3 -m refurb_stream "$@"
 }
 
 # check_rows PROGRAM: run PROGRAM's rows of the matrix, report each one
@@ -340,7 +340,7 @@ setup() {
 @test "matrix: refurb-partial" { check_rows refurb-partial; }
 @test "matrix: refurb-final" { check_rows refurb-final; }
 @test "matrix: refurb-dump" { check_rows refurb-dump; }
-@test "matrix: refurb_stream.py check" { need_numpy; check_rows refurb_stream.py; }
+@test "matrix: refurb_stream check" { need_numpy; check_rows refurb_stream; }
 
 @test "the matrix has a row for every program and every case it names" {
 	# every case of issue 8 item 4, for the programs it concerns

@@ -342,7 +342,7 @@ wait_size() {
 	refurb-plan -q -b 8 -e 0-$LAST train.evict |
 		(refurb-partial -c "$T/c" -p "$SPEC" train.idx 2> "$T/p.err"; echo $? > "$T/p.rc") |
 		(refurb-final -p "$FINAL" 2> "$T/f.err"; echo $? > "$T/f.rc") |
-		PYTHONPATH="$TOP/scripts" /usr/bin/python3 -c '
+		PYTHONPATH="$TOP/python" /usr/bin/python3 -c '
 import sys
 from refurb_stream import open_stream
 with open_stream(sys.stdin.buffer) as s:

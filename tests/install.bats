@@ -33,6 +33,41 @@ C
 		san="-fsanitize=address,undefined"
 	cc -std=c11 $san -o "$BATS_TEST_TMPDIR/client" "$BATS_TEST_TMPDIR/client.c" $flags
 	[ "$("$BATS_TEST_TMPDIR/client")" = "e3069283" ]
+	py="$d/opt/rfb/lib/python$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')/dist-packages"
+	[ -f "$py/refurb_stream/__init__.py" ]
 	make -s -C "$TOP" BUILD="${REFURB_BUILD#$TOP/}" uninstall DESTDIR="$d" PREFIX=/opt/rfb > /dev/null
 	[ -z "$(find "$d" -type f)" ]
+}
+
+# Debian's python3 finds the reader installed under PREFIX=/usr/local with
+# no PYTHONPATH: the directory make install uses is on its default path.
+@test "make install PREFIX=/usr/local: /usr/bin/python3 imports refurb_stream" {
+	need_numpy
+	d="$BATS_TEST_TMPDIR/root"
+	make -s -C "$TOP" BUILD="${REFURB_BUILD#$TOP/}" install DESTDIR="$d" PREFIX=/usr/local > /dev/null
+	dir=$(cd "$d" && ls -d usr/local/lib/python3*/dist-packages)
+	[ -f "$d/$dir/refurb_stream/__init__.py" ]
+	run env -u PYTHONPATH /usr/bin/python3 -c "import sys; print('/$dir' in sys.path)"
+	[ "$status" -eq 0 ]
+	[ "$output" = True ]
+	cd "$BATS_TEST_TMPDIR"
+	run env -u PYTHONPATH /usr/bin/python3 -c "import sys; sys.path[sys.path.index('/$dir')] = '$d/$dir'; import refurb_stream; print(refurb_stream.__file__)"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$d/$dir/refurb_stream/__init__.py" ]
+}
+
+# pip install ./python in a virtualenv (offline: the venv's own setuptools,
+# Debian's numpy through --system-site-packages); python -m works there.
+@test "pip install ./python into a venv" {
+	need_numpy
+	/usr/bin/python3 -m venv --system-site-packages "$BATS_TEST_TMPDIR/venv"
+	cp -r "$TOP/python" "$BATS_TEST_TMPDIR/src"
+	"$BATS_TEST_TMPDIR/venv/bin/pip" install -q --no-index --no-build-isolation "$BATS_TEST_TMPDIR/src"
+	cd "$BATS_TEST_TMPDIR"
+	run env -u PYTHONPATH "$BATS_TEST_TMPDIR/venv/bin/python" -c 'import refurb_stream; print(refurb_stream.__file__)'
+	[ "$status" -eq 0 ]
+	[[ "$output" == "$BATS_TEST_TMPDIR/venv/lib/"*"/site-packages/refurb_stream/__init__.py" ]]
+	run env -u PYTHONPATH "$BATS_TEST_TMPDIR/venv/bin/python" -m refurb_stream
+	[ "$status" -eq 2 ]
+	[[ "$output" == "usage: python3 -m refurb_stream check STREAM"* ]]
 }

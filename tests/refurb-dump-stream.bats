@@ -124,7 +124,7 @@ setup() {
 
 @test "a stream written from refurb-stream(5) alone (Python) reads back" {
 	need_numpy
-	PYTHONPATH="$TOP/scripts" /usr/bin/python3 - "$T/py" <<'EOF'
+	PYTHONPATH="$TOP/python" /usr/bin/python3 - "$T/py" <<'EOF'
 # An independent writer: only the man page's tables and refurb_stream.crc32c.
 import struct, sys
 import numpy as np

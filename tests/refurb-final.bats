@@ -31,7 +31,7 @@ from refurb_stream import open_stream
 a = [(b.epoch, b.step, b.images.tobytes(), b.ids.tobytes(), b.labels.tobytes()) for b in open_stream(sys.argv[1])]
 b = [(b.epoch, b.step, b.images.tobytes(), b.ids.tobytes(), b.labels.tobytes()) for b in open_stream(sys.argv[2])]
 sys.exit(0 if a == b and a else 1)
-' "$1" "$2" "$TOP/scripts"
+' "$1" "$2" "$TOP/python"
 }
 
 # labels and ids of every batch, one line each: "epoch step id:label ..."
@@ -42,7 +42,7 @@ sys.path.insert(0, sys.argv[2])
 from refurb_stream import open_stream
 for b in open_stream(sys.argv[1]):
     print(b.epoch, b.step, " ".join("%d:%d" % (i, l) for i, l in zip(b.ids, b.labels)))
-' "$1" "$TOP/scripts"
+' "$1" "$TOP/python"
 }
 
 @test "--help, --version, usage errors" {
@@ -73,7 +73,7 @@ for b in open_stream(sys.argv[1]):
 @test "round trip through the Python reader: labels and ids as planned" {
 	need_numpy
 	refurb-final -q -p "$FINAL" -o "$T/s" < ann.txt
-	run /usr/bin/python3 "$TOP/scripts/refurb_stream.py" check "$T/s"
+	run env PYTHONPATH="$TOP/python" /usr/bin/python3 -m refurb_stream check "$T/s"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"ok: 5 epochs, 40 batches, 300 images"* ]]
 	batches "$T/s" > "$T/got"
@@ -92,7 +92,7 @@ for b in open_stream(sys.argv[1]):
 	# record that batch used (the newest of the sample)
 	id=$(grep '^B 4 0 ' plan.txt | cut -d' ' -f6 | cut -d: -f1)
 	refurb-dump -x "$id" -o "$T/rec.ppm" cache
-	/usr/bin/python3 - "$T/s" "$T/rec.ppm" "$TOP/scripts" <<'PY'
+	/usr/bin/python3 - "$T/s" "$T/rec.ppm" "$TOP/python" <<'PY'
 import sys
 import numpy as np
 sys.path.insert(0, sys.argv[3])
@@ -122,7 +122,7 @@ PY
 	refurb-plan -q -b 8 -e 2-4 train.evict |
 		refurb-partial -q -c "$T/c" -p "$SPEC" train.idx |
 		refurb-final -q -p "$FINAL" -o "$T/tail"
-	/usr/bin/python3 - "$T/full" "$T/tail" "$TOP/scripts" <<'PY'
+	/usr/bin/python3 - "$T/full" "$T/tail" "$TOP/python" <<'PY'
 import sys
 sys.path.insert(0, sys.argv[3])
 from refurb_stream import open_stream
@@ -204,7 +204,7 @@ PY
 	expect_fail 1 "refurb-final: $T/bad.txt: line 3"
 	# nothing a reader could take for a valid end: the stream has no END
 	need_numpy
-	run /usr/bin/python3 "$TOP/scripts/refurb_stream.py" check "$T/s"
+	run env PYTHONPATH="$TOP/python" /usr/bin/python3 -m refurb_stream check "$T/s"
 	[ "$status" -eq 1 ]
 }
 
@@ -248,7 +248,7 @@ PY
 @test "float32 NCHW when the final pipeline ends in normalize" {
 	need_numpy
 	refurb-final -q -p "$FINAL,normalize" -o "$T/f" < ann.txt
-	/usr/bin/python3 - "$T/f" "$TOP/scripts" <<'PY'
+	/usr/bin/python3 - "$T/f" "$TOP/python" <<'PY'
 import sys
 sys.path.insert(0, sys.argv[2])
 from refurb_stream import open_stream
@@ -270,7 +270,7 @@ PY
 	refurb-plan -q -b 8 -e 0-1 "$T/t.evict" |
 		refurb-partial -q -c "$T/c" -p "$SPEC" "$T/t.idx" 2> /dev/null |
 		refurb-final -q -p "$FINAL" -o "$T/s"
-	run /usr/bin/python3 "$TOP/scripts/refurb_stream.py" check "$T/s"
+	run env PYTHONPATH="$TOP/python" /usr/bin/python3 -m refurb_stream check "$T/s"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"ok: 2 epochs, 16 batches, 118 images"* ]]
 	! batches "$T/s" | grep -q " $(cut -f1 <<< "$victim"):"

@@ -252,6 +252,12 @@ line.jpg"
 	expect_fail 1 "refurb-index: $T/bad.txt: line 2: expected PATH<TAB>LABEL"
 }
 
+@test "list input: blank lines count in the line number of an error" {
+	printf 'a.jpg\t0\n\n\r\njust-a-path\n' > "$T/bad.txt"
+	run refurb-index --list "$T/bad.txt" -o "$T/x.idx"
+	expect_fail 1 "refurb-index: $T/bad.txt: line 4: expected PATH<TAB>LABEL"
+}
+
 @test "list input: missing list file" {
 	run refurb-index --list "$T/none.txt" -o "$T/x.idx"
 	expect_fail 1 "refurb-index: $T/none.txt: cannot open: No such file"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# scripts/refurb_stream.py against streams written by the C library
+# python/refurb_stream against streams written by the C library
 # (build/tools/write_stream; its header comment gives the content).
 
 load helpers
@@ -9,8 +9,7 @@ setup() {
 	T="$BATS_TEST_TMPDIR"
 	W="$BUILD_DIR/tools/write_stream"
 	PY=/usr/bin/python3
-	RS="$TOP/scripts/refurb_stream.py"
-	export PYTHONPATH="$TOP/scripts"
+	export PYTHONPATH="$TOP/python"
 }
 
 # verify FILE [write_stream options...]: every batch of FILE has the
@@ -79,7 +78,7 @@ EOF
 	run verify "$T/fifo" -n 50
 	wait
 	[ "$status" -eq 0 ] && [ "$output" = "100 (1, 6)" ]
-	run bash -c "'$W' -n 50 -b 8 | '$PY' '$RS' check -"
+	run bash -c "'$W' -n 50 -b 8 | '$PY' -m refurb_stream check -"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"ok: 2 epochs, 14 batches, 100 images, 0 skipped frames, ended cleanly"* ]]
 }
@@ -88,17 +87,17 @@ EOF
 	"$W" --extension -o "$T/s"
 	run verify "$T/s"
 	[ "$status" -eq 0 ]
-	run "$PY" "$RS" check "$T/s"
+	run "$PY" -m refurb_stream check "$T/s"
 	[ "$status" -eq 0 ] && [[ "$output" == *"1 skipped frames"* ]]
 	"$W" --critical -o "$T/c"
-	run "$PY" "$RS" check "$T/c"
+	run "$PY" -m refurb_stream check "$T/c"
 	[ "$status" -eq 1 ]
-	[[ "$output" == *"refurb_stream.py: $T/c: frame 2 at byte 1024: unknown critical frame type 99"* ]]
+	[[ "$output" == *"refurb_stream: $T/c: frame 2 at byte 1024: unknown critical frame type 99"* ]]
 }
 
 @test "check: per-epoch summary table" {
 	"$W" -n 10 -b 4 -k 3 -e 0-2 -o "$T/s"
-	run "$PY" "$RS" check "$T/s"
+	run "$PY" -m refurb_stream check "$T/s"
 	[ "$status" -eq 0 ]
 	[ "${lines[0]}" = "stream $T/s: uint8 NHWC, 8x6x3, batch 4, 3 classes, epochs 0-2, shard 0/1" ]
 	[ "${lines[1]}" = "epoch	batches	images	short	classes	per-class-min	per-class-max	duplicate-ids" ]
@@ -112,9 +111,9 @@ EOF
 	size=$(stat -c %s "$T/s")
 	for cut in 0 1 63 64 100 256 300 1000 $((size - 64)) $((size - 1)); do
 		head -c "$cut" "$T/s" > "$T/t"
-		run "$PY" "$RS" check "$T/t"
+		run "$PY" -m refurb_stream check "$T/t"
 		[ "$status" -eq 1 ] || { echo "cut $cut: status $status"; return 1; }
-		[[ "$output" == *"refurb_stream.py: $T/t: "*"stream ends"* ]] ||
+		[[ "$output" == *"refurb_stream: $T/t: "*"stream ends"* ]] ||
 			[[ "$output" == *"empty stream"* ]] || { echo "cut $cut: $output"; return 1; }
 	done
 	# the reader yields the complete batches, then raises Truncated
@@ -130,7 +129,7 @@ except r.Truncated as e: print(n, 'Truncated:', e)"
 
 @test "check: a writer that died between frames (no END)" {
 	"$W" --stop 4 -o "$T/s"
-	run "$PY" "$RS" check "$T/s"
+	run "$PY" -m refurb_stream check "$T/s"
 	[ "$status" -eq 1 ]
 	[ "${lines[3]}" = "1	1	4	0	3	1	2	0	(incomplete)" ]
 	[[ "$output" == *"stream ends without an END frame (cut short, or its writer died)"* ]]
@@ -140,7 +139,7 @@ except r.Truncated as e: print(n, 'Truncated:', e)"
 	"$W" -o "$T/s"
 	cp "$T/s" "$T/p"
 	printf 'X' | dd of="$T/p" bs=1 seek=600 conv=notrunc 2>/dev/null
-	run "$PY" "$RS" check "$T/p"
+	run "$PY" -m refurb_stream check "$T/p"
 	[ "$status" -eq 1 ] && [[ "$output" == *"frame 1 at byte 256: payload checksum mismatch"* ]]
 	# pixels are not checksummed when iterating without verify=True ...
 	run "$PY" -c "
@@ -156,25 +155,25 @@ print(sum(len(b.ids) for b in r.open_stream('$T/l')))"
 	[ "$status" -eq 1 ] && [[ "$output" == *"frame head checksum mismatch"* ]]
 	cp "$T/s" "$T/h"
 	printf 'X' | dd of="$T/h" bs=1 seek=20 conv=notrunc 2>/dev/null
-	run "$PY" "$RS" check "$T/h"
+	run "$PY" -m refurb_stream check "$T/h"
 	[ "$status" -eq 1 ] && [[ "$output" == *"frame 0 at byte 0: frame header checksum mismatch"* ]]
 	printf '\x02' | dd of="$T/h" bs=1 seek=7 conv=notrunc 2>/dev/null
-	run "$PY" "$RS" check "$T/h"
+	run "$PY" -m refurb_stream check "$T/h"
 	[ "$status" -eq 1 ] && [[ "$output" == *"format version 2, this reader reads 1"* ]]
 	"$W" --duplicate -o "$T/d"
-	run "$PY" "$RS" check "$T/d"
+	run "$PY" -m refurb_stream check "$T/d"
 	[ "$status" -eq 1 ]
 	[ "${lines[2]}" = "0	3	10	1	3	3	4	1" ]
 	[[ "$output" == *"epoch 0: sample ids delivered more than once"* ]]
 }
 
 @test "check: usage and unreadable files" {
-	run "$PY" "$RS"
-	[ "$status" -eq 2 ] && [[ "$output" == "usage: refurb_stream.py check STREAM"* ]]
-	run "$PY" "$RS" check "$T/none"
-	[ "$status" -eq 1 ] && [ "$output" = "refurb_stream.py: $T/none: No such file or directory" ]
+	run "$PY" -m refurb_stream
+	[ "$status" -eq 2 ] && [[ "$output" == "usage: python3 -m refurb_stream check STREAM"* ]]
+	run "$PY" -m refurb_stream check "$T/none"
+	[ "$status" -eq 1 ] && [ "$output" = "refurb_stream: $T/none: No such file or directory" ]
 	echo "hello world, not a stream at all, but long enough for a frame header" > "$T/x"
-	run "$PY" "$RS" check "$T/x"
+	run "$PY" -m refurb_stream check "$T/x"
 	[ "$status" -eq 1 ] && [[ "$output" == *"bad magic (not a refurb batch stream)"* ]]
 }
 

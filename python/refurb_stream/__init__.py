@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Read refurb's batch stream (layout: man 5 refurb-stream) with numpy.
 
     from refurb_stream import open_stream
@@ -10,7 +9,7 @@
     from refurb_stream import RefurbDataset          # imports torch
     loader = torch.utils.data.DataLoader(RefurbDataset(path), batch_size=None)
 
-    python3 refurb_stream.py check STREAM    # '-' = stdin; exit 0 ok, 1 bad
+    python3 -m refurb_stream check STREAM    # '-' = stdin; exit 0 ok, 1 bad
 
 The stream is read in order, never seeked, so pipes and FIFOs work.  Every
 frame header and every head (labels, ids, everything but pixels) is
@@ -472,7 +471,7 @@ def check(source, out=sys.stdout):
         if dups and not error:
             error = "%s: epoch %s: sample ids delivered more than once" % (stream.name, ", ".join(dups))
     if error:
-        print("refurb_stream.py: " + error, file=sys.stderr)
+        print("refurb_stream: " + error, file=sys.stderr)
         return 1
     print("ok: %d epochs, %d batches, %d images, %d skipped frames, ended cleanly"
           % (len(epochs), stream._counts[2], stream._counts[3], stream.skipped), file=out)
@@ -481,14 +480,11 @@ def check(source, out=sys.stdout):
 
 def main(argv):
     if len(argv) != 3 or argv[1] != "check":
-        print("usage: refurb_stream.py check STREAM   (STREAM '-' = stdin)", file=sys.stderr)
+        print("usage: python3 -m refurb_stream check STREAM   (STREAM '-' = stdin)", file=sys.stderr)
         return 2
     try:
         return check(argv[2])
     except OSError as e:
-        print("refurb_stream.py: %s: %s" % (argv[2], e.strerror or e), file=sys.stderr)
+        print("refurb_stream: %s: %s" % (argv[2], e.strerror or e), file=sys.stderr)
         return 1
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))
