@@ -28,7 +28,7 @@ VERSION   = 0.1.0
 # the Python reader goes where Debian's /usr/bin/python3 looks for PREFIX
 PYVER    := $(shell /usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo 3)
 PYTHONDIR ?= $(PREFIX)/lib/python$(PYVER)/dist-packages
-LIB_SRC   = $(sort $(wildcard lib/*.c))
+LIB_SRC   = $(sort $(wildcard lib/*/*.c))
 LIB_OBJ   = $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB       = $(BUILD)/librefurb.a
 CLI_OBJ   = $(BUILD)/bin/cli.o
@@ -39,7 +39,7 @@ TOOLS     = $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(sort $(filter-out %_sh
 SHIMS     = $(patsubst tests/tools/%.c,$(BUILD)/tools/%.so,$(sort $(wildcard tests/tools/*_shim.c)))
 BENCHES   = $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(sort $(wildcard tests/bench/*.c)))
 UNITS     = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
-HEADERS   = $(wildcard lib/include/refurb/*.h lib/*_internal.h bin/*.h)
+HEADERS   = $(wildcard lib/include/refurb/*.h lib/*/*_internal.h bin/*.h)
 MAN       = $(wildcard man/man1/*.1 man/man5/*.5 man/man7/*.7)
 
 # keep objects of tests and tools (make would delete them as intermediate)

@@ -4,7 +4,7 @@ torchvision 0.14's autoaugment._apply_op on PIL 9.4 images.
 
 Usage: scripts/compare-ops.py [--seed S] [--cases N] [--asan]
 
-Builds lib/*.c into a shared library under build/compare/ (with
+Builds lib/*/*.c into a shared library under build/compare/ (with
 AddressSanitizer and UBSan when --asan is given; then run it as
   LD_PRELOAD="$(cc -print-file-name=libasan.so) $(cc -print-file-name=libubsan.so)"
   ASAN_OPTIONS=detect_leaks=0 scripts/compare-ops.py --asan)
@@ -49,7 +49,7 @@ def build_library(asan):
     os.makedirs(out_dir, exist_ok=True)
     lib = os.path.join(out_dir, "librefurb_ops%s.so" % ("_asan" if asan else ""))
     flags = ["-O1", "-g", "-fsanitize=address,undefined"] if asan else ["-O2"]
-    srcs = sorted(glob.glob(os.path.join(ROOT, "lib", "*.c")))
+    srcs = sorted(glob.glob(os.path.join(ROOT, "lib", "*", "*.c")))
     # every library the whole of lib/ links with (decode, encode, zstd, aio)
     libs = subprocess.run(["pkg-config", "--libs", "libturbojpeg", "libjpeg",
                            "libzstd"], stdout=subprocess.PIPE, text=True,

@@ -18,10 +18,10 @@ CFLAGS    = -std=c11 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror \
 	    -pthread -fno-sanitize-recover=undefined $(PKG_CFLAGS)
 LDLIBS    = $(PKG_LIBS) -laio -lm -pthread
 
-LIB_SRC   = $(sort $(wildcard lib/*.c))
+LIB_SRC   = $(sort $(wildcard lib/*/*.c))
 LIB_OBJ   = $(LIB_SRC:%.c=$(BUILD)/%.o)
 TARGETS   = $(patsubst tests/fuzz/fuzz_%.c,$(BUILD)/fuzz_%,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
-HEADERS   = $(wildcard lib/include/refurb/*.h lib/*_internal.h tests/fuzz/*.h)
+HEADERS   = $(wildcard lib/include/refurb/*.h lib/*/*_internal.h tests/fuzz/*.h)
 
 .SECONDARY:
 .PHONY: all

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/ops_internal.h"
+#include "../../lib/ops/ops_internal.h"
 #include "test.h"
 
 static unsigned seed = 12345;

@@ -18,7 +18,7 @@
  */
 #include <string.h>
 
-#include "ops_internal.h"
+#include "../ops/ops_internal.h"
 #include "pipeline_run_internal.h"
 
 static int is_augment(const struct rfb_layer *l)
