@@ -6,6 +6,7 @@
 #define REFURB_BENCH_H
 
 #include <stdlib.h>
+#include <time.h>
 
 #include "refurb/progress.h"
 
@@ -17,6 +18,17 @@ static inline double bench_now_us(void)
 static inline double bench_now_ms(void)
 {
 	return rfb_now() * 1e3;
+}
+
+/* Seconds of CPU time of the calling thread: on a machine shared with
+ * other jobs it measures what one dedicated core would take, unlike wall
+ * time. */
+static inline double bench_thread_cpu(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static inline int bench_cmp_double(const void *a, const void *b)

@@ -2,7 +2,8 @@
  * bench_augment.c - throughput of a pipeline on JPEG bytes, for
  * scripts/bench-augment.
  *
- *   bench_augment [-p SPEC] [-r RUNS] [--full-decode] [--ratio R] FILE...
+ *   bench_augment [-p SPEC] [-r RUNS] [--full-decode] [--ratio R]
+ *                 [--decode-only] FILE...
  *
  * Loads every FILE into memory, then runs SPEC (default the paper's
  * ImageNet pipeline 'resize=256,randaug=n=2:m=9,crop=224,flip') on each
@@ -11,6 +12,8 @@
  * Prints one line: images, then the median, lowest and highest images
  * per second of thread CPU time over the passes.  --full-decode turns the decode-time
  * shortcuts off; --ratio sets the DCT-scaling ratio (pipeline.h).
+ * --decode-only times a full decode to RGB instead (libjpeg-turbo through
+ * rfb_decode, into one reused buffer): the decode bound.
  *
  * Not a test: it prints numbers, it asserts nothing.
  */
@@ -20,14 +23,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "refurb/decode.h"
 #include "refurb/io.h"
 #include "refurb/pipeline.h"
 #include "bench.h"
 
 #define MAX_RUNS 101
 
-/* CPU time of this thread: on a machine shared with other jobs it
- * measures what one dedicated core would take, unlike wall time. */
 struct input {
 	unsigned char *data;
 	size_t len;
@@ -39,7 +41,7 @@ static double pass(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 {
 	struct rfb_pipe_out out;
 	rfb_err err = { 0 };
-	double t0 = rfb_now();
+	double t0 = bench_thread_cpu();
 
 	for (int i = 0; i < n; i++) {
 		struct rfb_pipe_key k = { 1, epoch, (uint32_t)i, RFB_STAGE_PARTIAL };
@@ -48,7 +50,24 @@ static double pass(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 			return -1;
 		}
 	}
-	return rfb_now() - t0;
+	return bench_thread_cpu() - t0;
+}
+
+/* One pass of full decodes; seconds of thread CPU, or -1 after an error. */
+static double pass_decode(rfb_decoder *dec, rfb_imgbuf *buf,
+			  const struct input *in, int n, char **names)
+{
+	rfb_image img;
+	rfb_err err = { 0 };
+	double t0 = bench_thread_cpu();
+
+	for (int i = 0; i < n; i++)
+		if (rfb_decode(dec, in[i].data, in[i].len, NULL, &img, buf, NULL,
+			       &err)) {
+			fprintf(stderr, "bench_augment: %s: %s\n", names[i], err.msg);
+			return -1;
+		}
+	return bench_thread_cpu() - t0;
 }
 
 int main(int argc, char **argv)
@@ -58,10 +77,11 @@ int main(int argc, char **argv)
 		{ "runs", required_argument, NULL, 'r' },
 		{ "full-decode", no_argument, NULL, 'F' },
 		{ "ratio", required_argument, NULL, 'R' },
+		{ "decode-only", no_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *spec = "resize=256,randaug=n=2:m=9,crop=224,flip";
-	int runs = 5, full = 0, opt, n;
+	int runs = 5, full = 0, decode_only = 0, opt, n;
 	double ratio = -1, t[MAX_RUNS];
 	rfb_pipeline *p = NULL;
 	rfb_err err = { 0 };
@@ -72,13 +92,15 @@ int main(int argc, char **argv)
 		case 'r': runs = atoi(optarg); break;
 		case 'F': full = 1; break;
 		case 'R': ratio = atof(optarg); break;
+		case 'D': decode_only = 1; break;
 		default: return 2;
 		}
 	}
 	n = argc - optind;
 	if (runs < 1 || runs > MAX_RUNS || n < 1) {
 		fprintf(stderr, "usage: bench_augment [-p SPEC] [-r RUNS] "
-				"[--full-decode] [--ratio R] FILE...\n");
+				"[--full-decode] [--ratio R] [--decode-only] "
+				"FILE...\n");
 		return 2;
 	}
 	if (rfb_pipeline_parse(spec, &p, &err)) {
@@ -87,7 +109,9 @@ int main(int argc, char **argv)
 	}
 	struct input *in = calloc((size_t)n, sizeof *in);
 	rfb_pipe_ctx *ctx = rfb_pipe_ctx_new(&err);
-	if (!in || !ctx)
+	rfb_decoder *dec = rfb_decoder_new(&err);
+	rfb_imgbuf buf = { 0 };
+	if (!in || !ctx || !dec)
 		return 1;
 	rfb_pipe_ctx_set_fast_decode(ctx, !full);
 	rfb_pipe_ctx_set_scale_ratio(ctx, ratio);
@@ -98,7 +122,9 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	for (int r = -1; r < runs; r++) {
-		double s = pass(ctx, p, in, n, argv + optind, (uint32_t)(r + 1));
+		double s = decode_only
+			? pass_decode(dec, &buf, in, n, argv + optind)
+			: pass(ctx, p, in, n, argv + optind, (uint32_t)(r + 1));
 		if (s < 0)
 			return 1;
 		if (r >= 0)
@@ -110,6 +136,8 @@ int main(int argc, char **argv)
 		free(in[i].data);
 	free(in);
 	rfb_pipe_ctx_free(ctx);
+	rfb_decoder_free(dec);
+	rfb_imgbuf_free(&buf);
 	rfb_pipeline_free(p);
 	return 0;
 }
