@@ -249,3 +249,36 @@ setup() {
 	run refurb-partial -q -c "$T/c2" -p "$SPEC" --stats /nonexistent/s.tsv train.idx < plan.txt
 	expect_fail 1 "refurb-partial: /nonexistent/s.tsv: cannot open"
 }
+
+@test "resize=S:dct=1: scaled decodes, deterministic, a cache of its own" {
+	"$TOP/scripts/make-dataset" -n 12 -k 2 --min 300 --max 400 "$T/big" > /dev/null
+	refurb-index -q -o "$T/big.idx" "$T/big"
+	refurb-evict -q -r 1 -s 7 -o "$T/big.evict" "$T/big.idx"
+	refurb-plan -q -b 4 -e 0 "$T/big.evict" > "$T/p0"
+	refurb-partial -q -j 1 -c "$T/c1" -p 'resize=64:dct=1' "$T/big.idx" < "$T/p0" > "$T/a1"
+	refurb-partial -q -j 2 -c "$T/c2" -p 'resize=64:dct=1' "$T/big.idx" < "$T/p0" > "$T/a2"
+	diff <(sed 1d "$T/a1") <(sed 1d "$T/a2")
+	for f in "$T"/c1/*.seg; do cmp "$f" "$T/c2/$(basename "$f")"; done
+	refurb-partial -q -c "$T/c3" -p 'resize=64' "$T/big.idx" < "$T/p0" > "$T/a3"
+	refurb-final -q -p crop=56 < "$T/a1" > "$T/s1"
+	refurb-final -q -p crop=56 < "$T/a3" > "$T/s3"
+	# the frames (past the headers, which name the pipelines) have the
+	# same sizes and other pixels: the decode was scaled
+	o1=$(refurb-dump "$T/s1" | awk -F'\t' '$3 == "BATCH" { print $2; exit }')
+	o3=$(refurb-dump "$T/s3" | awk -F'\t' '$3 == "BATCH" { print $2; exit }')
+	tail -c +$((o1 + 1)) "$T/s1" > "$T/f1"
+	tail -c +$((o3 + 1)) "$T/s3" > "$T/f3"
+	[ -s "$T/f1" ]
+	[ "$(stat -c %s "$T/f1")" -eq "$(stat -c %s "$T/f3")" ]
+	run cmp -s "$T/f1" "$T/f3"
+	[ "$status" -eq 1 ]
+	# the option is part of the cache's pipeline
+	run refurb-partial -c "$T/c1" -p 'resize=64' "$T/big.idx" < "$T/p0"
+	expect_fail 1 "refurb-partial: $T/c1: cache was made with a different pipeline"
+}
+
+@test "resize=S:dct=R out of range: exit 2 naming it" {
+	run refurb-partial -c "$T/c" -p 'resize=64:dct=0.5' train.idx < plan.txt
+	expect_fail 2 "refurb-partial: bad pipeline spec at column 15: dct 0.5 out of range 1..64"
+	[ ! -e "$T/c" ]
+}

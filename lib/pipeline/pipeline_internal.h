@@ -38,6 +38,9 @@ struct rfb_layer {
 	int height, width;        /* exact size (resize HxW, crops) */
 	int shorter;              /* resize: shorter side (0 = exact size) */
 	int max_size;             /* resize: cap on the longer side, 0 none */
+	double dct;               /* resize: DCT-scaled decode down to this
+				   * ratio of the target (0 = the default,
+				   * RFB_PIPE_SCALE_RATIO) */
 	enum rfb_interp interp;   /* resize, rrcrop, the augment ops */
 	struct rfb_padding pad;   /* crop */
 	int pad_if_needed;        /* crop */

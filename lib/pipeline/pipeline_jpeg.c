@@ -92,11 +92,14 @@ static void source_span(double scale, enum rfb_interp interp, int first, int n,
 	*hi = b > size ? size : (int)b;
 }
 
-static int pick_denom(rfb_pipe_ctx *ctx, int w, int h, int rw, int rh,
-		      int out_w, int out_h)
+/* The caller's ratio (rfb_pipe_ctx_set_scale_ratio) wins, then the
+ * resize's dct=R, then the default. */
+static int pick_denom(rfb_pipe_ctx *ctx, const struct rfb_layer *l, int w,
+		      int h, int rw, int rh, int out_w, int out_h)
 {
 	struct rfb_decode_target t = { 0, 0, rw, rh, out_w, out_h };
-	double ratio = ctx->scale_ratio < 0 ? RFB_PIPE_SCALE_RATIO : ctx->scale_ratio;
+	double ratio = ctx->scale_ratio >= 0 ? ctx->scale_ratio
+		       : l->dct > 0 ? l->dct : RFB_PIPE_SCALE_RATIO;
 
 	/* a scaled decode's last partial row and column weigh too much in
 	 * a small output: keep those at full resolution */
@@ -135,7 +138,7 @@ static void plan_resize(rfb_pipe_ctx *ctx, const rfb_pipeline *p, int s, int w,
 	sy = (double)h / out_h;
 	source_span(sx, l->interp, win.left, win.width, w, &x0, &x1);
 	source_span(sy, l->interp, win.top, win.height, h, &y0, &y1);
-	d = pick_denom(ctx, w, h, x1 - x0, y1 - y0, win.width, win.height);
+	d = pick_denom(ctx, l, w, h, x1 - x0, y1 - y0, win.width, win.height);
 	if (d == 1 && folded == 1 && win.width == out_w && win.height == out_h)
 		return; /* whole image at full size: nothing to gain */
 	if (rfb_decode_map_region(w, h, d, x0, y0, x1 - x0, y1 - y0, &pl->opts, box))
@@ -164,7 +167,7 @@ static void plan_rrcrop(rfb_pipe_ctx *ctx, const struct rfb_layer *l, int s,
 	rfb_layer_rng(key, s, &rng);
 	rfb_rrcrop_rect(&rng, w, h, l->scale[0], l->scale[1], l->ratio[0],
 			l->ratio[1], &r);
-	d = pick_denom(ctx, w, h, r.width, r.height, l->width, l->height);
+	d = pick_denom(ctx, l, w, h, r.width, r.height, l->width, l->height);
 	if (rfb_decode_map_region(w, h, d, r.left, r.top, r.width, r.height,
 				  &pl->opts, box))
 		return;

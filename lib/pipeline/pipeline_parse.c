@@ -25,19 +25,20 @@ const char *const rfb_filter_names[RFB_F_COUNT] = {
 
 enum key {
 	K_SIZE, K_MAX_SIZE, K_INTERP, K_PAD, K_FILL, K_PAD_IF_NEEDED, K_SCALE,
-	K_RATIO, K_P, K_N, K_M, K_BINS, K_POLICY, K_MEAN, K_STD, K_PRESET,
+	K_RATIO, K_P, K_N, K_M, K_BINS, K_POLICY, K_MEAN, K_STD, K_PRESET, K_DCT,
 	K_COUNT, K_NONE = -1
 };
 
 static const char *const key_names[K_COUNT] = {
 	"size", "max_size", "interp", "pad", "fill", "pad_if_needed", "scale",
 	"ratio", "p", "n", "m", "bins", "policy", "mean", "std", "preset",
+	"dct",
 };
 
 /* Keys of each filter; the first is the one a bare value sets (K_NONE:
  * no bare value). */
 static const int filter_keys[RFB_F_COUNT][6] = {
-	[RFB_F_RESIZE] = { K_SIZE, K_MAX_SIZE, K_INTERP, K_NONE },
+	[RFB_F_RESIZE] = { K_SIZE, K_MAX_SIZE, K_INTERP, K_DCT, K_NONE },
 	[RFB_F_CENTERCROP] = { K_SIZE, K_NONE },
 	[RFB_F_CROP] = { K_SIZE, K_PAD, K_FILL, K_PAD_IF_NEEDED, K_NONE },
 	[RFB_F_RRCROP] = { K_SIZE, K_SCALE, K_RATIO, K_INTERP, K_NONE },
@@ -323,6 +324,12 @@ static int set_value(struct parser *ps, int key, const struct tok *v)
 		return rc;
 	case K_PRESET:
 		return parse_word(ps, v, "normalize preset", preset_names, 1, &i);
+	case K_DCT:
+		if (parse_num(ps, v, "dct", &l->dct))
+			return RFB_ESPEC;
+		return l->dct >= 1.0 && l->dct <= 64.0
+			       ? 0 : spec_error(ps, v->at, "dct %g out of range 1..64",
+						l->dct);
 	}
 	return spec_error(ps, v->at, "internal: unknown key");
 }

@@ -75,6 +75,10 @@ static void put_layer(struct out *o, const struct rfb_layer *l, int repeat)
 		else
 			put(o, "=%dx%d", l->height, l->width);
 		put(o, ":interp=%s", rfb_interp_name(l->interp));
+		if (l->dct > 0) { /* absent by default: older specs keep their text */
+			put(o, ":dct=");
+			put_num(o, l->dct);
+		}
 		break;
 	case RFB_F_CENTERCROP:
 		put(o, "=%dx%d", l->height, l->width);
@@ -125,6 +129,7 @@ int rfb_layer_equal(const struct rfb_layer *a, const struct rfb_layer *b)
 	return a->kind == b->kind && a->height == b->height &&
 	       a->width == b->width && a->shorter == b->shorter &&
 	       a->max_size == b->max_size && a->interp == b->interp &&
+	       a->dct == b->dct &&
 	       a->pad.left == b->pad.left && a->pad.top == b->pad.top &&
 	       a->pad.right == b->pad.right && a->pad.bottom == b->pad.bottom &&
 	       a->pad_if_needed == b->pad_if_needed &&

@@ -49,6 +49,8 @@ static void test_parse_errors(void)
 		{ "resize=256:size=3", 12, "size given twice" },
 		{ "resize=224x224:max_size=300", 1, "max_size needs resize=N" },
 		{ "flip=p=1.5", 8, "out of range 0..1" },
+		{ "resize=256:dct=0.5", 16, "dct 0.5 out of range 1..64" },
+		{ "crop=224:dct=1", 10, "crop has no argument \"dct\"" },
 		{ "flip=p=0.5x", 8, "is not a number" },
 		{ "flip=p=nan", 8, "is not a number" },
 		{ "flipx", 1, "unknown filter \"flipx\"" },
@@ -129,6 +131,8 @@ static void test_canonical(void)
 		{ "normalize=imagenet", "normalize=mean=0.485/0.456/0.406:std=0.229/0.224/0.225",
 		  "normalize=imagenet", "normalize=preset=imagenet" },
 		{ "flip", "flip=0.5", "flip=p=0.5", "flip=p=5e-1" },
+		{ "resize=256:dct=1", "resize=256:dct=1.0", "resize=size=256:dct=1:interp=bilinear",
+		  "resize=256:max_size=0:interp=bilinear:dct=1" },
 		{ "rrcrop=224", "rrcrop=224x224:scale=0.08-1:ratio=0.75-1.3333333333333333",
 		  "rrcrop=224:interp=bilinear", "rrcrop=224:scale=0.08-1.0" },
 	};

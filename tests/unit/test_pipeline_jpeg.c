@@ -304,6 +304,78 @@ static void test_fast_decode_off(void)
 	rfb_imgbuf_free(&j.bytes);
 }
 
+/* Largest two-sample Kolmogorov-Smirnov distance between the sample
+ * values of a and b (same size), channel by channel. */
+static double ks_distance(const rfb_image *a, const rfb_image *b)
+{
+	double worst = 0;
+
+	for (int c = 0; c < a->channels; c++) {
+		long ha[256] = { 0 }, hb[256] = { 0 }, ca = 0, cb = 0;
+		double n = (double)a->width * a->height;
+		for (int y = 0; y < a->height; y++)
+			for (int x = 0; x < a->width; x++) {
+				ha[rfb_image_px((rfb_image *)a, x, y)[c]]++;
+				hb[rfb_image_px((rfb_image *)b, x, y)[c]]++;
+			}
+		for (int v = 0; v < 256; v++) {
+			ca += ha[v];
+			cb += hb[v];
+			double d = (ca > cb ? ca - cb : cb - ca) / n;
+			worst = d > worst ? d : worst;
+		}
+	}
+	return worst;
+}
+
+/* resize=S:dct=1 decodes at the smallest DCT scale that keeps the
+ * target: not bit-exact with PIL's full decode + resize, but the same
+ * shape and the same distribution of values (KS distance per channel),
+ * where the default ratio (4) does not scale at all. */
+static void test_dct_ratio(void)
+{
+	static const struct { const char *spec; int denom; } cases[] = {
+		{ "resize=512", 1 },
+		{ "resize=512:dct=1", 2 },
+		{ "resize=300:dct=1", 4 },
+		{ "resize=300:dct=2", 2 },
+		{ "resize=256:dct=1,randaug=n=2:m=9,crop=224,flip", 4 },
+	};
+	struct jpeg j = { { 0 }, 0 };
+	rfb_pipe_ctx *ctx = rfb_pipe_ctx_new(NULL), *ref = rfb_pipe_ctx_new(NULL);
+	struct rfb_pipe_out o, orf;
+	struct rfb_pipe_decode dd;
+
+	encode_photo(&j, 2000, 1500, 0);
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		rfb_pipeline *p = NULL;
+		CHECK(rfb_pipeline_parse(cases[c].spec, &p, NULL) == 0);
+		for (uint32_t s = 0; s < 3 && p; s++) {
+			struct rfb_pipe_key k = { 5, 1, s, RFB_STAGE_PARTIAL };
+			CHECK(rfb_pipe_run_jpeg(ctx, p, j.bytes.data, j.len, &k, &o,
+						NULL) == 0);
+			rfb_pipe_ctx_last_decode(ctx, &dd);
+			CHECKF(dd.scale_denom == cases[c].denom, "%s: 1/%d",
+			       cases[c].spec, dd.scale_denom);
+			CHECK(reference(ref, p, &j, &k, &orf) == 0);
+			struct golden_diff d = compare_out(&o, &orf);
+			CHECK(d.same_shape);
+			double ks = ks_distance(&o.img, &orf.img);
+			CHECKF(ks <= 0.02 && d.mean_abs <= 3.0,
+			       "%s sample %u: KS %.4f mae %.3f", cases[c].spec, s,
+			       ks, d.mean_abs);
+			if (getenv("REFURB_TEST_VERBOSE"))
+				printf("# %s sample %u: 1/%d KS %.4f mae %.3f within1 %.3f\n",
+				       cases[c].spec, s, dd.scale_denom, ks,
+				       d.mean_abs, d.within1);
+		}
+		rfb_pipeline_free(p);
+	}
+	rfb_pipe_ctx_free(ctx);
+	rfb_pipe_ctx_free(ref);
+	rfb_imgbuf_free(&j.bytes);
+}
+
 static void test_bad_jpeg(void)
 {
 	struct jpeg j = { { 0 }, 0 };
@@ -335,6 +407,7 @@ int main(void)
 	RUN(test_fast_decode_off);
 	RUN(test_gray_jpeg_stays_gray);
 	RUN(test_windows);
+	RUN(test_dct_ratio);
 	RUN(test_bad_jpeg);
 	return test_done();
 }

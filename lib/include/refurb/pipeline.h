@@ -178,7 +178,8 @@ void rfb_pipe_ctx_set_max_pixels(rfb_pipe_ctx *ctx, uint64_t max_pixels);
  * 32-pixel outputs failed at any ratio through the scaled decode's last
  * partial row and column.  Smaller values trade fidelity for speed; 0
  * disables DCT scaling but keeps region decoding (bit-exact); a negative
- * value restores the default.
+ * value restores the default, under which a resize's own dct=R option
+ * (refurb-pipeline(7)) sets the ratio for that resize.
  */
 #define RFB_PIPE_SCALE_RATIO 8.0
 #define RFB_PIPE_SCALE_MIN_OUT 64
