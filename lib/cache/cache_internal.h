@@ -1,5 +1,5 @@
 /*
- * cache_internal.h - the writer's state, shared by cache.c (appending,
+ * cache_internal.h - the writer's state, shared by cache_writer.c (appending,
  * eviction, compaction), cache_table.c (segments and entries),
  * cache_checkpoint.c (the checkpoint), cache_recover.c (recovery) and
  * cache_files.c (manifest, segment headers, listing).

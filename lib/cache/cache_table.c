@@ -1,7 +1,7 @@
 /*
  * cache_table.c - the writer's table: its segments, sorted by id, and
  * one entry per sample with its record's address; each segment counts
- * the live bytes its entries point to.  The writer (cache.c), the
+ * the live bytes its entries point to.  The writer (cache_writer.c), the
  * checkpoint (cache_checkpoint.c) and recovery (cache_recover.c) change
  * it only through here.
  */

@@ -1,5 +1,5 @@
 /*
- * cache.c - the cache writer: lock, manifest check, appending through
+ * cache_writer.c - the cache writer: lock, manifest check, appending through
  * write queues (one pwritev per segment, no copy) into segments grouped
  * by death epoch, eviction by segment death, delayed deletion and
  * compaction (see cache.h, refurb-cache(5)).

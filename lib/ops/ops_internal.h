@@ -1,5 +1,5 @@
 /*
- * ops_internal.h - the op kernels behind rfb_op_apply() (ops.c), split by
+ * ops_internal.h - the op kernels behind rfb_op_apply() (ops_apply.c), split by
  * concept: ops_color.c (point ops, histograms, ImageEnhance blends) and
  * ops_geometry.c (PIL's affine transform, rotate, transposes).
  *

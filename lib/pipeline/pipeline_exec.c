@@ -1,5 +1,5 @@
 /*
- * pipeline.c - running a parsed pipeline on a decoded image (see
+ * pipeline_exec.c - running a parsed pipeline on a decoded image (see
  * pipeline.h).  Layers write into two ping-pong buffers of the context;
  * crops that stay inside the image are views (no copy), a flip is the
  * copy out of such a view, so a typical pipeline copies each image only

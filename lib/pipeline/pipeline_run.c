@@ -1,5 +1,5 @@
 /*
- * pipeline_run.c - the run primitives the executor (pipeline.c), the
+ * pipeline_run.c - the run primitives the executor (pipeline_exec.c), the
  * window runner (pipeline_window.c) and the JPEG planner
  * (pipeline_jpeg.c) share: the current image and the context's two
  * buffers, crops, and each layer's random stream.

@@ -1,5 +1,5 @@
 /*
- * pipeline_run_internal.h - the executor's state, shared by pipeline.c (layers
+ * pipeline_run_internal.h - the executor's state, shared by pipeline_exec.c (layers
  * on decoded images), pipeline_window.c (augment layers on windows) and
  * pipeline_jpeg.c (planning and running the decode-time shortcuts); their
  * common primitives are in pipeline_run.c.
