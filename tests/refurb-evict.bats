@@ -22,15 +22,18 @@ ids_of() {
 
 @test "--help and --version" {
 	run refurb-evict --help
-	[ "$status" -eq 0 ] && [[ "${lines[0]}" == "Usage: refurb-evict"* ]]
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == "Usage: refurb-evict"* ]]
 	[[ "$output" == *"--policy"* && "$output" == *"--shard K/N"* ]]
 	run refurb-evict --version
-	[ "$status" -eq 0 ] && [[ "$output" == "refurb-evict (refurb) "* ]]
+	[ "$status" -eq 0 ]
+	[[ "$output" == "refurb-evict (refurb) "* ]]
 }
 
 @test "writes 64 + 6n bytes with the magic, and a summary on stderr" {
 	run --separate-stderr refurb-evict -r 3 -s 7 -o "$T/s" "$IDX"
-	[ "$status" -eq 0 ] && [ -z "$output" ]
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
 	[[ "$stderr" == "refurb-evict: shard 0/1: 30 of 30 samples, r=3 balanced, 10 to 10 misses per epoch"* ]]
 	[ "$(stat -c %s "$T/s")" -eq $((64 + 6 * 30)) ]
 	[ "$(head -c 8 "$T/s" | od -An -c | tr -d ' ')" = 'RFBSCHD001' ]
@@ -66,7 +69,8 @@ ids_of() {
 @test "the schedule reads back from stdin" {
 	refurb-evict -q -r 2 "$IDX" > "$T/s"
 	run refurb-plan -b 8 - < "$T/s"
-	[ "$status" -eq 0 ] && [[ "${lines[0]}" == "#refurb-plan 1 "* ]]
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == "#refurb-plan 1 "* ]]
 }
 
 @test "r = 0, junk numbers, unknown policy: usage errors" {

@@ -47,7 +47,8 @@ for b in open_stream(sys.argv[1]):
 
 @test "--help, --version, usage errors" {
 	run refurb-final --help
-	[ "$status" -eq 0 ] && [[ "${lines[0]}" == "Usage: refurb-final"* ]]
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == "Usage: refurb-final"* ]]
 	run refurb-final --version
 	[ "$status" -eq 0 ]
 	run refurb-final < ann.txt

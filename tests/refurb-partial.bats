@@ -21,7 +21,8 @@ setup() {
 
 @test "--help, --version, usage errors" {
 	run refurb-partial --help
-	[ "$status" -eq 0 ] && [[ "${lines[0]}" == "Usage: refurb-partial"* ]]
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == "Usage: refurb-partial"* ]]
 	# the help is printed as is, not through printf: no doubled %
 	for p in index evict plan partial final dump; do
 		[ -z "$(refurb-$p --help | grep '%%')" ]
