@@ -144,6 +144,10 @@ static void summary(const struct rfb_final_stats *st)
 		"augment %.2f s, recompute %.2f s (worker sums); waited %.2f s "
 		"for the plan, %.2f s for the reader\n", st->read_s, st->decode_s,
 		st->augment_s, st->heal_s, st->input_wait_s, st->output_wait_s);
+	if (st->handover_records)
+		fprintf(stderr, "refurb-final: %llu records read from "
+			"refurb-partial's handover (shared memory)\n",
+			(unsigned long long)st->handover_records);
 	if (st->direct_refused)
 		fprintf(stderr, "refurb-final: the cache's filesystem refused "
 			"O_DIRECT; some reads were buffered\n");

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -40,6 +41,10 @@ static const char help[] =
 	"      --grace N          keep dead segments N batches (default: one\n"
 	"                         epoch, at least 64)\n"
 	"      --inflight N       batches computed at once (default 2)\n"
+	"      --handover[=MIB]   hand the records no later epoch reads (every miss\n"
+	"                         at r = 1) to refurb-final in shared memory, not\n"
+	"                         through the cache's files (a ring of MIB, default\n"
+	"                         256); the output must be a pipe to refurb-final\n"
 	"      --stats FILE       one TSV line per batch (misses computed, worker\n"
 	"                         wall and CPU time)\n"
 	CLI_COMMON_HELP
@@ -48,7 +53,7 @@ static const char help[] =
 
 enum {
 	OPT_CODEC = 0x2000, OPT_RESET, OPT_ROOT, OPT_STRICT, OPT_MAX_PIXELS,
-	OPT_SEGMENT, OPT_GRACE, OPT_INFLIGHT, OPT_STATS
+	OPT_SEGMENT, OPT_GRACE, OPT_INFLIGHT, OPT_STATS, OPT_HANDOVER
 };
 
 struct run_ctx {
@@ -103,6 +108,7 @@ static void parse(struct cli *c, struct rfb_partial_opts *o, const char **in,
 		{ "grace", required_argument, NULL, OPT_GRACE },
 		{ "inflight", required_argument, NULL, OPT_INFLIGHT },
 		{ "stats", required_argument, NULL, OPT_STATS },
+		{ "handover", optional_argument, NULL, OPT_HANDOVER },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -147,6 +153,11 @@ static void parse(struct cli *c, struct rfb_partial_opts *o, const char **in,
 			o->inflight = (int)cli_parse_u64(c, "--inflight", optarg, 1, 64);
 			break;
 		case OPT_STATS: *stats = optarg; break;
+		case OPT_HANDOVER:
+			o->handover = (optarg ? cli_parse_u64(c, "--handover", optarg,
+							      1, 1 << 16)
+					      : 256) << 20;
+			break;
 		default:
 			if (!cli_common_option(c, opt, optarg))
 				cli_usage_error(c, "unexpected option");
@@ -183,11 +194,22 @@ static void summary(const struct rfb_partial_stats *st)
 		(unsigned long long)st->compacted,
 		(unsigned long long)st->deleted_segments,
 		st->torn_bytes ? " (a torn tail was cut when opening)" : "");
+	if (st->handover_records)
+		fprintf(stderr, "refurb-partial: %llu records handed to the "
+			"reader in shared memory, not written to the cache\n",
+			(unsigned long long)st->handover_records);
 	if (st->stopped_by_reader)
 		fprintf(stderr, "refurb-partial: the reader closed the stream at "
 			"epoch %u (batch %llu); the cache is checkpointed and "
 			"resumable\n", st->epoch,
 			(unsigned long long)st->global_step);
+}
+
+static int is_pipe(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
 }
 
 int main(int argc, char **argv)
@@ -205,6 +227,10 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN); /* a closed reader is EPIPE, handled */
 	in_fd = cli_open_fd(&c, in, 0, 0);
 	out_fd = cli_open_fd(&c, out, 1, 1);
+	if (o.handover && !is_pipe(out_fd))
+		cli_usage_error(&c, "--handover needs the output to be a pipe to "
+				"refurb-final (a recorded plan could not reach "
+				"its records)");
 	if (r.stats_path) {
 		if (!(r.stats = fopen(r.stats_path, "w")))
 			cli_die(&c, "%s: cannot open: %s", r.stats_path,

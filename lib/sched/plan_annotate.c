@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "refurb/annotate.h"
+#include "refurb/handover.h"
 
 void rfb_annot_set(rfb_plan_sample *s, const struct rfb_cache_addr *a,
 		   uint32_t write_epoch)
@@ -29,6 +30,17 @@ int rfb_annot_get(const rfb_plan_sample *s, struct rfb_cache_addr *a,
 {
 	if (s->addr_count == 1 && s->addr[0] == 0)
 		return 0;
+	if (s->addr_count == 4 && s->addr[0] == RFB_HANDOVER_SEGMENT) {
+		if (s->addr[2] < RFB_RECORD_HEADER_SIZE ||
+		    s->addr[2] > RFB_RECORD_HEADER_SIZE + (uint64_t)RFB_RECORD_MAX_STORED ||
+		    s->addr[1] > INT64_MAX || s->addr[3] > UINT32_MAX)
+			return RFB_EFORMAT;
+		a->segment = RFB_HANDOVER_SEGMENT;
+		a->offset = s->addr[1];
+		a->length = (uint32_t)s->addr[2];
+		*write_epoch = (uint32_t)s->addr[3];
+		return 2;
+	}
 	if (s->addr_count != 4 || s->addr[0] >= RFB_CACHE_NO_SEGMENT ||
 	    s->addr[2] < RFB_RECORD_HEADER_SIZE ||
 	    s->addr[2] > RFB_RECORD_HEADER_SIZE + (uint64_t)RFB_RECORD_MAX_STORED ||
@@ -79,6 +91,12 @@ size_t rfb_annot_format_header(char *buf, size_t n, const rfb_plan_header *h,
 					len < n ? n - len : 0, " %s=", keys[i]);
 		len += put_value(len < n ? buf + len : NULL, len < n ? n - len : 0,
 				 vals[i]);
+	}
+	if (a->handover[0]) { /* only with --handover: older readers see none */
+		len += (size_t)snprintf(len < n ? buf + len : NULL,
+					len < n ? n - len : 0, " handover=");
+		len += put_value(len < n ? buf + len : NULL, len < n ? n - len : 0,
+				 a->handover);
 	}
 	len += (size_t)snprintf(len < n ? buf + len : NULL, len < n ? n - len : 0,
 				" aug-seed=%" PRIu64 "\n", a->aug_seed);
@@ -166,5 +184,7 @@ int rfb_annot_parse_header(const char *line, size_t len,
 				   "header has no valid aug-seed=");
 	if (parse_seed(seed, &a->aug_seed))
 		return rfb_err_set(err, RFB_EFORMAT, NULL, "bad aug-seed=%s", seed);
+	if (get_value(line, len, "handover", a->handover, sizeof a->handover))
+		a->handover[0] = '\0'; /* optional */
 	return 0;
 }

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 #include "refurb/annotate.h"
 #include "refurb/cache.h"
 #include "refurb/final.h"
+#include "refurb/handover.h"
 #include "refurb/index.h"
 #include "refurb/io.h"
 #include "refurb/pipeline.h"
@@ -58,6 +60,14 @@ struct fslot {
 	uint32_t *addr_sample;
 	uint32_t *write_epochs;
 	uint32_t nread;
+	/* the records read from the cache (one io_submit): their addresses
+	 * and samples, compacted, and their position j among the nread */
+	struct rfb_cache_addr *aio_addrs;
+	uint32_t *aio_sample, *aio_index, naio;
+	struct rfb_batch_record *ring_recs; /* nread; those in the handover */
+	uint64_t ring_end;              /* end of the batch's last such record */
+	uint32_t ring_count;            /* records in the ring */
+	int rq_pos;                     /* its entry in final.rq */
 	struct ftask *tasks;            /* one per image kept */
 	uint32_t n;                     /* images kept */
 	uint32_t *labels, *ids;
@@ -84,6 +94,16 @@ struct final {
 	struct rfb_annot_header annot;
 	rfb_index *idx;
 	rfb_cache_view *view;
+	rfb_handover *ho;         /* refurb-partial's ring, or NULL */
+	/* The prepared batches in plan order with the ring records their
+	 * tasks still use: a batch's ring space is released as soon as its
+	 * tasks and those of every older batch are done, by whichever
+	 * thread ends the last of them (not when the frame is written,
+	 * which waits for the next plan line: refurb-partial may be waiting
+	 * for that space to write it). */
+	pthread_mutex_t rq_mu;
+	struct { uint64_t end; uint32_t pending; } *rq;
+	int rq_cap, rq_head, rq_count;
 	rfb_pipeline *final_pipe, *partial_pipe;
 	uint64_t seed;
 	struct rfb_pipe_shape shape;
@@ -163,7 +183,9 @@ static int source_image(struct fworker *w, struct ftask *t, rfb_image *img)
 	/* the record is bad: recompute it (unless strict) */
 	if (t->rec->status)
 		t->why = t->rec->why;
-	if (!t->why.path[0])   /* name the segment file */
+	if (!t->why.path[0] && t->slot->addrs[t->out].segment == RFB_HANDOVER_SEGMENT)
+		snprintf(t->why.path, sizeof t->why.path, "%s", F->annot.handover);
+	else if (!t->why.path[0])   /* name the segment file */
 		(void)rfb_cache_segment_path(F->annot.cache,
 					     t->slot->addrs[t->out].segment,
 					     t->why.path, sizeof t->why.path);
@@ -197,6 +219,37 @@ static void name_image(const struct final *F, struct ftask *t)
 		snprintf(t->why.path, sizeof t->why.path, "%.500s", path);
 }
 
+/* n ring records of the batch at rq entry pos are no longer used:
+ * release the ring up to the newest batch all of whose elders are done. */
+static void ring_done(struct final *F, int pos, uint32_t n)
+{
+	uint64_t end = 0;
+
+	pthread_mutex_lock(&F->rq_mu);
+	F->rq[pos].pending -= n;
+	while (F->rq_count > 0 && F->rq[F->rq_head].pending == 0) {
+		if (F->rq[F->rq_head].end > end)
+			end = F->rq[F->rq_head].end;
+		F->rq_head = (F->rq_head + 1) % F->rq_cap;
+		F->rq_count--;
+	}
+	if (end)
+		rfb_handover_release(F->ho, end);
+	pthread_mutex_unlock(&F->rq_mu);
+}
+
+/* Queue the ring records of s (prepared) behind those of older batches. */
+static void ring_queue(struct final *F, struct fslot *s)
+{
+	pthread_mutex_lock(&F->rq_mu);
+	s->rq_pos = (F->rq_head + F->rq_count) % F->rq_cap;
+	F->rq[s->rq_pos].end = s->ring_end;
+	F->rq[s->rq_pos].pending = s->ring_count + 1; /* + 1: this call's */
+	F->rq_count++;
+	pthread_mutex_unlock(&F->rq_mu);
+	ring_done(F, s->rq_pos, 1);
+}
+
 static void run_task(void *ctx, struct rfb_task *task)
 {
 	struct ftask *t = (struct ftask *)task;
@@ -214,6 +267,8 @@ static void run_task(void *ctx, struct rfb_task *task)
 	if ((t->status = source_image(w, t, &img))) {
 		t->unreadable = 1;
 		t->cpu_s = thread_cpu_now() - c0;
+		if (t->slot->addrs[t->out].segment == RFB_HANDOVER_SEGMENT)
+			ring_done(t->F, t->slot->rq_pos, 1);
 		return;
 	}
 	t0 = rfb_now();
@@ -234,9 +289,28 @@ static void run_task(void *ctx, struct rfb_task *task)
 		name_image(F, t);
 	t->augment_s = rfb_now() - t0;
 	t->cpu_s = thread_cpu_now() - c0;
+	if (t->slot->addrs[t->out].segment == RFB_HANDOVER_SEGMENT)
+		ring_done(t->F, t->slot->rq_pos, 1);
 }
 
 /* ---- batches ---- */
+
+/* Record j of s is in the handover ring: point its batch record there,
+ * or say why it cannot be read (it is healed then). */
+static void ring_record(struct final *F, struct fslot *s, uint32_t j)
+{
+	struct rfb_batch_record *r = &s->ring_recs[j];
+	const struct rfb_cache_addr *a = &s->addrs[j];
+
+	memset(r, 0, sizeof *r);
+	r->length = a->length;
+	r->data = rfb_handover_get(F->ho, a->offset, a->length, &r->why);
+	r->status = r->data ? 0 : r->why.code;
+	if (r->data && a->offset + a->length > s->ring_end)
+		s->ring_end = a->offset + a->length;
+	s->ring_count++;
+	F->st->handover_records++;
+}
 
 /* Read the batch's records (one io_submit) and queue its tasks. */
 static int prepare(struct final *F, const rfb_plan_batch *b, rfb_err *err)
@@ -250,28 +324,39 @@ static int prepare(struct final *F, const rfb_plan_batch *b, rfb_err *err)
 	s->batch = *b;
 	memcpy(s->samples, b->samples, b->count * sizeof *b->samples);
 	s->batch.samples = s->samples;
-	s->nread = 0;
+	s->nread = s->naio = 0;
 	s->misses = 0;
+	s->ring_end = 0;
+	s->ring_count = 0;
 	for (uint32_t i = 0; i < b->count; i++) {
 		const rfb_plan_sample *x = &s->samples[i];
 		int k = rfb_annot_get(x, &s->addrs[s->nread], &s->write_epochs[s->nread]);
-		if (k < 0)
+		if (k < 0 || (k == 2 && !F->ho))
 			return rfb_err_set(err, RFB_EFORMAT, F->in_name,
-				"batch %u of epoch %u: sample %u has no cache "
-				"address (is this plan annotated by refurb-partial?)",
-				b->step, b->epoch, x->id);
+				"batch %u of epoch %u: sample %u has no %s "
+				"(is this plan annotated by refurb-partial?)",
+				b->step, b->epoch, x->id,
+				k == 2 ? "handover= in the header for its handover "
+					 "address" : "cache address");
 		s->misses += x->miss;
 		if (k == 0) {
 			F->st->skipped++;
 			continue;
+		}
+		if (k == 2)
+			ring_record(F, s, s->nread);
+		else {
+			s->aio_addrs[s->naio] = s->addrs[s->nread];
+			s->aio_sample[s->naio] = x->id;
+			s->aio_index[s->naio++] = s->nread;
 		}
 		s->addr_sample[s->nread++] = x->id;
 	}
 	rfb_batch_reader_get_stats(s->reader, &before);
 	/* wait returns how many records are bad: those are healed, only a
 	 * negative code (the batch as a whole failed) stops the run */
-	if ((rc = rfb_batch_reader_submit(s->reader, s->addrs, s->addr_sample,
-					  s->nread, err)) ||
+	if ((rc = rfb_batch_reader_submit(s->reader, s->aio_addrs, s->aio_sample,
+					  s->naio, err)) ||
 	    (rc = rfb_batch_reader_wait(s->reader, &recs, err)) < 0)
 		return rc;
 	rfb_batch_reader_get_stats(s->reader, &after);
@@ -296,10 +381,15 @@ static int prepare(struct final *F, const rfb_plan_batch *b, rfb_err *err)
 		t->out = j;
 		t->sample = s->addr_sample[j];
 		t->write_epoch = s->write_epochs[j];
-		t->rec = &recs[j];
+		if (s->addrs[j].segment == RFB_HANDOVER_SEGMENT)
+			t->rec = &s->ring_recs[j];
 		s->ids[j] = t->sample;
 		s->labels[j] = rfb_index_label(F->idx, t->sample);
 	}
+	for (uint32_t i = 0; i < s->naio; i++)
+		s->tasks[s->aio_index[i]].rec = &recs[i];
+	if (F->ho)
+		ring_queue(F, s);
 	rfb_group_add(&s->group, (int)s->nread);
 	for (uint32_t j = 0; j < s->nread; j++)
 		rfb_pool_submit(F->pool, &s->tasks[j].task);
@@ -480,6 +570,14 @@ static int open_inputs(struct final *F, const char *in_name, rfb_err *err)
 				   F->annot.index_file);
 	if (!(F->view = rfb_cache_view_open(F->annot.cache, F->o->direct, err)))
 		return err->code;
+	if (F->annot.handover[0]) {
+		if (!(F->ho = rfb_handover_attach(F->annot.handover, err)))
+			return err->code;
+		F->rq_cap = (F->o->prefetch > 0 ? F->o->prefetch : 2) + 1;
+		if (!(F->rq = calloc((size_t)F->rq_cap, sizeof *F->rq)) ||
+		    pthread_mutex_init(&F->rq_mu, NULL))
+			return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	}
 	m = rfb_cache_view_manifest(F->view);
 	if (m->index_identity != F->h->index_identity ||
 	    m->schedule_identity != F->h->schedule_identity ||
@@ -513,12 +611,17 @@ static int make_slots(struct final *F, rfb_err *err)
 		s->addrs = calloc(bs, sizeof *s->addrs);
 		s->addr_sample = calloc(bs, sizeof *s->addr_sample);
 		s->write_epochs = calloc(bs, sizeof *s->write_epochs);
+		s->aio_addrs = calloc(bs, sizeof *s->aio_addrs);
+		s->aio_sample = calloc(bs, sizeof *s->aio_sample);
+		s->aio_index = calloc(bs, sizeof *s->aio_index);
+		s->ring_recs = calloc(bs, sizeof *s->ring_recs);
 		s->tasks = calloc(bs, sizeof *s->tasks);
 		s->labels = calloc(bs, sizeof *s->labels);
 		s->ids = calloc(bs, sizeof *s->ids);
 		if (posix_memalign((void **)&s->pixels, 64, (size_t)bs * F->image_bytes))
 			s->pixels = NULL;
 		if (!s->samples || !s->addrs || !s->addr_sample || !s->write_epochs ||
+		    !s->aio_addrs || !s->aio_sample || !s->aio_index || !s->ring_recs ||
 		    !s->tasks || !s->labels || !s->ids || !s->pixels ||
 		    rfb_group_init(&s->group))
 			return rfb_err_set(err, RFB_ENOMEM, NULL,
@@ -541,6 +644,10 @@ static void free_slots(struct final *F)
 		free(s->addrs);
 		free(s->addr_sample);
 		free(s->write_epochs);
+		free(s->aio_addrs);
+		free(s->aio_sample);
+		free(s->aio_index);
+		free(s->ring_recs);
 		free(s->tasks);
 		free(s->labels);
 		free(s->ids);
@@ -677,6 +784,10 @@ int rfb_final_run(const struct rfb_final_opts *o, int in_fd,
 	rfb_pipeline_free(F.final_pipe);
 	rfb_pipeline_free(F.partial_pipe);
 	rfb_cache_view_close(F.view);
+	if (F.rq)
+		pthread_mutex_destroy(&F.rq_mu);
+	free(F.rq);
+	rfb_handover_free(F.ho);
 	rfb_index_close(F.idx);
 	return rc;
 }

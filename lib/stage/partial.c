@@ -20,6 +20,7 @@
 
 #include "refurb/annotate.h"
 #include "refurb/cache.h"
+#include "refurb/handover.h"
 #include "refurb/index.h"
 #include "refurb/io.h"
 #include "refurb/partial.h"
@@ -69,6 +70,8 @@ struct partial {
 	rfb_sched *sched;
 	rfb_pipeline *pipe;
 	rfb_cache *cache;
+	rfb_handover *ho;         /* --handover, or NULL */
+	uint64_t batch_start;     /* ring position of the batch being settled */
 	rfb_plan_reader *reader;
 	const rfb_plan_header *h;
 	uint64_t seed;
@@ -285,11 +288,28 @@ static int settle_job(struct partial *P, struct slot *s, uint32_t i,
 		s->bs.skipped++;
 		return 0;
 	}
-	if ((rc = rfb_record_parse_header(j->rec.data, j->rec_len, &m, err)) ||
-	    (rc = rfb_cache_append(P->cache, j->rec.data, j->rec_len, &m, &a, err)))
+	if ((rc = rfb_record_parse_header(j->rec.data, j->rec_len, &m, err)))
+		return rc;
+	rc = RFB_ELIMIT;
+	/* a record no later epoch reads goes to the reader in memory */
+	if (P->ho && j->death <= s->batch.epoch + 1) {
+		rfb_err why = { 0 };
+		rc = rfb_handover_put(P->ho, j->rec.data, j->rec_len, P->batch_start,
+				      P->out_fd, &a.offset, &why);
+		if (rc && rc != RFB_ELIMIT) {
+			*err = why;
+			return rc;
+		}
+		a.segment = RFB_HANDOVER_SEGMENT;
+		a.length = (uint32_t)j->rec_len;
+		P->st->handover_records += rc == 0;
+	}
+	if (rc && (rc = rfb_cache_append(P->cache, j->rec.data, j->rec_len, &m,
+					 &a, err)))
 		return rc;
 	rfb_annot_set(&s->samples[i], &a, j->write_epoch);
-	P->st->record_bytes += j->rec_len;
+	if (a.segment != RFB_HANDOVER_SEGMENT)
+		P->st->record_bytes += j->rec_len;
 	P->st->computed += s->samples[i].miss;
 	s->bs.computed += s->samples[i].miss;
 	return 0;
@@ -315,6 +335,8 @@ static int finish_oldest(struct partial *P, rfb_err *err)
 	rfb_group_wait(&s->group);
 	P->head = (P->head + 1) % P->nslots;
 	P->count--;
+	if (P->ho)
+		P->batch_start = rfb_handover_position(P->ho);
 	for (uint32_t i = 0; i < s->batch.count; i++)
 		if (s->has_job[i] && (rc = settle_job(P, s, i, err)))
 			return rc;
@@ -431,6 +453,8 @@ static int write_header(struct partial *P, rfb_err *err)
 	absolute(a.index_file, sizeof a.index_file, P->o->index_path);
 	absolute(a.root, sizeof a.root, P->o->root);
 	snprintf(a.partial, sizeof a.partial, "%s", rfb_pipeline_canonical(P->pipe));
+	if (P->ho)
+		snprintf(a.handover, sizeof a.handover, "%s", rfb_handover_path(P->ho));
 	rfb_codec_text(&P->o->codec, a.codec, sizeof a.codec);
 	a.aug_seed = P->seed;
 	n = rfb_annot_format_header(NULL, 0, P->h, &a) + 1;
@@ -501,6 +525,8 @@ static int setup(struct partial *P, int in_fd, const char *in_name,
 	if ((rc = rebuild_schedule(P, in_name, err)) ||
 	    (rc = make_slots(P, err)) || (rc = open_cache(P, err)))
 		return rc;
+	if (o->handover && !(P->ho = rfb_handover_create(o->handover, err)))
+		return err->code;
 	if (!(P->pool = rfb_pool_new(o->threads > 0 ? o->threads : 1, worker_new,
 				     worker_free, P, err)))
 		return err ? err->code : RFB_ENOMEM;
@@ -563,6 +589,9 @@ int rfb_partial_run(const struct rfb_partial_opts *o, int in_fd,
 	rc = setup(&P, in_fd, in_name, err);
 	if (rc == 0)
 		rc = run(&P, err);
+	/* the reader opens the ring by this process's /proc entry */
+	if (rc == 0 && P.ho && rfb_handover_wait_attached(P.ho, out_fd))
+		rc = RFB_EPIPE;
 	if (rc == RFB_EPIPE) {
 		st->stopped_by_reader = 1;
 		rc = 0;
@@ -577,6 +606,7 @@ int rfb_partial_run(const struct rfb_partial_opts *o, int in_fd,
 		}
 	}
 	free_slots(&P);
+	rfb_handover_free(P.ho);
 	free(P.line);
 	rfb_plan_reader_close(P.reader);
 	rfb_pipeline_free(P.pipe);

@@ -6,10 +6,13 @@
  *
  * Per sample: "@SEGMENT.OFFSET.LENGTH.WRITE-EPOCH" (hex) for a record, or
  * "@0" for a sample refurb-partial could not produce (its image is
- * unreadable now): consumers leave it out of the batch.
+ * unreadable now): consumers leave it out of the batch.  SEGMENT
+ * ffffffff (RFB_HANDOVER_SEGMENT, never a cache segment's id): the record
+ * is in the handover ring at byte position OFFSET (handover.h).
  *
  * Header keys added: cache= index-file= root= partial= aug-seed= codec=,
- * values percent-encoded (bytes outside '!'..'~' and '%' become %XX).
+ * and handover= when there is one; values percent-encoded (bytes outside
+ * '!'..'~' and '%' become %XX).
  *
  * Internal to librefurb (its stages use it; tests too): not installed,
  * not in refurb.h.
@@ -33,6 +36,7 @@ struct rfb_annot_header {
 	char root[RFB_ANNOT_MAX_VALUE];       /* dataset root used ("" = index's) */
 	char partial[RFB_ANNOT_MAX_VALUE];    /* canonical partial pipeline */
 	char codec[64];
+	char handover[128];                   /* the ring's path, "" if none */
 	uint64_t aug_seed;
 };
 
@@ -45,8 +49,10 @@ void rfb_annot_set_skipped(rfb_plan_sample *s);
 
 /*
  * Read s's annotation: returns 1 and fills *a and *write_epoch for a
- * record, 0 for a skipped sample, or RFB_EFORMAT when s has no
- * annotation or one of another shape.
+ * record in the cache, 2 for a record in the handover ring (a->segment
+ * is RFB_HANDOVER_SEGMENT, a->offset its position), 0 for a skipped
+ * sample, or RFB_EFORMAT when s has no annotation or one of another
+ * shape.
  */
 int rfb_annot_get(const rfb_plan_sample *s, struct rfb_cache_addr *a,
 		  uint32_t *write_epoch);

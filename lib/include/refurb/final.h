@@ -18,6 +18,7 @@ struct rfb_final_stats {
 	uint64_t skipped;        /* samples refurb-partial left out */
 	uint64_t healed;         /* records recomputed from their image */
 	uint64_t bytes_read, submit_calls;
+	uint64_t handover_records; /* read from refurb-partial's handover */
 	double seconds;          /* wall */
 	double read_s;           /* in io_submit + io_getevents */
 	double decode_s;         /* decompressing records, all workers */

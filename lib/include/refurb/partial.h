@@ -22,6 +22,7 @@ struct rfb_partial_stats {
 	uint64_t skipped;       /* samples whose image could not be read */
 	uint64_t image_bytes;   /* JPEG bytes read */
 	uint64_t record_bytes;  /* bytes of records appended */
+	uint64_t handover_records; /* handed to the reader in memory */
 	uint64_t written_bytes; /* bytes written to segments (compaction too) */
 	uint64_t compacted, deleted_segments;
 	uint64_t live_records, live_bytes, raw_bytes;
@@ -61,6 +62,9 @@ struct rfb_partial_opts {
 	uint64_t grace;          /* batches; 0: one epoch, at least 64 */
 	uint64_t max_pixels;     /* 0: default */
 	int inflight;            /* batches being worked on at once (>= 1) */
+	uint64_t handover;       /* bytes of the handover ring; 0: none (the
+				  * output must then be a pipe to
+				  * refurb-final: handover.h) */
 	const char *out_name;    /* the output, for messages; NULL: "(output)" */
 	/* Called from the calling thread for each image left out (or, with
 	 * strict, the one that stops the run). */
