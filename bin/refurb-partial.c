@@ -43,8 +43,9 @@ static const char help[] =
 	"      --inflight N       batches computed at once (default 2)\n"
 	"      --handover[=MIB]   hand the records no later epoch reads (every miss\n"
 	"                         at r = 1) to refurb-final in shared memory, not\n"
-	"                         through the cache's files (a ring of MIB, default\n"
-	"                         256); the output must be a pipe to refurb-final\n"
+	"                         through the cache's files (a ring of MIB; default\n"
+	"                         two batches of 256 KiB records, 16 to 1024); the\n"
+	"                         output must be a pipe to refurb-final\n"
 	"      --stats FILE       one TSV line per batch (misses computed, worker\n"
 	"                         wall and CPU time)\n"
 	CLI_COMMON_HELP
@@ -154,9 +155,9 @@ static void parse(struct cli *c, struct rfb_partial_opts *o, const char **in,
 			break;
 		case OPT_STATS: *stats = optarg; break;
 		case OPT_HANDOVER:
-			o->handover = (optarg ? cli_parse_u64(c, "--handover", optarg,
-							      1, 1 << 16)
-					      : 256) << 20;
+			o->handover = optarg ? cli_parse_u64(c, "--handover", optarg,
+							     1, 1 << 16) << 20
+					     : RFB_PARTIAL_HANDOVER_AUTO;
 			break;
 		default:
 			if (!cli_common_option(c, opt, optarg))
@@ -194,6 +195,10 @@ static void summary(const struct rfb_partial_stats *st)
 		(unsigned long long)st->compacted,
 		(unsigned long long)st->deleted_segments,
 		st->torn_bytes ? " (a torn tail was cut when opening)" : "");
+	if (st->handover_unused)
+		fprintf(stderr, "refurb-partial: --handover: nothing opened the "
+			"handover (is the output refurb-final?); the records went "
+			"to the cache\n");
 	if (st->handover_records)
 		fprintf(stderr, "refurb-partial: %llu records handed to the "
 			"reader in shared memory, not written to the cache\n",
@@ -205,11 +210,13 @@ static void summary(const struct rfb_partial_stats *st)
 			(unsigned long long)st->global_step);
 }
 
-static int is_pipe(int fd)
+/* 1 if the output (a path, or "-": stdout) is a pipe or a FIFO. */
+static int is_pipe(const char *out)
 {
 	struct stat st;
+	int rc = strcmp(out, "-") ? stat(out, &st) : fstat(STDOUT_FILENO, &st);
 
-	return fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
+	return rc == 0 && S_ISFIFO(st.st_mode);
 }
 
 int main(int argc, char **argv)
@@ -226,11 +233,11 @@ int main(int argc, char **argv)
 	parse(&c, &o, &in, &out, &r.stats_path, argc, argv);
 	signal(SIGPIPE, SIG_IGN); /* a closed reader is EPIPE, handled */
 	in_fd = cli_open_fd(&c, in, 0, 0);
-	out_fd = cli_open_fd(&c, out, 1, 1);
-	if (o.handover && !is_pipe(out_fd))
+	if (o.handover && !is_pipe(out))
 		cli_usage_error(&c, "--handover needs the output to be a pipe to "
 				"refurb-final (a recorded plan could not reach "
 				"its records)");
+	out_fd = cli_open_fd(&c, out, 1, 1);
 	if (r.stats_path) {
 		if (!(r.stats = fopen(r.stats_path, "w")))
 			cli_die(&c, "%s: cannot open: %s", r.stats_path,

@@ -293,3 +293,157 @@ setup() {
 	expect_fail 2 "refurb-partial: bad pipeline spec at column 15: dct 0.5 out of range 1..64"
 	[ ! -e "$T/c" ]
 }
+
+# frames STREAM OUT: the stream's bytes from its first frame on (the
+# header names the cache and the pipelines, which differ between runs)
+frames() {
+	local o
+	o=$(refurb-dump "$1" | awk -F'\t' '$3 == "BATCH" { print $2; exit }')
+	[ -n "$o" ]
+	tail -c +$((o + 1)) "$1" > "$2"
+}
+
+@test "--handover at r = 1: the same stream, no record in the cache" {
+	set -o pipefail
+	refurb-evict -q -r 1 -s 7 -o "$T/r1.evict" train.idx
+	refurb-plan -q -b 8 -e 0-2 "$T/r1.evict" > "$T/p"
+	refurb-partial -q -c "$T/c0" -p "$SPEC" train.idx < "$T/p" |
+		refurb-final -q -p crop=48 > "$T/s0"
+	refurb-partial --handover -c "$T/c1" -p "$SPEC" train.idx < "$T/p" 2> "$T/e1" |
+		refurb-final -p crop=48 > "$T/s1" 2> "$T/e2"
+	frames "$T/s0" "$T/f0"
+	frames "$T/s1" "$T/f1"
+	cmp "$T/f0" "$T/f1"
+	grep -q "^refurb-partial: 180 records handed to the reader in shared memory" "$T/e1"
+	grep -q "^refurb-partial: cache: 0 live records, 0.0 MiB; appended 0.0 MiB" "$T/e1"
+	grep -q "^refurb-final: 180 records read from refurb-partial's handover" "$T/e2"
+	run refurb-dump --verify "$T/c1"
+	[ "$status" -eq 0 ]
+}
+
+@test "--handover: -j 1 and -j 2, a ring smaller than a batch: same stream and plan" {
+	set -o pipefail
+	# records of 64 x 64 and more: a 1 MiB ring holds part of a batch of
+	# 60; the rest goes to the cache
+	refurb-evict -q -r 1 -s 7 -o "$T/r1.evict" train.idx
+	refurb-plan -q -b 60 -e 0-1 "$T/r1.evict" > "$T/p"
+	refurb-partial -q -c "$T/c0" -p 'resize=96' train.idx < "$T/p" |
+		refurb-final -q -p crop=64 > "$T/s0"
+	for j in 1 2; do
+		refurb-partial -q -j $j --handover=1 -c "$T/c$j" -p 'resize=96' \
+			train.idx < "$T/p" | tee "$T/a$j" |
+			refurb-final -q -j $j --prefetch $j -p crop=64 > "$T/s$j"
+		frames "$T/s$j" "$T/f$j"
+		cmp "$T/f$j" <(frames "$T/s0" /dev/stdout)
+	done
+	diff <(sed 1d "$T/a1") <(sed 1d "$T/a2")
+	# both kinds of address: in the ring and in the cache
+	grep -q '@ffffffff\.' "$T/a1"
+	grep -q '@0\.[0-9a-f]*\.[0-9a-f]*\.0 ' "$T/a1"
+	head -n 1 "$T/a1" > "$T/h1"
+	grep -q ' handover=/proc/[0-9]*/fd/[0-9]* ' "$T/h1"
+}
+
+@test "--handover at r = 3: the stream of a run without it" {
+	set -o pipefail
+	refurb-partial -q -c "$T/c0" -p "$SPEC" train.idx < plan.txt |
+		refurb-final -q -p crop=48 > "$T/s0"
+	refurb-partial -q --handover -c "$T/c1" -p "$SPEC" train.idx < plan.txt |
+		refurb-final -q -p crop=48 > "$T/s1"
+	frames "$T/s0" "$T/f0"
+	frames "$T/s1" "$T/f1"
+	cmp "$T/f0" "$T/f1"
+}
+
+@test "--handover to a file, or a bad size: usage error, exit 2" {
+	run refurb-partial --handover -c "$T/c" -p "$SPEC" -o "$T/a" train.idx < plan.txt
+	expect_fail 2 "refurb-partial: --handover needs the output to be a pipe to refurb-final"
+	run refurb-partial --handover=0 -c "$T/c" -p "$SPEC" train.idx < plan.txt
+	expect_fail 2 "refurb-partial: --handover"
+	run refurb-partial --handover=lots -c "$T/c" -p "$SPEC" train.idx < plan.txt
+	expect_fail 2 "refurb-partial: --handover"
+	[ ! -e "$T/a" ]
+}
+
+@test "a plan with handover addresses, its refurb-partial gone: refurb-final names it" {
+	set -o pipefail
+	refurb-evict -q -r 1 -s 7 -o "$T/r1.evict" train.idx
+	refurb-plan -q -b 8 -e 0 "$T/r1.evict" > "$T/p"
+	refurb-partial -q --handover -c "$T/c" -p "$SPEC" train.idx < "$T/p" |
+		tee "$T/a" | refurb-final -q -p crop=48 > /dev/null
+	grep -q '@ffffffff\.' "$T/a"
+	run refurb-final -p crop=48 -o "$T/s" < "$T/a"
+	expect_fail 1 "refurb-final: /proc/"
+	[[ "${lines[0]}" == *"cannot open the handover of refurb-partial"* ]]
+	# without its header key, the addresses are refused, not misread
+	sed '1s/ handover=[^ ]*//' "$T/a" > "$T/b"
+	run refurb-final -p crop=48 -o "$T/s" < "$T/b"
+	expect_fail 1 "refurb-final: (stdin): batch 0 of epoch 0: sample"
+	[[ "${lines[0]}" == *"has no handover= in the header"* ]]
+}
+
+@test "--handover into a reader that is no refurb-final: the cache, after a wait" {
+	set -o pipefail
+	refurb-evict -q -r 1 -s 7 -o "$T/r1.evict" train.idx
+	refurb-plan -q -b 8 -e 0 "$T/r1.evict" > "$T/p"
+	refurb-partial --handover -c "$T/c" -p "$SPEC" train.idx < "$T/p" 2> "$T/e" |
+		cat > "$T/a"
+	grep -q "^refurb-partial: --handover: nothing opened the handover" "$T/e"
+	run grep -c '@ffffffff\.' "$T/a"
+	[ "$output" = 0 ]
+	# the recorded plan replays (the ring it names is gone, unused)
+	refurb-final -q -p crop=48 -o "$T/s" < "$T/a"
+	[ "$(refurb-dump "$T/s" | grep -c BATCH)" -eq 8 ]
+}
+
+# alive PID: the process runs (not a zombie)
+alive() {
+	[ -e "/proc/$1" ] && ! grep -q '^[0-9]* (.*) Z' "/proc/$1/stat"
+}
+
+@test "--handover: kill -9 of either side mid-run, then a rerun: the same stream" {
+	set -o pipefail
+	refurb-evict -q -r 1 -s 7 -o "$T/r1.evict" train.idx
+	refurb-plan -q -b 8 -e 0-5 "$T/r1.evict" > "$T/p"
+	refurb-partial -q -c "$T/c0" -p resize=300 train.idx < "$T/p" |
+		refurb-final -q -p crop=48 > "$T/s0"
+	frames "$T/s0" "$T/f0"
+	for victim in partial final; do
+		rm -rf "$T/c" "$T/plan.fifo" "$T/out.fifo"
+		mkfifo "$T/plan.fifo" "$T/out.fifo"
+		exec 7<> "$T/out.fifo" # a reader of the stream that never reads
+		# refurb-final blocks on its output, refurb-partial on the full
+		# 1 MiB ring or the pipe
+		refurb-partial -q --handover=1 -c "$T/c" -p 'resize=300' train.idx \
+			< "$T/p" > "$T/plan.fifo" 2> /dev/null 7>&- &
+		partial=$!
+		refurb-final -q -p crop=48 < "$T/plan.fifo" > "$T/out.fifo" 2> /dev/null 7>&- &
+		final=$!
+		sleep 1
+		alive $partial
+		alive $final
+		if [ $victim = partial ]; then
+			kill -9 $partial
+			cat "$T/out.fifo" > /dev/null 7>&- & # let refurb-final write
+		else
+			kill -9 $final
+		fi
+		# the other side ends by itself (it must not wait for ever)
+		for i in $(seq 200); do
+			alive $partial || alive $final || break
+			sleep 0.1
+		done
+		run alive $partial
+		[ "$status" -eq 1 ]
+		run alive $final
+		[ "$status" -eq 1 ]
+		exec 7>&-
+		wait || true
+		run refurb-dump --verify "$T/c"
+		[ "$status" -eq 0 ]
+		refurb-partial -q --handover -c "$T/c" -p resize=300 train.idx < "$T/p" |
+			refurb-final -q -p crop=48 > "$T/s"
+		frames "$T/s" "$T/f"
+		cmp "$T/f0" "$T/f"
+	done
+}

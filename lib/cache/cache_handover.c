@@ -176,11 +176,15 @@ int rfb_handover_put(rfb_handover *h, const unsigned char *rec, size_t len,
 	return 0;
 }
 
-int rfb_handover_wait_attached(rfb_handover *h, int watch_fd)
+int rfb_handover_wait_attached(rfb_handover *h, int watch_fd, int timeout_ms)
 {
-	while (!__atomic_load_n(attached_word(h), __ATOMIC_ACQUIRE))
+	for (int waited = 0; !__atomic_load_n(attached_word(h), __ATOMIC_ACQUIRE);
+	     waited++) {
+		if (waited >= timeout_ms)
+			return RFB_ENOTFOUND;
 		if (nap(watch_fd))
 			return RFB_EPIPE;
+	}
 	return 0;
 }
 

@@ -95,6 +95,7 @@ struct final {
 	rfb_index *idx;
 	rfb_cache_view *view;
 	rfb_handover *ho;         /* refurb-partial's ring, or NULL */
+	rfb_err ho_err;           /* why it could not be opened */
 	/* The prepared batches in plan order with the ring records their
 	 * tasks still use: a batch's ring space is released as soon as its
 	 * tasks and those of every older batch are done, by whichever
@@ -331,6 +332,10 @@ static int prepare(struct final *F, const rfb_plan_batch *b, rfb_err *err)
 	for (uint32_t i = 0; i < b->count; i++) {
 		const rfb_plan_sample *x = &s->samples[i];
 		int k = rfb_annot_get(x, &s->addrs[s->nread], &s->write_epochs[s->nread]);
+		if (k == 2 && !F->ho && F->ho_err.code) {
+			*err = F->ho_err;
+			return err->code;
+		}
 		if (k < 0 || (k == 2 && !F->ho))
 			return rfb_err_set(err, RFB_EFORMAT, F->in_name,
 				"batch %u of epoch %u: sample %u has no %s "
@@ -571,11 +576,12 @@ static int open_inputs(struct final *F, const char *in_name, rfb_err *err)
 	if (!(F->view = rfb_cache_view_open(F->annot.cache, F->o->direct, err)))
 		return err->code;
 	if (F->annot.handover[0]) {
-		if (!(F->ho = rfb_handover_attach(F->annot.handover, err)))
-			return err->code;
+		/* a plan recorded by tee says handover= but may have no ring
+		 * address: only one of those is an error (prepare) */
+		F->ho = rfb_handover_attach(F->annot.handover, &F->ho_err);
 		F->rq_cap = (F->o->prefetch > 0 ? F->o->prefetch : 2) + 1;
-		if (!(F->rq = calloc((size_t)F->rq_cap, sizeof *F->rq)) ||
-		    pthread_mutex_init(&F->rq_mu, NULL))
+		if (F->ho && (!(F->rq = calloc((size_t)F->rq_cap, sizeof *F->rq)) ||
+			      pthread_mutex_init(&F->rq_mu, NULL)))
 			return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
 	}
 	m = rfb_cache_view_manifest(F->view);

@@ -504,6 +504,34 @@ static void free_slots(struct partial *P)
 	free(P->slots);
 }
 
+/* The ring is used only once refurb-final has opened it (through this
+ * process's /proc entry): wait for it before the first record, so that
+ * which records go where does not depend on timing; a reader that is no
+ * refurb-final (tee, a file behind a FIFO) gets the cache instead. */
+static int wait_reader(struct partial *P, rfb_err *err)
+{
+	int rc = rfb_handover_wait_attached(P->ho, P->out_fd,
+					    RFB_PARTIAL_HANDOVER_WAIT_MS);
+
+	if (rc == RFB_EPIPE)
+		return rfb_err_set(err, rc, NULL, "the reader closed the stream");
+	if (rc) {
+		rfb_handover_free(P->ho);
+		P->ho = NULL;
+		P->st->handover_unused = 1;
+	}
+	return 0;
+}
+
+static uint64_t handover_bytes(const struct partial *P)
+{
+	uint64_t b = (uint64_t)P->h->batch_size * (512 << 10);
+
+	if (P->o->handover != RFB_PARTIAL_HANDOVER_AUTO)
+		return P->o->handover;
+	return b < (16 << 20) ? 16 << 20 : b > (1 << 30) ? 1 << 30 : b;
+}
+
 static int setup(struct partial *P, int in_fd, const char *in_name,
 		 rfb_err *err)
 {
@@ -525,12 +553,14 @@ static int setup(struct partial *P, int in_fd, const char *in_name,
 	if ((rc = rebuild_schedule(P, in_name, err)) ||
 	    (rc = make_slots(P, err)) || (rc = open_cache(P, err)))
 		return rc;
-	if (o->handover && !(P->ho = rfb_handover_create(o->handover, err)))
+	if (o->handover && !(P->ho = rfb_handover_create(handover_bytes(P), err)))
 		return err->code;
 	if (!(P->pool = rfb_pool_new(o->threads > 0 ? o->threads : 1, worker_new,
 				     worker_free, P, err)))
 		return err ? err->code : RFB_ENOMEM;
-	return write_header(P, err);
+	if ((rc = write_header(P, err)))
+		return rc;
+	return P->ho ? wait_reader(P, err) : 0;
 }
 
 /* The stream: batches are queued and finished in order; an epoch's end
@@ -589,9 +619,6 @@ int rfb_partial_run(const struct rfb_partial_opts *o, int in_fd,
 	rc = setup(&P, in_fd, in_name, err);
 	if (rc == 0)
 		rc = run(&P, err);
-	/* the reader opens the ring by this process's /proc entry */
-	if (rc == 0 && P.ho && rfb_handover_wait_attached(P.ho, out_fd))
-		rc = RFB_EPIPE;
 	if (rc == RFB_EPIPE) {
 		st->stopped_by_reader = 1;
 		rc = 0;

@@ -75,11 +75,13 @@ int rfb_handover_put(rfb_handover *h, const unsigned char *rec, size_t len,
 uint64_t rfb_handover_position(const rfb_handover *h);
 
 /*
- * Writer: wait until a reader has attached (so that the ring outlives
- * this process for it) or watch_fd's reader has gone.  Returns 0, or
- * RFB_EPIPE when the reader went away without attaching.
+ * Writer: wait until a reader has attached (it opens the ring through
+ * this process's /proc entry, so it must do so while this process runs),
+ * watching watch_fd, for at most timeout_ms.  Returns 0, RFB_EPIPE when
+ * the reader went away, RFB_ENOTFOUND when nobody attached in time (the
+ * reader is no refurb-final: use the cache).
  */
-int rfb_handover_wait_attached(rfb_handover *h, int watch_fd);
+int rfb_handover_wait_attached(rfb_handover *h, int watch_fd, int timeout_ms);
 
 /*
  * Reader: the record at pos, len bytes, in place, or NULL with err

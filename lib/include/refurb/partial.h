@@ -23,6 +23,7 @@ struct rfb_partial_stats {
 	uint64_t image_bytes;   /* JPEG bytes read */
 	uint64_t record_bytes;  /* bytes of records appended */
 	uint64_t handover_records; /* handed to the reader in memory */
+	int handover_unused;    /* --handover, but no reader opened the ring */
 	uint64_t written_bytes; /* bytes written to segments (compaction too) */
 	uint64_t compacted, deleted_segments;
 	uint64_t live_records, live_bytes, raw_bytes;
@@ -47,6 +48,15 @@ struct rfb_partial_batch_stats {
 	double cpu_seconds;        /* their thread CPU time, summed */
 };
 
+/* A handover ring of two batches of 256 KiB records (a 256 x 341 RGB
+ * image), at least 16 MiB, at most 1 GiB: small enough that its pages
+ * are reused lap after lap (fresh shared pages cost as much as the page
+ * cache: a 256 MiB ring that never wraps saves nothing), large enough
+ * that a batch being written and one being read fit. */
+#define RFB_PARTIAL_HANDOVER_AUTO 1
+/* How long refurb-partial waits for refurb-final to open the ring. */
+#define RFB_PARTIAL_HANDOVER_WAIT_MS 10000
+
 struct rfb_partial_opts {
 	const char *cache_dir;
 	const char *index_path;
@@ -62,9 +72,10 @@ struct rfb_partial_opts {
 	uint64_t grace;          /* batches; 0: one epoch, at least 64 */
 	uint64_t max_pixels;     /* 0: default */
 	int inflight;            /* batches being worked on at once (>= 1) */
-	uint64_t handover;       /* bytes of the handover ring; 0: none (the
-				  * output must then be a pipe to
-				  * refurb-final: handover.h) */
+	uint64_t handover;       /* bytes of the handover ring; 0: none;
+				  * RFB_PARTIAL_HANDOVER_AUTO: sized by the
+				  * batch (the output must then be a pipe
+				  * to refurb-final: handover.h) */
 	const char *out_name;    /* the output, for messages; NULL: "(output)" */
 	/* Called from the calling thread for each image left out (or, with
 	 * strict, the one that stops the run). */
