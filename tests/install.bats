@@ -14,6 +14,10 @@ load helpers
 		 share/man/man7/refurb.7; do
 		[ -e "$d/opt/rfb/$f" ] || { echo "missing $f"; false; }
 	done
+	# the library's own headers stay inside it
+	for f in aio.h annotate.h pool.h; do
+		[ ! -e "$d/opt/rfb/include/refurb/$f" ] || { echo "installed $f"; false; }
+	done
 	"$d/opt/rfb/bin/refurb-index" --version
 	# a client program, compiled with the installed headers and library
 	cat > "$BATS_TEST_TMPDIR/client.c" <<'C'
