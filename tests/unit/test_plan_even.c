@@ -114,6 +114,7 @@ struct even_case {
 struct shard_epoch {
 	uint32_t count, misses, batches, full_min, full_max;
 	uint32_t repeated, dropped; /* positions; UINT32_MAX: none */
+	uint32_t first_use_batch, repeat_batch; /* of the repeated one */
 };
 
 static int free_to_drop(uint32_t e, uint32_t phase, uint32_t r)
@@ -126,7 +127,7 @@ static int free_to_drop(uint32_t e, uint32_t phase, uint32_t r)
  * zeroed by the caller), and per id into ids_seen (T long). */
 static void take_epoch(rfb_plan *pl, const rfb_sched *s, uint32_t e,
 		       uint32_t batch, uint8_t *seen, uint32_t *ids_seen,
-		       struct shard_epoch *out)
+		       uint32_t *first_batch, struct shard_epoch *out)
 {
 	uint32_t r = rfb_sched_params_of(s)->reuse, n = rfb_sched_count(s);
 	rfb_plan_item it;
@@ -147,8 +148,12 @@ static void take_epoch(rfb_plan *pl, const rfb_sched *s, uint32_t e,
 			phase = rfb_sched_phases(s)[pos];
 			CHECK(x->miss == rfb_sched_is_miss(e, phase, r));
 			CHECK(!x->miss || x->death == rfb_sched_death(e, phase, r));
-			if (seen[pos]++)
+			if (seen[pos]++) {
 				out->repeated = (uint32_t)pos;
+				out->first_use_batch = first_batch[pos];
+				out->repeat_batch = out->batches;
+			}
+			first_batch[pos] = out->batches;
 			ids_seen[x->id]++;
 			misses += x->miss;
 		}
@@ -203,6 +208,13 @@ static void check_shard_epoch(const struct even_case *c, const rfb_sched *s,
 		int pad_miss = rfb_sched_is_miss(e, ph[x->repeated], c->r);
 		CHECKF(!hits || !pad_miss, "epoch %u pads with a miss", e);
 		CHECK(x->misses == sm + (uint32_t)pad_miss);
+		/* no hit to repeat: the first miss drawn, repeated last, so
+		 * that refurb-partial finds its record already written */
+		if (!hits && c->p.shuffle == RFB_PLAN_CACHE_AWARE && !c->pixels)
+			CHECKF(x->first_use_batch == 0 &&
+			       x->repeat_batch == x->batches - 1,
+			       "epoch %u: pad of a miss in batches %u and %u",
+			       e, x->first_use_batch, x->repeat_batch);
 	}
 	if (drops) {
 		int drop_miss = rfb_sched_is_miss(e, ph[x->dropped], c->r);
@@ -230,6 +242,7 @@ static void check_case(const struct even_case *c)
 	uint32_t *px[MAX_SHARDS], last_dropped[MAX_SHARDS];
 	uint32_t *ids_seen = calloc(c->total, sizeof *ids_seen), m = 0, nb = 0;
 	uint8_t *seen = malloc(c->total);
+	uint32_t *first_batch = malloc(c->total * sizeof *first_batch);
 	rfb_rng g;
 
 	rfb_rng_init(&g, c->evict_seed, 1, 0, 98);
@@ -261,7 +274,7 @@ static void check_case(const struct even_case *c)
 			struct shard_epoch x;
 			memset(seen, 0, c->total);
 			take_epoch(pl[k], s[k], e, c->p.batch_size, seen, ids_seen,
-				   &x);
+				   first_batch, &x);
 			CHECK(x.batches == nb);
 			check_shard_epoch(c, s[k], e, m, &x, &last_dropped[k]);
 		}
@@ -284,6 +297,7 @@ static void check_case(const struct even_case *c)
 	}
 	free(ids_seen);
 	free(seen);
+	free(first_batch);
 }
 
 static void test_even_properties(void)
