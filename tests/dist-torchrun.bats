@@ -47,6 +47,7 @@ setup_file() {
 }
 
 setup() {
+	set -o pipefail
 	need_torchrun
 	IDX="$BATS_FILE_TMPDIR/ds.idx"
 	REF="$BATS_FILE_TMPDIR/ref"
@@ -100,7 +101,7 @@ wait_for() {
 	# rank 1's chain: refurb-plan, -partial, -final (those still running:
 	# refurb-final at least, which waits for the trainer to read)
 	pids=$(awk '$1 == 1 { print $2, $3, $4 }' "$T/chains")
-	ps -o args= -p "${pids##* }" | grep -q '^[^ ]*refurb-final '
+	[ "$(ps -o args= -p "${pids##* }" | grep -c '^[^ ]*refurb-final ')" -eq 1 ]
 	kill -9 $pids 2> /dev/null || true
 	status=0
 	wait $job || status=$?
@@ -111,7 +112,8 @@ wait_for() {
 	run ! grep -q 'segment is gone' "$T/out"
 	# resume: the same command with --resume, the same caches; it starts
 	# after the last epoch rank 0 saved (1 or 2 by then)
-	mkdir "$T/killed" && mv "$T"/run/rank-*.log "$T/killed"
+	mkdir "$T/killed"
+	mv "$T"/run/rank-*.log "$T/killed"
 	train "$T/run" "$T/cache" --epochs 30 --resume > "$T/out2" 2>&1
 	start=$(sed -n 's/^steps [0-9]* epochs \([0-9]*\)-29$/\1/p' "$T/run/rank-0.done")
 	[ "$start" -ge 1 ]
@@ -131,7 +133,7 @@ wait_for() {
 	wait_for "$T/run/rank-0.log" '^0 1 '
 	final=$(awk '$1 == 0 { print $4 }' "$T/chains")
 	trainer=$(ps -o ppid= -p "$final" | tr -d ' ')
-	ps -o args= -p "$trainer" | grep -q 'ddp_train.py'
+	[ "$(ps -o args= -p "$trainer" | grep -c 'ddp_train.py')" -eq 1 ]
 	kill -9 "$trainer"
 	status=0
 	wait $job || status=$?

@@ -87,7 +87,10 @@ no_chain_left() {
 	RANK=0 WORLD_SIZE=2 "$PY" "$R" "$T/a" "$IDX" "$T/ca" --epochs 40 --hang-after 1 \
 		--fork-holder "$T/holder" &
 	pid=$!
-	for _ in $(seq 100); do [ -s "$T/a" ] && [ -s "$T/holder" ] && break; sleep 0.1; done
+	for _ in $(seq 100); do
+		if [ -s "$T/a" ] && [ -s "$T/holder" ]; then break; fi
+		sleep 0.1
+	done
 	[ -s "$T/holder" ]
 	sleep 1
 	pgrep -f -- "refurb-final .*$T/ca" > /dev/null

@@ -17,6 +17,7 @@ setup_file() {
 }
 
 setup() {
+	set -o pipefail
 	IDX="$BATS_FILE_TMPDIR/ds.idx"
 	D="$BATS_FILE_TMPDIR"
 	T="$BATS_TEST_TMPDIR"
@@ -24,8 +25,9 @@ setup() {
 
 # shard_sizes: the samples= of each shard's plan, in shard order.
 shard_sizes() {
+	set -o pipefail
 	for k in 0 1 2 3; do
-		refurb-plan -e 0 "$D/s$k.evict" | head -n 1 | tr ' ' '\n' |
+		refurb-plan -e 0 "$D/s$k.evict" | sed -n 1p | tr ' ' '\n' |
 			sed -n 's/^samples=//p'
 	done | tr '\n' ' '
 }
@@ -39,7 +41,7 @@ shard_sizes() {
 	set -o pipefail
 	for k in 0 1 2 3; do
 		refurb-plan -b 5 -e 0-6 --even pad --shard $k/4 "$D/s$k.evict" > "$T/p$k"
-		head -n 1 "$T/p$k" | grep -q '^#refurb-plan 2 .* even=pad$'
+		[ "$(head -n 1 "$T/p$k" | grep -c '^#refurb-plan 2 .* even=pad$')" -eq 1 ]
 	done
 	# every E line of every shard: 2 batches, 8 samples
 	[ "$(cat "$T"/p? | awk '$1 == "E" { print $3, $4 }' | sort -u)" = "2 8" ]
@@ -92,8 +94,8 @@ shard_sizes() {
 	refurb-plan -b 8 -e 0-3 "$T/one.evict" > "$T/a"
 	refurb-plan -b 8 -e 0-3 --even drop "$T/one.evict" > "$T/b"
 	diff <(tail -n +2 "$T/a") <(tail -n +2 "$T/b")
-	head -n 1 "$T/a" | grep -q '^#refurb-plan 1 '
-	head -n 1 "$T/b" | grep -q '^#refurb-plan 2 .* even=drop$'
+	[ "$(head -n 1 "$T/a" | grep -c '^#refurb-plan 1 ')" -eq 1 ]
+	[ "$(head -n 1 "$T/b" | grep -c '^#refurb-plan 2 .* even=drop$')" -eq 1 ]
 }
 
 @test "the chain runs on padded plans: every shard's stream has the same frames, the pad's image is in it" {
