@@ -375,7 +375,8 @@ static void stats_line(struct final *F, const struct fslot *s, double decode,
 static uint64_t stream_global_step(const struct final *F,
 				   const rfb_plan_batch *b)
 {
-	int dropping = F->h->drop_last && F->h->samples % F->h->batch_size;
+	int dropping = F->h->drop_last &&
+		       rfb_plan_epoch_samples(F->h) % F->h->batch_size;
 
 	return b->global_step - (dropping ? b->epoch : 0);
 }
@@ -555,6 +556,7 @@ static int write_stream_header(struct final *F, rfb_err *err)
 	uint32_t nc = rfb_index_class_count(F->idx);
 	const char **names = calloc(nc ? nc : 1, sizeof *names);
 	char extra[RFB_ANNOT_MAX_VALUE + 128];
+	uint32_t per_epoch;
 	int rc;
 
 	if (!names)
@@ -574,8 +576,9 @@ static int write_stream_header(struct final *F, rfb_err *err)
 	info.shard_k = F->h->shard_index;
 	info.shard_n = F->h->shard_count;
 	/* with --drop-last the incomplete last batch is not trained on */
+	per_epoch = rfb_plan_epoch_samples(F->h);
 	info.epoch_images = F->h->drop_last
-		? F->h->samples - F->h->samples % F->h->batch_size : F->h->samples;
+		? per_epoch - per_epoch % F->h->batch_size : per_epoch;
 	info.plan_seed = F->h->seed;
 	info.augment_seed = F->seed;
 	info.index_identity = F->h->index_identity;

@@ -488,3 +488,7 @@ def main(argv):
         print("refurb_stream: %s: %s" % (argv[2], e.strerror or e), file=sys.stderr)
         return 1
 
+
+
+# the launcher of a distributed rank's chain (refurb_stream/launch.py)
+from .launch import ChainError, RankChain, launch, rank_from_env  # noqa: E402
