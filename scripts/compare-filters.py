@@ -160,6 +160,47 @@ KS_CASES = [
 ]
 
 
+# Recipes through the converter (refurb_stream.pipeline_from_torchvision):
+# collapsed ones compared pixel by pixel, random ones by KS.
+RECIPE_PIXELS = [
+    ("recipe-collapsed-1", T.Compose([
+        T.Resize(256), T.CenterCrop(224),
+        T.RandomApply([T.ColorJitter(brightness=(1.2, 1.2))], p=1.0),
+        T.RandomGrayscale(p=1.0), T.GaussianBlur(9, (1.5, 1.5)), T.RandomSolarize(100, p=1.0),
+        T.RandomRotation((10, 10)), T.RandomVerticalFlip(1.0)])),
+    ("recipe-collapsed-2", T.Compose([
+        T.Resize(200), T.RandomAffine((5, 5), scale=(1.1, 1.1), shear=(3, 3)),
+        T.RandomAdjustSharpness(1.5, p=1.0), T.RandomPosterize(5, p=1.0),
+        T.RandomEqualize(p=1.0), T.RandomInvert(p=1.0), T.PILToTensor()])),
+]
+
+RECIPE_KS = [
+    ("recipe-simclr", T.Compose([
+        T.RandomResizedCrop(224), T.RandomHorizontalFlip(),
+        T.RandomApply([T.ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8),
+        T.RandomGrayscale(p=0.2), T.GaussianBlur(23, sigma=(0.1, 2.0))])),
+    ("recipe-byol", T.Compose([
+        T.RandomResizedCrop(224, interpolation=IM.BICUBIC), T.RandomHorizontalFlip(),
+        T.RandomApply([T.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8),
+        T.RandomGrayscale(p=0.2), T.RandomApply([T.GaussianBlur(23)], p=0.1),
+        T.RandomSolarize(128, p=0.2)])),
+    ("recipe-deit", T.Compose([
+        T.RandomResizedCrop(224, interpolation=IM.BICUBIC), T.RandomHorizontalFlip(),
+        T.RandAugment(2, 9), T.ColorJitter(0.4, 0.4, 0.4), T.PILToTensor(),
+        T.RandomErasing(0.25)])),
+    ("recipe-robust", T.Compose([
+        T.RandomRotation(15), T.RandomAffine(0, translate=(0.1, 0.1), shear=5),
+        T.RandomPerspective(0.3), T.RandomVerticalFlip(), T.CenterCrop(224)])),
+]
+
+
+def as_pixels(t):
+    """A torchvision output (PIL or CHW uint8 tensor) as an HWC array."""
+    if isinstance(t, torch.Tensor):
+        return t.permute(1, 2, 0).numpy()
+    return np.asarray(t)
+
+
 def ordinary(path):
     """A photo as torchvision's loader gives it, scaled to about 500x375."""
     img = Image.open(path).convert("RGB")
@@ -196,7 +237,7 @@ def pixel_case(rfb, name, spec, tv, photos):
             ok = erased_box(ours, img) == erased_box(theirs, img)
             frac, m = (1.0 if ok else 0.0), 0.0
         else:
-            theirs = np.asarray(tv(img))
+            theirs = as_pixels(tv(img))
             frac, m = within1(ours, theirs)
         worst, mae = min(worst, frac), max(mae, m)
     rfb.dll.rfb_pipeline_free(pipe)
@@ -258,7 +299,7 @@ def ks_case(rfb, name, spec, tv, img, draws):
         theirs = np.array([stats(tv_erasing(img, 0.5, (0.02, 0.33), (0.3, 3.3)))
                            for _ in range(draws)])
     else:
-        theirs = np.array([stats(np.asarray(tv(img))) for _ in range(draws)])
+        theirs = np.array([stats(as_pixels(tv(img))) for _ in range(draws)])
     rfb.dll.rfb_pipeline_free(pipe)
     crit = 1.949 * math.sqrt(2.0 / draws)  # alpha = 0.001
     d = [ks(ours[:, k], theirs[:, k]) for k in range(2)]
@@ -298,6 +339,17 @@ def main():
             continue
         total += 1
         failed += not ks_case(rfb, name, spec, tv, photos[0][1], a.draws)
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    from refurb_stream import pipeline_from_torchvision
+    for name, tv in RECIPE_PIXELS + RECIPE_KS:
+        if a.only and a.only not in name:
+            continue
+        spec = pipeline_from_torchvision(tv)
+        total += 1
+        if (name, tv) in RECIPE_PIXELS:
+            failed += not pixel_case(rfb, name, spec, tv, photos)
+        else:
+            failed += not ks_case(rfb, name, spec, tv, photos[0][1], a.draws)
     print("%d cases, %d failed (%d photos)" % (total, failed, len(photos)))
     return 1 if failed else 0
 

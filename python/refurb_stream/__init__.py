@@ -418,6 +418,8 @@ def __getattr__(name):  # torch is imported only when RefurbDataset is used
     raise AttributeError(name)
 
 
+from refurb_stream.convert import ConvertError, pipeline_from_torchvision  # noqa: E402,F401
+
 # ---- check mode ------------------------------------------------------------
 
 class _EpochStats:
