@@ -9,6 +9,17 @@
 
 #include "pipeline_internal.h"
 
+/* The filters' names, which the parser reads and the canonical text
+ * writes (here, so that the parser depends on this file and not the
+ * other way round). */
+const char *const rfb_filter_names[RFB_F_COUNT] = {
+	"resize", "centercrop", "crop", "rrcrop", "flip", "randaug",
+	"autoaug", "trivialaug", "normalize", "gray", "rgb", "vflip",
+	"grayscale", "colorjitter", "gaussblur", "erasing", "solarize",
+	"posterize", "equalize", "autocontrast", "sharpness", "invert",
+	"rotation", "affine", "perspective", "apply",
+};
+
 /* ---- canonical text ---- */
 
 struct out {
