@@ -197,6 +197,7 @@ PY
 	cp -r "$DS" "$T/unr"
 	chmod 000 "$T/unr/class000/"*.jpg
 	run refurb-index -o "$T/u.idx" "$T/unr"
+	[ "$status" -eq 0 ]
 	[[ "$output" == *"cannot open: Permission denied"* ]]
 }
 
