@@ -166,6 +166,26 @@ EOF
 	expect_problem runpipe 3 run-pipe
 }
 
+@test "local-mask: local x=\$(cmd) hides cmd's status" {
+	bats_file localmask <<'EOF'
+f() {
+	local n=$(refurb-dump x.idx | wc -l)
+	[ "$n" -gt 0 ]
+}
+EOF
+	expect_problem localmask 2 local-mask
+	bats_file localmask-ok <<'EOF'
+f() {
+	local n end=$((SECONDS + 1))
+	n=$(refurb-dump x.idx)
+	[ -n "$n" ]
+}
+EOF
+	run "$LINT" "$T/localmask-ok.bats"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+}
+
 @test "run-status: a run whose \$status nothing checks" {
 	bats_file runstatus <<'EOF'
 @TEST "x" {
@@ -313,7 +333,7 @@ EOF
 	run "$LINT" --help
 	[ "$status" -eq 0 ]
 	[[ "${lines[0]}" == "tests/lint-bats [FILE...] - reject bats assertions that can never fail." ]]
-	for rule in bang and-chain swallow pipefail neg-pipe run-pipe run-status sigpipe; do
+	for rule in bang and-chain swallow pipefail neg-pipe run-pipe run-status local-mask sigpipe; do
 		[[ "$output" == *"  $rule "* ]] || { echo "no $rule"; false; }
 	done
 }
