@@ -166,6 +166,25 @@ EOF
 	expect_problem runpipe 3 run-pipe
 }
 
+@test "empty-sub: [ -z \"\$(cmd)\" ] passes when cmd fails" {
+	bats_file emptysub <<'EOF'
+@TEST "x" {
+	[ -z "$(refurb-dump --help | grep '%%')" ]
+}
+EOF
+	expect_problem emptysub 2 empty-sub
+	bats_file emptysub-ok <<'EOF'
+@TEST "x" {
+	help=$(refurb-dump --help)
+	[ -z "$help" ]
+	[ -n "$(refurb-dump --help)" ]
+}
+EOF
+	run "$LINT" "$T/emptysub-ok.bats"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+}
+
 @test "local-mask: local x=\$(cmd) hides cmd's status" {
 	bats_file localmask <<'EOF'
 f() {
@@ -333,7 +352,7 @@ EOF
 	run "$LINT" --help
 	[ "$status" -eq 0 ]
 	[[ "${lines[0]}" == "tests/lint-bats [FILE...] - reject bats assertions that can never fail." ]]
-	for rule in bang and-chain swallow pipefail neg-pipe run-pipe run-status local-mask sigpipe; do
+	for rule in bang and-chain swallow pipefail neg-pipe run-pipe run-status empty-sub local-mask sigpipe; do
 		[[ "$output" == *"  $rule "* ]] || { echo "no $rule"; false; }
 	done
 }
