@@ -254,12 +254,13 @@ def train_ddp(args, setting, index, test):
     t0, accs, stats, steps = time.monotonic(), [], torch.zeros(3), 0
     with launch(index, cache, partial, final, reuse=r, epochs=args.epochs,
                 batch_size=args.batch, seed=args.aug_seed,
-                threads=(args.threads, args.threads)) as chain:
+                threads=(args.threads, args.threads), bin_dir=BIN) as chain:
         per_epoch = None
         for b in chain:
             if per_epoch is None:
                 per_epoch = -(-chain.header.epoch_images // chain.header.batch_size)
-            x = torch.from_numpy(b.images).permute(0, 3, 1, 2).float()
+            # contiguous NCHW: DDP's gradient buckets expect that layout
+            x = torch.from_numpy(b.images).permute(0, 3, 1, 2).float().contiguous()
             x = (x / 255 - MEAN) / STD
             y = torch.from_numpy(b.labels.astype(np.int64))
             out = ddp(x)
