@@ -1,0 +1,534 @@
+/*
+ * advise.c - the measuring half of the cost model (advise.h): time every
+ * split point of a full pipeline on a seeded sample of the index, with
+ * thread CPU time, per image the median of a few runs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "refurb/advise.h"
+#include "refurb/index.h"
+#include "refurb/io.h"
+#include "refurb/pipeline.h"
+#include "refurb/rng.h"
+
+#define MAX_IMAGE_FILE ((size_t)1 << 30)
+
+/* Everything one measurement needs, reused from image to image. */
+struct bench {
+	const struct rfb_advise_opts *o;
+	rfb_index *idx;
+	rfb_pipeline *full;
+	rfb_pipeline **head, **tail;  /* by split k */
+	rfb_pipe_ctx *head_ctx, *tail_ctx;
+	rfb_codec_ctx *codec;
+	rfb_imgbuf rec, dec;
+	unsigned char *file, *back;
+	size_t file_cap, back_cap;
+	int fd;                        /* the record file */
+	char tmp_path[4096];
+	double *runs;                  /* repeat */
+	int *width, *height;           /* [k * sample + i]: input of layer k */
+	double *out_bytes;             /* per split, summed */
+	rfb_advice *a;
+	int L;
+};
+
+static double cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+	return a < b ? -1 : a > b;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static int cmp_int(const void *x, const void *y)
+{
+	int a = *(const int *)x, b = *(const int *)y;
+	return a < b ? -1 : a > b;
+}
+
+static int median_int(int *v, uint32_t n)
+{
+	qsort(v, n, sizeof *v, cmp_int);
+	return n ? v[n / 2] : 1;
+}
+
+void rfb_advice_free(rfb_advice *a)
+{
+	if (!a)
+		return;
+	for (int k = 0; k < a->splits; k++) {
+		free(a->split[k].partial_spec);
+		free(a->split[k].final_spec);
+	}
+	free(a->split);
+	free(a->layer);
+	free(a->spec);
+	free(a);
+}
+
+static char *dup_text(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = malloc(n);
+
+	if (d)
+		memcpy(d, s, n);
+	return d;
+}
+
+/* tail, and a centercrop to shape before any normalize when the tail
+ * alone does not fix the output size (refurb-final needs one: a final
+ * flip after a partial crop=224 runs as flip,centercrop=224, which
+ * leaves its 224x224 input as it is). */
+static int fix_tail(rfb_pipeline **tail, const struct rfb_pipe_shape *shape,
+		    rfb_err *err)
+{
+	rfb_pipeline *cc = NULL, *body = NULL, *norm = NULL, *t = NULL;
+	struct rfb_pipe_shape s;
+	rfb_err ignore = { 0 };
+	char spec[64];
+	float mean[3], std[3];
+	int n = rfb_pipeline_layers(*tail), rc;
+
+	if (!rfb_pipeline_fixed_shape(*tail, 3, &s, &ignore))
+		return 0;
+	snprintf(spec, sizeof spec, "centercrop=%dx%d", shape->height,
+		 shape->width);
+	if ((rc = rfb_pipeline_parse(spec, &cc, err)))
+		return rc;
+	if (rfb_pipeline_normalization(*tail, mean, std)) {
+		if (!(rc = rfb_pipeline_split(*tail, n - 1, &body, &norm, err)) &&
+		    !(rc = rfb_pipeline_join(body, cc, &t, err))) {
+			rfb_pipeline_free(body);
+			body = t;
+			rc = rfb_pipeline_join(body, norm, &t, err);
+		}
+	} else {
+		rc = rfb_pipeline_join(*tail, cc, &t, err);
+	}
+	rfb_pipeline_free(cc);
+	rfb_pipeline_free(body);
+	rfb_pipeline_free(norm);
+	if (rc)
+		return rc;
+	rfb_pipeline_free(*tail);
+	*tail = t;
+	return 0;
+}
+
+/* The pipelines of every split: head = first k layers, tail = the rest. */
+static int make_splits(struct bench *b, rfb_err *err)
+{
+	rfb_advice *a = b->a;
+	struct rfb_pipe_shape shape;
+	int L = a->layers, rc;
+
+	if ((rc = rfb_pipeline_fixed_shape(b->full, 3, &shape, err)))
+		return rc;
+	b->head = calloc((size_t)L, sizeof *b->head);
+	b->tail = calloc((size_t)L, sizeof *b->tail);
+	if (!b->head || !b->tail)
+		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	for (int k = 0; k < L; k++) {
+		struct rfb_advise_split *s = &a->split[k];
+		if ((rc = rfb_pipeline_split(b->full, k, &b->head[k], &b->tail[k],
+					     err)) ||
+		    (rc = fix_tail(&b->tail[k], &shape, err)))
+			return rc;
+		s->final_layers = L - k;
+		s->partial_spec = dup_text(rfb_pipeline_canonical(b->head[k]));
+		s->final_spec = dup_text(rfb_pipeline_canonical(b->tail[k]));
+		if (!s->partial_spec || !s->final_spec)
+			return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	}
+	return 0;
+}
+
+static int bench_open(struct bench *b, rfb_err *err)
+{
+	const struct rfb_advise_opts *o = b->o;
+	rfb_advice *a;
+	int rc, L;
+
+	if (!(b->idx = rfb_index_open(o->index_path, err)))
+		return err->code;
+	if ((rc = rfb_pipeline_parse(o->spec, &b->full, err)))
+		return rc;
+	if ((L = rfb_pipeline_layers(b->full)) < 1)
+		return rfb_err_set(err, RFB_ESPEC, NULL,
+				   "the pipeline has no layer to split");
+	if (!(a = b->a = calloc(1, sizeof *a)))
+		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	a->images = rfb_index_count(b->idx);
+	b->L = L;
+	a->layers = a->splits = L;
+	a->layer = calloc((size_t)L, sizeof *a->layer);
+	a->split = calloc((size_t)L, sizeof *a->split);
+	a->spec = dup_text(rfb_pipeline_canonical(b->full));
+	b->runs = malloc((size_t)o->repeat * sizeof *b->runs);
+	b->width = malloc((size_t)L * (o->sample + 1) * sizeof *b->width);
+	b->height = malloc((size_t)L * (o->sample + 1) * sizeof *b->height);
+	b->out_bytes = calloc((size_t)L, sizeof *b->out_bytes);
+	if (!a->layer || !a->split || !a->spec || !b->runs || !b->width ||
+	    !b->height || !b->out_bytes)
+		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	if ((rc = make_splits(b, err)))
+		return rc;
+	if (!(b->head_ctx = rfb_pipe_ctx_new(err)) ||
+	    !(b->tail_ctx = rfb_pipe_ctx_new(err)) ||
+	    !(b->codec = rfb_codec_ctx_new(err)))
+		return err->code ? err->code : RFB_ENOMEM;
+	snprintf(b->tmp_path, sizeof b->tmp_path, "%s/refurb-advise.XXXXXX",
+		 o->tmp_dir ? o->tmp_dir : "/tmp");
+	if ((b->fd = mkstemp(b->tmp_path)) < 0)
+		return rfb_err_sys(err, errno, b->tmp_path,
+				   "cannot create the record file");
+	unlink(b->tmp_path);
+	return 0;
+}
+
+static void bench_close(struct bench *b)
+{
+	for (int k = 0; k < b->L; k++) {
+		if (b->head)
+			rfb_pipeline_free(b->head[k]);
+		if (b->tail)
+			rfb_pipeline_free(b->tail[k]);
+	}
+	free(b->head);
+	free(b->tail);
+	rfb_pipeline_free(b->full);
+	rfb_index_close(b->idx);
+	rfb_pipe_ctx_free(b->head_ctx);
+	rfb_pipe_ctx_free(b->tail_ctx);
+	rfb_codec_ctx_free(b->codec);
+	rfb_imgbuf_free(&b->rec);
+	rfb_imgbuf_free(&b->dec);
+	free(b->file);
+	free(b->back);
+	free(b->runs);
+	free(b->width);
+	free(b->height);
+	free(b->out_bytes);
+	if (b->fd >= 0)
+		close(b->fd);
+}
+
+/* The partial part of split k on sample id: read, decode, run. */
+static int time_partial(struct bench *b, int k, uint32_t id,
+			struct rfb_pipe_out *out, double *t, rfb_err *err)
+{
+	struct rfb_pipe_key key = { b->o->seed, 0, id, RFB_STAGE_PARTIAL };
+	char path[8192];
+	size_t len;
+	int rc;
+
+	if ((rc = rfb_index_full_path(b->idx, id, b->o->root, path, sizeof path)))
+		return rfb_err_set(err, rc, NULL, "sample %u: path too long", id);
+	for (int i = 0; i < b->o->repeat; i++) {
+		double c0 = cpu_now();
+		if ((rc = rfb_file_read_into(path, MAX_IMAGE_FILE, &b->file,
+					     &b->file_cap, &len, err)))
+			return rc;
+		if ((rc = rfb_pipe_run_jpeg(b->head_ctx, b->head[k], b->file, len,
+					    &key, out, err))) {
+			if (!err->path[0])
+				snprintf(err->path, sizeof err->path, "%.500s", path);
+			return rc;
+		}
+		b->runs[i] = cpu_now() - c0;
+	}
+	*t = median(b->runs, b->o->repeat);
+	return 0;
+}
+
+/* Encode and write img as a record (median time), then read and decode
+ * it back into *img_back (median time). */
+static int time_cache(struct bench *b, const rfb_image *img, uint32_t id,
+		      double *w, double *r, size_t *rec_len, rfb_image *back,
+		      rfb_err *err)
+{
+	struct rfb_record_meta m;
+	int rc;
+
+	for (int i = 0; i < b->o->repeat; i++) {
+		double c0 = cpu_now();
+		if ((rc = rfb_record_encode(b->codec, &b->o->codec, img, id, 0, 0,
+					    &b->rec, rec_len, err)))
+			return rc;
+		if (rfb_pwrite_full(b->fd, b->rec.data, *rec_len, 0) < 0)
+			return rfb_err_sys(err, errno, b->tmp_path,
+					   "cannot write the record file");
+		b->runs[i] = cpu_now() - c0;
+	}
+	*w = median(b->runs, b->o->repeat);
+	if (*rec_len > b->back_cap) {
+		unsigned char *nb = realloc(b->back, *rec_len);
+		if (!nb)
+			return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+		b->back = nb;
+		b->back_cap = *rec_len;
+	}
+	for (int i = 0; i < b->o->repeat; i++) {
+		double c0 = cpu_now();
+		if (rfb_pread_full(b->fd, b->back, *rec_len, 0) != (ssize_t)*rec_len)
+			return rfb_err_sys(err, errno, b->tmp_path,
+					   "cannot read the record file");
+		if ((rc = rfb_record_decode(b->codec, b->back, *rec_len, &m, back,
+					    &b->dec, err)))
+			return rc;
+		b->runs[i] = cpu_now() - c0;
+	}
+	*r = median(b->runs, b->o->repeat);
+	return 0;
+}
+
+static int time_final(struct bench *b, int k, uint32_t id,
+		      const rfb_image *img, double *t, size_t *out_size,
+		      rfb_err *err)
+{
+	struct rfb_pipe_key key = { b->o->seed, 0, id, RFB_STAGE_FINAL };
+	struct rfb_pipe_out out;
+	int rc;
+
+	for (int i = 0; i < b->o->repeat; i++) {
+		double c0 = cpu_now();
+		if ((rc = rfb_pipe_run(b->tail_ctx, b->tail[k], img, &key, &out,
+				       err)))
+			return rc;
+		b->runs[i] = cpu_now() - c0;
+	}
+	*t = median(b->runs, b->o->repeat);
+	*out_size = out.size;
+	return 0;
+}
+
+/* All splits of one image; the sums go into the advice, the input sizes
+ * of the layers into slot (the image's number among those timed). */
+static int time_image(struct bench *b, uint32_t id, uint32_t slot,
+		      rfb_err *err)
+{
+	rfb_advice *a = b->a;
+	struct rfb_advise_split sum[RFB_PIPELINE_MAX_LAYERS];
+	double out_bytes[RFB_PIPELINE_MAX_LAYERS];
+	int rc;
+
+	for (int k = 0; k < a->splits; k++) {
+		struct rfb_pipe_out out;
+		rfb_image back;
+		size_t rec_len, out_size;
+		struct rfb_advise_split *s = &sum[k];
+		if ((rc = time_partial(b, k, id, &out, &s->partial_s, err)))
+			return rc;
+		b->width[(size_t)k * b->o->sample + slot] = out.img.width;
+		b->height[(size_t)k * b->o->sample + slot] = out.img.height;
+		if ((rc = time_cache(b, &out.img, id, &s->write_s, &s->read_s,
+				     &rec_len, &back, err)) ||
+		    (rc = time_final(b, k, id, &back, &s->final_s, &out_size,
+				     err)))
+			return rc;
+		s->record_bytes = (double)rec_len;
+		out_bytes[k] = (double)out_size;
+	}
+	/* only an image that went through every split counts */
+	for (int k = 0; k < a->splits; k++) {
+		struct rfb_advise_split *s = &a->split[k];
+		s->partial_s += sum[k].partial_s;
+		s->write_s += sum[k].write_s;
+		s->read_s += sum[k].read_s;
+		s->final_s += sum[k].final_s;
+		s->record_bytes += sum[k].record_bytes;
+		b->out_bytes[k] += out_bytes[k];
+	}
+	return 0;
+}
+
+struct drain {
+	int fd;
+	size_t chunk;
+	double cpu;
+};
+
+static void *drain_pipe(void *arg)
+{
+	struct drain *d = arg;
+	unsigned char *buf = malloc(d->chunk);
+	double c0 = cpu_now();
+
+	while (buf && read(d->fd, buf, d->chunk) > 0)
+		;
+	d->cpu = cpu_now() - c0;
+	free(buf);
+	return NULL;
+}
+
+/* CPU seconds (both ends) to pass bytes through a pipe, as the batch
+ * stream does: a frame copied into place, written, read. */
+static double time_transfer(size_t bytes)
+{
+	enum { FRAME = 64 };
+	size_t chunk = bytes * FRAME, rounds = 8;
+	unsigned char *src = calloc(1, bytes), *frame = calloc(1, chunk);
+	struct drain d = { -1, chunk, 0 };
+	pthread_t th;
+	int fds[2];
+	double c0, cpu = NAN;
+
+	if (!src || !frame || pipe(fds) < 0)
+		goto out;
+	d.fd = fds[0];
+	(void)fcntl(fds[1], F_SETPIPE_SZ, 1 << 20);
+	if (pthread_create(&th, NULL, drain_pipe, &d)) {
+		close(fds[0]);
+		close(fds[1]);
+		goto out;
+	}
+	c0 = cpu_now();
+	for (size_t r = 0; r < rounds; r++) {
+		for (size_t i = 0; i < FRAME; i++)
+			memcpy(frame + i * bytes, src, bytes);
+		if (rfb_write_full(fds[1], frame, chunk) < 0)
+			break;
+	}
+	cpu = cpu_now() - c0;
+	close(fds[1]);
+	pthread_join(th, NULL);
+	close(fds[0]);
+	cpu = (cpu + d.cpu) / (double)(rounds * FRAME);
+out:
+	free(src);
+	free(frame);
+	return cpu;
+}
+
+/* k distinct ids of n, drawn with seed (a partial Fisher-Yates). */
+static uint32_t *draw_sample(uint32_t n, uint32_t k, uint64_t seed)
+{
+	uint32_t *ids = malloc((size_t)n * sizeof *ids + 1);
+	rfb_rng rng;
+
+	if (!ids)
+		return NULL;
+	for (uint32_t i = 0; i < n; i++)
+		ids[i] = i;
+	rfb_rng_init(&rng, seed, 0, 0, RFB_STAGE_ADVISE);
+	for (uint32_t i = 0; i < k && i < n; i++) {
+		uint32_t j = i + rfb_rng_below(&rng, n - i), t = ids[i];
+		ids[i] = ids[j];
+		ids[j] = t;
+	}
+	return ids;
+}
+
+/* Means, per-layer costs and choices from the sums. */
+static void summarize(struct bench *b)
+{
+	rfb_advice *a = b->a;
+	double n = a->measured, choices = 1;
+	int L = a->layers;
+
+	for (int k = 0; k < L; k++) {
+		struct rfb_advise_split *s = &a->split[k];
+		s->partial_s /= n;
+		s->write_s /= n;
+		s->read_s /= n;
+		s->final_s /= n;
+		s->record_bytes /= n;
+		s->transfer_s = time_transfer((size_t)(b->out_bytes[k] / n + 0.5));
+	}
+	a->decode_s = a->split[0].partial_s;
+	for (int j = 0; j < L; j++) {
+		struct rfb_advise_layer *l = &a->layer[j];
+		l->name = rfb_pipeline_layer_name(b->full, j);
+		l->in_width = median_int(b->width + (size_t)j * b->o->sample,
+					 a->measured);
+		l->in_height = median_int(b->height + (size_t)j * b->o->sample,
+					  a->measured);
+		l->choices = rfb_pipeline_layer_choices(b->full, j, l->in_width,
+							l->in_height);
+		l->partial_s = j + 1 < L ? a->split[j + 1].partial_s -
+					   a->split[j].partial_s : NAN;
+		l->final_s = a->split[j].final_s -
+			     (j + 1 < L ? a->split[j + 1].final_s : 0);
+	}
+	for (int k = L - 1; k >= 0; k--) {
+		choices *= a->layer[k].choices;
+		a->split[k].final_choices = choices;
+	}
+	a->choices = choices;
+}
+
+static int measure_sample(struct bench *b, rfb_err *err)
+{
+	const struct rfb_advise_opts *o = b->o;
+	uint32_t n = b->a->images, k = o->sample < n ? o->sample : n, *ids;
+	int rc = 0;
+
+	if (!(ids = draw_sample(n, k, o->seed)))
+		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	for (uint32_t i = 0; i < k; i++) {
+		rfb_err why = { 0 };
+		rc = time_image(b, ids[i], b->a->measured, &why);
+		if (rc == RFB_EIO || rc == RFB_EDECODE || rc == RFB_ETRUNC ||
+		    rc == RFB_EFORMAT || rc == RFB_ELIMIT) {
+			if (o->on_bad)
+				o->on_bad(o->ctx, ids[i], &why);
+			b->a->failed++;
+			rc = 0;
+		} else if (rc) {
+			*err = why;
+			break;
+		} else {
+			b->a->measured++;
+		}
+		if (o->on_progress)
+			o->on_progress(o->ctx, i + 1, k);
+	}
+	free(ids);
+	if (!rc && !b->a->measured)
+		rc = rfb_err_set(err, RFB_EDECODE, o->index_path,
+				 "none of the %u sampled images could be read",
+				 k);
+	return rc;
+}
+
+rfb_advice *rfb_advise_measure(const struct rfb_advise_opts *o, rfb_err *err)
+{
+	struct bench b = { .o = o, .fd = -1 };
+	rfb_advice *a = NULL;
+
+	if (o->repeat < 1 || o->sample < 1) {
+		rfb_err_set(err, RFB_EINVAL, NULL, "sample and repeat must be >= 1");
+		return NULL;
+	}
+	if (bench_open(&b, err) || measure_sample(&b, err))
+		goto fail;
+	summarize(&b);
+	a = b.a;
+	b.a = NULL;
+fail:
+	bench_close(&b);
+	rfb_advice_free(b.a);
+	return a;
+}
