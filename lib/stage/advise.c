@@ -14,12 +14,16 @@
 #include <unistd.h>
 
 #include "refurb/advise.h"
+#include "refurb/checksum.h"
 #include "refurb/index.h"
 #include "refurb/io.h"
 #include "refurb/pipeline.h"
 #include "refurb/rng.h"
 
 #define MAX_IMAGE_FILE ((size_t)1 << 30)
+/* The record file is emptied when it reaches this size: records go to
+ * fresh pages, as in the cache's segments, and are dropped in bulk. */
+#define RECORD_FILE_MAX ((uint64_t)64 << 20)
 
 /* Everything one measurement needs, reused from image to image. */
 struct bench {
@@ -33,6 +37,7 @@ struct bench {
 	unsigned char *file, *back;
 	size_t file_cap, back_cap;
 	int fd;                        /* the record file */
+	uint64_t fd_end;               /* its length: records are appended */
 	char tmp_path[4096];
 	double *runs;                  /* repeat */
 	int *width, *height;           /* [k * sample + i]: input of layer k */
@@ -263,13 +268,14 @@ static int time_partial(struct bench *b, int k, uint32_t id,
 	return 0;
 }
 
-/* Encode and write img as a record (median time), then read and decode
- * it back into *img_back (median time). */
+/* Encode and append img as a record (median time), then read and decode
+ * it back into *back (median time). */
 static int time_cache(struct bench *b, const rfb_image *img, uint32_t id,
 		      double *w, double *r, size_t *rec_len, rfb_image *back,
 		      rfb_err *err)
 {
 	struct rfb_record_meta m;
+	uint64_t at = 0;
 	int rc;
 
 	for (int i = 0; i < b->o->repeat; i++) {
@@ -277,9 +283,17 @@ static int time_cache(struct bench *b, const rfb_image *img, uint32_t id,
 		if ((rc = rfb_record_encode(b->codec, &b->o->codec, img, id, 0, 0,
 					    &b->rec, rec_len, err)))
 			return rc;
-		if (rfb_pwrite_full(b->fd, b->rec.data, *rec_len, 0) < 0)
+		if (b->fd_end + *rec_len > RECORD_FILE_MAX) {
+			if (ftruncate(b->fd, 0) < 0)
+				return rfb_err_sys(err, errno, b->tmp_path,
+						   "cannot empty the record file");
+			b->fd_end = 0;
+		}
+		at = b->fd_end;
+		if (rfb_pwrite_full(b->fd, b->rec.data, *rec_len, (off_t)at) < 0)
 			return rfb_err_sys(err, errno, b->tmp_path,
 					   "cannot write the record file");
+		b->fd_end += *rec_len;
 		b->runs[i] = cpu_now() - c0;
 	}
 	*w = median(b->runs, b->o->repeat);
@@ -292,7 +306,8 @@ static int time_cache(struct bench *b, const rfb_image *img, uint32_t id,
 	}
 	for (int i = 0; i < b->o->repeat; i++) {
 		double c0 = cpu_now();
-		if (rfb_pread_full(b->fd, b->back, *rec_len, 0) != (ssize_t)*rec_len)
+		if (rfb_pread_full(b->fd, b->back, *rec_len, (off_t)at) !=
+		    (ssize_t)*rec_len)
 			return rfb_err_sys(err, errno, b->tmp_path,
 					   "cannot read the record file");
 		if ((rc = rfb_record_decode(b->codec, b->back, *rec_len, &m, back,
@@ -370,21 +385,33 @@ struct drain {
 	double cpu;
 };
 
+/* The reading end: each frame into a fresh buffer (as the Python reader
+ * does), its checksum checked. */
 static void *drain_pipe(void *arg)
 {
 	struct drain *d = arg;
-	unsigned char *buf = malloc(d->chunk);
 	double c0 = cpu_now();
+	uint32_t crc = 0;
 
-	while (buf && read(d->fd, buf, d->chunk) > 0)
-		;
-	d->cpu = cpu_now() - c0;
-	free(buf);
+	for (;;) {
+		unsigned char *buf = malloc(d->chunk);
+		ssize_t got;
+		if (!buf)
+			break;
+		got = rfb_read_full(d->fd, buf, d->chunk);
+		if (got > 0)
+			crc ^= rfb_crc32c(0, buf, (size_t)got);
+		free(buf);
+		if (got <= 0)
+			break;
+	}
+	d->cpu = cpu_now() - c0 + (crc == 1) * 1e-12;
 	return NULL;
 }
 
-/* CPU seconds (both ends) to pass bytes through a pipe, as the batch
- * stream does: a frame copied into place, written, read. */
+/* CPU seconds (both ends) to pass one image of bytes through the batch
+ * stream: copied into a frame, checksummed, written to a pipe, read
+ * into a fresh buffer, checksummed again. */
 static double time_transfer(size_t bytes)
 {
 	enum { FRAME = 64 };
@@ -394,6 +421,7 @@ static double time_transfer(size_t bytes)
 	pthread_t th;
 	int fds[2];
 	double c0, cpu = NAN;
+	uint32_t crc = 0;
 
 	if (!src || !frame || pipe(fds) < 0)
 		goto out;
@@ -408,10 +436,11 @@ static double time_transfer(size_t bytes)
 	for (size_t r = 0; r < rounds; r++) {
 		for (size_t i = 0; i < FRAME; i++)
 			memcpy(frame + i * bytes, src, bytes);
+		crc ^= rfb_crc32c(0, frame, chunk);
 		if (rfb_write_full(fds[1], frame, chunk) < 0)
 			break;
 	}
-	cpu = cpu_now() - c0;
+	cpu = cpu_now() - c0 + (crc == 1) * 1e-12;
 	close(fds[1]);
 	pthread_join(th, NULL);
 	close(fds[0]);
