@@ -44,6 +44,7 @@ struct bench {
 	double *out_bytes;             /* per split, summed */
 	rfb_advice *a;
 	int L;
+	uint32_t slot;                 /* the image being timed */
 };
 
 static double cpu_now(void)
@@ -240,142 +241,98 @@ static void bench_close(struct bench *b)
 		close(b->fd);
 }
 
-/* The partial part of split k on sample id: read, decode, run. */
-static int time_partial(struct bench *b, int k, uint32_t id,
-			struct rfb_pipe_out *out, double *t, rfb_err *err)
+/* The first half of one run of split k on sample id: the partial part
+ * (read the file, decode, run) and the record appended to the record
+ * file at *at.  t[0], t[1] = partial, write seconds.  Returns 1 (nothing
+ * done) when the record file is full, 0 when done, or an error. */
+static int run_partial(struct bench *b, int k, uint32_t id, double t[4],
+		       size_t *rec_len, uint64_t *at, rfb_err *err)
 {
 	struct rfb_pipe_key key = { b->o->seed, 0, id, RFB_STAGE_PARTIAL };
+	struct rfb_pipe_out out;
 	char path[8192];
 	size_t len;
+	double c0 = cpu_now();
 	int rc;
 
 	if ((rc = rfb_index_full_path(b->idx, id, b->o->root, path, sizeof path)))
 		return rfb_err_set(err, rc, NULL, "sample %u: path too long", id);
-	for (int i = 0; i < b->o->repeat; i++) {
-		double c0 = cpu_now();
-		if ((rc = rfb_file_read_into(path, MAX_IMAGE_FILE, &b->file,
-					     &b->file_cap, &len, err)))
-			return rc;
-		if ((rc = rfb_pipe_run_jpeg(b->head_ctx, b->head[k], b->file, len,
-					    &key, out, err))) {
-			if (!err->path[0])
-				snprintf(err->path, sizeof err->path, "%.500s", path);
-			return rc;
-		}
-		b->runs[i] = cpu_now() - c0;
+	if ((rc = rfb_file_read_into(path, MAX_IMAGE_FILE, &b->file,
+				     &b->file_cap, &len, err)))
+		return rc;
+	if ((rc = rfb_pipe_run_jpeg(b->head_ctx, b->head[k], b->file, len, &key,
+				    &out, err))) {
+		if (!err->path[0])
+			snprintf(err->path, sizeof err->path, "%.500s", path);
+		return rc;
 	}
-	*t = median(b->runs, b->o->repeat);
+	t[0] = cpu_now() - c0;
+	c0 = cpu_now();
+	if ((rc = rfb_record_encode(b->codec, &b->o->codec, &out.img, id, 0, 0,
+				    &b->rec, rec_len, err)))
+		return rc;
+	if (b->fd_end && b->fd_end + *rec_len > RECORD_FILE_MAX)
+		return 1;
+	if (rfb_pwrite_full(b->fd, b->rec.data, *rec_len, (off_t)b->fd_end) < 0)
+		return rfb_err_sys(err, errno, b->tmp_path,
+				   "cannot write the record file");
+	*at = b->fd_end;
+	b->fd_end += *rec_len;
+	t[1] = cpu_now() - c0;
+	b->width[(size_t)k * b->o->sample + b->slot] = out.img.width;
+	b->height[(size_t)k * b->o->sample + b->slot] = out.img.height;
 	return 0;
 }
 
-/* Encode and append img as a record (median time), then read and decode
- * it back into *back (median time). */
-static int time_cache(struct bench *b, const rfb_image *img, uint32_t id,
-		      double *w, double *r, size_t *rec_len, rfb_image *back,
-		      rfb_err *err)
+/* The second half: the record read back at at and decoded, the final
+ * part run on it.  t[2], t[3] = read, final seconds. */
+static int run_final(struct bench *b, int k, uint32_t id, double t[4],
+		     size_t rec_len, uint64_t at, size_t *out_size,
+		     rfb_err *err)
 {
+	struct rfb_pipe_key key = { b->o->seed, 0, id, RFB_STAGE_FINAL };
 	struct rfb_record_meta m;
-	uint64_t at = 0;
+	struct rfb_pipe_out out;
+	rfb_image back;
+	double c0;
 	int rc;
 
-	for (int i = 0; i < b->o->repeat; i++) {
-		double c0 = cpu_now();
-		if ((rc = rfb_record_encode(b->codec, &b->o->codec, img, id, 0, 0,
-					    &b->rec, rec_len, err)))
-			return rc;
-		if (b->fd_end + *rec_len > RECORD_FILE_MAX) {
-			if (ftruncate(b->fd, 0) < 0)
-				return rfb_err_sys(err, errno, b->tmp_path,
-						   "cannot empty the record file");
-			b->fd_end = 0;
-		}
-		at = b->fd_end;
-		if (rfb_pwrite_full(b->fd, b->rec.data, *rec_len, (off_t)at) < 0)
-			return rfb_err_sys(err, errno, b->tmp_path,
-					   "cannot write the record file");
-		b->fd_end += *rec_len;
-		b->runs[i] = cpu_now() - c0;
-	}
-	*w = median(b->runs, b->o->repeat);
-	if (*rec_len > b->back_cap) {
-		unsigned char *nb = realloc(b->back, *rec_len);
+	if (rec_len > b->back_cap) {
+		unsigned char *nb = realloc(b->back, rec_len);
 		if (!nb)
 			return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
 		b->back = nb;
-		b->back_cap = *rec_len;
+		b->back_cap = rec_len;
 	}
-	for (int i = 0; i < b->o->repeat; i++) {
-		double c0 = cpu_now();
-		if (rfb_pread_full(b->fd, b->back, *rec_len, (off_t)at) !=
-		    (ssize_t)*rec_len)
-			return rfb_err_sys(err, errno, b->tmp_path,
-					   "cannot read the record file");
-		if ((rc = rfb_record_decode(b->codec, b->back, *rec_len, &m, back,
-					    &b->dec, err)))
-			return rc;
-		b->runs[i] = cpu_now() - c0;
-	}
-	*r = median(b->runs, b->o->repeat);
-	return 0;
-}
-
-static int time_final(struct bench *b, int k, uint32_t id,
-		      const rfb_image *img, double *t, size_t *out_size,
-		      rfb_err *err)
-{
-	struct rfb_pipe_key key = { b->o->seed, 0, id, RFB_STAGE_FINAL };
-	struct rfb_pipe_out out;
-	int rc;
-
-	for (int i = 0; i < b->o->repeat; i++) {
-		double c0 = cpu_now();
-		if ((rc = rfb_pipe_run(b->tail_ctx, b->tail[k], img, &key, &out,
-				       err)))
-			return rc;
-		b->runs[i] = cpu_now() - c0;
-	}
-	*t = median(b->runs, b->o->repeat);
+	c0 = cpu_now();
+	if (rfb_pread_full(b->fd, b->back, rec_len, (off_t)at) != (ssize_t)rec_len)
+		return rfb_err_sys(err, errno, b->tmp_path,
+				   "cannot read the record file");
+	if ((rc = rfb_record_decode(b->codec, b->back, rec_len, &m, &back,
+				    &b->dec, err)))
+		return rc;
+	t[2] = cpu_now() - c0;
+	c0 = cpu_now();
+	if ((rc = rfb_pipe_run(b->tail_ctx, b->tail[k], &back, &key, &out, err)))
+		return rc;
+	t[3] = cpu_now() - c0;
 	*out_size = out.size;
 	return 0;
 }
 
-/* All splits of one image; the sums go into the advice, the input sizes
- * of the layers into slot (the image's number among those timed). */
-static int time_image(struct bench *b, uint32_t id, uint32_t slot,
-		      rfb_err *err)
+/* Empty the record file (its cost spread over the records it held, as
+ * deleting a dead segment is). */
+static int empty_records(struct bench *b, double *t, uint32_t n, rfb_err *err)
 {
-	rfb_advice *a = b->a;
-	struct rfb_advise_split sum[RFB_PIPELINE_MAX_LAYERS];
-	double out_bytes[RFB_PIPELINE_MAX_LAYERS];
-	int rc;
+	double c0 = cpu_now(), each;
 
-	for (int k = 0; k < a->splits; k++) {
-		struct rfb_pipe_out out;
-		rfb_image back;
-		size_t rec_len, out_size;
-		struct rfb_advise_split *s = &sum[k];
-		if ((rc = time_partial(b, k, id, &out, &s->partial_s, err)))
-			return rc;
-		b->width[(size_t)k * b->o->sample + slot] = out.img.width;
-		b->height[(size_t)k * b->o->sample + slot] = out.img.height;
-		if ((rc = time_cache(b, &out.img, id, &s->write_s, &s->read_s,
-				     &rec_len, &back, err)) ||
-		    (rc = time_final(b, k, id, &back, &s->final_s, &out_size,
-				     err)))
-			return rc;
-		s->record_bytes = (double)rec_len;
-		out_bytes[k] = (double)out_size;
-	}
-	/* only an image that went through every split counts */
-	for (int k = 0; k < a->splits; k++) {
-		struct rfb_advise_split *s = &a->split[k];
-		s->partial_s += sum[k].partial_s;
-		s->write_s += sum[k].write_s;
-		s->read_s += sum[k].read_s;
-		s->final_s += sum[k].final_s;
-		s->record_bytes += sum[k].record_bytes;
-		b->out_bytes[k] += out_bytes[k];
-	}
+	if (ftruncate(b->fd, 0) < 0)
+		return rfb_err_sys(err, errno, b->tmp_path,
+				   "cannot empty the record file");
+	b->fd_end = 0;
+	each = n ? (cpu_now() - c0) / n : 0;
+	for (uint32_t i = 0; i < n; i++)
+		t[i * 4 + 1] += each;
 	return 0;
 }
 
@@ -508,37 +465,158 @@ static void summarize(struct bench *b)
 	a->choices = choices;
 }
 
+static int is_image_error(int rc)
+{
+	return rc == RFB_EIO || rc == RFB_EDECODE || rc == RFB_ETRUNC ||
+	       rc == RFB_EFORMAT || rc == RFB_ELIMIT || rc == RFB_EINVAL;
+}
+
+static int image_failed(struct bench *b, uint32_t id, int rc,
+			unsigned char *bad, const rfb_err *why)
+{
+	if (!is_image_error(rc))
+		return 0;
+	if (b->o->on_bad)
+		b->o->on_bad(b->o->ctx, id, why);
+	*bad = 1;
+	return 1;
+}
+
+/* One pass of split k over images [i, K) as far as the record file holds
+ * their records: all partial parts first, then all final parts, so that
+ * every record is read back cold, as the chain reads it epochs later.
+ * t points to the pass's times (4 per image), bytes to the split's.
+ * Returns the next image, or an error. */
+static int64_t pass_chunk(struct bench *b, int k, const uint32_t *ids,
+			  uint32_t i, uint32_t K, double *t, double *bytes,
+			  unsigned char *bad, rfb_err *err)
+{
+	uint64_t at[256];
+	size_t len[256];
+	uint32_t j, first = i;
+	rfb_err why = { 0 };
+	int rc = 0;
+
+	for (j = i; j < K && j - i < 256; j++) {
+		if (bad[j])
+			continue;
+		b->slot = j;
+		rc = run_partial(b, k, ids[j], t + (size_t)j * 4, &len[j - i],
+				 &at[j - i], &why);
+		if (rc == 1)
+			break;
+		if (rc && !image_failed(b, ids[j], rc, &bad[j], &why))
+			return *err = why, rc;
+	}
+	for (uint32_t x = i; x < j; x++) {
+		size_t out_size = 0;
+		if (bad[x])
+			continue;
+		rc = run_final(b, k, ids[x], t + (size_t)x * 4, len[x - i],
+			       at[x - i], &out_size, &why);
+		if (rc && !image_failed(b, ids[x], rc, &bad[x], &why))
+			return *err = why, rc;
+		bytes[(size_t)x * 2] = (double)len[x - i];
+		bytes[(size_t)x * 2 + 1] = (double)out_size;
+	}
+	if ((rc = empty_records(b, t + (size_t)first * 4, j - first, err)))
+		return rc;
+	return j;
+}
+
+/* Every image of the sample through every split, repeat times; each
+ * pass goes over all images before the next split or repeat, so that no
+ * image is measured twice in a row with warm caches. */
+static int sweep(struct bench *b, const uint32_t *ids, uint32_t K,
+		 double *t, double *bytes, unsigned char *bad, rfb_err *err)
+{
+	const struct rfb_advise_opts *o = b->o;
+	int L = b->L, R = o->repeat;
+	uint64_t done = 0;
+
+	for (int rep = 0; rep < R; rep++)
+		for (int k = 0; k < L; k++)
+			for (uint32_t i = 0; i < K;) {
+				int64_t next = pass_chunk(b, k, ids, i, K,
+					t + ((size_t)rep * L + k) * K * 4,
+					bytes + (size_t)k * K * 2, bad, err);
+				if (next < 0)
+					return (int)next;
+				done += (uint64_t)next - i;
+				i = (uint32_t)next;
+				if (o->on_progress)
+					o->on_progress(o->ctx, done,
+						       (uint64_t)R * L * K);
+			}
+	return 0;
+}
+
+/* Per image and split the median of the repeats, summed over the good
+ * images; the layers' input sizes of the good images moved to the front. */
+static void add_up(struct bench *b, uint32_t K, double *t,
+		   const double *bytes, const unsigned char *bad)
+{
+	rfb_advice *a = b->a;
+	int L = b->L, R = b->o->repeat;
+	double *v = b->runs;
+
+	for (int k = 0; k < L; k++) {
+		struct rfb_advise_split *s = &a->split[k];
+		uint32_t good = 0;
+		for (uint32_t i = 0; i < K; i++) {
+			double m[4];
+			if (bad[i])
+				continue;
+			for (int q = 0; q < 4; q++) {
+				for (int rep = 0; rep < R; rep++)
+					v[rep] = t[(((size_t)rep * L + k) * K + i) * 4 + q];
+				m[q] = median(v, R);
+			}
+			s->partial_s += m[0];
+			s->write_s += m[1];
+			s->read_s += m[2];
+			s->final_s += m[3];
+			s->record_bytes += bytes[((size_t)k * K + i) * 2];
+			b->out_bytes[k] += bytes[((size_t)k * K + i) * 2 + 1];
+			b->width[(size_t)k * b->o->sample + good] =
+				b->width[(size_t)k * b->o->sample + i];
+			b->height[(size_t)k * b->o->sample + good] =
+				b->height[(size_t)k * b->o->sample + i];
+			good++;
+		}
+		a->measured = good;
+	}
+}
+
 static int measure_sample(struct bench *b, rfb_err *err)
 {
 	const struct rfb_advise_opts *o = b->o;
-	uint32_t n = b->a->images, k = o->sample < n ? o->sample : n, *ids;
-	int rc = 0;
+	uint32_t n = b->a->images, K = o->sample < n ? o->sample : n, *ids;
+	double *t = NULL, *bytes = NULL;
+	unsigned char *bad = NULL;
+	int rc;
 
-	if (!(ids = draw_sample(n, k, o->seed)))
-		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-	for (uint32_t i = 0; i < k; i++) {
-		rfb_err why = { 0 };
-		rc = time_image(b, ids[i], b->a->measured, &why);
-		if (rc == RFB_EIO || rc == RFB_EDECODE || rc == RFB_ETRUNC ||
-		    rc == RFB_EFORMAT || rc == RFB_ELIMIT) {
-			if (o->on_bad)
-				o->on_bad(o->ctx, ids[i], &why);
-			b->a->failed++;
-			rc = 0;
-		} else if (rc) {
-			*err = why;
-			break;
-		} else {
-			b->a->measured++;
-		}
-		if (o->on_progress)
-			o->on_progress(o->ctx, i + 1, k);
+	ids = draw_sample(n, K, o->seed);
+	t = malloc((size_t)o->repeat * b->L * K * 4 * sizeof *t + 1);
+	bytes = calloc((size_t)b->L * K * 2 + 1, sizeof *bytes);
+	bad = calloc((size_t)K + 1, 1);
+	if (!ids || !t || !bytes || !bad) {
+		rc = rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+		goto out;
 	}
-	free(ids);
+	if (!(rc = sweep(b, ids, K, t, bytes, bad, err)))
+		add_up(b, K, t, bytes, bad);
+	for (uint32_t i = 0; i < K; i++)
+		b->a->failed += bad[i];
 	if (!rc && !b->a->measured)
 		rc = rfb_err_set(err, RFB_EDECODE, o->index_path,
 				 "none of the %u sampled images could be read",
-				 k);
+				 K);
+out:
+	free(ids);
+	free(t);
+	free(bytes);
+	free(bad);
 	return rc;
 }
 
