@@ -32,13 +32,17 @@ void rfb_advise_predict(const rfb_advice *a, int k, int r,
 	row->cache_bytes = s->record_bytes * a->images;
 }
 
+/* Unique fractions that differ by less than this are equal (r = 1 gives
+ * the same fraction for every split, up to rounding). */
+#define SAME_FRACTION 1e-9
+
 static int dominates(const struct rfb_advise_row *x,
 		     const struct rfb_advise_row *y)
 {
-	return x->img_per_cpu_s >= y->img_per_cpu_s &&
-	       x->unique_fraction >= y->unique_fraction &&
-	       (x->img_per_cpu_s > y->img_per_cpu_s ||
-		x->unique_fraction > y->unique_fraction);
+	double du = x->unique_fraction - y->unique_fraction;
+
+	return x->img_per_cpu_s >= y->img_per_cpu_s && du > -SAME_FRACTION &&
+	       (x->img_per_cpu_s > y->img_per_cpu_s || du > SAME_FRACTION);
 }
 
 void rfb_advise_pareto(const struct rfb_advise_row *rows, int n,
@@ -60,9 +64,10 @@ int rfb_advise_recommend(const struct rfb_advise_row *rows, int n,
 	for (int i = 0; i < n; i++) {
 		if (!(rows[i].img_per_s >= rate))
 			continue;
-		if (best < 0 ||
-		    rows[i].unique_fraction > rows[best].unique_fraction ||
-		    (rows[i].unique_fraction == rows[best].unique_fraction &&
+		double du = best < 0 ? 1 : rows[i].unique_fraction -
+					     rows[best].unique_fraction;
+		if (du > SAME_FRACTION ||
+		    (du > -SAME_FRACTION &&
 		     rows[i].img_per_cpu_s > rows[best].img_per_cpu_s))
 			best = i;
 	}

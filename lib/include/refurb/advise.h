@@ -129,7 +129,8 @@ void rfb_advise_predict(const rfb_advice *a, int k, int r,
 
 /*
  * Rows on the Pareto front of (img_per_cpu_s, unique_fraction): no other
- * row is at least as good in both and better in one.  Sets on_front[i]
+ * row is at least as good in both and better in one (unique fractions
+ * within 1e-9 count as equal).  Sets on_front[i]
  * to 1 or 0 for each of the n rows.
  */
 void rfb_advise_pareto(const struct rfb_advise_row *rows, int n,
@@ -137,7 +138,7 @@ void rfb_advise_pareto(const struct rfb_advise_row *rows, int n,
 
 /*
  * The row with the highest unique fraction whose img_per_s sustains rate
- * (ties: the higher img_per_cpu_s), or -1 when none does.
+ * (ties, within 1e-9: the higher img_per_cpu_s), or -1 when none does.
  */
 int rfb_advise_recommend(const struct rfb_advise_row *rows, int n,
 			 double rate);
