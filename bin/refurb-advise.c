@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "refurb/advise.h"
+#include "refurb/pipeline.h"
 
 static const char usage[] = "refurb-advise [OPTIONS] -p FULLSPEC INDEX";
 
@@ -117,6 +118,22 @@ static void parse_option(struct cli *c, struct options *o, int opt)
 	}
 }
 
+/* A spec that cannot be split and batched is a usage error. */
+static void check_spec(const struct cli *c, const char *spec)
+{
+	rfb_pipeline *p = NULL;
+	struct rfb_pipe_shape shape;
+	rfb_err err = { 0 };
+
+	if (rfb_pipeline_parse(spec, &p, &err))
+		cli_usage_error(c, "%s", err.msg);
+	if (rfb_pipeline_layers(p) < 1)
+		cli_usage_error(c, "the pipeline has no layer to split");
+	if (rfb_pipeline_fixed_shape(p, 3, &shape, &err))
+		cli_usage_error(c, "%s", err.msg);
+	rfb_pipeline_free(p);
+}
+
 static void parse(struct cli *c, struct options *o, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -144,6 +161,7 @@ static void parse(struct cli *c, struct options *o, int argc, char **argv)
 	if (!o->a.spec)
 		cli_usage_error(c, "the full pipeline is missing (-p SPEC)");
 	o->a.index_path = cli_one_operand(c, argc, argv, "index");
+	check_spec(c, o->a.spec);
 }
 
 static void on_bad(void *ctx, uint32_t sample, const rfb_err *why)
