@@ -216,9 +216,9 @@ check_plan() {
 
 @test "--balance cost=FILE: same invariants, a pure function of the file" {
 	# costs measured by refurb-partial with another seed than the plan's
-	refurb-plan -q -b 6 -e 0-3 -s 9 "$S" |
-		refurb-partial -q -c "$T/c" -p 'resize=32,randaug=n=2:m=9' \
-			--costs "$T/costs" "$IDX" > /dev/null
+	refurb-plan -q -b 6 -e 0-3 -s 9 -o "$T/p0" "$S"
+	refurb-partial -q -c "$T/c" -p 'resize=32,randaug=n=2:m=9' \
+		--costs "$T/costs" "$IDX" < "$T/p0" > /dev/null
 	refurb-plan -b 6 -e 0-8 --balance cost="$T/costs" -i "$IDX" "$S" > "$T/p"
 	check_plan < "$T/p"
 	[[ "$(head -1 "$T/p")" == *" balance=cost "* ]]
@@ -236,9 +236,9 @@ check_plan() {
 }
 
 @test "--balance cost=FILE: bad files and options" {
-	refurb-plan -q -b 6 -e 0 "$S" |
-		refurb-partial -q -c "$T/c" -p 'resize=32' --costs "$T/costs" \
-			"$IDX" > /dev/null
+	refurb-plan -q -b 6 -e 0 -o "$T/p0" "$S"
+	refurb-partial -q -c "$T/c" -p 'resize=32' --costs "$T/costs" \
+		"$IDX" < "$T/p0" > /dev/null
 	run refurb-plan --balance cost="$T/costs" "$S"
 	expect_fail 2 "refurb-plan: --balance cost needs the index"
 	run refurb-plan --balance cost="$T/costs" --shuffle random -i "$IDX" "$S"
@@ -263,9 +263,10 @@ check_plan() {
 	expect_fail 1 "refurb-plan: $T/beyond: sample 999 beyond the index's 30"
 	# a cost file made for another index is refused
 	O="$BATS_FILE_TMPDIR/other.idx"
-	refurb-evict -q -r 3 -s 7 "$O" | refurb-plan -q -b 6 -e 0 - |
-		refurb-partial -q -c "$T/oc" -p 'resize=32' --costs "$T/ocosts" \
-			"$O" > /dev/null
+	refurb-evict -q -r 3 -s 7 -o "$T/o.evict" "$O"
+	refurb-plan -q -b 6 -e 0 -o "$T/op" "$T/o.evict"
+	refurb-partial -q -c "$T/oc" -p 'resize=32' --costs "$T/ocosts" \
+		"$O" < "$T/op" > /dev/null
 	run refurb-plan --balance cost="$T/ocosts" -i "$IDX" "$S"
 	expect_fail 1 "refurb-plan: $T/ocosts: cost file made for another index than $IDX"
 }
