@@ -43,7 +43,8 @@ static const char help[] =
 	"  -o, --output FILE     write to FILE instead of stdout\n"
 	CLI_COMMON_HELP
 	"\nWithout --rate the '# pareto' lines name the rows no other row beats\n"
-	"in both speed and diversity.  Timing runs on one thread (-j is ignored).\n"
+	"in both speed and diversity.  -j threads time images at once (default:\n"
+	"--cores), as the chain's workers run at once.\n"
 	"\nExit status: 0 ok, 1 bad index or images, write error, 2 usage error.\n"
 	"See refurb-advise(1).\n";
 
@@ -57,6 +58,7 @@ struct options {
 	int max_r;
 	double rate;      /* 0: not given */
 	int cores_given;
+	int threads_given;
 };
 
 /* A real number > 0 or a usage error. */
@@ -112,6 +114,10 @@ static void parse_option(struct cli *c, struct options *o, int opt)
 	case OPT_ROOT: o->a.root = optarg; break;
 	case OPT_TMP_DIR: o->a.tmp_dir = optarg; break;
 	case 'o': o->output = optarg; break;
+	case 'j':
+		o->threads_given = 1;
+		cli_common_option(c, opt, optarg);
+		break;
 	default:
 		if (!cli_common_option(c, opt, optarg))
 			cli_usage_error(c, "unexpected option");
@@ -192,8 +198,9 @@ static void print_costs(FILE *out, const rfb_advice *a, const struct options *o)
 	char codec[32];
 
 	fprintf(out, "# measured: %u images of %u (%u left out), median of %d "
-		"runs each, seed %llu, codec %s; thread CPU ms per image\n",
-		a->measured, a->images, a->failed, o->a.repeat,
+		"runs each, %d threads, seed %llu, codec %s; thread CPU ms per "
+		"image\n", a->measured, a->images, a->failed, o->a.repeat,
+		o->a.threads,
 		(unsigned long long)o->a.seed,
 		rfb_codec_text(&o->a.codec, codec, sizeof codec));
 	fprintf(out, "# rates: %s on %g cores; unique fraction after %g epochs; "
@@ -294,6 +301,9 @@ int main(int argc, char **argv)
 	o.t.cores = cpus > 0 ? (double)cpus : 1;
 	cli_init(&c, "refurb-advise", usage, help);
 	parse(&c, &o, argc, argv);
+	o.a.threads = o.threads_given ? c.threads
+				      : o.t.cores < 1.5 ? 1
+				      : o.t.cores > 256 ? 256 : (int)(o.t.cores + 0.5);
 	o.a.on_bad = on_bad;
 	o.a.on_progress = on_progress;
 	o.a.ctx = &c;

@@ -105,13 +105,12 @@ setup() {
 		train.idx > "$T/t"
 	run grep -c '^# recommended for 1 images/s on 2 cores:	' "$T/t"
 	[ "$output" -eq 1 ]
-	# at 1 image/s everything sustains it: the most diverse row (the
-	# fastest of those), from the same table
+	# at 1 image/s everything sustains it: the most diverse row of the
+	# same table
 	awk -F'\t' '
 		!/^#/ && NR > 1 { u[NR] = $7; v[NR] = $5; if ($7 > max) max = $7 }
 		/^# recommended/ { ru = $8; rv = $6 }
-		END { if (ru != max) { print "unique " ru ", max " max; exit 1 }
-		      for (i in u) if (u[i] == max && v[i] > rv) { print "faster: " v[i]; exit 1 } }' "$T/t"
+		END { if (ru != max) { print "unique " ru ", max " max; exit 1 } }' "$T/t"
 	run ! grep -q '^# pareto' "$T/t"
 	run refurb-advise -n 4 --repeat 1 --rate 1e12 -p "$FULL" train.idx
 	[ "$status" -eq 0 ]

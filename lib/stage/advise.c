@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,10 +28,17 @@
 
 /* Everything one measurement needs, reused from image to image. */
 struct bench {
+	/* shared by the timing threads */
 	const struct rfb_advise_opts *o;
 	rfb_index *idx;
 	rfb_pipeline *full;
 	rfb_pipeline **head, **tail;  /* by split k */
+	int *width, *height;           /* [k * sample + i]: input of layer k */
+	double *out_bytes;             /* per split, summed */
+	rfb_advice *a;
+	int L;
+	rfb_err **why;                 /* per image: why it was left out */
+	/* each thread's own, from here on */
 	rfb_pipe_ctx *head_ctx, *tail_ctx;
 	rfb_codec_ctx *codec;
 	rfb_imgbuf rec, dec;
@@ -40,11 +48,10 @@ struct bench {
 	uint64_t fd_end;               /* its length: records are appended */
 	char tmp_path[4096];
 	double *runs;                  /* repeat */
-	int *width, *height;           /* [k * sample + i]: input of layer k */
-	double *out_bytes;             /* per split, summed */
-	rfb_advice *a;
-	int L;
 	uint32_t slot;                 /* the image being timed */
+	uint32_t lo, hi;               /* the thread's images */
+	int thread, status;
+	rfb_err err;
 };
 
 static double cpu_now(void)
@@ -171,6 +178,40 @@ static int make_splits(struct bench *b, rfb_err *err)
 	return 0;
 }
 
+/* What each timing thread owns: contexts, buffers, its record file. */
+static int worker_open(struct bench *b, rfb_err *err)
+{
+	const struct rfb_advise_opts *o = b->o;
+
+	if (!(b->runs = malloc((size_t)o->repeat * sizeof *b->runs)))
+		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	if (!(b->head_ctx = rfb_pipe_ctx_new(err)) ||
+	    !(b->tail_ctx = rfb_pipe_ctx_new(err)) ||
+	    !(b->codec = rfb_codec_ctx_new(err)))
+		return err->code ? err->code : RFB_ENOMEM;
+	snprintf(b->tmp_path, sizeof b->tmp_path, "%s/refurb-advise.XXXXXX",
+		 o->tmp_dir ? o->tmp_dir : "/tmp");
+	if ((b->fd = mkstemp(b->tmp_path)) < 0)
+		return rfb_err_sys(err, errno, b->tmp_path,
+				   "cannot create the record file");
+	unlink(b->tmp_path);
+	return 0;
+}
+
+static void worker_close(struct bench *b)
+{
+	rfb_pipe_ctx_free(b->head_ctx);
+	rfb_pipe_ctx_free(b->tail_ctx);
+	rfb_codec_ctx_free(b->codec);
+	rfb_imgbuf_free(&b->rec);
+	rfb_imgbuf_free(&b->dec);
+	free(b->file);
+	free(b->back);
+	free(b->runs);
+	if (b->fd >= 0)
+		close(b->fd);
+}
+
 static int bench_open(struct bench *b, rfb_err *err)
 {
 	const struct rfb_advise_opts *o = b->o;
@@ -192,26 +233,15 @@ static int bench_open(struct bench *b, rfb_err *err)
 	a->layer = calloc((size_t)L, sizeof *a->layer);
 	a->split = calloc((size_t)L, sizeof *a->split);
 	a->spec = dup_text(rfb_pipeline_canonical(b->full));
-	b->runs = malloc((size_t)o->repeat * sizeof *b->runs);
 	b->width = malloc((size_t)L * (o->sample + 1) * sizeof *b->width);
 	b->height = malloc((size_t)L * (o->sample + 1) * sizeof *b->height);
 	b->out_bytes = calloc((size_t)L, sizeof *b->out_bytes);
-	if (!a->layer || !a->split || !a->spec || !b->runs || !b->width ||
+	if (!a->layer || !a->split || !a->spec || !b->width ||
 	    !b->height || !b->out_bytes)
 		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
 	if ((rc = make_splits(b, err)))
 		return rc;
-	if (!(b->head_ctx = rfb_pipe_ctx_new(err)) ||
-	    !(b->tail_ctx = rfb_pipe_ctx_new(err)) ||
-	    !(b->codec = rfb_codec_ctx_new(err)))
-		return err->code ? err->code : RFB_ENOMEM;
-	snprintf(b->tmp_path, sizeof b->tmp_path, "%s/refurb-advise.XXXXXX",
-		 o->tmp_dir ? o->tmp_dir : "/tmp");
-	if ((b->fd = mkstemp(b->tmp_path)) < 0)
-		return rfb_err_sys(err, errno, b->tmp_path,
-				   "cannot create the record file");
-	unlink(b->tmp_path);
-	return 0;
+	return worker_open(b, err);
 }
 
 static void bench_close(struct bench *b)
@@ -226,19 +256,10 @@ static void bench_close(struct bench *b)
 	free(b->tail);
 	rfb_pipeline_free(b->full);
 	rfb_index_close(b->idx);
-	rfb_pipe_ctx_free(b->head_ctx);
-	rfb_pipe_ctx_free(b->tail_ctx);
-	rfb_codec_ctx_free(b->codec);
-	rfb_imgbuf_free(&b->rec);
-	rfb_imgbuf_free(&b->dec);
-	free(b->file);
-	free(b->back);
-	free(b->runs);
 	free(b->width);
 	free(b->height);
 	free(b->out_bytes);
-	if (b->fd >= 0)
-		close(b->fd);
+	worker_close(b);
 }
 
 /* The first half of one run of split k on sample id: the partial part
@@ -471,14 +492,16 @@ static int is_image_error(int rc)
 	       rc == RFB_EFORMAT || rc == RFB_ELIMIT || rc == RFB_EINVAL;
 }
 
-static int image_failed(struct bench *b, uint32_t id, int rc,
+/* An image that cannot go through is left out; why it failed is kept
+ * (reported in sample order once the threads are done). */
+static int image_failed(struct bench *b, uint32_t slot, int rc,
 			unsigned char *bad, const rfb_err *why)
 {
 	if (!is_image_error(rc))
 		return 0;
-	if (b->o->on_bad)
-		b->o->on_bad(b->o->ctx, id, why);
 	*bad = 1;
+	if ((b->why[slot] = malloc(sizeof *why)))
+		*b->why[slot] = *why;
 	return 1;
 }
 
@@ -505,7 +528,7 @@ static int64_t pass_chunk(struct bench *b, int k, const uint32_t *ids,
 				 &at[j - i], &why);
 		if (rc == 1)
 			break;
-		if (rc && !image_failed(b, ids[j], rc, &bad[j], &why))
+		if (rc && !image_failed(b, j, rc, &bad[j], &why))
 			return *err = why, rc;
 	}
 	for (uint32_t x = i; x < j; x++) {
@@ -514,7 +537,7 @@ static int64_t pass_chunk(struct bench *b, int k, const uint32_t *ids,
 			continue;
 		rc = run_final(b, k, ids[x], t + (size_t)x * 4, len[x - i],
 			       at[x - i], &out_size, &why);
-		if (rc && !image_failed(b, ids[x], rc, &bad[x], &why))
+		if (rc && !image_failed(b, x, rc, &bad[x], &why))
 			return *err = why, rc;
 		bytes[(size_t)x * 2] = (double)len[x - i];
 		bytes[(size_t)x * 2 + 1] = (double)out_size;
@@ -524,31 +547,103 @@ static int64_t pass_chunk(struct bench *b, int k, const uint32_t *ids,
 	return j;
 }
 
-/* Every image of the sample through every split, repeat times; each
- * pass goes over all images before the next split or repeat, so that no
- * image is measured twice in a row with warm caches. */
+/* A thread's images [lo, hi) of the K through every split, repeat
+ * times; each pass goes over all of them before the next split or
+ * repeat, so that no image is measured twice in a row with warm caches. */
 static int sweep(struct bench *b, const uint32_t *ids, uint32_t K,
 		 double *t, double *bytes, unsigned char *bad, rfb_err *err)
 {
 	const struct rfb_advise_opts *o = b->o;
 	int L = b->L, R = o->repeat;
-	uint64_t done = 0;
+	uint64_t done = 0, mine = b->hi - b->lo;
 
 	for (int rep = 0; rep < R; rep++)
 		for (int k = 0; k < L; k++)
-			for (uint32_t i = 0; i < K;) {
-				int64_t next = pass_chunk(b, k, ids, i, K,
+			for (uint32_t i = b->lo; i < b->hi;) {
+				int64_t next = pass_chunk(b, k, ids, i, b->hi,
 					t + ((size_t)rep * L + k) * K * 4,
 					bytes + (size_t)k * K * 2, bad, err);
 				if (next < 0)
 					return (int)next;
 				done += (uint64_t)next - i;
 				i = (uint32_t)next;
-				if (o->on_progress)
-					o->on_progress(o->ctx, done,
+				/* the first thread speaks for all */
+				if (o->on_progress && b->thread == 0 && mine)
+					o->on_progress(o->ctx, done * K / mine,
 						       (uint64_t)R * L * K);
 			}
 	return 0;
+}
+
+struct sweep_args {
+	struct bench *b;
+	const uint32_t *ids;
+	uint32_t K;
+	double *t, *bytes;
+	unsigned char *bad;
+};
+
+static void *sweep_thread(void *arg)
+{
+	struct sweep_args *s = arg;
+
+	s->b->status = sweep(s->b, s->ids, s->K, s->t, s->bytes, s->bad,
+			     &s->b->err);
+	return NULL;
+}
+
+/* The sample split among o->threads threads timing at once (as the
+ * chain's workers run at once: they share caches and memory bandwidth). */
+static int sweep_all(struct bench *b, const uint32_t *ids, uint32_t K,
+		     double *t, double *bytes, unsigned char *bad, rfb_err *err)
+{
+	int n = b->o->threads > 1 ? b->o->threads : 1, started = 0, rc = 0;
+	struct bench *w = calloc((size_t)n, sizeof *w);
+	struct sweep_args *args = calloc((size_t)n, sizeof *args);
+	pthread_t *th = calloc((size_t)n, sizeof *th);
+
+	if (!w || !args || !th) {
+		rc = rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < n && !rc; i++) {
+		w[i] = *b;
+		if (i > 0) {
+			memset(&w[i].head_ctx, 0, sizeof w[i] -
+			       offsetof(struct bench, head_ctx));
+			w[i].fd = -1;
+			if ((rc = worker_open(&w[i], err)))
+				break;
+		}
+		w[i].thread = i;
+		w[i].lo = (uint32_t)((uint64_t)K * i / n);
+		w[i].hi = (uint32_t)((uint64_t)K * (i + 1) / n);
+		args[i] = (struct sweep_args){ &w[i], ids, K, t, bytes, bad };
+	}
+	for (int i = 0; i < n && !rc; i++, started++)
+		if (pthread_create(&th[i], NULL, sweep_thread, &args[i]))
+			rc = rfb_err_set(err, RFB_ENOMEM, NULL,
+					 "cannot start a thread");
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < started && !rc; i++)
+		if (w[i].status)
+			*err = w[i].err, rc = w[i].status;
+	/* thread 0's buffers are b's own */
+	if (n > 0 && w) {
+		b->head_ctx = w[0].head_ctx;
+		b->file = w[0].file, b->file_cap = w[0].file_cap;
+		b->back = w[0].back, b->back_cap = w[0].back_cap;
+		b->rec = w[0].rec, b->dec = w[0].dec;
+		b->fd_end = w[0].fd_end;
+	}
+	for (int i = 1; i < n && w; i++)
+		worker_close(&w[i]);
+out:
+	free(w);
+	free(args);
+	free(th);
+	return rc;
 }
 
 /* Per image and split the median of the repeats, summed over the good
@@ -600,14 +695,19 @@ static int measure_sample(struct bench *b, rfb_err *err)
 	t = malloc((size_t)o->repeat * b->L * K * 4 * sizeof *t + 1);
 	bytes = calloc((size_t)b->L * K * 2 + 1, sizeof *bytes);
 	bad = calloc((size_t)K + 1, 1);
-	if (!ids || !t || !bytes || !bad) {
+	b->why = calloc((size_t)K + 1, sizeof *b->why);
+	if (!ids || !t || !bytes || !bad || !b->why) {
 		rc = rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
 		goto out;
 	}
-	if (!(rc = sweep(b, ids, K, t, bytes, bad, err)))
+	if (!(rc = sweep_all(b, ids, K, t, bytes, bad, err)))
 		add_up(b, K, t, bytes, bad);
-	for (uint32_t i = 0; i < K; i++)
+	for (uint32_t i = 0; i < K; i++) {
 		b->a->failed += bad[i];
+		if (b->why[i] && o->on_bad)
+			o->on_bad(o->ctx, ids[i], b->why[i]);
+		free(b->why[i]);
+	}
 	if (!rc && !b->a->measured)
 		rc = rfb_err_set(err, RFB_EDECODE, o->index_path,
 				 "none of the %u sampled images could be read",
@@ -617,6 +717,8 @@ out:
 	free(t);
 	free(bytes);
 	free(bad);
+	free(b->why);
+	b->why = NULL;
 	return rc;
 }
 

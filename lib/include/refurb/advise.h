@@ -4,9 +4,10 @@
  * for every (split, r) the chain's images per CPU-second and the expected
  * fraction of unique samples (Theorem 1), and pick a configuration.
  *
- * Measuring (rfb_advise_measure) runs on the calling thread only and
- * reads thread CPU time (CLOCK_THREAD_CPUTIME_ID), so other load on the
- * machine changes little.  For every sampled image and every split point
+ * Measuring (rfb_advise_measure) splits the sample among `threads`
+ * threads timing at once (the chain's workers run at once too, sharing
+ * caches and memory bandwidth) and reads thread CPU time
+ * (CLOCK_THREAD_CPUTIME_ID), so other load on the machine changes little.  For every sampled image and every split point
  * k (the first k layers partial, the other L - k final; k = 0 .. L-1) it
  * takes the median of `repeat` runs of:
  *   partial  reading the file and rfb_pipe_run_jpeg with the first k
@@ -37,7 +38,9 @@ struct rfb_advise_opts {
 	uint32_t sample;           /* images to time (at most the index's) */
 	int repeat;                /* runs per image and split (>= 1) */
 	uint64_t seed;             /* draws the sample and the augmentations */
-	const char *tmp_dir;       /* where the record file is written */
+	const char *tmp_dir;       /* where the record files are written */
+	int threads;               /* timing at once (>= 1), like the chain's
+				    * workers: they share caches and memory */
 	/* Called after every image (may be NULL). */
 	void (*on_progress)(void *ctx, uint64_t done, uint64_t total);
 	/* Called for each image that cannot be read or decoded (may be
