@@ -27,7 +27,7 @@ setup() {
 	[ "$status" -eq 0 ]
 	[[ "${lines[0]}" == "Usage: refurb-partial"* ]]
 	# the help is printed as is, not through printf: no doubled %
-	for p in index evict plan partial final dump; do
+	for p in index evict plan partial final dump advise; do
 		help=$(refurb-$p --help)
 		[[ "$help" != *%%* ]]
 	done
