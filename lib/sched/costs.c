@@ -21,19 +21,41 @@ struct rfb_costs_writer {
 	char path[4096];
 };
 
-static int parse_u64(const char **p, int base, uint64_t max, uint64_t *v)
+/* An unsigned number in base 10 or 16 (lowercase) at *p, before end,
+ * at most max: at least one digit, no sign, no overflow. */
+static int parse_u64(const char **p, const char *end, int base, uint64_t max,
+		     uint64_t *v)
 {
-	char *end;
-	unsigned long long x;
+	const char *q = *p;
+	uint64_t x = 0;
 
-	if (**p < '0' || **p > 'f')
+	for (; q < end; q++) {
+		unsigned d;
+		if (*q >= '0' && *q <= '9')
+			d = (unsigned)(*q - '0');
+		else if (base == 16 && *q >= 'a' && *q <= 'f')
+			d = (unsigned)(*q - 'a' + 10);
+		else
+			break;
+		if (x > (max - d) / (unsigned)base)
+			return -1;
+		x = x * (unsigned)base + d;
+	}
+	if (q == *p)
 		return -1;
-	errno = 0;
-	x = strtoull(*p, &end, base);
-	if (end == *p || errno || x > max)
-		return -1;
-	*p = end;
+	*p = q;
 	*v = x;
+	return 0;
+}
+
+/* Skip the literal word at *p, or fail. */
+static int expect(const char **p, const char *end, const char *word)
+{
+	size_t n = strlen(word);
+
+	if ((size_t)(end - *p) < n || memcmp(*p, word, n))
+		return -1;
+	*p += n;
 	return 0;
 }
 
@@ -42,33 +64,33 @@ static int parse_header(const char *line, size_t len,
 			struct rfb_costs_header *h, const char *path,
 			rfb_err *err)
 {
-	const char *p = line;
+	const char *p = line, *end = line + len;
 	uint64_t v;
-	size_t ml = strlen(RFB_COSTS_MAGIC);
 
 	memset(h, 0, sizeof *h);
-	if (len < ml + 2 || memcmp(p, RFB_COSTS_MAGIC " ", ml + 1))
+	if (expect(&p, end, RFB_COSTS_MAGIC " "))
 		return rfb_err_set(err, RFB_EFORMAT, path,
 				   "bad magic (not a refurb cost file)");
-	p += ml + 1;
-	if (parse_u64(&p, 10, 1000, &v) || *p != ' ')
+	if (parse_u64(&p, end, 10, 1000, &v) || p == end || *p != ' ')
 		return rfb_err_set(err, RFB_EFORMAT, path, "line 1: bad version");
 	if (v != RFB_COSTS_VERSION)
 		return rfb_err_set(err, RFB_EVERSION, path,
 				   "cost file version %" PRIu64 ", this build reads %d",
 				   v, RFB_COSTS_VERSION);
 	h->version = (unsigned)v;
-	if (strncmp(p, " index=", 7) || (p += 7, parse_u64(&p, 16, UINT64_MAX,
-							   &h->index_identity)) ||
-	    strncmp(p, " seed=", 6) || (p += 6, parse_u64(&p, 10, UINT64_MAX,
-							  &h->seed)) ||
-	    strncmp(p, " pipeline=", 10))
+	if (expect(&p, end, " index=") ||
+	    parse_u64(&p, end, 16, UINT64_MAX, &h->index_identity) ||
+	    expect(&p, end, " seed=") ||
+	    parse_u64(&p, end, 10, UINT64_MAX, &h->seed) ||
+	    expect(&p, end, " pipeline="))
 		return rfb_err_set(err, RFB_EFORMAT, path,
 				   "line 1: expected index=HEX seed=N pipeline=SPEC");
-	p += 10;
-	if ((size_t)(line + len - p) >= sizeof h->pipeline)
+	if ((size_t)(end - p) >= sizeof h->pipeline)
 		return rfb_err_set(err, RFB_ELIMIT, path, "line 1: pipeline too long");
-	memcpy(h->pipeline, p, (size_t)(line + len - p));
+	if (memchr(p, 0, (size_t)(end - p)))
+		return rfb_err_set(err, RFB_EFORMAT, path,
+				   "line 1: a NUL byte in the pipeline");
+	memcpy(h->pipeline, p, (size_t)(end - p));
 	return 0;
 }
 
@@ -77,9 +99,9 @@ static int parse_entry(const char *p, const char *end,
 {
 	uint64_t id, epoch, us;
 
-	if (parse_u64(&p, 10, UINT32_MAX, &id) || *p++ != '\t' ||
-	    parse_u64(&p, 10, UINT32_MAX, &epoch) || *p++ != '\t' ||
-	    parse_u64(&p, 10, UINT32_MAX, &us) || p != end)
+	if (parse_u64(&p, end, 10, UINT32_MAX, &id) || expect(&p, end, "\t") ||
+	    parse_u64(&p, end, 10, UINT32_MAX, &epoch) || expect(&p, end, "\t") ||
+	    parse_u64(&p, end, 10, UINT32_MAX, &us) || p != end)
 		return -1;
 	e->id = (uint32_t)id;
 	e->epoch = (uint32_t)epoch;
@@ -115,34 +137,41 @@ static int parse_body(rfb_costs *c, const char *p, const char *end,
 	return 0;
 }
 
-rfb_costs *rfb_costs_open(const char *path, rfb_err *err)
+rfb_costs *rfb_costs_open_mem(const void *data, size_t len, const char *name,
+			      rfb_err *err)
 {
-	unsigned char *data = NULL;
-	const char *text, *nl;
-	size_t len;
-	rfb_costs *c = NULL;
+	const char *text = data, *nl = len ? memchr(text, '\n', len) : NULL;
+	rfb_costs *c = calloc(1, sizeof *c);
 
-	if (rfb_file_load(path, RFB_COSTS_MAX_FILE, &data, &len, err))
+	if (!c) {
+		rfb_err_set(err, RFB_ENOMEM, name, "out of memory");
 		return NULL;
-	text = (const char *)data;
-	if (!(c = calloc(1, sizeof *c))) {
-		rfb_err_set(err, RFB_ENOMEM, path, "out of memory");
-		goto fail;
 	}
-	if (!(nl = memchr(text, '\n', len))) {
-		rfb_err_set(err, len ? RFB_EFORMAT : RFB_ETRUNC, path, len ?
+	if (!nl) {
+		rfb_err_set(err, len ? RFB_EFORMAT : RFB_ETRUNC, name, len ?
 			    "bad magic (not a refurb cost file)" : "empty file");
 		goto fail;
 	}
-	if (parse_header(text, (size_t)(nl - text), &c->h, path, err) ||
-	    parse_body(c, nl + 1, text + len, path, err))
+	if (parse_header(text, (size_t)(nl - text), &c->h, name, err) ||
+	    parse_body(c, nl + 1, text + len, name, err))
 		goto fail;
-	free(data);
 	return c;
 fail:
-	free(data);
 	rfb_costs_free(c);
 	return NULL;
+}
+
+rfb_costs *rfb_costs_open(const char *path, rfb_err *err)
+{
+	unsigned char *data = NULL;
+	size_t len;
+	rfb_costs *c;
+
+	if (rfb_file_load(path, RFB_COSTS_MAX_FILE, &data, &len, err))
+		return NULL;
+	c = rfb_costs_open_mem(data, len, path, err);
+	free(data);
+	return c;
 }
 
 void rfb_costs_free(rfb_costs *c)

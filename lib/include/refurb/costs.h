@@ -61,6 +61,11 @@ typedef struct rfb_costs rfb_costs;
  */
 rfb_costs *rfb_costs_open(const char *path, rfb_err *err);
 
+/* Same, from len bytes at data (need not be NUL-terminated; name is
+ * used in errors). */
+rfb_costs *rfb_costs_open_mem(const void *data, size_t len, const char *name,
+			      rfb_err *err);
+
 /* Free.  NULL accepted. */
 void rfb_costs_free(rfb_costs *c);
 
