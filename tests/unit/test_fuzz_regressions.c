@@ -22,6 +22,7 @@
 #include "../fuzz/fuzz_manifest.c"
 #include "../fuzz/fuzz_pipeline.c"
 #include "../fuzz/fuzz_plan.c"
+#include "../fuzz/fuzz_png.c"
 #include "../fuzz/fuzz_record.c"
 #include "../fuzz/fuzz_schedule.c"
 #include "../fuzz/fuzz_stream.c"
@@ -123,6 +124,7 @@ TARGET_TEST(checkpoint)
 TARGET_TEST(pipeline)
 TARGET_TEST(stream)
 TARGET_TEST(jpeg)
+TARGET_TEST(png)
 TARGET_TEST(costs)
 
 /* Without AddressSanitizer (which maps terabytes of shadow), cap the
@@ -154,5 +156,6 @@ int main(void)
 	RUN(test_pipeline);
 	RUN(test_stream);
 	RUN(test_jpeg);
+	RUN(test_png);
 	return test_done();
 }
