@@ -13,13 +13,14 @@
 #include "refurb/checksum.h"
 #include "refurb/index.h"
 #include "refurb/io.h"
+#include "index_internal.h"
 
 #define INDEX_MAGIC "RFBINDX"
 #define INDEX_VERSION 2          /* the version written; 1 is still read */
 #define HEADER_SIZE_V1 64
 #define RECORD_SIZE_V1 40
-#define HEADER_SIZE 80
-#define RECORD_SIZE 48
+#define HEADER_SIZE INDEX_HEADER_SIZE
+#define RECORD_SIZE INDEX_RECORD_SIZE
 #define INDEX_MAX_FILE ((size_t)1 << 40)
 
 struct rfb_index {
@@ -36,6 +37,17 @@ struct rfb_index {
 	const char **class_names;
 	rfb_shard_info *shards;  /* shard_count entries */
 };
+
+uint64_t index_identity_v2(const unsigned char *classes, size_t classes_len,
+			   const unsigned char *records, uint32_t n)
+{
+	uint64_t h = rfb_hash64(classes, classes_len, n);
+
+	for (uint32_t i = 0; i < n; i++)
+		h = rfb_hash64(records + (size_t)i * INDEX_RECORD_SIZE,
+			       INDEX_RECORD_CONTENT, h);
+	return h;
+}
 
 /* ---- opening ---- */
 
@@ -248,7 +260,9 @@ static rfb_index *open_owned(unsigned char *data, size_t len, const char *name,
 			 shards_len, name, err) ||
 	    check_records(x, name, err))
 		goto fail;
-	if (rfb_hash64(p, len - x->header_size - root_len, x->count) !=
+	if ((x->version == 1
+	     ? rfb_hash64(p, len - x->header_size - root_len, x->count)
+	     : index_identity_v2(p, classes_len, x->records, x->count)) !=
 	    x->identity) {
 		rfb_err_set(err, RFB_ECHECKSUM, name, "index identity mismatch");
 		goto fail;

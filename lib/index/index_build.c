@@ -12,10 +12,11 @@
 #include "refurb/bytes.h"
 #include "refurb/checksum.h"
 #include "refurb/index.h"
+#include "index_internal.h"
 
 /* Writes format version 2 (index.c reads 1 and 2). */
-#define HEADER_SIZE 80
-#define RECORD_SIZE 48
+#define HEADER_SIZE INDEX_HEADER_SIZE
+#define RECORD_SIZE INDEX_RECORD_SIZE
 
 /* A byte vector that grows by doubling. */
 struct bytevec {
@@ -246,7 +247,9 @@ int rfb_index_builder_finish(rfb_index_builder *b, unsigned char **data,
 	rfb_put_le64(d + 32, b->classes.len);
 	rfb_put_le64(d + 40, b->paths.len);
 	rfb_put_le64(d + 48, b->shards.len);
-	rfb_put_le64(d + 56, rfb_hash64(p + root_len, body - root_len, b->count));
+	rfb_put_le64(d + 56, index_identity_v2(b->classes.data ? b->classes.data
+					       : d, b->classes.len,
+					       b->records.data, b->count));
 	rfb_put_le32(d + 64, rfb_crc32c(0, p, body));
 	rfb_put_le32(d + 76, rfb_crc32c(0, d, 76));
 	*data = d;
