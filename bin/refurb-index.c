@@ -129,10 +129,14 @@ static void classify_args(struct cli *c, struct options *o, int argc,
 		if (o->dir)
 			cli_usage_error(c, "give one dataset directory, or tar "
 					"shards, not both or several");
+		if (stat(argv[i], &st) < 0)
+			cli_die(c, "%s: cannot open %s: %s", argv[i],
+				argc - optind == 1 ? "dataset directory"
+				: "the shard", strerror(errno));
 		if ((rc = rfb_shard_sniff(argv[i], &err)) < 0)
 			cli_die_err(c, &err);
 		if (rc == 0)
-			cli_die(c, "%s: neither a directory nor a tar shard (an "
+			cli_die(c, "%s: not a directory, nor a tar shard (an "
 				"uncompressed tar file)", argv[i]);
 		add_shard(c, o, strdup(argv[i]));
 	}
