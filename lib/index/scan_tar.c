@@ -550,6 +550,10 @@ static int assign_label(struct scan *sc, size_t i, int by_name)
 	struct cand_list *l = sc->l;
 	const struct raw_label *r = &sc->raw[i];
 
+	if (r->name && !by_name && !sc->o->classes)
+		return cand_set_bad(l, i, RFB_EFORMAT, "bad label: the class "
+				    "name '%s' where most samples have class "
+				    "numbers", r->name);
 	if (r->name) {
 		for (uint32_t c = 0; c < l->class_count; c++)
 			if (strcmp(l->classes[c], r->name) == 0)
@@ -559,7 +563,7 @@ static int assign_label(struct scan *sc, size_t i, int by_name)
 	}
 	if (by_name)
 		return cand_set_bad(l, i, RFB_EFORMAT, "bad label: the number %ld "
-				    "where other samples have class names",
+				    "where most samples have class names",
 				    r->number);
 	if ((uint64_t)r->number >= l->class_count)
 		return cand_set_bad(l, i, RFB_EFORMAT, "bad label: class %ld, but "
@@ -577,18 +581,20 @@ static int make_classes(struct scan *sc, rfb_err *err)
 	char buf[24];
 	int rc = 0;
 
+	int by_name = sc->names > sc->numbers;  /* the majority decides */
+
 	if (sc->o->classes)
 		rc = load_classes(l, sc->o->classes, err);
-	else if (sc->names)
+	else if (by_name)
 		rc = sorted_classes(sc, err);
-	for (long c = 0; rc == 0 && !sc->o->classes && !sc->names &&
+	for (long c = 0; rc == 0 && !sc->o->classes && !by_name &&
 	     c <= sc->max_number; c++) {
 		snprintf(buf, sizeof buf, "%ld", c);
 		rc = cand_add_class(l, buf, err);
 	}
 	for (size_t i = 0; rc == 0 && i < l->n; i++)
 		if (!l->v[i].code)
-			rc = assign_label(sc, i, sc->names && !sc->o->classes);
+			rc = assign_label(sc, i, by_name);
 	return rc;
 }
 

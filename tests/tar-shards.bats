@@ -1,0 +1,185 @@
+#!/usr/bin/env bats
+# WebDataset tar shards read in place: refurb-index over shards (GNU,
+# ustar and pax headers, brace patterns, labels from .cls, .json or the
+# directory), byte ranges checked against Python's tarfile, the same
+# stream as the tree, and every bad shard or member the issue names.
+
+bats_require_minimum_version 1.5.0
+load helpers
+
+setup_file() {
+	cd "$BATS_FILE_TMPDIR"
+	make_dataset ds 60 3
+	refurb-index -q -o tree.idx ds
+	"$TOP/scripts/make-shards" -n 3 ds sh > sh.list
+}
+
+setup() {
+	cd "$BATS_FILE_TMPDIR"
+	T="$BATS_TEST_TMPDIR"
+	TARMAKE="$TOP/tests/tools/tarmake.py"
+	JPG=$(sample_jpeg ds)
+}
+
+# check_ranges INDEX: every sample's shard, offset, size and label agree
+# with what Python's tarfile reads from the shards (.cls members).
+check_ranges() {
+	refurb-dump "$1" > "$T/dump.tsv"
+	/usr/bin/python3 - "$T/dump.tsv" "${2:-cls}" <<'PY'
+import os, sys, tarfile
+rows, shards, root, classes = [], {}, None, {}
+for line in open(sys.argv[1]):
+    f = line.rstrip("\n").split("\t")
+    if f[0] == "# root": root = f[1]
+    elif f[0] == "# shard": shards[int(f[1])] = f[4]
+    elif f[0] == "# class": classes[int(f[1])] = f[2]
+    elif not f[0].startswith("#"): rows.append(f)
+assert rows, "no samples"
+members = {}
+for k, name in shards.items():
+    path = name if name.startswith("/") else os.path.join(root, name)
+    with tarfile.open(path, "r:") as t:
+        for m in t.getmembers():
+            data = t.extractfile(m).read() if m.name.endswith(".cls") else None
+            members[(k, m.name)] = (m.offset_data, m.size, data)
+for f in rows:
+    label, path, shard, offset, size = int(f[1]), f[7], int(f[8]), int(f[9]), int(f[3])
+    off, sz, _ = members[(shard, path)]
+    assert (off, sz) == (offset, size), (path, off, sz, offset, size)
+    key = path.rsplit(".", 1)[0]
+    if sys.argv[2] == "cls":
+        cls = members[(shard, key + ".cls")][2].decode()
+        assert classes[label] == cls or int(cls) == label, (path, cls, label)
+    else:
+        assert classes[label] == path.split("/")[0], (path, classes[label])
+print(len(rows), "samples agree with tarfile")
+PY
+}
+
+# labels_and_sizes INDEX: "label<TAB>bytes<TAB>width<TAB>height" per sample
+labels_and_sizes() {
+	refurb-dump "$1" | awk -F'\t' '!/^#/ { print $2 "\t" $4 "\t" $5 "\t" $6 }'
+}
+
+@test "make-shards: --help, usage errors, deterministic output" {
+	run "$TOP/scripts/make-shards" --help
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == "scripts/make-shards"* ]]
+	run "$TOP/scripts/make-shards"
+	expect_fail 2 "make-shards: give TREE and OUTDIR"
+	run "$TOP/scripts/make-shards" -n 0 ds "$T/x"
+	expect_fail 2 "make-shards: -n: '0' is not a positive number"
+	run "$TOP/scripts/make-shards" "$T/none" "$T/x"
+	expect_fail 1 "make-shards: $T/none: not a directory"
+	"$TOP/scripts/make-shards" -n 3 ds "$T/again" > /dev/null
+	for s in 0 1 2; do
+		cmp "sh/train-00000$s.tar" "$T/again/train-00000$s.tar"
+	done
+	[ "$(wc -l < sh.list)" -eq 3 ]
+	diff sh/classes.txt <(printf 'class000\nclass001\nclass002\n')
+}
+
+@test "index over shards: byte ranges and labels agree with tarfile" {
+	refurb-index -q -o "$T/sh.idx" sh/train-00000{0,1,2}.tar
+	run check_ranges "$T/sh.idx"
+	[ "$status" -eq 0 ]
+	[[ "$output" == "60 samples agree with tarfile" ]]
+	# same labels, sizes and order as the tree
+	diff <(labels_and_sizes tree.idx) <(labels_and_sizes "$T/sh.idx")
+	refurb-dump --stats "$T/sh.idx" > "$T/stats"
+	grep -qx 'shards       3' "$T/stats"
+	grep -qx 'version      2' "$T/stats"
+}
+
+@test "--shards expands a brace range; a missing shard is an error" {
+	refurb-index -q -o "$T/a.idx" sh/train-00000{0,1,2}.tar
+	refurb-index -q -o "$T/b.idx" --shards 'sh/train-{000000..000002}.tar'
+	cmp "$T/a.idx" "$T/b.idx"
+	refurb-index -q -o "$T/c.idx" --shards 'sh/train-00000{0,1}.tar' \
+		sh/train-000002.tar
+	cmp "$T/a.idx" "$T/c.idx"
+	run refurb-index -q -o "$T/d.idx" --shards 'sh/train-{000000..000003}.tar'
+	expect_fail 1 "refurb-index: sh/train-000003.tar: cannot open the shard: No such file"
+	[ ! -e "$T/d.idx" ]
+	run refurb-index -q -o "$T/d.idx" --shards 'sh/train-{000002..000000}.tar'
+	expect_fail 2 "refurb-index: --shards 'sh/train-{000002..000000}.tar': bad range"
+	run refurb-index -q -o "$T/d.idx" --shards 'sh/train-{000000..000002.tar'
+	expect_fail 2 "refurb-index: --shards 'sh/train-{000000..000002.tar': '{' without '}'"
+	run refurb-index -q -o "$T/d.idx" sh/train-000000.tar ds
+	expect_fail 2 "refurb-index: give one dataset directory, or tar shards"
+	run refurb-index -q -o "$T/d.idx" --label dir ds
+	expect_fail 2 "refurb-index: --label and --classes apply to tar shards only"
+	run refurb-index -q -o "$T/d.idx" --label xml sh/train-000000.tar
+	expect_fail 2 "refurb-index: --label: 'xml' is not cls, json:FIELD or dir"
+}
+
+@test "tree and shards of the same JPEGs give byte-identical streams" {
+	refurb-index -q -o "$T/sh.idx" --classes sh/classes.txt \
+		--shards 'sh/train-{000000..000002}.tar'
+	# the identity covers what the samples are, not where they are
+	[ "$(refurb-dump --stats tree.idx | grep identity)" = \
+	  "$(refurb-dump --stats "$T/sh.idx" | grep identity)" ]
+	for x in tree "$T/sh"; do
+		rm -rf "$T/cache"
+		refurb-evict -q -r 2 -s 5 "$x.idx" > "$x.evict"
+		refurb-plan -q -b 16 -e 0-2 -s 5 "$x.evict" |
+			refurb-partial -q -j 2 -c "$T/cache" -p 'resize=48,randaug=n=2:m=9' "$x.idx" |
+			refurb-final -q -p 'crop=40,flip' > "$x.stream"
+	done
+	[ -s tree.stream ]
+	cmp tree.stream "$T/sh.stream"
+	rm tree.stream tree.evict
+}
+
+@test "GNU long names, ustar prefixes and pax paths; --label dir" {
+	for fmt in gnu ustar pax; do
+		"$TOP/scripts/make-shards" -n 2 --dirs --format $fmt ds "$T/$fmt" > /dev/null
+		refurb-index -q -o "$T/$fmt.idx" --label dir "$T/$fmt"/train-00000{0,1}.tar
+		run check_ranges "$T/$fmt.idx" dir
+		[ "$status" -eq 0 ]
+		[[ "$output" == "60 samples agree with tarfile" ]]
+		diff <(labels_and_sizes tree.idx) <(labels_and_sizes "$T/$fmt.idx")
+	done
+	# names past ustar's 100 bytes: pax path, GNU 'L', ustar prefix
+	long=$(printf 'd%.0s' {1..120})
+	for fmt in gnu pax; do
+		"$TARMAKE" "$T/long-$fmt.tar" --format $fmt "cat/$long.jpg=$JPG" \
+			"cat/$long.cls=text:0" "dog/x.jpg=$JPG" "dog/x.cls=text:1"
+		refurb-index -q -o "$T/long-$fmt.idx" --label dir "$T/long-$fmt.tar"
+		run check_ranges "$T/long-$fmt.idx" dir
+		[ "$status" -eq 0 ]
+		refurb-dump "$T/long-$fmt.idx" | grep -q "cat/$long.jpg"
+	done
+	"$TARMAKE" "$T/prefix.tar" --format ustar \
+		"$(printf 'p%.0s' {1..90})/$(printf 'f%.0s' {1..60}).jpg=$JPG"
+	refurb-index -q -o "$T/prefix.idx" --label dir "$T/prefix.tar"
+	run check_ranges "$T/prefix.idx" dir
+	[ "$status" -eq 0 ]
+}
+
+@test "--label json:FIELD takes a class number or a class name" {
+	"$TOP/scripts/make-shards" -n 2 --json ds "$T/j" > /dev/null
+	refurb-index -q -o "$T/num.idx" --label json:label "$T"/j/train-00000{0,1}.tar
+	diff <(labels_and_sizes tree.idx) <(labels_and_sizes "$T/num.idx")
+	refurb-index -q -o "$T/name.idx" --label json:class "$T"/j/train-00000{0,1}.tar
+	diff <(labels_and_sizes tree.idx) <(labels_and_sizes "$T/name.idx")
+	refurb-dump "$T/name.idx" | grep -qx '# class	2	class002'
+	"$TARMAKE" "$T/bad.tar" "a.jpg=$JPG" 'a.json=text:{"label": "x"}' \
+		"b.jpg=$JPG" 'b.json=text:{"other": 1}' "c.jpg=$JPG" 'c.json=text:[1]' \
+		"d.jpg=$JPG" 'd.json=text:{"x": {"label": [1]}, "label": 4}' \
+		"e.jpg=$JPG" 'e.json=text: {"a\"b": null, "label" : 2 } '
+	run refurb-index -o "$T/bad.idx" --label json:label "$T/bad.tar"
+	[ "$status" -eq 0 ]
+	[ "${lines[1]}" = "refurb-index: $T/bad.tar: member b.jpg: bad label in b.json: no field \"label\" holding a class number or name" ]
+	[ "${lines[2]}" = "refurb-index: $T/bad.tar: member c.jpg: bad label in c.json: no field \"label\" holding a class number or name" ]
+	[ "${lines[0]}" = "refurb-index: $T/bad.tar: member a.jpg: bad label: the class name 'x' where most samples have class numbers" ]
+	[[ "${lines[3]}" == "refurb-index: indexed 2 of 5 samples in 5 classes from 1 shard (3 bad, left out)"* ]]
+	refurb-dump "$T/bad.idx" | awk -F'\t' '!/^#/ { print $2, $8 }' > "$T/got"
+	diff "$T/got" <(printf '4 d.jpg\n2 e.jpg\n')
+}
+
+@test "the positional shards and an old version 1 index are still read" {
+	run refurb-dump --stats "$TOP/tests/fuzz/corpus/index/tree.idx"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"version      1"* ]]
+}
