@@ -5,6 +5,7 @@
 # stream as the tree, and every bad shard or member the issue names.
 
 bats_require_minimum_version 1.5.0
+set -o pipefail
 load helpers
 
 setup_file() {

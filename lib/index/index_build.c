@@ -14,7 +14,7 @@
 #include "refurb/index.h"
 #include "index_internal.h"
 
-/* Writes format version 2 (index.c reads 1 and 2). */
+/* Writes format version 2 (index_read.c reads 1 and 2). */
 #define HEADER_SIZE INDEX_HEADER_SIZE
 #define RECORD_SIZE INDEX_RECORD_SIZE
 

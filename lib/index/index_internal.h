@@ -1,6 +1,6 @@
 /*
  * index_internal.h - what the writing (index_build.c) and the reading
- * (index.c) of refurb-index(5) share.
+ * (index_read.c) of refurb-index(5) share.
  */
 #ifndef REFURB_INDEX_INTERNAL_H
 #define REFURB_INDEX_INTERNAL_H

@@ -20,7 +20,7 @@ struct candidate {
 	char *why;        /* and the reason (malloc'ed), else NULL */
 };
 
-/* A tar shard of the list (scan_tar.c). */
+/* A tar shard of the list (index_scan_shards.c). */
 struct cand_shard {
 	char *path;       /* as stored: relative to root, or absolute */
 	char *full;       /* to open */
@@ -52,7 +52,7 @@ int cand_set_bad(struct cand_list *l, size_t i, int code, const char *fmt, ...)
 /* The top-level field of the JSON object text: a non-negative integer
  * (*number, *name = NULL) or a non-empty string (*name malloc'ed, *number
  * = -1).  Returns 0, or -1 when text is not an object, has no such field,
- * or the value is neither (json.c). */
+ * or the value is neither (index_json.c). */
 int json_field(const char *text, const char *field, long *number,
 	       char **name);
 

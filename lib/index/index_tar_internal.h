@@ -1,5 +1,5 @@
 /*
- * tar_internal.h - walking the members of an uncompressed tar file (GNU,
+ * index_tar_internal.h - walking the members of an uncompressed tar file (GNU,
  * ustar and pax headers) without reading their data: each header is one
  * pread, which also brings the first block of the member's data.
  */

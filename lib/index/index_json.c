@@ -1,5 +1,5 @@
 /*
- * json.c - the one JSON reading refurb needs: a top-level field of a
+ * index_json.c - the one JSON reading refurb needs: a top-level field of a
  * WebDataset KEY.json member, as a class number or a class name (see
  * scan_internal.h).  Anything else in the document is skipped, checked
  * only as far as skipping needs.
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "refurb/index.h"
-#include "scan_internal.h"
+#include "index_scan_internal.h"
 
 #define MAX_DEPTH 64
 

@@ -1,8 +1,8 @@
 /*
- * scan_tar.c - finding the samples of WebDataset tar shards in place:
- * walk each shard's headers (tar.c), group members by key, take the
+ * index_scan_shards.c - finding the samples of WebDataset tar shards in place:
+ * walk each shard's headers (index_tar.c), group members by key, take the
  * label from KEY.cls, KEY.json or the member's directory, and hand the
- * KEY.jpg members (shard, offset, size) to probe.c (see scan.h).
+ * KEY.jpg members (shard, offset, size) to index_probe.c (see scan.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include "refurb/io.h"
-#include "scan_internal.h"
-#include "tar_internal.h"
+#include "index_scan_internal.h"
+#include "index_tar_internal.h"
 
 #define MAX_LABEL_FILE ((uint64_t)1 << 20)  /* .cls and .json members */
 
@@ -213,7 +213,7 @@ static int add_walk_error(struct scan *sc, const struct tar_reader *r,
 	const char *msg = why->msg;
 	int rc;
 
-	/* tar.c names the member itself: keep one "member X: " */
+	/* index_tar.c names the member itself: keep one "member X: " */
 	if (strncmp(msg, "member ", 7) == 0 && strchr(msg, ':'))
 		msg = strchr(msg, ':') + 2;
 	if ((rc = cand_add(l, what, strlen(what), 0, NULL)))

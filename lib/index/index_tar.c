@@ -1,5 +1,5 @@
 /*
- * tar.c - reading tar headers in place: ustar and GNU headers, GNU long
+ * index_tar.c - reading tar headers in place: ustar and GNU headers, GNU long
  * names ('L'), pax extended headers ('x': path and size), base-256 sizes
  * (see tar_internal.h).  The layout is POSIX.1-2001's ustar/pax and GNU
  * tar's; Python's tarfile reads the same archives the same way.
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "refurb/io.h"
-#include "tar_internal.h"
+#include "index_tar_internal.h"
 
 #define MAX_EXT_HEADER ((uint64_t)1 << 20)   /* pax or long-name data */
 

@@ -1,5 +1,5 @@
 /*
- * source.c - reading samples' bytes from their files or, with one pread,
+ * index_source.c - reading samples' bytes from their files or, with one pread,
  * from the tar shards that hold them (see source.h).
  */
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * shard_names.c - naming shards: WebDataset's brace patterns and telling
+ * index_shard_names.c - naming shards: WebDataset's brace patterns and telling
  * a tar shard from other files by its first bytes (see scan.h).
  */
 #include <errno.h>
@@ -11,7 +11,7 @@
 
 #include "refurb/io.h"
 #include "refurb/scan.h"
-#include "tar_internal.h"
+#include "index_tar_internal.h"
 
 #define MAX_NAMES 10000000u
 
