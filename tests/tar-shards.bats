@@ -149,7 +149,7 @@ labels_and_sizes() {
 		refurb-index -q -o "$T/long-$fmt.idx" --label dir "$T/long-$fmt.tar"
 		run check_ranges "$T/long-$fmt.idx" dir
 		[ "$status" -eq 0 ]
-		refurb-dump "$T/long-$fmt.idx" | grep -q "cat/$long.jpg"
+		refurb-dump "$T/long-$fmt.idx" | grep "cat/$long.jpg" > /dev/null
 	done
 	"$TARMAKE" "$T/prefix.tar" --format ustar \
 		"$(printf 'p%.0s' {1..90})/$(printf 'f%.0s' {1..60}).jpg=$JPG"
@@ -164,7 +164,7 @@ labels_and_sizes() {
 	diff <(labels_and_sizes tree.idx) <(labels_and_sizes "$T/num.idx")
 	refurb-index -q -o "$T/name.idx" --label json:class "$T"/j/train-00000{0,1}.tar
 	diff <(labels_and_sizes tree.idx) <(labels_and_sizes "$T/name.idx")
-	refurb-dump "$T/name.idx" | grep -qx '# class	2	class002'
+	refurb-dump "$T/name.idx" | grep -x '# class	2	class002' > /dev/null
 	"$TARMAKE" "$T/bad.tar" "a.jpg=$JPG" 'a.json=text:{"label": "x"}' \
 		"b.jpg=$JPG" 'b.json=text:{"other": 1}' "c.jpg=$JPG" 'c.json=text:[1]' \
 		"d.jpg=$JPG" 'd.json=text:{"x": {"label": [1]}, "label": 4}' \
