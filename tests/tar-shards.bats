@@ -184,3 +184,92 @@ labels_and_sizes() {
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"version      1"* ]]
 }
+
+# bad_shards: b.tar with one bad member of each kind, b2.tar repeating a key
+bad_shards() {
+	"$TARMAKE" "$T/b.tar" "a.jpg=$JPG" a.cls=text:0 b.jpg=text:hello \
+		b.cls=text:1 "c.jpg=$JPG" "d.jpg=$JPG" d.cls=text:x "e.jpg=$JPG" \
+		"e.JPEG=$JPG" e.cls=text:2 "f.jpg=$JPG" f.cls=text:99999999999
+	"$TARMAKE" "$T/b2.tar" "a.jpg=$JPG" a.cls=text:3 "g.jpg=$JPG" g.cls=text:1
+}
+
+@test "bad members: each named with its shard and reason, left out, counted" {
+	bad_shards
+	run refurb-index -o "$T/x.idx" "$T/b.tar" "$T/b2.tar"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "refurb-index: $T/b.tar: member b.jpg: not a JPEG file" ]
+	[ "${lines[1]}" = "refurb-index: $T/b.tar: member c.jpg: no label: c.cls is missing" ]
+	[ "${lines[2]}" = "refurb-index: $T/b.tar: member d.jpg: bad label in d.cls: 'x' is not a class number" ]
+	[ "${lines[3]}" = "refurb-index: $T/b.tar: member e.JPEG: duplicate key e (an image of that key came before it in this shard)" ]
+	[ "${lines[4]}" = "refurb-index: $T/b.tar: member f.jpg: bad label in f.cls: '99999999999' is not a class number" ]
+	[ "${lines[5]}" = "refurb-index: $T/b2.tar: member a.jpg: duplicate key a (also in shard $T/b.tar)" ]
+	[[ "${lines[6]}" == "refurb-index: indexed 3 of 9 samples in 3 classes from 2 shards (6 bad, left out)"* ]]
+	refurb-dump "$T/x.idx" | awk -F'\t' '!/^#/ { print $2, $8, $9 }' > "$T/got"
+	diff "$T/got" <(printf '0 a.jpg 1\n2 e.jpg 1\n1 g.jpg 2\n')
+	run refurb-index --strict -o "$T/y.idx" "$T/b.tar" "$T/b2.tar"
+	expect_fail 1 "refurb-index: $T/b.tar: member b.jpg: not a JPEG file"
+	[ "${lines[1]}" = "refurb-index: stopped at the first bad file (--strict)" ]
+	[ ! -e "$T/y.idx" ]
+}
+
+@test "a truncated shard and a corrupt header checksum: the rest left out" {
+	"$TARMAKE" "$T/t.tar" "a.jpg=$JPG" a.cls=text:0 b.cls=text:1 "b.jpg=$JPG"
+	# tarfile puts b.jpg's header at 4608, its data at 5120
+	head -c 6000 "$T/t.tar" > "$T/trunc.tar"
+	run refurb-index -o "$T/x.idx" "$T/trunc.tar"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "refurb-index: $T/trunc.tar: member b.jpg: truncated shard (the member needs $(stat -c %s "$JPG") bytes at offset 5120, the shard is 6000 bytes)" ]
+	[[ "${lines[1]}" == "refurb-index: indexed 1 of 2 samples"*"(1 bad, left out)"* ]]
+	head -c 4700 "$T/t.tar" > "$T/trunc2.tar"
+	run refurb-index -o "$T/x.idx" "$T/trunc2.tar"
+	[ "${lines[0]}" = "refurb-index: $T/trunc2.tar: truncated shard: it ends inside the tar header at offset 4608 (after member b.cls): the rest of the shard is left out" ]
+	cp "$T/t.tar" "$T/corrupt.tar"
+	printf 'X' | dd of="$T/corrupt.tar" bs=1 seek=3587 conv=notrunc 2> /dev/null
+	run refurb-index -o "$T/x.idx" "$T/corrupt.tar"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "refurb-index: $T/corrupt.tar: corrupt tar header at offset 3584 (checksum mismatch; after member a.cls): the rest of the shard is left out" ]
+	run refurb-index --strict -o "$T/x.idx" "$T/corrupt.tar"
+	expect_fail 1 "refurb-index: $T/corrupt.tar: corrupt tar header at offset 3584"
+}
+
+@test "compressed, empty and non-tar shards are refused" {
+	gzip -c sh/train-000000.tar > "$T/s.tar.gz"
+	run refurb-index -o "$T/x.idx" "$T/s.tar.gz"
+	expect_fail 1 "refurb-index: $T/s.tar.gz: compressed shard (gzip): refurb reads shards in place, so they must be uncompressed tar files (decompress it first)"
+	run refurb-index -o "$T/x.idx" --shards "$T/s.tar.gz"
+	expect_fail 1 "refurb-index: $T/s.tar.gz: compressed shard (gzip)"
+	xz -c sh/train-000000.tar > "$T/s.tar.xz" || skip "no xz"
+	run refurb-index -o "$T/x.idx" "$T/s.tar.xz"
+	expect_fail 1 "refurb-index: $T/s.tar.xz: compressed shard (xz)"
+	run refurb-index -o "$T/x.idx" "$T/s.tar.gz" sh/train-000001.tar
+	expect_fail 1 "refurb-index: $T/s.tar.gz: compressed shard (gzip)"
+	run refurb-index -o "$T/x.idx" --shards "$JPG"
+	expect_fail 1 "refurb-index: $JPG: not a tar file (no valid tar header at its start)"
+	"$TARMAKE" "$T/empty.tar"
+	run refurb-index -o "$T/x.idx" "$T/empty.tar"
+	expect_fail 1 "refurb-index: $T/empty.tar: no KEY.jpg members in the 1 shard"
+}
+
+# partial_quiet ARGS: refurb-partial -q on $T/plan, its output dropped
+partial_quiet() {
+	refurb-partial -q "$@" < "$T/plan" > /dev/null
+}
+
+@test "a shard that changed or vanished since indexing is refused" {
+	mkdir "$T/s"
+	cp sh/train-00000{0,1}.tar "$T/s/"
+	refurb-index -q -o "$T/s.idx" "$T"/s/train-00000{0,1}.tar
+	refurb-evict -q -r 2 "$T/s.idx" > "$T/s.evict"
+	refurb-plan -q -b 8 -e 0 "$T/s.evict" > "$T/plan"
+	refurb-partial -q -c "$T/c0" -p resize=32 "$T/s.idx" < "$T/plan" > /dev/null
+	printf 'x' >> "$T/s/train-000001.tar"
+	run partial_quiet -c "$T/c1" -p resize=32 "$T/s.idx"
+	expect_fail 1 "refurb-partial: $T/s/train-000001.tar: shard changed since it was indexed ($(stat -c %s "$T/s/train-000001.tar") bytes, the index says"
+	truncate -s -1 "$T/s/train-000001.tar"
+	run partial_quiet -c "$T/c2" -p resize=32 "$T/s.idx"
+	expect_fail 1 "refurb-partial: $T/s/train-000001.tar: shard changed since it was indexed"
+	[[ "${lines[0]}" == *"and another mtime"* ]]
+	rm "$T/s/train-000000.tar"
+	run partial_quiet -c "$T/c3" -p resize=32 "$T/s.idx"
+	expect_fail 1 "refurb-partial: $T/s/train-000000.tar: shard vanished since it was indexed (re-run refurb-index)"
+}

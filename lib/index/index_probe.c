@@ -238,6 +238,8 @@ static void name_bad(const struct cand_list *l, size_t i,
 
 	if (k == RFB_INDEX_NO_SHARD)
 		rfb_err_set(why, r->code, cand_path(l, i), "%s", reason);
+	else if (l->v[i].whole)
+		rfb_err_set(why, r->code, l->shards[k - 1].full, "%s", reason);
 	else
 		rfb_err_set(why, r->code, l->shards[k - 1].full, "member %s: %s",
 			    cand_path(l, i), reason);

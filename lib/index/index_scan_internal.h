@@ -17,6 +17,7 @@ struct candidate {
 	uint32_t shard;   /* 1-based shard, or RFB_INDEX_NO_SHARD */
 	uint64_t offset, bytes;  /* a shard member's data */
 	int code;         /* found bad before probing: its RFB_E* code */
+	int whole;        /* why names no member (a damaged shard header) */
 	char *why;        /* and the reason (malloc'ed), else NULL */
 };
 

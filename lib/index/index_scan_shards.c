@@ -202,24 +202,24 @@ static int add_shard(struct cand_list *l, const char *path,
 	return 0;
 }
 
-/* A candidate for a walk error: the rest of the shard is lost. */
+/* A candidate for a walk error: the rest of the shard is lost.  A
+ * truncated member is named; a damaged header names no member. */
 static int add_walk_error(struct scan *sc, const struct tar_reader *r,
 			  const rfb_err *why)
 {
 	struct cand_list *l = sc->l;
-	const char *what = r->name && why->code == RFB_ETRUNC &&
-			   strncmp(why->msg, "member ", 7) == 0 ? r->name
-			   : "(tar header)";
 	const char *msg = why->msg;
-	int rc;
+	int named = strncmp(msg, "member ", 7) == 0 && r->name, rc;
+	const char *what = named ? r->name : "(tar header)";
 
-	/* index_tar.c names the member itself: keep one "member X: " */
-	if (strncmp(msg, "member ", 7) == 0 && strchr(msg, ':'))
-		msg = strchr(msg, ':') + 2;
+	if (named)  /* index_tar.c names the member: keep one "member X: " */
+		msg += 7 + strlen(r->name) + 2;
 	if ((rc = cand_add(l, what, strlen(what), 0, NULL)))
 		return rc;
 	l->v[l->n - 1].shard = l->shard_count;
-	return cand_set_bad(l, l->n - 1, why->code, "%s", msg);
+	l->v[l->n - 1].whole = !named;
+	return cand_set_bad(l, l->n - 1, why->code, "%s%s", msg, named ? ""
+			    : ": the rest of the shard is left out");
 }
 
 /* Walk shard k's headers into m (image and label members). */
@@ -353,12 +353,6 @@ static int raw_push(struct scan *sc, const struct raw_label *r, rfb_err *err)
 		sc->raw_cap = cap;
 	}
 	sc->raw[sc->l->n - 1] = *r;
-	if (!sc->l->v[sc->l->n - 1].code) {
-		sc->names += r->name != NULL;
-		sc->numbers += r->name == NULL;
-		if (!r->name && r->number > sc->max_number)
-			sc->max_number = r->number;
-	}
 	return 0;
 }
 
@@ -581,7 +575,19 @@ static int make_classes(struct scan *sc, rfb_err *err)
 	char buf[24];
 	int rc = 0;
 
-	int by_name = sc->names > sc->numbers;  /* the majority decides */
+	int by_name;
+
+	for (size_t i = 0; i < l->n; i++) {
+		const struct raw_label *r;
+		if (l->v[i].code)
+			continue;
+		r = &sc->raw[i];
+		sc->names += r->name != NULL;
+		sc->numbers += r->name == NULL;
+		if (!r->name && r->number > sc->max_number)
+			sc->max_number = r->number;
+	}
+	by_name = sc->names > sc->numbers;  /* the majority decides */
 
 	if (sc->o->classes)
 		rc = load_classes(l, sc->o->classes, err);
