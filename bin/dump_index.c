@@ -7,6 +7,9 @@
 
 #include "dump.h"
 #include "refurb/index.h"
+#include "refurb/source.h"
+
+#define MAX_EXTRACT ((size_t)1 << 30)
 
 static void print_tsv(const rfb_index *idx, FILE *out)
 {
@@ -120,6 +123,24 @@ fail:
 	return rc;
 }
 
+/* --extract ID: the sample's bytes as stored (its file, or its range of
+ * its shard: one pread). */
+static void extract(struct cli *c, const rfb_index *idx, uint32_t id, FILE *out)
+{
+	rfb_err err = { 0 };
+	rfb_source *src = rfb_source_open(idx, NULL, &err);
+	unsigned char *buf = NULL;
+	size_t cap = 0, len = 0;
+
+	if (!src || rfb_source_read(src, id, MAX_EXTRACT, &buf, &cap, &len, &err))
+		cli_die_err(c, &err);
+	cli_refuse_tty(c, fileno(out), 0);
+	if (fwrite(buf, 1, len, out) != len)
+		cli_die(c, "write failed");
+	free(buf);
+	rfb_source_close(src);
+}
+
 int dump_index(struct cli *c, const char *path, const struct dump_opts *o,
 	       FILE *out)
 {
@@ -129,7 +150,12 @@ int dump_index(struct cli *c, const char *path, const struct dump_opts *o,
 
 	if (!idx)
 		cli_die_err(c, &err);
-	if (o->stats)
+	if (o->extract >= 0 && o->extract >= rfb_index_count(idx))
+		cli_die(c, "%s: no sample %lld (the index has %u)", path,
+			o->extract, rfb_index_count(idx));
+	if (o->extract >= 0)
+		extract(c, idx, (uint32_t)o->extract, out);
+	else if (o->stats)
 		rc = print_stats(idx, out);
 	else
 		print_tsv(idx, out);

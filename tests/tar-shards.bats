@@ -273,3 +273,40 @@ partial_quiet() {
 	run partial_quiet -c "$T/c3" -p resize=32 "$T/s.idx"
 	expect_fail 1 "refurb-partial: $T/s/train-000000.tar: shard vanished since it was indexed (re-run refurb-index)"
 }
+
+@test "refurb-final heals a lost record from the shard" {
+	refurb-index -q -o "$T/sh.idx" sh/train-00000{0,1,2}.tar
+	refurb-evict -q -r 2 "$T/sh.idx" > "$T/sh.evict"
+	refurb-plan -q -b 16 -e 0 "$T/sh.evict" |
+		refurb-partial -q -c "$T/c" -p resize=48 "$T/sh.idx" > "$T/ann"
+	refurb-final -q -p crop=40 < "$T/ann" > "$T/good"
+	rm "$T"/c/*.seg
+	run sh -c "refurb-final -p crop=40 < '$T/ann' > '$T/healed'"
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ records\ recomputed\ 60 ]]
+	diff <("$BUILD_DIR/tools/stream_digest" "$T/good") \
+	     <("$BUILD_DIR/tools/stream_digest" "$T/healed")
+}
+
+@test "refurb-dump --extract and --preview --index read a shard sample in place" {
+	refurb-index -q -o "$T/sh.idx" sh/train-00000{0,1,2}.tar
+	for id in 0 21 59; do
+		refurb-dump --extract $id -o "$T/x.jpg" "$T/sh.idx"
+		path=$(refurb-dump tree.idx | awk -F'\t' -v id=$id '$1 == id { print $8 }')
+		cmp "$T/x.jpg" "ds/$path"
+	done
+	run refurb-dump --extract 60 -o "$T/x.jpg" "$T/sh.idx"
+	expect_fail 1 "refurb-dump: $T/sh.idx: no sample 60 (the index has 60)"
+	refurb-dump --preview 'resize=48,randaug=n=2:m=9' -n 3 -o "$T/p1.jpg" \
+		--index "$T/sh.idx" 0 21
+	refurb-dump --preview 'resize=48,randaug=n=2:m=9' -n 3 -o "$T/p2.jpg" \
+		--index tree.idx 0 21
+	cmp "$T/p1.jpg" "$T/p2.jpg"
+	run refurb-dump --preview resize=48 -o "$T/p3.jpg" --index "$T/sh.idx" 60
+	expect_fail 2 "refurb-dump: sample id: 60 is out of range (0 to 59)"
+	cp sh/train-000000.tar "$T/s0.tar"
+	refurb-index -q -o "$T/s0.idx" "$T/s0.tar"
+	printf 'x' >> "$T/s0.tar"
+	run refurb-dump --extract 0 -o "$T/x.jpg" "$T/s0.idx"
+	expect_fail 1 "refurb-dump: $T/s0.tar: shard changed since it was indexed"
+}
