@@ -310,3 +310,21 @@ partial_quiet() {
 	run refurb-dump --extract 0 -o "$T/x.jpg" "$T/s0.idx"
 	expect_fail 1 "refurb-dump: $T/s0.tar: shard changed since it was indexed"
 }
+
+@test "truncations and corruptions of a shard: a message, never a crash" {
+	"$TARMAKE" "$T/s.tar" --format pax "a.jpg=$JPG" a.cls=text:0 \
+		"$(printf 'l%.0s' {1..150}).jpg=$JPG" "$(printf 'l%.0s' {1..150}).cls=text:1"
+	size=$(stat -c %s "$T/s.tar")
+	for cut in $(seq 0 211 "$size"); do
+		head -c "$cut" "$T/s.tar" > "$T/cut.tar"
+		run refurb-index -q -o "$T/x.idx" "$T/cut.tar"
+		[ "$status" -le 1 ] || { echo "cut at $cut: status $status"; false; }
+		[ "$status" -eq 0 ] || [[ "${lines[0]}" == "refurb-index: $T/cut.tar: "* ]]
+	done
+	for at in $(seq 3 97 6000); do
+		cp "$T/s.tar" "$T/bad.tar"
+		printf '\377' | dd of="$T/bad.tar" bs=1 seek="$at" conv=notrunc 2> /dev/null
+		run refurb-index -q -o "$T/x.idx" "$T/bad.tar"
+		[ "$status" -le 1 ] || { echo "byte $at: status $status"; false; }
+	done
+}
