@@ -150,20 +150,10 @@ static int check_tar(int fd, const char *path, rfb_err *err)
 {
 	unsigned char b[2 * TAR_BLOCK];
 	ssize_t got = rfb_pread_full(fd, b, sizeof b, 0);
-	enum tar_kind k;
 
 	if (got < 0)
 		return rfb_err_sys(err, errno, path, "cannot read the shard");
-	k = tar_sniff(b, (size_t)got);
-	if (tar_kind_name(k))
-		return rfb_err_set(err, RFB_EFORMAT, path, "compressed shard "
-				   "(%s): refurb reads shards in place, so they "
-				   "must be uncompressed tar files (decompress "
-				   "it first)", tar_kind_name(k));
-	if (k != TAR_PLAIN)
-		return rfb_err_set(err, RFB_EFORMAT, path, "not a tar file (no "
-				   "valid tar header at its start)");
-	return 0;
+	return tar_check_kind(tar_sniff(b, (size_t)got), path, err);
 }
 
 /* Where the index keeps shard k: relative to the root when inside it. */

@@ -148,6 +148,7 @@ int rfb_shard_sniff(const char *path, rfb_err *err)
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	ssize_t got;
 	enum tar_kind k;
+	int rc;
 
 	if (fd < 0)
 		return rfb_err_sys(err, errno, path, "cannot open");
@@ -156,10 +157,8 @@ int rfb_shard_sniff(const char *path, rfb_err *err)
 	if (got < 0)
 		return rfb_err_sys(err, errno, path, "cannot read");
 	k = tar_sniff(b, (size_t)got);
-	if (tar_kind_name(k))
-		return rfb_err_set(err, RFB_EFORMAT, path, "compressed shard "
-				   "(%s): refurb reads shards in place, so they "
-				   "must be uncompressed tar files (decompress "
-				   "it first)", tar_kind_name(k));
-	return k == TAR_PLAIN;
+	if (k == TAR_NOT)
+		return 0;
+	rc = tar_check_kind(k, path, err);
+	return rc ? rc : 1;
 }

@@ -97,6 +97,19 @@ const char *tar_kind_name(enum tar_kind k)
 	return k >= TAR_GZIP && k <= TAR_LZ4 ? names[k] : NULL;
 }
 
+int tar_check_kind(enum tar_kind k, const char *path, rfb_err *err)
+{
+	if (tar_kind_name(k))
+		return rfb_err_set(err, RFB_EFORMAT, path, "compressed shard "
+				   "(%s): refurb reads shards in place, so they "
+				   "must be uncompressed tar files (decompress "
+				   "it first)", tar_kind_name(k));
+	if (k != TAR_PLAIN)
+		return rfb_err_set(err, RFB_EFORMAT, path, "not a tar file (no "
+				   "valid tar header at its start)");
+	return 0;
+}
+
 void tar_open(struct tar_reader *r, int fd, const char *path,
 	      uint64_t file_size)
 {

@@ -27,6 +27,10 @@ enum tar_kind tar_sniff(const unsigned char *b, size_t n);
 /* Name of a compressed kind ("gzip" ...), or NULL. */
 const char *tar_kind_name(enum tar_kind k);
 
+/* 0 for TAR_PLAIN; otherwise RFB_EFORMAT with err saying, for path, that
+ * a compressed shard must be uncompressed, or that it is not a tar. */
+int tar_check_kind(enum tar_kind k, const char *path, rfb_err *err);
+
 struct tar_member {
 	const char *name;      /* owned by the reader, valid until tar_next */
 	char type;             /* '0' regular file, '5' directory, ... */
