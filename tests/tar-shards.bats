@@ -52,7 +52,10 @@ for f in rows:
         cls = members[(shard, key + ".cls")][2].decode()
         assert classes[label] == cls or int(cls) == label, (path, cls, label)
     else:
-        assert classes[label] == path.split("/")[0], (path, classes[label])
+        p = path
+        while p.startswith("./"):
+            p = p[2:]
+        assert classes[label] == p.split("/")[0], (path, classes[label])
 print(len(rows), "samples agree with tarfile")
 PY
 }
@@ -326,5 +329,25 @@ partial_quiet() {
 		printf '\377' | dd of="$T/bad.tar" bs=1 seek="$at" conv=notrunc 2> /dev/null
 		run refurb-index -q -o "$T/x.idx" "$T/bad.tar"
 		[ "$status" -le 1 ] || { echo "byte $at: status $status"; false; }
+	done
+}
+
+@test "GNU tar's own archives (gnu, posix, ustar), ./ names, directories" {
+	mkdir -p "$T/w/cat" "$T/w/dog"
+	cp "$JPG" "$T/w/cat/a.jpg"
+	cp "$JPG" "$T/w/dog/b.JPEG"
+	printf 0 > "$T/w/cat/a.cls"
+	printf 1 > "$T/w/dog/b.cls"
+	for fmt in gnu posix ustar; do
+		tar -C "$T/w" --format=$fmt -cf "$T/$fmt.tar" .
+		refurb-index -q -o "$T/$fmt.idx" "$T/$fmt.tar"
+		run check_ranges "$T/$fmt.idx"
+		[ "$status" -eq 0 ]
+		[[ "$output" == "2 samples agree with tarfile" ]]
+		refurb-index -q -o "$T/$fmt-dir.idx" --label dir "$T/$fmt.tar"
+		run check_ranges "$T/$fmt-dir.idx" dir
+		[ "$status" -eq 0 ]
+		refurb-dump "$T/$fmt-dir.idx" | awk -F'\t' '!/^#/ { print $3, $8 }' > "$T/got"
+		diff "$T/got" <(printf 'cat ./cat/a.jpg\ndog ./dog/b.JPEG\n')
 	done
 }

@@ -296,11 +296,14 @@ static int group_label(struct scan *sc, int fd, const struct member *img,
 	out->number = -1;
 	out->name = NULL;
 	if (!sc->label_ext) {                       /* --label dir */
-		const char *slash = strchr(img->name, '/');
-		if (!slash || slash == img->name)
+		const char *name = img->name, *slash;
+		while (strncmp(name, "./", 2) == 0)    /* tar's "./" prefix */
+			name += 2;
+		slash = strchr(name, '/');
+		if (!slash || slash == name)
 			return rfb_err_set(why, RFB_EFORMAT, NULL, "no label: the "
 					   "member is in no directory (--label dir)");
-		out->name = strndup(img->name, (size_t)(slash - img->name));
+		out->name = strndup(name, (size_t)(slash - name));
 		return out->name ? 0 : rfb_err_set(why, RFB_ENOMEM, NULL,
 						   "out of memory");
 	}
