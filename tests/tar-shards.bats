@@ -351,3 +351,27 @@ partial_quiet() {
 		diff "$T/got" <(printf 'cat ./cat/a.jpg\ndog ./dog/b.JPEG\n')
 	done
 }
+
+# big_exif IN OUT: IN with a 60000-byte APP1 block before its frame header
+# (more than the prober's first 16 KiB read).
+big_exif() {
+	/usr/bin/python3 -c '
+import sys
+d = open(sys.argv[1], "rb").read()
+pad = b"Exif\0\0" + bytes(60000)
+open(sys.argv[2], "wb").write(d[:2] + b"\xff\xe1" + (len(pad) + 2).to_bytes(2, "big") + pad + d[2:])
+' "$1" "$2"
+}
+
+@test "a JPEG whose frame header lies past the first read, in a tree and a shard" {
+	mkdir -p "$T/tree/c"
+	big_exif "$JPG" "$T/tree/c/big.jpg"
+	refurb-index -o "$T/tree.idx" "$T/tree" 2> "$T/err"
+	grep "indexed 1 of 1 files" "$T/err" > /dev/null
+	"$TARMAKE" "$T/big.tar" "big.jpg=$T/tree/c/big.jpg" big.cls=text:0
+	refurb-index -o "$T/big.idx" "$T/big.tar" 2> "$T/err"
+	grep "indexed 1 of 1 samples" "$T/err" > /dev/null
+	refurb-dump "$T/big.idx" | awk -F'\t' '!/^#/ { print $5, $6 }' > "$T/got"
+	refurb-dump tree.idx | awk -F'\t' '$1 == 0 { print $5, $6 }' > "$T/want"
+	diff "$T/want" "$T/got"
+}

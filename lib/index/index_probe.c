@@ -105,14 +105,17 @@ static void probe_file(rfb_jpeg_probe *jp, int dirfd, const char *path,
 		fail_result(r, &e);
 		return;
 	}
+	/* a first read too short for a big EXIF block leaves an error in e
+	 * even when the longer read succeeds: the return value decides */
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		rfb_err_set(&e, RFB_EINVAL, NULL, "not a regular file");
+		fail_result(r, (rfb_err_set(&e, RFB_EINVAL, NULL,
+					    "not a regular file"), &e));
 	else if (probe_bytes(jp, fd, 0, (uint64_t)st.st_size, max_pixels, buf,
 			     cap, &info, &e) == 0)
 		set_result(r, (uint64_t)st.st_size, &info);
-	close(fd);
-	if (e.code)
+	else
 		fail_result(r, &e);
+	close(fd);
 }
 
 /* The descriptor of a shard, kept open while one thread probes its
