@@ -199,11 +199,13 @@ static int add_walk_error(struct scan *sc, const struct tar_reader *r,
 {
 	struct cand_list *l = sc->l;
 	const char *msg = why->msg;
-	int named = strncmp(msg, "member ", 7) == 0 && r->name, rc;
+	size_t len = r->name ? strlen(r->name) : 0;
+	int named = r->name && strncmp(msg, "member ", 7) == 0 &&
+		    strncmp(msg + 7, r->name, len) == 0 && msg[7 + len] == ':', rc;
 	const char *what = named ? r->name : "(tar header)";
 
 	if (named)  /* index_tar.c names the member: keep one "member X: " */
-		msg += 7 + strlen(r->name) + 2;
+		msg += 7 + len + 2;
 	if ((rc = cand_add(l, what, strlen(what), 0, NULL)))
 		return rc;
 	l->v[l->n - 1].shard = l->shard_count;

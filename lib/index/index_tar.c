@@ -219,6 +219,11 @@ static int read_header(struct tar_reader *r, size_t *got_out, rfb_err *err)
 {
 	ssize_t got;
 
+	if (r->pos >= r->file_size && (r->long_name || r->have_pax_size))
+		return rfb_err_set(err, RFB_ETRUNC, r->path, "truncated shard: it "
+				   "ends after an extension header, before its "
+				   "member (after member %s)", r->last ? r->last
+				   : "(none)");
 	if (r->pos >= r->file_size)
 		return 0; /* no end-of-archive blocks: accepted, as tarfile does */
 	got = rfb_pread_full(r->fd, r->buf, sizeof r->buf, (off_t)r->pos);
@@ -296,11 +301,17 @@ int tar_next(struct tar_reader *r, struct tar_member *m, rfb_err *err)
 		r->pos = data + (m->size + TAR_BLOCK - 1) / TAR_BLOCK * TAR_BLOCK;
 		return 1;
 truncated:
+		if (b[156] == 'L' || b[156] == 'x')
+			return rfb_err_set(err, RFB_ETRUNC, r->path, "truncated "
+					   "shard: the extension header at offset "
+					   "%llu needs %llu bytes, the shard is %llu",
+					   (unsigned long long)r->pos,
+					   (unsigned long long)size,
+					   (unsigned long long)r->file_size);
 		return rfb_err_set(err, RFB_ETRUNC, r->path, "member %s: truncated "
 				   "shard (the member needs %llu bytes at offset "
-				   "%llu, the shard is %llu bytes)",
-				   b[156] == 'L' || b[156] == 'x' ? "(extension "
-				   "header)" : r->name, (unsigned long long)size,
+				   "%llu, the shard is %llu bytes)", r->name,
+				   (unsigned long long)size,
 				   (unsigned long long)data,
 				   (unsigned long long)r->file_size);
 	}
