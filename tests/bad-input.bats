@@ -28,12 +28,12 @@ MATRIX='
 i01 | missing dataset directory | refurb-index | 1 | refurb-index: nodir: cannot open dataset directory | refurb-index -q -o x.idx nodir
 i02 | a file given for the directory | refurb-index | 1 | refurb-index: empty: not a directory | refurb-index -q -o x.idx empty
 i03 | directory without class directories | refurb-index | 1 | refurb-index: emptydir: no class directories | refurb-index -q -o x.idx emptydir
-i04 | corrupt JPEG: not a JPEG (PNG bytes) | refurb-index | 0 | refurb-index: c0/z.jpg: not a JPEG file | refurb-index -q -o x.idx ix-notjpeg
+i04 | corrupt JPEG: not a JPEG (GIF bytes) | refurb-index | 0 | refurb-index: c0/z.jpg: GIF image (refurb reads JPEG and PNG) | refurb-index -q -o x.idx ix-notjpeg
 i05 | corrupt JPEG: header cut short | refurb-index | 0 | refurb-index: c0/z.jpg: JPEG header is truncated | refurb-index -q -o x.idx ix-hdrcut
 i06 | corrupt JPEG: width 0 in SOF | refurb-index | 0 | refurb-index: c0/z.jpg: bad JPEG header: Empty JPEG image | refurb-index -q -o x.idx ix-width0
 i07 | corrupt JPEG: empty file | refurb-index | 0 | refurb-index: c0/z.jpg: empty file | refurb-index -q -o x.idx ix-empty
 i08 | corrupt JPEG: data truncated, header intact (found later) | refurb-index | 0 | (none) | refurb-index -q -o x.idx ix-trunc
-i09 | --strict and a corrupt JPEG | refurb-index | 1 | refurb-index: c0/z.jpg: not a JPEG file | refurb-index -q --strict -o x.idx ix-notjpeg
+i09 | --strict and a corrupt JPEG | refurb-index | 1 | refurb-index: c0/z.jpg: GIF image (refurb reads JPEG and PNG) | refurb-index -q --strict -o x.idx ix-notjpeg
 i10 | missing --list file | refurb-index | 1 | refurb-index: nolist: | refurb-index -q --list nolist -o x.idx
 i11 | garbage --list line | refurb-index | 1 | refurb-index: garbage.list: line 1: | refurb-index -q --list garbage.list -o x.idx
 i12 | a directory given as the output | refurb-index | 1 | refurb-index: adir: cannot rename | refurb-index -q -o adir ds
@@ -207,7 +207,7 @@ corrupt_jpeg() {
 	local size sof
 	size=$(stat -c %s "$2")
 	case "$1" in
-	notjpeg) printf '\211PNG\r\n\032\n%0100d' 0 > "$3" ;;
+	notjpeg) printf 'GIF89a%0100d' 0 > "$3" ;;
 	hdrcut) head -c 100 "$2" > "$3" ;;
 	empty) : > "$3" ;;
 	trunc) head -c $((size / 2)) "$2" > "$3" ;;

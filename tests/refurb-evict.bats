@@ -130,11 +130,12 @@ ids_of() {
 
 @test "binary output to a terminal is refused unless --force" {
 	command -v script >/dev/null || skip "script(1) is not installed"
-	run script -qec "refurb-evict '$IDX'" /dev/null
+	# (SHELL set: script runs the command with the user's $SHELL)
+	run env SHELL=/bin/sh script -qec "refurb-evict '$IDX'" /dev/null
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"refusing to write binary data to a terminal"* ]]
 	# --force: the schedule goes to the terminal (script -e exits with
 	# refurb-evict's status)
-	script -qec "refurb-evict -q --force '$IDX'" /dev/null > "$T/tty.out"
+	SHELL=/bin/sh script -qec "refurb-evict -q --force '$IDX'" /dev/null > "$T/tty.out"
 	grep -qa '^RFBSCHD' "$T/tty.out"
 }

@@ -254,7 +254,7 @@ bad_shards() {
 	expect_fail 1 "refurb-index: $JPG: not a tar file (no valid tar header at its start)"
 	"$TARMAKE" "$T/empty.tar"
 	run refurb-index -o "$T/x.idx" "$T/empty.tar"
-	expect_fail 1 "refurb-index: $T/empty.tar: no KEY.jpg members in the 1 shard"
+	expect_fail 1 "refurb-index: $T/empty.tar: no KEY.jpg or KEY.png members in the 1 shard"
 }
 
 # partial_quiet ARGS: refurb-partial -q on $T/plan, its output dropped
@@ -378,4 +378,20 @@ open(sys.argv[2], "wb").write(d[:2] + b"\xff\xe1" + (len(pad) + 2).to_bytes(2, "
 	refurb-dump "$T/big.idx" | awk -F'\t' '!/^#/ { print $5, $6 }' > "$T/got"
 	refurb-dump tree.idx | awk -F'\t' '$1 == 0 { print $5, $6 }' > "$T/want"
 	diff "$T/want" "$T/got"
+}
+
+@test "PNG members are samples too, the same as in the tree" {
+	mkdir -p "$T/p/a" "$T/p/b"
+	for k in rgb8 gray8 la8; do cp "$TOP/tests/data/png/$k.png" "$T/p/a/"; done
+	for k in rgb16 pal8; do cp "$TOP/tests/data/png/$k.png" "$T/p/b/"; done
+	cp "$JPG" "$T/p/b/photo.jpg"
+	refurb-index -q -o "$T/tree.idx" "$T/p"
+	"$TOP/scripts/make-shards" -n 2 "$T/p" "$T/ps" > /dev/null
+	refurb-index -q -o "$T/sh.idx" --classes "$T/ps/classes.txt" "$T"/ps/train-00000{0,1}.tar
+	diff <(labels_and_sizes "$T/tree.idx") <(labels_and_sizes "$T/sh.idx")
+	[ "$(refurb-dump --stats "$T/tree.idx" | grep identity)" = \
+	  "$(refurb-dump --stats "$T/sh.idx" | grep identity)" ]
+	run check_ranges "$T/sh.idx"
+	[ "$status" -eq 0 ]
+	[[ "$output" == "6 samples agree with tarfile" ]]
 }

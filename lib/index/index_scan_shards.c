@@ -75,7 +75,8 @@ static enum kind member_kind(const char *ext, const char *label_ext)
 {
 	if (!ext)
 		return K_OTHER;
-	if (!strcasecmp(ext, "jpg") || !strcasecmp(ext, "jpeg"))
+	if (!strcasecmp(ext, "jpg") || !strcasecmp(ext, "jpeg") ||
+	    !strcasecmp(ext, "png"))    /* the content decides, as in a tree */
 		return K_IMAGE;
 	if (label_ext && !strcasecmp(ext, label_ext))
 		return K_LABEL;
@@ -626,8 +627,8 @@ int rfb_scan_shards(char *const *paths, size_t n,
 	if (rc == 0)
 		rc = make_classes(&sc, err);
 	if (rc == 0 && l.n == 0)
-		rc = rfb_err_set(err, RFB_ENOTFOUND, paths[0], "no KEY.jpg members "
-				 "in the %zu shard%s", n, n == 1 ? "" : "s");
+		rc = rfb_err_set(err, RFB_ENOTFOUND, paths[0], "no KEY.jpg or "
+				 "KEY.png members in the %zu shard%s", n, n == 1 ? "" : "s");
 	if (rc == 0)
 		rc = probe_and_build(&l, o, out, st, err);
 	for (size_t i = 0; i < l.n && i < sc.raw_cap; i++)

@@ -78,7 +78,8 @@ int rfb_scan_list(const char *list, const struct rfb_scan_opts *o,
 
 /*
  * Index the samples of the tar shards paths[0..n) (WebDataset layout),
- * read in place: the members KEY.jpg and KEY.jpeg (any case), the key
+ * read in place: the members KEY.jpg, KEY.jpeg and KEY.png (any case;
+ * JPEG or PNG by content, as in a tree), the key
  * being the member's name up to the first dot of its last component; the
  * label from o->label_from.  Samples are sorted by key within a shard,
  * shards in the order given.  Shards are stored relative to the directory
