@@ -66,7 +66,7 @@ a05 | a directory given for the index | refurb-partial | 1 | refurb-partial: adi
 a06 | missing plan (-i) | refurb-partial | 1 | refurb-partial: nofile: cannot open | refurb-partial -q -c c-a06 -p resize=64 -i nofile train.idx
 a07 | empty plan | refurb-partial | 1 | refurb-partial: empty: empty (no plan header line) | refurb-partial -q -c c-a07 -p resize=64 -i empty train.idx
 a08 | not a plan (wrong magic) | refurb-partial | 1 | refurb-partial: garbage: line 1: not a refurb plan | refurb-partial -q -c c-a08 -p resize=64 -i garbage train.idx
-a09 | plan from a future version | refurb-partial | 1 | refurb-partial: future.plan: line 1: plan format version 2 | refurb-partial -q -c c-a09 -p resize=64 -i future.plan train.idx
+a09 | plan from a future version | refurb-partial | 1 | refurb-partial: future.plan: line 1: plan format version 9 | refurb-partial -q -c c-a09 -p resize=64 -i future.plan train.idx
 a10 | garbage plan line (bad sample id) | refurb-partial | 1 | refurb-partial: badid.plan: line 3: column 11: expected a sample id | refurb-partial -q -c c-a10 -p resize=64 -i badid.plan train.idx
 a11 | garbage plan line (unknown type) | refurb-partial | 1 | refurb-partial: badtype.plan: line 3: unknown line type | refurb-partial -q -c c-a11 -p resize=64 -i badtype.plan train.idx
 a12 | plan sample id beyond the index | refurb-partial | 1 | refurb-partial: beyond.plan: line 2: sample id 999, the index has 30 | refurb-partial -q -c c-a12 -p resize=64 -i beyond.plan train.idx
@@ -89,7 +89,7 @@ a27 | FIFO closed by the reader | refurb-partial | 0 | ~refurb-partial: the read
 f01 | missing plan (-i) | refurb-final | 1 | refurb-final: nofile: cannot open | refurb-final -q -p crop=48 -i nofile
 f02 | empty plan | refurb-final | 1 | refurb-final: empty: empty (no plan header line) | refurb-final -q -p crop=48 -i empty
 f03 | not a plan (wrong magic) | refurb-final | 1 | refurb-final: garbage: line 1: not a refurb plan | refurb-final -q -p crop=48 -i garbage
-f04 | annotated plan from a future version | refurb-final | 1 | refurb-final: future.ann: line 1: plan format version 2 | refurb-final -q -p crop=48 -i future.ann
+f04 | annotated plan from a future version | refurb-final | 1 | refurb-final: future.ann: line 1: plan format version 9 | refurb-final -q -p crop=48 -i future.ann
 f05 | plan not annotated by refurb-partial | refurb-final | 1 | refurb-final: plan.txt: header has no valid cache= | refurb-final -q -p crop=48 -i plan.txt
 f06 | annotations stripped from a line | refurb-final | 1 | refurb-final: noaddr.ann: batch 0 of epoch 0: sample | refurb-final -q -p crop=48 -i noaddr.ann
 f07 | garbage plan line | refurb-final | 1 | refurb-final: badid.ann: line 3: column 11: expected a sample id | refurb-final -q -p crop=48 -i badid.ann
@@ -119,7 +119,7 @@ d03 | wrong magic | refurb-dump | 1 | refurb-dump: garbage: not a refurb file (u
 d04 | truncated index | refurb-dump | 1 | refurb-dump: trunc.idx: truncated index | refurb-dump -q trunc.idx
 d05 | index from a future version | refurb-dump | 1 | refurb-dump: future.idx: index format version 9 | refurb-dump -q future.idx
 d06 | schedule from a future version | refurb-dump | 1 | refurb-dump: future.evict: schedule format version 9 | refurb-dump -q future.evict
-d07 | plan from a future version | refurb-dump | 1 | refurb-dump: future.plan: line 1: plan format version 2 | refurb-dump -q future.plan
+d07 | plan from a future version | refurb-dump | 1 | refurb-dump: future.plan: line 1: plan format version 9 | refurb-dump -q future.plan
 d08 | stream from a future version | refurb-dump | 1 | refurb-dump: future.bin: frame 0 at byte 0: batch stream format version 9 | refurb-dump -q future.bin
 d09 | cache from a future version | refurb-dump | 1 | refurb-dump: futurecache/manifest: cache format version 9 | refurb-dump -q futurecache
 d10 | a directory that is not a cache | refurb-dump | 1 | refurb-dump: adir: is a directory, but not a refurb cache | refurb-dump -q adir
@@ -291,8 +291,8 @@ setup_file() {
 	seq 1 24000 | awk -v f="$(sample_jpeg ds)" '{ printf "%s\tc%d\n", f, $1 % 3 }' > big.list
 	refurb-index -q --list big.list -o big.idx
 	# bad plans and annotated plans
-	sed '1s/^#refurb-plan 1/#refurb-plan 2/' plan.txt > future.plan
-	sed '1s/^#refurb-plan 1/#refurb-plan 2/' ann.txt > future.ann
+	sed '1s/^#refurb-plan 1/#refurb-plan 9/' plan.txt > future.plan
+	sed '1s/^#refurb-plan 1/#refurb-plan 9/' ann.txt > future.ann
 	{ head -n 2 plan.txt; echo "B 0 1 1 8 zz:m1 1:h"; } > badid.plan
 	{ head -n 2 ann.txt; echo "B 0 1 1 8 zz:m1@1.2.3.4"; } > badid.ann
 	{ head -n 2 plan.txt; echo "X hello"; } > badtype.plan
