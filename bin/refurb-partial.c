@@ -46,6 +46,9 @@ static const char help[] =
 	"                         through the cache's files (a ring of MIB; default\n"
 	"                         two batches of 256 KiB records, 16 to 1024); the\n"
 	"                         output must be a pipe to refurb-final\n"
+	"      --costs FILE       append every computed sample's thread CPU time\n"
+	"                         to FILE (refurb-costs(5)), for refurb-plan\n"
+	"                         --balance cost=FILE\n"
 	"      --stats FILE       one TSV line per batch (misses computed, worker\n"
 	"                         wall and CPU time)\n"
 	CLI_COMMON_HELP
@@ -54,7 +57,7 @@ static const char help[] =
 
 enum {
 	OPT_CODEC = 0x2000, OPT_RESET, OPT_ROOT, OPT_STRICT, OPT_MAX_PIXELS,
-	OPT_SEGMENT, OPT_GRACE, OPT_INFLIGHT, OPT_STATS, OPT_HANDOVER
+	OPT_SEGMENT, OPT_GRACE, OPT_INFLIGHT, OPT_STATS, OPT_HANDOVER, OPT_COSTS
 };
 
 struct run_ctx {
@@ -110,6 +113,7 @@ static void parse(struct cli *c, struct rfb_partial_opts *o, const char **in,
 		{ "inflight", required_argument, NULL, OPT_INFLIGHT },
 		{ "stats", required_argument, NULL, OPT_STATS },
 		{ "handover", optional_argument, NULL, OPT_HANDOVER },
+		{ "costs", required_argument, NULL, OPT_COSTS },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -159,6 +163,7 @@ static void parse(struct cli *c, struct rfb_partial_opts *o, const char **in,
 							     1, 1 << 16) << 20
 					     : RFB_PARTIAL_HANDOVER_AUTO;
 			break;
+		case OPT_COSTS: o->costs_path = optarg; break;
 		default:
 			if (!cli_common_option(c, opt, optarg))
 				cli_usage_error(c, "unexpected option");
