@@ -26,7 +26,7 @@ static const char *const image_ext[] = { ".jpg", ".jpeg", ".png", ".ppm",
 
 /* ---- candidate list ---- */
 
-int cand_add_class(struct cand_list *l, const char *name, rfb_err *err)
+static int cand_add_class(struct cand_list *l, const char *name, rfb_err *err)
 {
 	char **nc;
 
@@ -43,8 +43,8 @@ int cand_add_class(struct cand_list *l, const char *name, rfb_err *err)
 	return 0;
 }
 
-int cand_add(struct cand_list *l, const char *path, size_t len,
-	     uint32_t label, rfb_err *err)
+static int cand_add(struct cand_list *l, const char *path, size_t len,
+		    uint32_t label, rfb_err *err)
 {
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 1024;
@@ -71,7 +71,7 @@ int cand_add(struct cand_list *l, const char *path, size_t len,
 	return 0;
 }
 
-void cand_free(struct cand_list *l)
+static void cand_free(struct cand_list *l)
 {
 	for (uint32_t c = 0; c < l->class_count; c++)
 		free(l->classes[c]);
@@ -285,7 +285,7 @@ int rfb_scan_folder(const char *dir, const struct rfb_scan_opts *o,
 				 "directories" : "no class directories (expected "
 				 "ImageFolder layout: DIR/CLASS/IMAGE.jpg)");
 	if (rc == 0)
-		rc = probe_and_build(&l, o, out, st, err);
+		rc = rfbi_probe_and_build(&l, o, out, st, err);
 fail:
 	close(rootfd);
 	strvec_free(&classes);
@@ -551,7 +551,7 @@ int rfb_scan_list(const char *list, const struct rfb_scan_opts *o,
 	if (rc == 0 && l.n == 0)
 		rc = rfb_err_set(err, RFB_ENOTFOUND, name, "no images listed");
 	if (rc == 0 && (rc = set_list_root(&l, o, err)) == 0)
-		rc = probe_and_build(&l, o, out, st, err);
+		rc = rfbi_probe_and_build(&l, o, out, st, err);
 fail:
 	free(v);
 	free(text);

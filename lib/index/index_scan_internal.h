@@ -26,11 +26,6 @@ struct cand_list {
 	size_t text_len, text_cap;
 };
 
-int cand_add_class(struct cand_list *l, const char *name, rfb_err *err);
-int cand_add(struct cand_list *l, const char *path, size_t len,
-	     uint32_t label, rfb_err *err);
-void cand_free(struct cand_list *l);
-
 static inline const char *cand_path(const struct cand_list *l, size_t i)
 {
 	return l->text + l->v[i].path_off;
@@ -38,8 +33,8 @@ static inline const char *cand_path(const struct cand_list *l, size_t i)
 
 /* Read every candidate's header (o->threads threads) and build the index
  * from the good ones, in candidate order. */
-int probe_and_build(const struct cand_list *l, const struct rfb_scan_opts *o,
-		    rfb_index_builder **out, struct rfb_scan_stats *st,
-		    rfb_err *err);
+int rfbi_probe_and_build(const struct cand_list *l, const struct rfb_scan_opts *o,
+			 rfb_index_builder **out, struct rfb_scan_stats *st,
+			 rfb_err *err);
 
 #endif

@@ -154,19 +154,19 @@ static void run_job(const struct job *j, const rfb_image *src, rfb_image *dst,
 {
 	switch (j->kind) {
 	case JOB_COPY: rfb_image_copy(dst, src); break;
-	case JOB_ROTATE180: rfb_ops_rotate180(src, dst); break;
-	case JOB_QUARTER: rfb_ops_quarter_turn(src, dst, j->quarter); break;
+	case JOB_ROTATE180: rfbi_ops_rotate180(src, dst); break;
+	case JOB_QUARTER: rfbi_ops_quarter_turn(src, dst, j->quarter); break;
 	case JOB_AFFINE: {
 		struct rfb_place p = { 0, 0, dst->width, dst->height };
-		rfb_ops_affine(src, &p, dst, &p, j->m, interp, fill);
+		rfbi_ops_affine(src, &p, dst, &p, j->m, interp, fill);
 		break;
 	}
 	}
 }
 
-void rfb_ops_shear(const rfb_image *src, rfb_image *dst, double shear_x,
-		   double shear_y, enum rfb_interp interp,
-		   const unsigned char *fill)
+void rfbi_ops_shear(const rfb_image *src, rfb_image *dst, double shear_x,
+		    double shear_y, enum rfb_interp interp,
+		    const unsigned char *fill)
 {
 	struct job j;
 
@@ -174,9 +174,9 @@ void rfb_ops_shear(const rfb_image *src, rfb_image *dst, double shear_x,
 	run_job(&j, src, dst, interp, fill);
 }
 
-void rfb_ops_translate(const rfb_image *src, rfb_image *dst, double tx,
-		       double ty, enum rfb_interp interp,
-		       const unsigned char *fill)
+void rfbi_ops_translate(const rfb_image *src, rfb_image *dst, double tx,
+			double ty, enum rfb_interp interp,
+			const unsigned char *fill)
 {
 	struct job j;
 
@@ -184,8 +184,8 @@ void rfb_ops_translate(const rfb_image *src, rfb_image *dst, double tx,
 	run_job(&j, src, dst, interp, fill);
 }
 
-void rfb_ops_rotate(const rfb_image *src, rfb_image *dst, double degrees,
-		    enum rfb_interp interp, const unsigned char *fill)
+void rfbi_ops_rotate(const rfb_image *src, rfb_image *dst, double degrees,
+		     enum rfb_interp interp, const unsigned char *fill)
 {
 	struct job j;
 
@@ -213,9 +213,9 @@ static int window_job(enum rfb_op op, double magnitude, enum rfb_interp interp,
 	return j->kind == JOB_AFFINE && interp == RFB_INTERP_NEAREST;
 }
 
-int rfb_ops_geometry_need(enum rfb_op op, double magnitude,
-			  enum rfb_interp interp, int full_w, int full_h,
-			  const struct rfb_rect *out, struct rfb_rect *need)
+int rfbi_ops_geometry_need(enum rfb_op op, double magnitude,
+			   enum rfb_interp interp, int full_w, int full_h,
+			   const struct rfb_rect *out, struct rfb_rect *need)
 {
 	struct job j;
 
@@ -224,14 +224,14 @@ int rfb_ops_geometry_need(enum rfb_op op, double magnitude,
 	if (j.kind == JOB_COPY)
 		*need = *out;
 	else
-		rfb_ops_affine_need(j.m, full_w, full_h, out, need);
+		rfbi_ops_affine_need(j.m, full_w, full_h, out, need);
 	return 1;
 }
 
-void rfb_ops_geometry_window(enum rfb_op op, double magnitude,
-			     enum rfb_interp interp, const unsigned char *fill,
-			     const rfb_image *src, const struct rfb_place *sp,
-			     rfb_image *dst, const struct rfb_place *dp)
+void rfbi_ops_geometry_window(enum rfb_op op, double magnitude,
+			      enum rfb_interp interp, const unsigned char *fill,
+			      const rfb_image *src, const struct rfb_place *sp,
+			      rfb_image *dst, const struct rfb_place *dp)
 {
 	struct job j;
 
@@ -245,5 +245,5 @@ void rfb_ops_geometry_window(enum rfb_op op, double magnitude,
 		rfb_image_copy(dst, &view);
 		return;
 	}
-	rfb_ops_affine(src, sp, dst, dp, j.m, interp, fill);
+	rfbi_ops_affine(src, sp, dst, dp, j.m, interp, fill);
 }

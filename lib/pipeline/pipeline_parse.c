@@ -390,7 +390,7 @@ static int parse_arg(struct parser *ps, const struct tok *a, int first)
 		key = find_key(ps->cur.kind, &k);
 		if (key == K_NONE)
 			return spec_error(ps, a->at, "%s has no argument \"%.*s\"",
-					  rfb_filter_names[ps->cur.kind], (int)k.n, k.s);
+					  rfbi_filter_names[ps->cur.kind], (int)k.n, k.s);
 		if (v.n == 0)
 			return spec_error(ps, v.at, "missing value for %s",
 					  key_names[key]);
@@ -405,7 +405,7 @@ static int parse_arg(struct parser *ps, const struct tok *a, int first)
 static int check_filter(struct parser *ps)
 {
 	struct rfb_layer *l = &ps->cur;
-	const char *name = rfb_filter_names[l->kind];
+	const char *name = rfbi_filter_names[l->kind];
 
 	if (filter_keys[l->kind][0] == K_SIZE && !(ps->seen & (1u << K_SIZE)))
 		return spec_error(ps, ps->name_at, "%s needs a size", name);
@@ -437,8 +437,8 @@ static int check_filter(struct parser *ps)
 static int lookup_filter(struct parser *ps, const struct tok *name)
 {
 	for (int i = 0; i < RFB_F_COUNT; i++)
-		if (strlen(rfb_filter_names[i]) == name->n &&
-		    memcmp(rfb_filter_names[i], name->s, name->n) == 0)
+		if (strlen(rfbi_filter_names[i]) == name->n &&
+		    memcmp(rfbi_filter_names[i], name->s, name->n) == 0)
 			return i;
 	if (name->n == 0)
 		return spec_error(ps, name->at, "empty filter");
@@ -484,11 +484,11 @@ static int parse_filter(struct parser *ps, size_t at, size_t end)
 	at += name.n;
 	if (at < end && s[at] != '=')
 		return spec_error(ps, at, "unexpected '%c' after %s", s[at],
-				  rfb_filter_names[kind]);
+				  rfbi_filter_names[kind]);
 	if (at < end) {
 		if (filter_keys[kind][0] == K_NONE && filter_keys[kind][1] == K_NONE)
 			return spec_error(ps, at, "%s takes no arguments",
-					  rfb_filter_names[kind]);
+					  rfbi_filter_names[kind]);
 		struct tok args = { s + at + 1, end - at - 1, at + 1 }, a[12];
 		int n = split(&args, ':', a, 12);
 		if (n < 0)
@@ -532,7 +532,7 @@ int rfb_pipeline_parse(const char *spec, rfb_pipeline **out, rfb_err *err)
 		at = end + 1;
 	}
 	if (!rc)
-		rc = rfb_pipeline_make(ps->layers, ps->n, out, err);
+		rc = rfbi_pipeline_make(ps->layers, ps->n, out, err);
 	free(ps);
 	return rc;
 }

@@ -422,27 +422,34 @@ static void absolute(char *out, size_t n, const char *path)
 
 static int write_header(struct partial *P, rfb_err *err)
 {
-	static struct rfb_annot_header a; /* large; only the calling thread */
+	/* large (paths): on the heap, one per call, so that runs in
+	 * several threads do not share it */
+	struct rfb_annot_header *a = calloc(1, sizeof *a);
 	size_t n;
-	int rc;
+	int rc = 0;
 
-	memset(&a, 0, sizeof a);
-	absolute(a.cache, sizeof a.cache, P->o->cache_dir);
-	absolute(a.index_file, sizeof a.index_file, P->o->index_path);
-	absolute(a.root, sizeof a.root, P->o->root);
-	snprintf(a.partial, sizeof a.partial, "%s", rfb_pipeline_canonical(P->pipe));
-	rfb_codec_text(&P->o->codec, a.codec, sizeof a.codec);
-	a.aug_seed = P->seed;
-	n = rfb_annot_format_header(NULL, 0, P->h, &a) + 1;
+	if (!a)
+		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	absolute(a->cache, sizeof a->cache, P->o->cache_dir);
+	absolute(a->index_file, sizeof a->index_file, P->o->index_path);
+	absolute(a->root, sizeof a->root, P->o->root);
+	snprintf(a->partial, sizeof a->partial, "%s", rfb_pipeline_canonical(P->pipe));
+	rfb_codec_text(&P->o->codec, a->codec, sizeof a->codec);
+	a->aug_seed = P->seed;
+	n = rfb_annot_format_header(NULL, 0, P->h, a) + 1;
 	if (n > P->line_cap) {
 		char *nl = realloc(P->line, n);
-		if (!nl)
-			return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+		if (!nl) {
+			rc = rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+			goto fail;
+		}
 		P->line = nl;
 		P->line_cap = n;
 	}
-	n = rfb_annot_format_header(P->line, P->line_cap, P->h, &a);
+	n = rfb_annot_format_header(P->line, P->line_cap, P->h, a);
 	rc = write_out(P, P->line, n, err);
+fail:
+	free(a);
 	return rc;
 }
 
