@@ -35,6 +35,6 @@ static inline const char *cand_path(const struct cand_list *l, size_t i)
  * from the good ones, in candidate order. */
 int rfbi_probe_and_build(const struct cand_list *l, const struct rfb_scan_opts *o,
 			 rfb_index_builder **out, struct rfb_scan_stats *st,
-			 rfb_err *err);
+			 rfb_err *err) RFB_MUST_CHECK;
 
 #endif

@@ -202,7 +202,7 @@ int rfbi_op_window_need(enum rfb_op op, double magnitude, enum rfb_interp interp
 int rfbi_op_apply_window(enum rfb_op op, double magnitude,
 			 enum rfb_interp interp, const unsigned char *fill,
 			 const rfb_image *src, const struct rfb_place *sp,
-			 rfb_image *dst, const struct rfb_place *dp, rfb_err *err);
+			 rfb_image *dst, const struct rfb_place *dp, rfb_err *err) RFB_MUST_CHECK;
 
 /* Contrast, AutoContrast or Equalize with the statistics of stats (the
  * whole input) applied to src (a part of it, dst's size) into dst. */

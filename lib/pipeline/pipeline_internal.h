@@ -76,6 +76,6 @@ int rfbi_layer_crop_rect(const struct rfb_layer *l, int position, int w, int h,
  * spec may be (RFB_PIPELINE_MAX_SPEC - 1 bytes, what cache manifests
  * hold): defaults spelled out make it longer than the spec given. */
 int rfbi_pipeline_make(const struct rfb_layer *layers, int n,
-		       rfb_pipeline **out, rfb_err *err);
+		       rfb_pipeline **out, rfb_err *err) RFB_MUST_CHECK;
 
 #endif

@@ -76,7 +76,7 @@ int rfbi_win_plan_make(const rfb_pipeline *p, int first, int w, int h,
 
 /* Run augment layer l (number position) on the current window. */
 int rfbi_win_augment(struct rfb_run *r, const struct rfb_layer *l, int position,
-		     rfb_err *err);
+		     rfb_err *err) RFB_MUST_CHECK;
 
 /* The plan's crop: the current window cut to the crop's rectangle (a
  * view); the run leaves window mode. */
@@ -91,21 +91,21 @@ static inline int rfb_run_gray_fill(const unsigned char *fill)
 }
 
 /* Replicate a gray3 image into three real channels (nothing otherwise). */
-int rfbi_run_expand(struct rfb_run *r, rfb_err *err);
+int rfbi_run_expand(struct rfb_run *r, rfb_err *err) RFB_MUST_CHECK;
 
 /* Allocate dst (w x h x c) in a buffer other than cur's; *slot says which. */
 int rfbi_run_target(struct rfb_run *r, int w, int h, int c, rfb_image *dst,
-		    int *slot, rfb_err *err);
+		    int *slot, rfb_err *err) RFB_MUST_CHECK;
 
 /* Make img (in buffer slot) the current image. */
 void rfbi_run_take(struct rfb_run *r, const rfb_image *img, int slot);
 
 /* Crop cur to rect (view if inside, padded copy with fill otherwise). */
 int rfbi_run_crop(struct rfb_run *r, const struct rfb_rect *rect,
-		  const unsigned char *fill, rfb_err *err);
+		  const unsigned char *fill, rfb_err *err) RFB_MUST_CHECK;
 
 /* Run layers [from, n) of p, then produce the output. */
 int rfbi_run_layers(struct rfb_run *r, const rfb_pipeline *p, int from,
-		    struct rfb_pipe_out *out, rfb_err *err);
+		    struct rfb_pipe_out *out, rfb_err *err) RFB_MUST_CHECK;
 
 #endif

@@ -44,7 +44,7 @@ void rfbi_stream_head_encode(unsigned char out[RFB_STREAM_FRAME_HEADER],
  * RFB_EVERSION, RFB_ECHECKSUM; messages start with "where". */
 int rfbi_stream_head_decode(const unsigned char in[RFB_STREAM_FRAME_HEADER],
 			    struct frame_head *h, const char *name,
-			    const char *where, rfb_err *err);
+			    const char *where, rfb_err *err) RFB_MUST_CHECK;
 
 /* An rfb_stream_info that owns its strings (one block). */
 struct stream_info_copy {
@@ -61,7 +61,7 @@ void rfbi_stream_info_copy_free(struct stream_info_copy *c);
  */
 int rfbi_stream_info_check(const struct rfb_stream_info *info,
 			   const struct rfb_stream_limits *lim, int code,
-			   const char *name, const char *where, rfb_err *err);
+			   const char *name, const char *where, rfb_err *err) RFB_MUST_CHECK;
 
 /* Bytes of the largest BATCH payload info allows (saturates). */
 uint64_t rfbi_stream_batch_max_payload(const struct rfb_stream_info *info);
@@ -80,11 +80,11 @@ void rfbi_stream_info_encode(const struct rfb_stream_info *info,
 int rfbi_stream_info_decode(const unsigned char *p, uint64_t len,
 			    const struct rfb_stream_limits *lim,
 			    struct stream_info_copy *c, const char *name,
-			    const char *where, rfb_err *err);
+			    const char *where, rfb_err *err) RFB_MUST_CHECK;
 
 /* Deep copy of info into *c.  RFB_ENOMEM. */
 int rfbi_stream_info_dup(const struct rfb_stream_info *info,
-			 struct stream_info_copy *c, rfb_err *err);
+			 struct stream_info_copy *c, rfb_err *err) RFB_MUST_CHECK;
 
 /* Where a stream stands: what may come next. */
 struct stream_seq {

@@ -42,8 +42,10 @@ static void index_walk(const rfb_index *idx)
 			    (uint64_t)s.width * s.height);
 		FUZZ_ASSERT(strlen(s.path) >= 1 &&
 			    strlen(s.path) <= RFB_INDEX_MAX_PATH);
-		(void)rfb_index_full_path(idx, i, NULL, path, sizeof path);
-		(void)rfb_index_full_path(idx, i, "/x", path, 8);
+		int prc = rfb_index_full_path(idx, i, NULL, path, sizeof path);
+		FUZZ_ASSERT(prc == 0 || prc == RFB_ELIMIT);
+		prc = rfb_index_full_path(idx, i, "/x", path, 8);
+		FUZZ_ASSERT(prc == 0 || prc == RFB_ELIMIT);
 	}
 	FUZZ_ASSERT(rfb_index_get(idx, n, &s) == RFB_ENOTFOUND);
 }

@@ -43,11 +43,11 @@ typedef struct rfb_index rfb_index;
  * rfb_index_close) or NULL with err filled (RFB_EFORMAT, RFB_EVERSION,
  * RFB_ETRUNC, RFB_ECHECKSUM, RFB_ELIMIT, RFB_EIO).
  */
-rfb_index *rfb_index_open(const char *path, rfb_err *err);
+rfb_index *rfb_index_open(const char *path, rfb_err *err) RFB_MUST_CHECK;
 
 /* Same, from an index image in memory (copied).  name is used in errors. */
 rfb_index *rfb_index_open_mem(const void *data, size_t len, const char *name,
-			      rfb_err *err);
+			      rfb_err *err) RFB_MUST_CHECK;
 
 /* Release the index.  NULL accepted. */
 void rfb_index_close(rfb_index *idx);
@@ -67,7 +67,7 @@ uint64_t rfb_index_identity(const rfb_index *idx);
 const char *rfb_index_root(const rfb_index *idx);
 
 /* Fill *out for sample id.  Returns 0, or RFB_ENOTFOUND if id >= count. */
-int rfb_index_get(const rfb_index *idx, uint32_t id, rfb_sample_info *out);
+int rfb_index_get(const rfb_index *idx, uint32_t id, rfb_sample_info *out) RFB_MUST_CHECK;
 
 /* Label of sample id (id must be < count). */
 uint32_t rfb_index_label(const rfb_index *idx, uint32_t id);
@@ -82,7 +82,7 @@ uint64_t rfb_index_pixels(const rfb_index *idx, uint32_t id);
  * RFB_ENOTFOUND if id >= count.
  */
 int rfb_index_full_path(const rfb_index *idx, uint32_t id,
-			const char *root_override, char *buf, size_t n);
+			const char *root_override, char *buf, size_t n) RFB_MUST_CHECK;
 
 /* ---- building ---- */
 
@@ -90,7 +90,7 @@ typedef struct rfb_index_builder rfb_index_builder;
 
 /* Start an empty index whose relative paths are relative to root (made
  * absolute).  Returns NULL with err filled on failure. */
-rfb_index_builder *rfb_index_builder_new(const char *root, rfb_err *err);
+rfb_index_builder *rfb_index_builder_new(const char *root, rfb_err *err) RFB_MUST_CHECK;
 
 /* Free a builder.  NULL accepted. */
 void rfb_index_builder_free(rfb_index_builder *b);
