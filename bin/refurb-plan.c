@@ -38,6 +38,11 @@ static const char help[] =
 	"  -i, --index FILE      the index of the schedule: checked, and read for\n"
 	"                        --balance pixels\n"
 	"      --shard K/N       fail unless SCHEDULE is shard K of N\n"
+	"      --even MODE       the same samples and batches per epoch in every\n"
+	"                        shard of N (DistributedDataParallel): pad\n"
+	"                        repeats a cached sample in the smaller shards,\n"
+	"                        drop leaves one out of the larger ones, a\n"
+	"                        different one every epoch; none (default)\n"
 	"  -o, --output FILE     write to FILE instead of stdout\n"
 	"\n"
 	"Theorem 1 (expected unique samples E(U) over k epochs, and E(U)/E(U*),\n"
@@ -52,7 +57,7 @@ static const char help[] =
 	"error.  See refurb-plan(1), refurb-plan(5).\n";
 
 enum { OPT_SHUFFLE = 0x2000, OPT_BALANCE, OPT_DROP_LAST, OPT_SHARD,
-       OPT_DIVERSITY };
+       OPT_DIVERSITY, OPT_EVEN };
 
 struct options {
 	const char *schedule, *index, *output;
@@ -107,6 +112,11 @@ static void parse_option(struct cli *c, struct options *o, int opt)
 		cli_parse_shard(c, optarg, &o->shard_index, &o->shard_count);
 		o->shard_given = 1;
 		break;
+	case OPT_EVEN:
+		if ((o->p.even = rfb_plan_even_parse(optarg)) < 0)
+			cli_usage_error(c, "--even: '%s' is not pad, drop or "
+					"none", optarg);
+		break;
 	case OPT_DIVERSITY: o->diversity = 1; break;
 	case 'A': o->aug = parse_real(c, "--augmentations", optarg); break;
 	case 'F': o->final = parse_real(c, "--final-augmentations", optarg);
@@ -142,6 +152,7 @@ static void parse(struct cli *c, struct options *o, int argc, char **argv)
 		{ "drop-last", no_argument, NULL, OPT_DROP_LAST },
 		{ "index", required_argument, NULL, 'i' },
 		{ "shard", required_argument, NULL, OPT_SHARD },
+		{ "even", required_argument, NULL, OPT_EVEN },
 		{ "output", required_argument, NULL, 'o' },
 		{ "diversity", no_argument, NULL, OPT_DIVERSITY },
 		{ "augmentations", required_argument, NULL, 'A' },

@@ -33,8 +33,8 @@ C
 	flags=$(PKG_CONFIG_PATH="$pc" PKG_CONFIG_SYSROOT_DIR="$d" pkg-config --cflags --libs --static refurb)
 	# under make asan the library is instrumented: so must the client be
 	san=
-	nm "$d/opt/rfb/lib/librefurb.a" 2>/dev/null | grep -q __asan_ &&
-		san="-fsanitize=address,undefined"
+	syms=$(nm "$d/opt/rfb/lib/librefurb.a" 2>/dev/null)
+	if [[ "$syms" == *__asan_* ]]; then san="-fsanitize=address,undefined"; fi
 	cc -std=c11 $san -o "$BATS_TEST_TMPDIR/client" "$BATS_TEST_TMPDIR/client.c" $flags
 	[ "$("$BATS_TEST_TMPDIR/client")" = "e3069283" ]
 	py="$d/opt/rfb/lib/python$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')/dist-packages"

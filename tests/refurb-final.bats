@@ -3,6 +3,9 @@
 # records, memory, one io_submit per batch, bad input.
 
 load helpers
+bats_require_minimum_version 1.5.0
+# a failure anywhere in a pipeline fails it (tests/lint-bats)
+set -o pipefail
 
 SPEC='resize=64,randaug=n=2:m=9'
 FINAL='crop=56,flip'
@@ -47,7 +50,8 @@ for b in open_stream(sys.argv[1]):
 
 @test "--help, --version, usage errors" {
 	run refurb-final --help
-	[ "$status" -eq 0 ] && [[ "${lines[0]}" == "Usage: refurb-final"* ]]
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == "Usage: refurb-final"* ]]
 	run refurb-final --version
 	[ "$status" -eq 0 ]
 	run refurb-final < ann.txt
@@ -235,12 +239,16 @@ PY
 
 @test "binary output to a terminal is refused" {
 	command -v script > /dev/null || skip "no script(1)"
-	run script -qec "refurb-final -p '$FINAL' < ann.txt" /dev/null
+	# (SHELL set: script runs the command with the user's $SHELL; -e
+	# passes on refurb-final's status)
+	run env SHELL=/bin/sh script -qec "refurb-final -p '$FINAL' < ann.txt" /dev/null
+	[ "$status" -eq 2 ]
 	[[ "$output" == *"refusing to write binary data to a terminal"* ]]
 }
 
 @test "the reader closing the stream stops it cleanly" {
-	run sh -c "refurb-final -p '$FINAL' < ann.txt | head -c 1000 > /dev/null"
+	# pipefail: the status is refurb-final's, not head's
+	run bash -c "set -o pipefail; refurb-final -p '$FINAL' < ann.txt | head -c 1000 > /dev/null"  # lint-bats: allow sigpipe
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"the reader closed the stream"* ]]
 }
@@ -273,5 +281,6 @@ PY
 	run env PYTHONPATH="$TOP/python" /usr/bin/python3 -m refurb_stream check "$T/s"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"ok: 2 epochs, 16 batches, 118 images"* ]]
-	! batches "$T/s" | grep -q " $(cut -f1 <<< "$victim"):"
+	batches "$T/s" > "$T/b.txt"
+	run -1 grep -q " $(cut -f1 <<< "$victim"):" "$T/b.txt"
 }

@@ -4,6 +4,8 @@
 
 load helpers
 bats_require_minimum_version 1.5.0
+# a failure anywhere in a pipeline fails it (tests/lint-bats)
+set -o pipefail
 
 setup_file() {
 	make_dataset "$BATS_FILE_TMPDIR/ds" 30 3
@@ -61,10 +63,12 @@ check_plan() {
 
 @test "--help and --version" {
 	run refurb-plan --help
-	[ "$status" -eq 0 ] && [[ "${lines[0]}" == "Usage: refurb-plan"* ]]
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == "Usage: refurb-plan"* ]]
 	[[ "$output" == *"--diversity"* && "$output" == *"--balance"* ]]
 	run refurb-plan -V
-	[ "$status" -eq 0 ] && [[ "$output" == "refurb-plan (refurb) "* ]]
+	[ "$status" -eq 0 ]
+	[[ "$output" == "refurb-plan (refurb) "* ]]
 }
 
 @test "header line carries what the plan was made from" {
@@ -107,14 +111,14 @@ check_plan() {
 	check_plan < "$T/p"
 	# a sample twice in one epoch
 	sed '2s/ \([0-9]*\):m\([0-9]*\) / \1:m\2 \1:m\2 /; 2s/^B 0 0 0 8/B 0 0 0 9/' "$T/p" > "$T/q"
-	! check_plan < "$T/q"
+	run -1 check_plan < "$T/q"
 	# all misses of epoch 1 in its first batches
 	refurb-plan -b 8 -e 0-3 --shuffle none "$S" |
 		sed 's/shuffle=none/shuffle=cache-aware/' > "$T/q"
-	! check_plan < "$T/q"
+	run -1 check_plan < "$T/q"
 	# an epoch short of a batch
 	sed '/^B 2 1 /d' "$T/p" > "$T/q"
-	! check_plan < "$T/q"
+	run -1 check_plan < "$T/q"
 }
 
 @test "r = 1: every epoch all misses; r beyond the epochs: still balanced" {
@@ -173,7 +177,7 @@ check_plan() {
 	refurb-plan -b 7 -e 0-9 -s 7 "$S" > "$T/b"
 	cmp "$T/a" "$T/b"
 	refurb-plan -b 7 -e 0-9 -s 8 "$S" > "$T/c"
-	! cmp -s <(tail -n +2 "$T/a") <(tail -n +2 "$T/c")
+	run -1 cmp -s <(tail -n +2 "$T/a") <(tail -n +2 "$T/c")
 	for first in 1 5 9; do
 		refurb-plan -b 7 -e $first-9 "$S" > "$T/t"
 		diff <(tail -n +2 "$T/t") <(sed -n "/^B $first 0 /,\$p" "$T/a")
@@ -184,9 +188,11 @@ check_plan() {
 
 @test "N smaller than the batch, N not divisible by the batch" {
 	run refurb-plan -b 64 -e 0-1 "$S"
+	[ "$status" -eq 0 ]
 	[ "${#lines[@]}" -eq 5 ]
 	[[ "${lines[1]}" == "B 0 0 0 30 "* ]]
 	run refurb-plan -b 7 "$S"
+	[ "$status" -eq 0 ]
 	[[ "${lines[5]}" == "B 0 4 4 2 "* ]]
 	[ "${lines[6]}" = "E 0 5 30 30" ]
 }

@@ -17,6 +17,7 @@
 
 #include "refurb/io.h"
 #include "refurb/jpeg.h"
+#include "refurb/png.h"
 #include "index_scan_internal.h"
 
 #define FIRST_READ 16384 /* enough for the header of most files */
@@ -42,6 +43,33 @@ static void fail_result(struct probe_result *r, const rfb_err *e)
 {
 	r->code = e->code ? e->code : RFB_EIO;
 	r->why = strdup(e->msg);
+}
+
+/* The header of a JPEG or a PNG (by content, whatever the file's name);
+ * other image formats are named in the message. */
+static int probe_header(rfb_jpeg_probe *jp, const unsigned char *data,
+			size_t len, uint64_t max_pixels,
+			struct rfb_jpeg_info *info, rfb_err *e)
+{
+	struct rfb_png_info png;
+	const char *other;
+	int rc;
+
+	if (rfb_png_sniff(data, len)) {
+		if ((rc = rfb_png_read_header(data, len, max_pixels, &png, e)))
+			return rc;
+		/* as decoded: gray or RGB, no subsampling */
+		info->width = png.width;
+		info->height = png.height;
+		info->components = png.channels;
+		info->colorspace = png.channels == 1 ? 2 : 0; /* TJCS_GRAY, TJCS_RGB */
+		info->subsampling = -1;
+		return 0;
+	}
+	if ((other = rfb_image_format_name(data, len)))
+		return rfb_err_set(e, RFB_EFORMAT, NULL, "%s image (refurb reads "
+				   "JPEG and PNG)", other);
+	return rfb_jpeg_read_header(jp, data, len, max_pixels, info, e);
 }
 
 /* Read the header of one file, reading more of it when the first chunk
@@ -87,8 +115,8 @@ static void probe_file(rfb_jpeg_probe *jp, int dirfd, const char *path,
 			rfb_err_sys(&e, errno, NULL, "read failed");
 			goto fail;
 		}
-		int rc = rfb_jpeg_read_header(jp, *buf, (size_t)got, max_pixels,
-					      &info, &e);
+		int rc = probe_header(jp, *buf, (size_t)got, max_pixels, &info,
+				      &e);
 		if (rc == 0)
 			break;
 		if (rc != RFB_ETRUNC || (size_t)got < want ||
@@ -248,7 +276,7 @@ int rfbi_probe_and_build(const struct cand_list *l, const struct rfb_scan_opts *
 	free(j.res);
 	if (rc == 0 && st->indexed == 0)
 		rc = rfb_err_set(err, RFB_ENOTFOUND, l->root,
-				 "no usable JPEG images (%llu candidate files, "
+				 "no usable JPEG or PNG images (%llu candidate files, "
 				 "all bad)", (unsigned long long)st->candidates);
 	if (rc) {
 		rfb_index_builder_free(b);

@@ -89,6 +89,8 @@ struct final {
 	struct rfb_pipe_shape shape;
 	int dtype, layout;
 	size_t image_bytes;
+	int views;                /* images per sample (>= 1) */
+	size_t sample_bytes;      /* views * image_bytes */
 	rfb_pool *pool;
 	struct fslot *slots;
 	int nslots, head, count;
@@ -197,14 +199,38 @@ static void name_image(const struct final *F, struct ftask *t)
 		snprintf(t->why.path, sizeof t->why.path, "%.500s", path);
 }
 
+/* The final pipeline's view v of img into the slot; 0 or an error. */
+static int run_view(struct fworker *w, struct ftask *t, const rfb_image *img,
+		    int v)
+{
+	const struct final *F = t->F;
+	/* view 0 is the stream without views; view v draws from its own
+	 * streams, RFB_STAGE_VIEW apart */
+	struct rfb_pipe_key key = { F->seed, t->slot->batch.epoch, t->sample,
+				    RFB_STAGE_FINAL + (uint32_t)v * RFB_STAGE_VIEW };
+	struct rfb_pipe_out out;
+	int rc = rfb_pipe_run(w->final, F->final_pipe, img, &key, &out, &t->why);
+
+	if (!rc && (out.size != F->image_bytes ||
+		    out.shape.width != F->shape.width ||
+		    out.shape.height != F->shape.height ||
+		    out.shape.channels != F->shape.channels))
+		rc = rfb_err_set(&t->why, RFB_EINVAL, NULL,
+			"sample %u: the final pipeline made %dx%dx%d, the stream "
+			"holds %dx%dx%d", t->sample, out.shape.width,
+			out.shape.height, out.shape.channels, F->shape.width,
+			F->shape.height, F->shape.channels);
+	if (!rc)
+		memcpy(t->slot->pixels + (size_t)t->out * F->sample_bytes +
+		       (size_t)v * F->image_bytes, out.data, F->image_bytes);
+	return rc;
+}
+
 static void run_task(void *ctx, struct rfb_task *task)
 {
 	struct ftask *t = (struct ftask *)task;
 	struct fworker *w = ctx;
 	const struct final *F = t->F;
-	struct rfb_pipe_key key = { F->seed, t->slot->batch.epoch, t->sample,
-				    RFB_STAGE_FINAL };
-	struct rfb_pipe_out out;
 	rfb_image img;
 	double t0, c0 = thread_cpu_now();
 
@@ -217,20 +243,10 @@ static void run_task(void *ctx, struct rfb_task *task)
 		return;
 	}
 	t0 = rfb_now();
-	t->status = rfb_pipe_run(w->final, F->final_pipe, &img, &key, &out, &t->why);
-	if (!t->status && (out.size != F->image_bytes ||
-			   out.shape.width != F->shape.width ||
-			   out.shape.height != F->shape.height ||
-			   out.shape.channels != F->shape.channels))
-		t->status = rfb_err_set(&t->why, RFB_EINVAL, NULL,
-			"sample %u: the final pipeline made %dx%dx%d, the stream "
-			"holds %dx%dx%d", t->sample, out.shape.width,
-			out.shape.height, out.shape.channels, F->shape.width,
-			F->shape.height, F->shape.channels);
-	if (!t->status)
-		memcpy(t->slot->pixels + (size_t)t->out * F->image_bytes, out.data,
-		       F->image_bytes);
-	else if (!t->why.path[0])
+	/* the record is read and decoded once for all its views */
+	for (int v = 0; v < F->views && !t->status; v++)
+		t->status = run_view(w, t, &img, v);
+	if (t->status && !t->why.path[0])
 		name_image(F, t);
 	t->augment_s = rfb_now() - t0;
 	t->cpu_s = thread_cpu_now() - c0;
@@ -338,8 +354,8 @@ static int settle(struct final *F, struct fslot *s, double *decode,
 			F->o->on_heal(F->o->ctx, t->sample, &t->why);
 		*healed += t->healed;
 		if (kept != j) {
-			memcpy(s->pixels + (size_t)kept * F->image_bytes,
-			       s->pixels + (size_t)j * F->image_bytes, F->image_bytes);
+			memcpy(s->pixels + (size_t)kept * F->sample_bytes,
+			       s->pixels + (size_t)j * F->sample_bytes, F->sample_bytes);
 			s->ids[kept] = s->ids[j];
 			s->labels[kept] = s->labels[j];
 		}
@@ -375,7 +391,8 @@ static void stats_line(struct final *F, const struct fslot *s, double decode,
 static uint64_t stream_global_step(const struct final *F,
 				   const rfb_plan_batch *b)
 {
-	int dropping = F->h->drop_last && F->h->samples % F->h->batch_size;
+	int dropping = F->h->drop_last &&
+		       rfb_plan_epoch_samples(F->h) % F->h->batch_size;
 
 	return b->global_step - (dropping ? b->epoch : 0);
 }
@@ -406,7 +423,7 @@ static int finish_oldest(struct final *F, rfb_err *err)
 	b.labels = s->labels;
 	b.ids = s->ids;
 	b.pixels = s->pixels;
-	b.pixel_bytes = (size_t)s->n * F->image_bytes;
+	b.pixel_bytes = (size_t)s->n * F->sample_bytes;
 	t0 = rfb_now();
 	if ((rc = rfb_stream_write_batch(F->writer, &b, err)))
 		return rc;
@@ -497,6 +514,8 @@ static int open_inputs(struct final *F, const char *in_name, rfb_err *err)
 	F->layout = rfb_pipeline_layout(F->final_pipe);
 	F->image_bytes = (size_t)F->shape.width * F->shape.height *
 			 F->shape.channels * (F->dtype == RFB_DTYPE_F32 ? 4 : 1);
+	F->views = F->o->views > 1 ? F->o->views : 1;
+	F->sample_bytes = F->image_bytes * (size_t)F->views;
 	return 0;
 }
 
@@ -516,7 +535,7 @@ static int make_slots(struct final *F, rfb_err *err)
 		s->tasks = calloc(bs, sizeof *s->tasks);
 		s->labels = calloc(bs, sizeof *s->labels);
 		s->ids = calloc(bs, sizeof *s->ids);
-		if (posix_memalign((void **)&s->pixels, 64, (size_t)bs * F->image_bytes))
+		if (posix_memalign((void **)&s->pixels, 64, (size_t)bs * F->sample_bytes))
 			s->pixels = NULL;
 		if (!s->samples || !s->addrs || !s->addr_sample || !s->write_epochs ||
 		    !s->tasks || !s->labels || !s->ids || !s->pixels ||
@@ -555,6 +574,7 @@ static int write_stream_header(struct final *F, rfb_err *err)
 	uint32_t nc = rfb_index_class_count(F->idx);
 	const char **names = calloc(nc ? nc : 1, sizeof *names);
 	char extra[RFB_ANNOT_MAX_VALUE + 128];
+	uint32_t per_epoch;
 	int rc;
 
 	if (!names)
@@ -566,6 +586,7 @@ static int write_stream_header(struct final *F, rfb_err *err)
 	info.height = (uint32_t)F->shape.height;
 	info.width = (uint32_t)F->shape.width;
 	info.channels = (uint32_t)F->shape.channels;
+	info.views = (uint32_t)F->views;
 	info.batch_size = F->h->batch_size;
 	info.class_count = nc;
 	info.class_names = names;
@@ -574,8 +595,9 @@ static int write_stream_header(struct final *F, rfb_err *err)
 	info.shard_k = F->h->shard_index;
 	info.shard_n = F->h->shard_count;
 	/* with --drop-last the incomplete last batch is not trained on */
+	per_epoch = rfb_plan_epoch_samples(F->h);
 	info.epoch_images = F->h->drop_last
-		? F->h->samples - F->h->samples % F->h->batch_size : F->h->samples;
+		? per_epoch - per_epoch % F->h->batch_size : per_epoch;
 	info.plan_seed = F->h->seed;
 	info.augment_seed = F->seed;
 	info.index_identity = F->h->index_identity;

@@ -21,6 +21,7 @@
 #include "../fuzz/fuzz_manifest.c"
 #include "../fuzz/fuzz_pipeline.c"
 #include "../fuzz/fuzz_plan.c"
+#include "../fuzz/fuzz_png.c"
 #include "../fuzz/fuzz_record.c"
 #include "../fuzz/fuzz_schedule.c"
 #include "../fuzz/fuzz_stream.c"
@@ -122,6 +123,7 @@ TARGET_TEST(checkpoint)
 TARGET_TEST(pipeline)
 TARGET_TEST(stream)
 TARGET_TEST(jpeg)
+TARGET_TEST(png)
 
 /* Without AddressSanitizer (which maps terabytes of shadow), cap the
  * address space: an allocation sized by what an input claims then fails
@@ -151,5 +153,6 @@ int main(void)
 	RUN(test_pipeline);
 	RUN(test_stream);
 	RUN(test_jpeg);
+	RUN(test_png);
 	return test_done();
 }

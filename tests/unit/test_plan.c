@@ -36,7 +36,8 @@ static rfb_plan_params pparams(uint32_t batch, uint32_t first, uint32_t last,
 			       uint64_t seed, int shuffle, int drop_last)
 {
 	rfb_plan_params p = { batch, first, last, seed, shuffle,
-			      RFB_PLAN_BALANCE_NONE, drop_last };
+			      RFB_PLAN_BALANCE_NONE, drop_last,
+			      RFB_PLAN_EVEN_NONE };
 	return p;
 }
 
@@ -552,9 +553,13 @@ static void test_parse_header(void)
 	strcat(text, " cache=/scratch/c future-key=1");
 	CHECK(parse_header_text(text, &g, &err) == 0); /* unknown keys */
 	rfb_plan_format_header(text, sizeof text, &h);
-	text[13] = '2';
+	text[13] = '3';
 	CHECK(parse_header_text(text, &g, &err) == RFB_EVERSION &&
-	      strstr(err.msg, "version 2"));
+	      strstr(err.msg, "version 3"));
+	text[13] = '2'; /* version 2 has the key even= */
+	text[strlen(text) - 1] = '\0';
+	CHECK(parse_header_text(text, &g, &err) == RFB_EFORMAT &&
+	      strstr(err.msg, "lacks the key 'even'"));
 	header_with(&h, "shuffle=", "", text, sizeof text);
 	CHECK(parse_header_text(text, &g, &err) == RFB_EFORMAT &&
 	      strstr(err.msg, "lacks the key 'shuffle'"));

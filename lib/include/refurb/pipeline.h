@@ -220,6 +220,10 @@ int rfb_pipe_run(rfb_pipe_ctx *ctx, const rfb_pipeline *p, const rfb_image *in,
  * negative RFB_E* code with err filled (RFB_EDECODE, RFB_ETRUNC,
  * RFB_ELIMIT for bad JPEGs; path left empty).
  */
+/* A PNG (recognised by its signature) is decoded whole through libpng
+ * as PIL's convert("RGB") gives it (png.h; a gray PNG stays one channel
+ * standing for RGB), then every layer runs on it: no decode-time
+ * shortcuts. */
 int rfb_pipe_run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 		      const void *data, size_t len,
 		      const struct rfb_pipe_key *key, struct rfb_pipe_out *out,
