@@ -11,7 +11,9 @@
 
 #include "refurb/bytes.h"
 #include "refurb/checksum.h"
+#include "refurb/format.h"
 #include "refurb/index.h"
+#include "refurb/io.h"
 
 #define HEADER_SIZE 64
 #define RECORD_SIZE 40
@@ -49,31 +51,11 @@ static int vec_append(struct bytevec *v, const void *p, size_t n, rfb_err *err)
 	return 0;
 }
 
-static char *absolute_root(const char *root)
-{
-	char *abs = realpath(root, NULL);
-	char cwd[PATH_MAX];
-	size_t n;
-
-	if (abs)
-		return abs;
-	/* not (yet) existing: make it absolute textually */
-	if (root[0] == '/')
-		return strdup(root);
-	if (!getcwd(cwd, sizeof cwd))
-		return NULL;
-	n = strlen(cwd) + strlen(root) + 2;
-	abs = malloc(n);
-	if (abs)
-		snprintf(abs, n, "%s/%s", cwd, root);
-	return abs;
-}
-
 rfb_index_builder *rfb_index_builder_new(const char *root, rfb_err *err)
 {
 	rfb_index_builder *b = calloc(1, sizeof *b);
 
-	if (!b || !(b->root = absolute_root(root))) {
+	if (!b || !(b->root = rfb_path_absolute(root, 0))) {
 		free(b);
 		rfb_err_set(err, RFB_ENOMEM, root, "out of memory");
 		return NULL;
@@ -179,7 +161,7 @@ int rfb_index_builder_finish(rfb_index_builder *b, unsigned char **data,
 		memcpy(p + root_len + b->classes.len + b->records.len,
 		       b->paths.data, b->paths.len);
 	memset(d, 0, HEADER_SIZE);
-	memcpy(d, "RFBINDX\x01", 8);
+	memcpy(d, RFB_INDEX_MAGIC "\x01", 8);
 	rfb_put_le64(d + 8, b->count);
 	rfb_put_le32(d + 16, b->class_count);
 	rfb_put_le32(d + 20, RECORD_SIZE);

@@ -11,10 +11,10 @@
 
 #include "refurb/bytes.h"
 #include "refurb/checksum.h"
+#include "refurb/format.h"
 #include "refurb/index.h"
 #include "refurb/io.h"
 
-#define INDEX_MAGIC "RFBINDX"
 #define INDEX_VERSION 1
 #define HEADER_SIZE 64
 #define RECORD_SIZE 40
@@ -37,7 +37,7 @@ struct rfb_index {
 static int check_header(const unsigned char *d, size_t len, const char *name,
 			rfb_err *err)
 {
-	if (len < 8 || memcmp(d, INDEX_MAGIC, 7) != 0)
+	if (len < 8 || memcmp(d, RFB_INDEX_MAGIC, 7) != 0)
 		return rfb_err_set(err, len == 0 ? RFB_ETRUNC : RFB_EFORMAT,
 				   name, len == 0 ? "empty file, not a refurb index"
 				   : "bad magic (not a refurb index)");

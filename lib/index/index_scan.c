@@ -269,7 +269,7 @@ int rfb_scan_folder(const char *dir, const struct rfb_scan_opts *o,
 	rootfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
 		return rfb_err_sys(err, errno, dir, "cannot open dataset directory");
-	if (!(l.root = realpath(dir, NULL))) {
+	if (!(l.root = rfb_path_absolute(dir, 1))) {
 		rc = rfb_err_sys(err, errno, dir, "cannot resolve path");
 		goto fail;
 	}
@@ -508,7 +508,7 @@ static int set_list_root(struct cand_list *l, const struct rfb_scan_opts *o,
 			return rfb_err_sys(err, errno, ".", "cannot get cwd");
 		base = cwd;
 	}
-	char *abs = realpath(base, NULL);
+	char *abs = rfb_path_absolute(base, 1);
 	if (!abs)
 		return rfb_err_sys(err, errno, base, "root directory");
 	free(l->root);

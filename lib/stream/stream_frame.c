@@ -57,7 +57,7 @@ void rfbi_stream_head_encode(unsigned char out[RFB_STREAM_FRAME_HEADER],
 			     const struct frame_head *h)
 {
 	memset(out, 0, RFB_STREAM_FRAME_HEADER);
-	memcpy(out, STREAM_MAGIC, 7);
+	memcpy(out, RFB_STREAM_MAGIC, 7);
 	out[7] = (unsigned char)(h->version ? h->version : 1);
 	rfb_put_le32(out + 8, h->type);
 	rfb_put_le32(out + 12, h->flags);
@@ -73,7 +73,7 @@ int rfbi_stream_head_decode(const unsigned char in[RFB_STREAM_FRAME_HEADER],
 			    struct frame_head *h, const char *name,
 			    const char *where, rfb_err *err)
 {
-	if (memcmp(in, STREAM_MAGIC, 7) != 0)
+	if (memcmp(in, RFB_STREAM_MAGIC, 7) != 0)
 		return rfb_err_set(err, RFB_EFORMAT, name, "%sbad magic (not "
 				   "a refurb batch stream frame)", where);
 	if (in[7] < 1 || in[7] > RFB_STREAM_VERSION)

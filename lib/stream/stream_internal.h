@@ -6,9 +6,9 @@
 #ifndef REFURB_STREAM_INTERNAL_H
 #define REFURB_STREAM_INTERNAL_H
 
+#include "refurb/format.h"
 #include "refurb/stream.h"
 
-#define STREAM_MAGIC "RFBSTRM"      /* followed by the version byte */
 #define STREAM_INFO_FIXED 128       /* fixed part of the HEADER payload */
 #define STREAM_BATCH_FIXED 64       /* fixed part of a BATCH payload */
 #define STREAM_EPOCH_END_LEN 16
