@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,7 @@ static const char *const image_ext[] = { ".jpg", ".jpeg", ".png", ".ppm",
 
 /* ---- candidate list ---- */
 
-static int cand_add_class(struct cand_list *l, const char *name, rfb_err *err)
+int rfbi_cand_add_class(struct cand_list *l, const char *name, rfb_err *err)
 {
 	char **nc;
 
@@ -43,8 +44,8 @@ static int cand_add_class(struct cand_list *l, const char *name, rfb_err *err)
 	return 0;
 }
 
-static int cand_add(struct cand_list *l, const char *path, size_t len,
-		    uint32_t label, rfb_err *err)
+int rfbi_cand_add(struct cand_list *l, const char *path, size_t len,
+		  uint32_t label, rfb_err *err)
 {
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 1024;
@@ -64,6 +65,7 @@ static int cand_add(struct cand_list *l, const char *path, size_t len,
 	}
 	memcpy(l->text + l->text_len, path, len);
 	l->text[l->text_len + len] = '\0';
+	memset(&l->v[l->n], 0, sizeof l->v[l->n]);
 	l->v[l->n].path_off = l->text_len;
 	l->v[l->n].label = label;
 	l->text_len += len + 1;
@@ -71,8 +73,31 @@ static int cand_add(struct cand_list *l, const char *path, size_t len,
 	return 0;
 }
 
-static void cand_free(struct cand_list *l)
+int rfbi_cand_set_bad(struct cand_list *l, size_t i, int code, const char *fmt, ...)
 {
+	struct candidate *c = &l->v[i];
+	va_list ap;
+	char msg[1024];
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	c->code = code;
+	free(c->why);
+	if (!(c->why = strdup(msg)))
+		return RFB_ENOMEM;
+	return 0;
+}
+
+void rfbi_cand_free(struct cand_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].why);
+	for (uint32_t k = 0; k < l->shard_count; k++) {
+		free(l->shards[k].path);
+		free(l->shards[k].full);
+	}
+	free(l->shards);
 	for (uint32_t c = 0; c < l->class_count; c++)
 		free(l->classes[c]);
 	free(l->classes);
@@ -247,7 +272,7 @@ static int add_class_files(int rootfd, struct cand_list *l, uint32_t label,
 	for (size_t i = 0; rc == 0 && i < files.n; i++) {
 		char *sep = strchr(files.v[i], '\x01');
 		*sep = '/';
-		rc = cand_add(l, files.v[i], strlen(files.v[i]), label, err);
+		rc = rfbi_cand_add(l, files.v[i], strlen(files.v[i]), label, err);
 	}
 	strvec_free(&files);
 	return rc;
@@ -276,7 +301,7 @@ int rfb_scan_folder(const char *dir, const struct rfb_scan_opts *o,
 	if ((rc = list_classes(rootfd, dir, &classes, err)))
 		goto fail;
 	for (size_t c = 0; rc == 0 && c < classes.n; c++)
-		rc = cand_add_class(&l, classes.v[c], err);
+		rc = rfbi_cand_add_class(&l, classes.v[c], err);
 	for (uint32_t c = 0; rc == 0 && c < l.class_count; c++)
 		rc = add_class_files(rootfd, &l, c, err);
 	if (rc == 0 && l.n == 0)
@@ -289,7 +314,7 @@ int rfb_scan_folder(const char *dir, const struct rfb_scan_opts *o,
 fail:
 	close(rootfd);
 	strvec_free(&classes);
-	cand_free(&l);
+	rfbi_cand_free(&l);
 	return rc;
 }
 
@@ -368,7 +393,7 @@ static int parse_comment(char *line, struct cand_list *l, const char *name,
 			return rfb_err_set(err, RFB_EFORMAT, name,
 					   "line %zu: class %s out of order", lineno,
 					   f[1]);
-		return cand_add_class(l, f[2], err);
+		return rfbi_cand_add_class(l, f[2], err);
 	}
 	return 0;
 }
@@ -454,7 +479,7 @@ static int derive_classes(struct cand_list *l, struct list_line *v, size_t n,
 		for (unsigned long c = 0; rc == 0 && c <= max && n; c++) {
 			char buf[16];
 			snprintf(buf, sizeof buf, "%lu", c);
-			rc = cand_add_class(l, buf, err);
+			rc = rfbi_cand_add_class(l, buf, err);
 		}
 		return rc;
 	}
@@ -465,7 +490,7 @@ static int derive_classes(struct cand_list *l, struct list_line *v, size_t n,
 		qsort(names.v, names.n, sizeof *names.v, cmp_str);
 	for (size_t i = 0; rc == 0 && i < names.n; i++)
 		if (i == 0 || strcmp(names.v[i], names.v[i - 1]))
-			rc = cand_add_class(l, names.v[i], err);
+			rc = rfbi_cand_add_class(l, names.v[i], err);
 	strvec_free(&names);
 	return rc;
 }
@@ -545,7 +570,7 @@ int rfb_scan_list(const char *list, const struct rfb_scan_opts *o,
 					 "line %zu: unknown class '%s'", v[i].lineno,
 					 v[i].class_name ? v[i].class_name : v[i].label);
 		else
-			rc = cand_add(&l, v[i].path, strlen(v[i].path),
+			rc = rfbi_cand_add(&l, v[i].path, strlen(v[i].path),
 				      (uint32_t)c, err);
 	}
 	if (rc == 0 && l.n == 0)
@@ -555,6 +580,6 @@ int rfb_scan_list(const char *list, const struct rfb_scan_opts *o,
 fail:
 	free(v);
 	free(text);
-	cand_free(&l);
+	rfbi_cand_free(&l);
 	return rc;
 }
