@@ -209,6 +209,11 @@ static void test_append_lookup_read(void)
 	CHECK(rec.scanned == 0 && rec.torn_bytes == 0);
 	CHECK(c && rfb_cache_lookup(c, 19, &e) == 0 &&
 	      e.addr.offset == a[19].offset);
+	/* a record found bad is forgotten; the others stay */
+	if (c)
+		rfb_cache_forget(c, 19);
+	CHECK(c && rfb_cache_lookup(c, 19, &e) == RFB_ENOTFOUND);
+	CHECK(c && rfb_cache_lookup(c, 18, &e) == 0);
 	CHECK(rfb_cache_close(c, &err) == 0);
 }
 

@@ -180,7 +180,8 @@ static void test_progress_text(void)
 }
 
 /* rfb_format_detect: each magic, a short file, text that is no plan,
- * and the thread CPU clock (rfb_thread_cpu_now) moving forward. */
+ * the thread CPU clock (rfb_thread_cpu_now) moving forward, and the
+ * names of the tensor dtypes and layouts. */
 static void test_format_detect(void)
 {
 	static const unsigned char schedule[] = "RFBSCHD\x01rest";
@@ -195,6 +196,10 @@ static void test_format_detect(void)
 	CHECK(rfb_format_detect("RFBIND", 6) == RFB_FORMAT_UNKNOWN);
 	CHECK(rfb_format_detect("", 0) == RFB_FORMAT_UNKNOWN);
 	CHECK(rfb_format_detect("\xff\xd8\xff\xe0", 4) == RFB_FORMAT_UNKNOWN);
+	CHECK(strcmp(rfb_dtype_name(RFB_DTYPE_U8), "uint8") == 0);
+	CHECK(strcmp(rfb_dtype_name(RFB_DTYPE_F32), "float32") == 0);
+	CHECK(strcmp(rfb_layout_name(RFB_LAYOUT_HWC), "HWC") == 0);
+	CHECK(strcmp(rfb_layout_name(RFB_LAYOUT_CHW), "CHW") == 0);
 	for (int i = 0; i < 2000000; i++)
 		sink += i * 0.5;
 	CHECK(rfb_thread_cpu_now() > c0);
