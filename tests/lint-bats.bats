@@ -338,7 +338,7 @@ EOF
 
 @test "a missing file or one it cannot parse: exit 2 naming it" {
 	run "$LINT" "$T/none.bats"
-	expect_fail 2 "lint-bats: $T/none.bats: cannot parse: No such file or directory"
+	expect_fail 2 "lint-bats: $T/none.bats: cannot read: No such file or directory"
 	bats_file broken <<'EOF'
 @TEST "x" {
 	if true; then
