@@ -348,6 +348,12 @@ EOF
 	expect_fail 2 "lint-bats: $T/broken.bats: cannot parse: line 3: unexpected \`}\`"
 }
 
+@test "an unknown option is a usage error" {
+	run "$LINT" --strict
+	expect_fail 2 "lint-bats: unknown option --strict"
+	[ "${lines[1]}" = "Usage: tests/lint-bats [FILE...]  (--help says more)" ]
+}
+
 @test "--help says what each rule means" {
 	run "$LINT" --help
 	[ "$status" -eq 0 ]
