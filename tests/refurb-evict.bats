@@ -40,6 +40,7 @@ ids_of() {
 	[ "$(stat -c %s "$T/s")" -eq $((64 + 6 * 30)) ]
 	[ "$(head -c 8 "$T/s" | od -An -c | tr -d ' ')" = 'RFBSCHD001' ]
 	run --separate-stderr refurb-evict -q -r 3 -o "$T/s" "$IDX"
+	[ "$status" -eq 0 ]
 	[ -z "$stderr" ]
 }
 

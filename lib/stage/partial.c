@@ -20,6 +20,7 @@
 
 #include "refurb/annotate.h"
 #include "refurb/cache.h"
+#include "refurb/costs.h"
 #include "refurb/index.h"
 #include "refurb/io.h"
 #include "refurb/partial.h"
@@ -71,6 +72,7 @@ struct partial {
 	rfb_sched *sched;
 	rfb_pipeline *pipe;
 	rfb_cache *cache;
+	rfb_costs_writer *costs;   /* --costs, or NULL */
 	rfb_plan_reader *reader;
 	const rfb_plan_header *h;
 	uint64_t seed;
@@ -284,6 +286,9 @@ static int settle_job(struct partial *P, struct slot *s, uint32_t i,
 	    (rc = rfb_cache_append(P->cache, j->rec.data, j->rec_len, &m, &a, err)))
 		return rc;
 	rfb_annot_set(&s->samples[i], &a, j->write_epoch);
+	if (P->costs)
+		rfb_costs_writer_add(P->costs, j->sample, j->write_epoch,
+				     j->cpu_seconds);
 	P->st->record_bytes += j->rec_len;
 	P->st->computed += s->samples[i].miss;
 	s->bs.computed += s->samples[i].miss;
@@ -313,7 +318,8 @@ static int finish_oldest(struct partial *P, rfb_err *err)
 	for (uint32_t i = 0; i < s->batch.count; i++)
 		if (s->has_job[i] && (rc = settle_job(P, s, i, err)))
 			return rc;
-	if ((rc = rfb_cache_flush(P->cache, err)))
+	if ((rc = rfb_cache_flush(P->cache, err)) ||
+	    (P->costs && (rc = rfb_costs_writer_flush(P->costs, err))))
 		return rc;
 	if (need > P->line_cap) {
 		char *nl = realloc(P->line, need);
@@ -441,6 +447,24 @@ static int write_header(struct partial *P, rfb_err *err)
 	return rc;
 }
 
+/* --costs: append to the cost file, made (or checked) for this index,
+ * seed and pipeline. */
+static int open_costs(struct partial *P, rfb_err *err)
+{
+	struct rfb_costs_header h = { 0 };
+
+	if (!P->o->costs_path)
+		return 0;
+	h.version = RFB_COSTS_VERSION;
+	h.index_identity = P->h->index_identity;
+	h.seed = P->seed;
+	snprintf(h.pipeline, sizeof h.pipeline, "%s",
+		 rfb_pipeline_canonical(P->pipe));
+	if (!(P->costs = rfb_costs_writer_open(P->o->costs_path, &h, err)))
+		return err->code;
+	return 0;
+}
+
 static int make_slots(struct partial *P, rfb_err *err)
 {
 	uint32_t bs = P->h->batch_size;
@@ -495,7 +519,8 @@ static int setup(struct partial *P, int in_fd, const char *in_name,
 	P->h = rfb_plan_reader_header(P->reader);
 	P->seed = o->have_seed ? o->seed : P->h->seed;
 	if ((rc = rebuild_schedule(P, in_name, err)) ||
-	    (rc = make_slots(P, err)) || (rc = open_cache(P, err)))
+	    (rc = make_slots(P, err)) || (rc = open_cache(P, err)) ||
+	    (rc = open_costs(P, err)))
 		return rc;
 	if (!(P->pool = rfb_pool_new(o->threads > 0 ? o->threads : 1, worker_new,
 				     worker_free, P, err)))
@@ -567,6 +592,13 @@ int rfb_partial_run(const struct rfb_partial_opts *o, int in_fd,
 	if (P.cache) {
 		collect_stats(&P);
 		int crc = rfb_cache_close(P.cache, &close_err);
+		if (crc && rc == 0) {
+			*err = close_err;
+			rc = crc;
+		}
+	}
+	if (P.costs) {
+		int crc = rfb_costs_writer_close(P.costs, &close_err);
 		if (crc && rc == 0) {
 			*err = close_err;
 			rc = crc;
