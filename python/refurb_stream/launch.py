@@ -44,7 +44,6 @@ import ctypes
 import os
 import shutil
 import signal
-import struct
 import subprocess
 import tempfile
 import time
@@ -152,7 +151,6 @@ class RankChain:
         self.schedule = self.cache + ".evict"
         self.threads = threads or split_threads(cpus_for_rank(self.rank.local_world_size))
         self.verify, self.stop_timeout = verify, stop_timeout
-        self.even, self.batch_size = even, batch_size
         self.header, self.procs, self._errs, self._stream = None, [], [], None
         self._stopping, self._iterated = False, False
         bin_dir = bin_dir or os.environ.get("REFURB_BIN")
@@ -184,8 +182,6 @@ class RankChain:
                                     stderr=err, preexec_fn=_pdeathsig).returncode
             if status:
                 raise ChainError("refurb-evict", status, _tail(err))
-        if "--grace" not in self.commands[2]:
-            self.commands[2][1:1] = ["--grace", str(self._grace())]
         stdin = subprocess.DEVNULL
         try:
             for i, cmd in enumerate(self.commands[1:]):
@@ -200,21 +196,6 @@ class RankChain:
         except BaseException:
             self.close()
             raise
-
-    def _grace(self):
-        """refurb-partial --grace: its default (one epoch's batches, at
-        least 64) plus the batches that can wait in the pipe to
-        refurb-final (64 KiB of annotated lines, 12 bytes a sample at
-        least) and in both programs: with a trainer slower than the chain,
-        refurb-partial runs that far ahead, and a dead segment must
-        outlive the lines that point into it (refurb-cache(5))."""
-        with open(self.schedule, "rb") as f:
-            head = f.read(64)
-        total, n, k_of_n = struct.unpack_from("<I", head, 24)[0], \
-            struct.unpack_from("<I", head, 28)[0], struct.unpack_from("<I", head, 52)[0]
-        per_epoch = {"pad": -(-total // k_of_n), "drop": total // k_of_n}.get(self.even, n)
-        batches = -(-per_epoch // self.batch_size)
-        return max(64, batches) + 65536 // (12 * self.batch_size) + 8
 
     # ---- reading ----
 
