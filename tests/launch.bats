@@ -159,5 +159,6 @@ assert cpus_for_rank(1) >= 1
 '
 	run taskset -c 0 env RANK=0 WORLD_SIZE=1 "$PY" -c '
 from refurb_stream.launch import cpus_for_rank; print(cpus_for_rank(4))'
+	[ "$status" -eq 0 ]
 	[ "$output" = 1 ]
 }

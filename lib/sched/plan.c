@@ -61,6 +61,7 @@ const char *rfb_plan_balance_name(int balance)
 	switch (balance) {
 	case RFB_PLAN_BALANCE_NONE: return "none";
 	case RFB_PLAN_BALANCE_PIXELS: return "pixels";
+	case RFB_PLAN_BALANCE_COST: return "cost";
 	}
 	return "?";
 }
@@ -71,6 +72,8 @@ int rfb_plan_balance_parse(const char *name)
 		return RFB_PLAN_BALANCE_NONE;
 	if (strcmp(name, "pixels") == 0)
 		return RFB_PLAN_BALANCE_PIXELS;
+	if (strcmp(name, "cost") == 0)
+		return RFB_PLAN_BALANCE_COST;
 	return -1;
 }
 
@@ -121,13 +124,19 @@ static int check_params(const rfb_plan_params *p, const uint32_t *pixels,
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "unknown shuffle mode %d", p->shuffle);
 	if (p->balance != RFB_PLAN_BALANCE_NONE &&
-	    p->balance != RFB_PLAN_BALANCE_PIXELS)
+	    p->balance != RFB_PLAN_BALANCE_PIXELS &&
+	    p->balance != RFB_PLAN_BALANCE_COST)
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "unknown balance mode %d", p->balance);
 	if (p->even != RFB_PLAN_EVEN_NONE && p->even != RFB_PLAN_EVEN_PAD &&
 	    p->even != RFB_PLAN_EVEN_DROP)
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "unknown --even mode %d", p->even);
+	if (p->balance == RFB_PLAN_BALANCE_COST &&
+	    (p->shuffle != RFB_PLAN_CACHE_AWARE || !p->miss_cost))
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "balancing costs needs the cache-aware "
+				   "shuffle and a cost model");
 	if (p->balance == RFB_PLAN_BALANCE_PIXELS &&
 	    (p->shuffle != RFB_PLAN_CACHE_AWARE || !pixels))
 		return rfb_err_set(err, RFB_EINVAL, NULL,
@@ -149,7 +158,8 @@ static int alloc_pixel_state(rfb_plan *pl, const uint32_t *pixels)
 	if (!pl->pixels || !pl->keys || !pl->heap || !pl->sum || !pl->tie ||
 	    !pl->fill)
 		return -1;
-	memcpy(pl->pixels, pixels, n * sizeof *pl->pixels);
+	if (pixels)
+		memcpy(pl->pixels, pixels, n * sizeof *pl->pixels);
 	return 0;
 }
 
@@ -190,8 +200,9 @@ rfb_plan *rfb_plan_new(const rfb_sched *s, const rfb_plan_params *p,
 	pl->batch = malloc((size_t)p->batch_size * sizeof *pl->batch);
 	if (!pl->order || !pl->work || !pl->batch)
 		goto nomem;
-	if (p->balance == RFB_PLAN_BALANCE_PIXELS &&
-	    alloc_pixel_state(pl, pixels) < 0)
+	if (p->balance != RFB_PLAN_BALANCE_NONE &&
+	    alloc_pixel_state(pl, p->balance == RFB_PLAN_BALANCE_PIXELS ?
+			      pixels : NULL) < 0)
 		goto nomem;
 	return pl;
 nomem:
@@ -404,6 +415,18 @@ static void deal_by_pixels(rfb_plan *pl, uint32_t misses, uint32_t *order,
 	}
 }
 
+/* Balance cost: this epoch's weight of every miss is its predicted cost
+ * in nanoseconds (saturated), dealt as pixels are. */
+static void cost_weights(rfb_plan *pl, uint32_t misses, uint32_t epoch)
+{
+	for (uint32_t i = 0; i < misses; i++) {
+		uint32_t pos = pl->work[i];
+		double ns = pl->p.miss_cost(pl->p.cost_ctx, pl->ids[pos], epoch) * 1e9;
+		pl->pixels[pos] = !(ns > 0) ? 0 : ns >= UINT32_MAX ? UINT32_MAX
+				  : (uint32_t)(ns + 0.5);
+	}
+}
+
 static void fill_hits(rfb_plan *pl, uint32_t misses, uint32_t *order,
 		      rfb_rng *rng)
 {
@@ -466,7 +489,9 @@ void rfb_plan_epoch_order(rfb_plan *pl, uint32_t epoch, uint32_t *order)
 		pl->work[len] = pl->work[no_hits ? 0 : misses];
 		misses += (uint32_t)no_hits;
 	}
-	if (pl->p.balance == RFB_PLAN_BALANCE_PIXELS) {
+	if (pl->p.balance == RFB_PLAN_BALANCE_COST)
+		cost_weights(pl, misses, epoch);
+	if (pl->p.balance != RFB_PLAN_BALANCE_NONE) {
 		deal_by_pixels(pl, misses, order, &rng);
 		fill_hits(pl, misses, order, &rng);
 	} else {

@@ -529,10 +529,11 @@ static int check_header(const rfb_plan_header *h, rfb_err *err)
 		return rfb_err_set(err, RFB_EFORMAT, NULL,
 				   "epoch range %u-%u is reversed",
 				   h->first_epoch, h->last_epoch);
-	if (h->balance == RFB_PLAN_BALANCE_PIXELS &&
+	if (h->balance != RFB_PLAN_BALANCE_NONE &&
 	    h->shuffle != RFB_PLAN_CACHE_AWARE)
 		return rfb_err_set(err, RFB_EFORMAT, NULL,
-				   "balance=pixels needs shuffle=cache-aware");
+				   "balance=%s needs shuffle=cache-aware",
+				   rfb_plan_balance_name(h->balance));
 	return 0;
 }
 

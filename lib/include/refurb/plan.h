@@ -48,6 +48,7 @@ enum rfb_plan_shuffle {
 enum rfb_plan_balance {
 	RFB_PLAN_BALANCE_NONE = 0,
 	RFB_PLAN_BALANCE_PIXELS = 1, /* even miss pixels per batch */
+	RFB_PLAN_BALANCE_COST = 2,   /* even predicted miss cost per batch */
 };
 
 /* Equal steps on every shard of N (refurb-plan --even): the shards of N
@@ -130,7 +131,7 @@ typedef struct rfb_plan_item {
 const char *rfb_plan_shuffle_name(int shuffle);
 /* enum value of a name ("sequential" is accepted for "none"), 0 if none. */
 int rfb_plan_shuffle_parse(const char *name);
-/* "none", "pixels"; "?" for an unknown value. */
+/* "none", "pixels", "cost"; "?" for an unknown value. */
 const char *rfb_plan_balance_name(int balance);
 /* enum value of a name, or -1 if it names no balance mode. */
 int rfb_plan_balance_parse(const char *name);
@@ -154,9 +155,15 @@ typedef struct rfb_plan_params {
 	uint64_t seed;
 	int shuffle;           /* enum rfb_plan_shuffle */
 	int balance;           /* enum rfb_plan_balance; pixels needs
-				* cache-aware and a pixel table */
+				* cache-aware and a pixel table, cost
+				* cache-aware and miss_cost */
 	int drop_last;
 	int even;              /* enum rfb_plan_even */
+	/* balance = cost: the predicted seconds of computing sample id as a
+	 * miss in epoch (a pure function: the plan must stay one); called
+	 * for every miss of every epoch. */
+	double (*miss_cost)(const void *ctx, uint32_t id, uint32_t epoch);
+	const void *cost_ctx;
 } rfb_plan_params;
 
 typedef struct rfb_plan rfb_plan;
