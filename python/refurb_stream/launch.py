@@ -109,10 +109,16 @@ def split_threads(cpus):
     return partial, max(1, cpus - partial)
 
 
-def _pdeathsig():
-    """In the child before exec: die with the parent."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+def _pdeathsig(parent):
+    """What the child runs before exec: SIGTERM when the parent dies, and
+    exit if it died already (before prctl could take effect)."""
+    libc = ctypes.CDLL(None, use_errno=True)   # loaded here, in the parent
+
+    def child():
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+    return child
 
 
 def _program(bin_dir, name):
@@ -151,7 +157,7 @@ class RankChain:
         self.schedule = self.cache + ".evict"
         self.threads = threads or split_threads(cpus_for_rank(self.rank.local_world_size))
         self.verify, self.stop_timeout = verify, stop_timeout
-        self.header, self.procs, self._errs, self._stream = None, [], [], None
+        self.header, self.procs, self._errs = None, [], []
         self._stopping, self._iterated = False, False
         bin_dir = bin_dir or os.environ.get("REFURB_BIN")
         prog = {p: _program(bin_dir, p) for p in PROGRAMS}
@@ -176,10 +182,10 @@ class RankChain:
     # ---- starting ----
 
     def _start(self):
-        evict = self.commands[0]
+        evict, die_with_me = self.commands[0], _pdeathsig(os.getpid())
         with tempfile.TemporaryFile() as err:
             status = subprocess.run(evict, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                    stderr=err, preexec_fn=_pdeathsig).returncode
+                                    stderr=err, preexec_fn=die_with_me).returncode
             if status:
                 raise ChainError("refurb-evict", status, _tail(err))
         stdin = subprocess.DEVNULL
@@ -188,7 +194,7 @@ class RankChain:
                 err = tempfile.TemporaryFile()
                 self._errs.append(err)
                 p = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=err,
-                                     bufsize=0, preexec_fn=_pdeathsig)
+                                     bufsize=0, preexec_fn=die_with_me)
                 if stdin is not subprocess.DEVNULL:
                     stdin.close()   # the next program holds it now
                 stdin = p.stdout if i < 2 else None
@@ -208,7 +214,6 @@ class RankChain:
         try:
             try:
                 with open_stream(self.procs[-1].stdout, self.verify) as stream:
-                    self._stream = stream
                     self.header = stream.header
                     for batch in stream:
                         yield batch
