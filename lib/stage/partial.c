@@ -375,13 +375,29 @@ static int rebuild_schedule(struct partial *P, const char *in_name,
 	return 0;
 }
 
+/* Batches this refurb-partial can run ahead of its reader when the
+ * output is a pipe: the lines the pipe holds (an annotated sample takes
+ * at least 12 bytes) and the batches in flight on both sides; 0 when the
+ * output is not a pipe.  A dead segment must outlive the lines that point
+ * into it, and a reader slower than the chain (a trainer) keeps the pipe
+ * full: with batches of 8, 64 KiB are some 600 batches. */
+static uint64_t pipe_lag_batches(const struct partial *P)
+{
+	int cap = fcntl(P->out_fd, F_GETPIPE_SZ);
+
+	if (cap <= 0)
+		return 0;
+	return (uint64_t)cap / (12u * P->h->batch_size) + (uint64_t)P->nslots + 8;
+}
+
 static int open_cache(struct partial *P, rfb_err *err)
 {
 	const struct rfb_partial_opts *o = P->o;
 	struct rfb_cache_manifest m = { 0 };
 	struct rfb_cache_recovery rec;
 	uint64_t grace = o->grace ? o->grace
-			 : P->h->batches > 64 ? P->h->batches : 64;
+			 : (P->h->batches > 64 ? P->h->batches : 64) +
+			   pipe_lag_batches(P);
 
 	m.index_identity = P->h->index_identity;
 	m.schedule_identity = P->h->schedule_identity;

@@ -1,6 +1,7 @@
 /*
  * test_plan_even.c - refurb-plan --even pad|drop: properties over many
- * random (T, N, r, batch size, seed, policy, shuffle, balance, epochs),
+ * random (T, N, r, batch size, seed, policy, shuffle, balance none,
+ * pixels or cost, epochs),
  * checked across all N shards at once (same samples and batches per
  * epoch everywhere, coverage of every id, the pad a cached sample, the
  * dropped one free to leave out and a different one every epoch, the
@@ -107,7 +108,8 @@ struct even_case {
 	uint64_t evict_seed;
 	int policy;
 	rfb_plan_params p;
-	int pixels;            /* balance pixels with a random pixel table */
+	int pixels;            /* balance pixels (a random pixel table) or
+				* cost (toy_cost): misses dealt by weight */
 };
 
 /* One shard's epoch as the plan gives it. */
@@ -253,7 +255,8 @@ static void check_case(const struct even_case *c)
 		px[k] = malloc((rfb_sched_count(s[k]) + 1) * sizeof *px[k]);
 		for (uint32_t i = 0; i < rfb_sched_count(s[k]); i++)
 			px[k][i] = draw(&g, 1, 5000);
-		pl[k] = rfb_plan_new(s[k], &c->p, c->pixels ? px[k] : NULL, NULL);
+		pl[k] = rfb_plan_new(s[k], &c->p, c->p.balance ==
+				     RFB_PLAN_BALANCE_PIXELS ? px[k] : NULL, NULL);
 		CHECK(pl[k] != NULL);
 		rfb_plan_header_of(pl[k], &h);
 		CHECK(h.version == 2 && h.even == c->p.even);
@@ -300,6 +303,13 @@ static void check_case(const struct even_case *c)
 	free(first_batch);
 }
 
+/* A cost model for --balance cost: a pure function of (id, epoch). */
+static double toy_cost(const void *ctx, uint32_t id, uint32_t epoch)
+{
+	(void)ctx;
+	return 1e-3 * (1 + (id * 7 + epoch) % 13);
+}
+
 static void test_even_properties(void)
 {
 	rfb_rng g;
@@ -324,13 +334,20 @@ static void test_even_properties(void)
 		c.pixels = c.p.shuffle == RFB_PLAN_CACHE_AWARE && draw(&g, 0, 2) == 0;
 		c.p.balance = c.pixels ? RFB_PLAN_BALANCE_PIXELS
 				       : RFB_PLAN_BALANCE_NONE;
+		if (c.p.shuffle == RFB_PLAN_CACHE_AWARE && !c.pixels &&
+		    draw(&g, 0, 2) == 0) {
+			c.p.balance = RFB_PLAN_BALANCE_COST; /* --balance cost */
+			c.p.miss_cost = toy_cost;
+			c.pixels = 1; /* dealt as pixels are */
+		}
 		check_case(&c);
 		if (test_current_failed)
 			printf("# failed for T=%u N=%u r=%u policy=%d batch=%u "
-			       "epochs %u-%u shuffle=%d pixels=%d even=%s\n",
+			       "epochs %u-%u shuffle=%d balance=%s even=%s\n",
 			       c.total, c.shards, c.r, c.policy, c.p.batch_size,
 			       c.p.first_epoch, c.p.last_epoch, c.p.shuffle,
-			       c.pixels, rfb_plan_even_name(c.p.even));
+			       rfb_plan_balance_name(c.p.balance),
+			       rfb_plan_even_name(c.p.even));
 	}
 }
 
@@ -372,10 +389,11 @@ static void test_even_tail_and_reader(void)
 	for (int iter = 0; iter < 80; iter++) {
 		uint32_t total = draw(&g, 2, 400), shards = draw(&g, 2, 5);
 		uint32_t last = draw(&g, 0, 9), first = draw(&g, 0, last);
-		rfb_plan_params full = { draw(&g, 1, 40), 0, last, iter,
-					 (int)draw(&g, 1, 3), 0,
-					 (int)draw(&g, 0, 1),
-					 (int)draw(&g, 1, 2), NULL, NULL };
+		rfb_plan_params full = {
+			.batch_size = draw(&g, 1, 40), .last_epoch = last,
+			.seed = (uint64_t)iter, .shuffle = (int)draw(&g, 1, 3),
+			.drop_last = (int)draw(&g, 0, 1),
+			.even = (int)draw(&g, 1, 2) };
 		rfb_plan_params tail = full;
 		rfb_sched *s;
 		struct text a, c;
@@ -489,8 +507,9 @@ static void test_header_version2(void)
 static void test_even_none_and_one_shard(void)
 {
 	rfb_sched *s = build(50, 2, 4, RFB_SCHED_BALANCED, 0, 1);
-	rfb_plan_params p = { 8, 0, 3, 5, RFB_PLAN_CACHE_AWARE, 0, 0,
-			      RFB_PLAN_EVEN_NONE, NULL, NULL };
+	rfb_plan_params p = { .batch_size = 8, .last_epoch = 3, .seed = 5,
+			      .shuffle = RFB_PLAN_CACHE_AWARE,
+			      .even = RFB_PLAN_EVEN_NONE };
 	struct text a = plan_text(s, &p, NULL), b;
 
 	CHECK(strncmp(a.data, "#refurb-plan 1 ", 15) == 0);
