@@ -372,10 +372,13 @@ static void test_even_tail_and_reader(void)
 	for (int iter = 0; iter < 80; iter++) {
 		uint32_t total = draw(&g, 2, 400), shards = draw(&g, 2, 5);
 		uint32_t last = draw(&g, 0, 9), first = draw(&g, 0, last);
-		rfb_plan_params full = { draw(&g, 1, 40), 0, last, iter,
-					 (int)draw(&g, 1, 3), 0,
-					 (int)draw(&g, 0, 1),
-					 (int)draw(&g, 1, 2) };
+		rfb_plan_params full = { .batch_size = draw(&g, 1, 40),
+					 .first_epoch = 0, .last_epoch = last,
+					 .seed = iter,
+					 .shuffle = (int)draw(&g, 1, 3),
+					 .balance = 0,
+					 .drop_last = (int)draw(&g, 0, 1),
+					 .even = (int)draw(&g, 1, 2) };
 		rfb_plan_params tail = full;
 		rfb_sched *s;
 		struct text a, c;
@@ -489,8 +492,10 @@ static void test_header_version2(void)
 static void test_even_none_and_one_shard(void)
 {
 	rfb_sched *s = build(50, 2, 4, RFB_SCHED_BALANCED, 0, 1);
-	rfb_plan_params p = { 8, 0, 3, 5, RFB_PLAN_CACHE_AWARE, 0, 0,
-			      RFB_PLAN_EVEN_NONE };
+	rfb_plan_params p = { .batch_size = 8, .first_epoch = 0,
+			      .last_epoch = 3, .seed = 5,
+			      .shuffle = RFB_PLAN_CACHE_AWARE,
+			      .even = RFB_PLAN_EVEN_NONE };
 	struct text a = plan_text(s, &p, NULL), b;
 
 	CHECK(strncmp(a.data, "#refurb-plan 1 ", 15) == 0);
