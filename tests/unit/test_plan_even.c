@@ -300,6 +300,16 @@ static void check_case(const struct even_case *c)
 	free(first_batch);
 }
 
+/* A miss cost for balance=cost: a function of (id, epoch) alone. */
+static double even_cost(const void *ctx, uint32_t id, uint32_t epoch)
+{
+	uint32_t h = (id * 2654435761u) ^ (epoch * 40503u);
+
+	(void)ctx;
+	h ^= h >> 15;
+	return (1 + h % 1000) * 1e-6;
+}
+
 static void test_even_properties(void)
 {
 	rfb_rng g;
@@ -324,13 +334,19 @@ static void test_even_properties(void)
 		c.pixels = c.p.shuffle == RFB_PLAN_CACHE_AWARE && draw(&g, 0, 2) == 0;
 		c.p.balance = c.pixels ? RFB_PLAN_BALANCE_PIXELS
 				       : RFB_PLAN_BALANCE_NONE;
+		if (c.p.shuffle == RFB_PLAN_CACHE_AWARE && !c.pixels &&
+		    draw(&g, 0, 1)) {
+			c.p.balance = RFB_PLAN_BALANCE_COST;
+			c.p.miss_cost = even_cost;
+		}
 		check_case(&c);
 		if (test_current_failed)
 			printf("# failed for T=%u N=%u r=%u policy=%d batch=%u "
-			       "epochs %u-%u shuffle=%d pixels=%d even=%s\n",
+			       "epochs %u-%u shuffle=%d balance=%s even=%s\n",
 			       c.total, c.shards, c.r, c.policy, c.p.batch_size,
 			       c.p.first_epoch, c.p.last_epoch, c.p.shuffle,
-			       c.pixels, rfb_plan_even_name(c.p.even));
+			       rfb_plan_balance_name(c.p.balance),
+			       rfb_plan_even_name(c.p.even));
 	}
 }
 
