@@ -372,7 +372,10 @@ setup() {
 		grep -q -- "$pattern" <<< "$MATRIX" || { echo "no row for $pattern"; false; }
 	done
 	# ids are unique
-	[ -z "$(awk -F'|' 'NF > 1 { print $1 }' <<< "$MATRIX" | sort | uniq -d)" ]
+	# (assigned first: a failing awk would leave an empty, passing string)
+	dups=$(awk -F'|' 'NF > 1 { print $1 }' <<< "$MATRIX" | sort | uniq -d)
+	[ -z "$dups" ]
 	# every row has its six fields
-	[ -z "$(awk -F'|' 'NF > 1 && NF < 6' <<< "$MATRIX")" ]
+	short=$(awk -F'|' 'NF > 1 && NF < 6' <<< "$MATRIX")
+	[ -z "$short" ]
 }

@@ -34,10 +34,16 @@ no_chain_left() {
 }
 
 @test "3 ranks: the same steps each, every id in every epoch, one pad per smaller shard" {
+	# without --even: 31 over 3 is 10, 10 and 11, in batches of 5: 2, 2, 3
 	for k in 0 1 2; do
-		RANK=$k WORLD_SIZE=3 "$PY" "$R" "$T/r$k" "$IDX" "$T/cache"
+		RANK=$k WORLD_SIZE=3 "$PY" "$R" "$T/n$k" "$IDX" "$T/cn" --batch 5 --even none
 	done
-	# 31 over 3: 10, 10, 11 -> 11 each with pad: 3 batches of 4 (4, 4, 3)
+	[ "$(cat "$T"/n? | wc -l)" -eq 21 ]
+	[ "$(for k in 0 1 2; do wc -l < "$T/n$k"; done | sort -u | wc -l)" -eq 2 ]
+	for k in 0 1 2; do
+		RANK=$k WORLD_SIZE=3 "$PY" "$R" "$T/r$k" "$IDX" "$T/cache" --batch 5
+	done
+	# with pad: 11 each, 3 batches (5, 5, 1) on every rank
 	for k in 0 1 2; do
 		[ "$(cut -d' ' -f1 "$T/r$k" | uniq -c | awk '{ print $1 }' | sort -u)" = 3 ]
 		[ "$(awk '{ s += $3 } END { print s }' "$T/r$k")" -eq 33 ]
@@ -153,5 +159,6 @@ assert cpus_for_rank(1) >= 1
 '
 	run taskset -c 0 env RANK=0 WORLD_SIZE=1 "$PY" -c '
 from refurb_stream.launch import cpus_for_rank; print(cpus_for_rank(4))'
+	[ "$status" -eq 0 ]
 	[ "$output" = 1 ]
 }

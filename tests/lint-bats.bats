@@ -166,6 +166,84 @@ EOF
 	expect_problem runpipe 3 run-pipe
 }
 
+@test "empty-sub: [ -z \"\$(cmd)\" ] passes when cmd fails" {
+	bats_file emptysub <<'EOF'
+@TEST "x" {
+	[ -z "$(refurb-dump --help | grep '%%')" ]
+}
+EOF
+	expect_problem emptysub 2 empty-sub
+	bats_file emptysub-ok <<'EOF'
+@TEST "x" {
+	help=$(refurb-dump --help)
+	[ -z "$help" ]
+	[ -n "$(refurb-dump --help)" ]
+}
+EOF
+	run "$LINT" "$T/emptysub-ok.bats"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+}
+
+@test "local-mask: local x=\$(cmd) hides cmd's status" {
+	bats_file localmask <<'EOF'
+f() {
+	local n=$(refurb-dump x.idx | wc -l)
+	[ "$n" -gt 0 ]
+}
+EOF
+	expect_problem localmask 2 local-mask
+	bats_file localmask-ok <<'EOF'
+f() {
+	local n end=$((SECONDS + 1))
+	n=$(refurb-dump x.idx)
+	[ -n "$n" ]
+}
+EOF
+	run "$LINT" "$T/localmask-ok.bats"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+}
+
+@test "run-status: a run whose \$status nothing checks" {
+	bats_file runstatus <<'EOF'
+@TEST "x" {
+	run refurb-dump x.idx
+	[ "$status" -eq 0 ]
+	run refurb-dump -S x.idx
+	[[ "$output" == *samples* ]]
+	run refurb-dump y.idx
+	expect_fail 1 "refurb-dump: y.idx: "
+}
+EOF
+	expect_problem runstatus 4 run-status
+	bats_file runstatus-end <<'EOF'
+@TEST "x" {
+	run refurb-dump x.idx
+	[ -n "$output" ]
+}
+EOF
+	expect_problem runstatus-end 2 run-status
+	bats_file runstatus-ok <<'EOF'
+@TEST "x" {
+	run -1 cmp -s a b
+	run ! grep -q x y
+	run --separate-stderr refurb-dump x.idx
+	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
+	for f in a b; do
+		run refurb-dump "$f"
+		[ "$status" -eq 1 ]
+	done
+}
+helper() {
+	run refurb-dump "$1"
+}
+EOF
+	run "$LINT" "$T/runstatus-ok.bats"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+}
+
 @test "sigpipe: a | head and a | grep -q under pipefail; the comment allows it" {
 	bats_file sigpipe <<'EOF'
 set -o pipefail
@@ -218,8 +296,8 @@ helper() {
 	echo hi | refurb-dump -
 	printf 'x' | dd of=f bs=1 conv=notrunc
 	kill "$pid" 2>/dev/null || true
-	run bash -c "set -o pipefail; a | b"
-	run bash -o pipefail -c 'a | b'
+	run -0 bash -c "set -o pipefail; a | b"
+	run -0 bash -o pipefail -c 'a | b'
 	python3 - <<'PY'
 import sys
 ! not shell; a && b; x | y
@@ -274,7 +352,7 @@ EOF
 	run "$LINT" --help
 	[ "$status" -eq 0 ]
 	[[ "${lines[0]}" == "tests/lint-bats [FILE...] - reject bats assertions that can never fail." ]]
-	for rule in bang and-chain swallow pipefail neg-pipe run-pipe sigpipe; do
+	for rule in bang and-chain swallow pipefail neg-pipe run-pipe run-status empty-sub local-mask sigpipe; do
 		[[ "$output" == *"  $rule "* ]] || { echo "no $rule"; false; }
 	done
 }

@@ -49,6 +49,7 @@ setup() {
 	[[ "$output" == *"schedule     $id"* ]]
 	refurb-evict -q -r 4 --policy refcount -o "$T/s" "$IDX"
 	run refurb-dump -S "$T/s"
+	[ "$status" -eq 0 ]
 	[[ "$output" == *"misses       30 in epochs 0, 4, 8, ..., none"* ]]
 	[ "$(grep -c '^[0-9]' <<< "$output")" -eq 1 ]
 	grep -q "^3	30	4, 8, 12, ...$" <<< "$output"

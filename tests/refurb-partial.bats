@@ -84,6 +84,7 @@ setup() {
 	# dead segments were deleted whole
 	[[ "$output" =~ \ [1-9][0-9]*\ segments\ deleted ]]
 	run refurb-dump -S "$T/c"
+	[ "$status" -eq 0 ]
 	[[ "$output" == *"write amplification 1.000"* ]]
 }
 

@@ -34,6 +34,7 @@ shard_sizes() {
 
 @test "the shards of 30 samples over 4 differ by one: 8 8 7 7 in some order" {
 	run shard_sizes
+	[ "$status" -eq 0 ]
 	[ "$(tr ' ' '\n' <<< "$output" | sort | tr -d '\n')" = 7788 ]
 }
 

@@ -166,6 +166,7 @@ check_plan() {
 
 @test "none keeps the schedule order" {
 	run refurb-plan -b 4 --shuffle none "$S"
+	[ "$status" -eq 0 ]
 	[[ "${lines[1]}" =~ ^"B 0 0 0 4 0:m"[123]" 1:m"[123]" 2:m"[123]" 3:m"[123]$ ]]
 	[ "$(refurb-plan -b 7 -e 3 --shuffle none "$S" | awk '$1 == "B" {
 		for (i = 6; i <= NF; i++) { split($i, f, ":"); printf "%s ", f[1] } }')" = \
@@ -199,10 +200,12 @@ check_plan() {
 
 @test "--drop-last marks the incomplete last batch D, full epochs have none" {
 	run refurb-plan -b 7 -e 0-2 --drop-last "$S"
+	[ "$status" -eq 0 ]
 	[ "$(grep -c '^D' <<< "$output")" -eq 3 ]
 	[[ "$(grep '^D' <<< "$output" | head -1)" == "D 0 4 4 2 "* ]]
 	[[ "${lines[0]}" == *" drop-last=1 "* ]]
 	run refurb-plan -b 6 -e 0-2 --drop-last "$S"
+	[ "$status" -eq 0 ]
 	[ "$(grep -c '^D' <<< "$output")" -eq 0 ]
 }
 
@@ -359,6 +362,7 @@ check_plan() {
 	# one final augmentation: r uses of each partial result are all alike
 	run refurb-plan --diversity --augmentations 1e6 --final-augmentations 1 \
 		--reuse 4 --epoch-count 8
+	[ "$status" -eq 0 ]
 	[[ "${lines[4]}" == "E(U)	1.99999"* ]]
 	[[ "${lines[6]}" == "E(U)/E(U*)	0.25"* ]]
 }

@@ -31,6 +31,7 @@
 #include "refurb/progress.h"
 #include "refurb/record.h"
 #include "refurb/rng.h"
+#include "refurb/source.h"
 #include "refurb/stream.h"
 
 #define MAX_IMAGE_FILE ((size_t)1 << 30)
@@ -83,6 +84,7 @@ struct final {
 	const rfb_plan_header *h;
 	struct rfb_annot_header annot;
 	rfb_index *idx;
+	rfb_source *src;          /* reads images to heal bad records */
 	rfb_cache_view *view;
 	rfb_pipeline *final_pipe, *partial_pipe;
 	uint64_t seed;
@@ -151,7 +153,6 @@ static int source_image(struct fworker *w, struct ftask *t, rfb_image *img)
 	struct rfb_pipe_key key = { F->annot.aug_seed, t->write_epoch, t->sample,
 				    RFB_STAGE_PARTIAL };
 	struct rfb_pipe_out out;
-	char path[8192];
 	size_t len = 0;
 	double t0 = rfb_now();
 	int rc;
@@ -172,15 +173,12 @@ static int source_image(struct fworker *w, struct ftask *t, rfb_image *img)
 	if (F->o->strict)
 		return t->rec->status ? t->rec->status : RFB_EFORMAT;
 	t->healed = 1;
-	if ((rc = rfb_index_full_path(F->idx, t->sample,
-				      F->annot.root[0] ? F->annot.root : NULL,
-				      path, sizeof path)) ||
-	    (rc = rfb_file_read_into(path, MAX_IMAGE_FILE, &w->file, &w->file_cap,
-				     &len, &t->why)) ||
+	if ((rc = rfb_source_read(F->src, t->sample, MAX_IMAGE_FILE, &w->file,
+				  &w->file_cap, &len, &t->why)) ||
 	    (rc = rfb_pipe_run_jpeg(w->heal, F->partial_pipe, w->file, len, &key,
 				    &out, &t->why))) {
 		if (!t->why.path[0])
-			snprintf(t->why.path, sizeof t->why.path, "%.500s", path);
+			rfb_source_blame(F->src, t->sample, &t->why);
 		return rc ? rc : RFB_EIO;
 	}
 	*img = out.img;
@@ -191,12 +189,7 @@ static int source_image(struct fworker *w, struct ftask *t, rfb_image *img)
 /* Put the path of t's image into t->why (messages name the file). */
 static void name_image(const struct final *F, struct ftask *t)
 {
-	char path[8192];
-
-	if (rfb_index_full_path(F->idx, t->sample,
-				F->annot.root[0] ? F->annot.root : NULL, path,
-				sizeof path) == 0)
-		snprintf(t->why.path, sizeof t->why.path, "%.500s", path);
+	rfb_source_blame(F->src, t->sample, &t->why);
 }
 
 /* The final pipeline's view v of img into the slot; 0 or an error. */
@@ -489,7 +482,9 @@ static int open_inputs(struct final *F, const char *in_name, rfb_err *err)
 	struct rfb_pipe_shape in = { 256, 256, 3 }, partial_out;
 	int rc;
 
-	if (!(F->idx = rfb_index_open(F->annot.index_file, err)))
+	if (!(F->idx = rfb_index_open(F->annot.index_file, err)) ||
+	    !(F->src = rfb_source_open(F->idx, F->annot.root[0] ? F->annot.root
+				       : NULL, err)))
 		return err->code;
 	if (rfb_index_identity(F->idx) != F->h->index_identity)
 		return rfb_err_set(err, RFB_EMISMATCH, in_name,
@@ -699,6 +694,7 @@ int rfb_final_run(const struct rfb_final_opts *o, int in_fd,
 	rfb_pipeline_free(F.final_pipe);
 	rfb_pipeline_free(F.partial_pipe);
 	rfb_cache_view_close(F.view);
+	rfb_source_close(F.src);
 	rfb_index_close(F.idx);
 	return rc;
 }

@@ -30,6 +30,7 @@
 #include "refurb/progress.h"
 #include "refurb/rng.h"
 #include "refurb/sched.h"
+#include "refurb/source.h"
 
 #define MAX_IMAGE_FILE ((size_t)1 << 30)
 
@@ -67,6 +68,7 @@ struct partial {
 	const struct rfb_partial_opts *o;
 	struct rfb_partial_stats *st;
 	rfb_index *idx;
+	rfb_source *src;         /* reads the images (files or shard members) */
 	rfb_sched *sched;
 	rfb_pipeline *pipe;
 	rfb_cache *cache;
@@ -144,24 +146,17 @@ static void run_job(void *ctx, struct rfb_task *t)
 	struct rfb_pipe_key key = { P->seed, j->write_epoch, j->sample,
 				    RFB_STAGE_PARTIAL };
 	struct rfb_pipe_out out;
-	char path[8192];
 	size_t len = 0;
 	double t0 = rfb_now(), c0 = thread_cpu_now();
 
 	rfb_err_clear(&j->why);
-	j->status = rfb_index_full_path(P->idx, j->sample, P->o->root, path,
-					sizeof path);
-	if (j->status)
-		rfb_err_set(&j->why, j->status, NULL, "sample %u: path too long",
-			    j->sample);
-	if (!j->status)
-		j->status = rfb_file_read_into(path, MAX_IMAGE_FILE, &w->file,
-					       &w->file_cap, &len, &j->why);
+	j->status = rfb_source_read(P->src, j->sample, MAX_IMAGE_FILE, &w->file,
+				    &w->file_cap, &len, &j->why);
 	if (!j->status) {
 		j->status = rfb_pipe_run_jpeg(w->pipe, P->pipe, w->file, len,
 					      &key, &out, &j->why);
 		if (j->status && !j->why.path[0])
-			snprintf(j->why.path, sizeof j->why.path, "%.500s", path);
+			rfb_source_blame(P->src, j->sample, &j->why);
 	}
 	if (!j->status)
 		j->status = rfb_record_encode(w->codec, &P->o->codec, &out.img,
@@ -510,7 +505,8 @@ static int setup(struct partial *P, int in_fd, const char *in_name,
 	const struct rfb_partial_opts *o = P->o;
 	int rc;
 
-	if (!(P->idx = rfb_index_open(o->index_path, err)))
+	if (!(P->idx = rfb_index_open(o->index_path, err)) ||
+	    !(P->src = rfb_source_open(P->idx, o->root, err)))
 		return err ? err->code : RFB_EIO;
 	if ((rc = rfb_pipeline_parse(o->pipeline, &P->pipe, err)))
 		return rc;
@@ -613,6 +609,7 @@ int rfb_partial_run(const struct rfb_partial_opts *o, int in_fd,
 	rfb_plan_reader_close(P.reader);
 	rfb_pipeline_free(P.pipe);
 	rfb_sched_free(P.sched);
+	rfb_source_close(P.src);
 	rfb_index_close(P.idx);
 	return rc;
 }
