@@ -117,7 +117,7 @@ struct rfb_advise_row {
 	double img_per_cpu_s;
 	double img_per_s;          /* img_per_cpu_s * cores */
 	double unique_fraction;    /* E(U) / E, Theorem 1 */
-	double cache_bytes;        /* images * record bytes */
+	double cache_bytes;        /* images * record bytes * (1 + 1/r) */
 	double miss_fraction;      /* misses per use */
 };
 
