@@ -59,12 +59,39 @@ static void on_heal(void *ctx, uint32_t sample, const rfb_err *why)
 		 rfb_err_text(why, text, sizeof text));
 }
 
+/* Samples already named: a bad image is named once per run, not once
+ * per epoch. */
+static unsigned char *named;
+static size_t named_bytes;
+
+static int first_time(uint32_t sample)
+{
+	size_t byte = sample / 8;
+
+	if (byte >= named_bytes) {
+		size_t n = byte * 2 + 64;
+		unsigned char *m = realloc(named, n);
+		if (!m)
+			return 1; /* naming it again is harmless */
+		memset(m + named_bytes, 0, n - named_bytes);
+		named = m;
+		named_bytes = n;
+	}
+	if (named[byte] & 1u << sample % 8)
+		return 0;
+	named[byte] |= (unsigned char)(1u << sample % 8);
+	return 1;
+}
+
 static void on_bad(void *ctx, uint32_t sample, const rfb_err *why)
 {
 	char text[1200];
 
-	cli_warn(ctx, "%s (sample %u left out of its batch: its record is bad "
-		 "and its image cannot be read)",
+	if (!first_time(sample))
+		return;
+	cli_warn(ctx, "%s (sample %u left out of its batch, another sample "
+		 "repeated in its place: its record is bad and its image cannot "
+		 "be read; reported once)",
 		 rfb_err_text(why, text, sizeof text), sample);
 }
 
@@ -133,13 +160,14 @@ static void summary(const struct rfb_final_stats *st)
 	fprintf(stderr, "refurb-final: %llu batches, %llu images in %.2f s "
 		"(%.0f images/s); per batch %.1f ms (CV %.3f); %.2f io_submit "
 		"calls per batch; read %.1f MiB in %.2f s; records recomputed %llu, "
-		"samples left out %llu\n",
+		"samples left out %llu (repeats in their place %llu)\n",
 		(unsigned long long)st->batches, (unsigned long long)st->images,
 		st->seconds, st->seconds > 0 ? st->images / st->seconds : 0.0,
 		st->interval_mean_s * 1e3, st->interval_cv,
 		st->batches ? (double)st->submit_calls / st->batches : 0.0,
 		st->bytes_read / 1048576.0, st->read_s,
-		(unsigned long long)st->healed, (unsigned long long)st->skipped);
+		(unsigned long long)st->healed, (unsigned long long)st->skipped,
+		(unsigned long long)st->repeats);
 	fprintf(stderr, "refurb-final: time: read %.2f s, decompress %.2f s, "
 		"augment %.2f s, recompute %.2f s (worker sums); waited %.2f s "
 		"for the plan, %.2f s for the reader\n", st->read_s, st->decode_s,

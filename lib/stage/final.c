@@ -306,6 +306,28 @@ static int prepare(struct final *F, const rfb_plan_batch *b, rfb_err *err)
 	return 0;
 }
 
+/* Keep the batch size constant: the places of the samples that could not
+ * be read (here or by refurb-partial) go to repeats of the batch's kept
+ * samples, in order, each with the id RFB_STREAM_REPEAT_ID and the label
+ * of the sample it repeats (refurb-stream(5)).  A batch that kept nothing
+ * stays empty. */
+static void fill_with_repeats(struct final *F, struct fslot *s)
+{
+	uint32_t kept = s->n;
+
+	if (kept == 0)
+		return;
+	for (uint32_t j = kept; j < s->batch.count; j++) {
+		uint32_t from = (j - kept) % kept;
+		memcpy(s->pixels + (size_t)j * F->image_bytes,
+		       s->pixels + (size_t)from * F->image_bytes, F->image_bytes);
+		s->ids[j] = RFB_STREAM_REPEAT_ID;
+		s->labels[j] = s->labels[from];
+		F->st->repeats++;
+	}
+	s->n = s->batch.count;
+}
+
 /* Check the tasks of a finished batch; drop the images that failed. */
 static int settle(struct final *F, struct fslot *s, double *decode,
 		  double *augment, double *heal, double *cpu, uint64_t *healed,
@@ -346,6 +368,7 @@ static int settle(struct final *F, struct fslot *s, double *decode,
 		kept++;
 	}
 	s->n = kept;
+	fill_with_repeats(F, s);
 	return 0;
 }
 
@@ -641,6 +664,14 @@ static int run(struct final *F, rfb_err *err)
 		if ((rc = finish_all(F, err)) ||
 		    (rc = rfb_stream_write_epoch_end(F->writer, item.epoch.epoch, err)))
 			return rc;
+	}
+	if (rc == RFB_ETRUNC && err) {
+		/* the plan stopped early: the stream gets no END frame, so its
+		 * reader knows too */
+		size_t n = strlen(err->msg);
+		snprintf(err->msg + n, sizeof err->msg - n, "; the program "
+			 "writing the plan stopped early (see its message), the "
+			 "stream is left without its END frame");
 	}
 	if (rc == 0 && (rc = finish_all(F, err)) == 0)
 		rc = rfb_stream_write_end(F->writer, err);

@@ -16,6 +16,8 @@
 struct rfb_final_stats {
 	uint64_t batches, images;
 	uint64_t skipped;        /* samples refurb-partial left out */
+	uint64_t repeats;        /* places of unreadable samples given to
+				  * repeats of their batch's other samples */
 	uint64_t healed;         /* records recomputed from their image */
 	uint64_t bytes_read, submit_calls;
 	double seconds;          /* wall */
