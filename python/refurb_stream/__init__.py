@@ -7,7 +7,10 @@
             ...   # images: N,H,W,C uint8 (or N,C,H,W float32), a view
 
     from refurb_stream import RefurbDataset          # imports torch
-    loader = torch.utils.data.DataLoader(RefurbDataset(path), batch_size=None)
+    ds = RefurbDataset("/tmp/train.fifo")            # refurb_stream.dataset
+    for epoch in range(epochs):
+        for images, labels in ds:                    # one epoch per `for`
+            ...                                      # ds.epoch, ds.step, ds.state_dict()
 
     python3 -m refurb_stream check STREAM    # '-' = stdin; exit 0 ok, 1 bad
 
@@ -28,6 +31,7 @@ MAGIC, VERSION = b"RFBSTRM", 1
 HEADER, BATCH, EPOCH_END, END = 1, 2, 3, 4
 CRITICAL = 1
 OPEN_END = 0xFFFFFFFF
+REPEAT_ID = 0xFFFFFFFF   # a repeat in the place of an unreadable sample
 
 Batch = collections.namedtuple("Batch", "images labels ids epoch step")
 Header = collections.namedtuple(
@@ -46,6 +50,11 @@ class StreamError(Exception):
 
 class Truncated(StreamError):
     """The stream stops inside a frame or before its END frame."""
+
+
+class ChainStopped(Truncated):
+    """The stream stops between frames before its END frame: the chain
+    writing it stopped early (its programs' messages say why)."""
 
 
 # ---- CRC-32C -------------------------------------------------------------
@@ -198,6 +207,13 @@ class Stream:
         self.left_out = 0             # samples left out by the writer, in all
         self._epochs = 0
 
+    def _last_batch(self):
+        """Where the last batch read was, as text."""
+        if self._step == 0:
+            return "before any batch" if self._epochs == 0 and self._counts[2] == 0 \
+                else "after the end of epoch %d" % (self._epoch - 1)
+        return "after epoch %d step %d" % (self._epoch, self._step - 1)
+
     def _where(self):
         return "frame %d at byte %d: " % (self.frames_read, self._at)
 
@@ -227,8 +243,14 @@ class Stream:
             if got == 0:
                 if self.ended:
                     return None, None
-                raise Truncated(self._where() + ("empty stream" if self.header is None else
-                                "stream ends without an END frame (cut short, or its writer died)"))
+                if self.header is None:
+                    raise ChainStopped(self._where() + "empty stream: nothing was written "
+                                       "to it (did the chain fail? see its messages)")
+                raise ChainStopped(self._where() + "the chain stopped early: the stream "
+                                   "ends %s without its END frame "
+                                   "(refurb-final or a program before it stopped: see "
+                                   "their messages on the chain's stderr)"
+                                   % self._last_batch())
             if self.ended:
                 raise StreamError(self._where() + "data after the END frame")
             if got < 64:
@@ -383,38 +405,11 @@ def open_stream(source, verify=False):
     return Stream(source, getattr(source, "name", "(stream)"), verify)
 
 
-def _dataset_class():
-    import torch
-    import torch.utils.data
-
-    class RefurbDataset(torch.utils.data.IterableDataset):
-        """Batches (images, int64 labels) of a stream as tensors, without
-        copying the images; samples=True yields (image, label) pairs.  A
-        stream can be read once: use DataLoader(..., num_workers=0)."""
-
-        def __init__(self, source, samples=False, verify=False):
-            self.source, self.samples, self.verify = source, samples, verify
-
-        def __iter__(self):
-            info = torch.utils.data.get_worker_info()
-            if info is not None and info.num_workers > 1:
-                raise RuntimeError("a batch stream can be read only once: use num_workers=0 or 1")
-            with open_stream(self.source, self.verify) as stream:
-                for b in stream:
-                    images = torch.from_numpy(b.images)
-                    labels = torch.from_numpy(b.labels.astype(np.int64))
-                    if self.samples:
-                        yield from zip(images, labels)
-                    else:
-                        yield images, labels
-
-    return RefurbDataset
-
-
 def __getattr__(name):  # torch is imported only when RefurbDataset is used
     if name == "RefurbDataset":
-        cls = globals()["RefurbDataset"] = _dataset_class()
-        return cls
+        from refurb_stream.dataset import RefurbDataset
+        globals()["RefurbDataset"] = RefurbDataset
+        return RefurbDataset
     raise AttributeError(name)
 
 
@@ -433,6 +428,7 @@ class _EpochStats:
 
     def row(self):
         ids = np.concatenate(self.ids) if self.ids else np.zeros(0, np.uint32)
+        ids = ids[ids != REPEAT_ID]           # repeats of unreadable samples
         self.duplicates = len(ids) - len(np.unique(ids))
         return "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d%s" % (
             self.epoch, self.batches, self.images, self.short, (self.hist > 0).sum(),
