@@ -105,7 +105,8 @@ static void parse_max_bad(const struct cli *c, struct rfb_partial_opts *o,
 	}
 	errno = 0;
 	v = strtod(arg, &end);
-	if (end != arg + n - 1 || errno || !(v >= 0 && v <= 100) || *arg == '-' ||
+	if (end == arg || end != arg + n - 1 || errno || !(v >= 0 && v <= 100) ||
+	    *arg == '-' ||
 	    *arg == '+' || *arg == ' ')
 		cli_usage_error(c, "--max-bad: '%s' is not a percentage (0%% to "
 				"100%%) or a count of images", arg);

@@ -666,8 +666,14 @@ static int run(struct final *F, rfb_err *err)
 			return rc;
 	}
 	if (rc == RFB_ETRUNC && err) {
-		/* the plan stopped early: the stream gets no END frame, so its
-		 * reader knows too */
+		/* the plan stopped early: the batches read are passed on, the
+		 * stream gets no END frame, so its reader knows too */
+		rfb_err flush_err = { 0 };
+		if ((rc = finish_all(F, &flush_err)) != 0) {
+			*err = flush_err;
+			return rc;
+		}
+		rc = RFB_ETRUNC;
 		size_t n = strlen(err->msg);
 		snprintf(err->msg + n, sizeof err->msg - n, "; the program "
 			 "writing the plan stopped early (see its message), the "
