@@ -99,7 +99,10 @@ class RefurbDataset(torch.utils.data.IterableDataset):
     def stream(self):
         """The open refurb_stream.Stream (opened on first use)."""
         if self._stream is None:
-            self._stream = _open_saying_so(self.source, self.verify)
+            try:
+                self._stream = _open_saying_so(self.source, self.verify)
+            except StreamError as e:
+                raise type(e)("%s: %s" % (getattr(self.source, "name", self.source), e)) from None
             self._frames = self._stream.frames()
             h = self._stream.header
             self._next = (h.first_epoch, h.first_step)
@@ -143,7 +146,10 @@ class RefurbDataset(torch.utils.data.IterableDataset):
     def _epoch(self):
         from refurb_stream import BATCH, EPOCH_END, END
         while True:
-            kind, c = next(self._frames, (None, None))
+            try:
+                kind, c = next(self._frames, (None, None))
+            except StreamError as e:        # name the stream, as the programs do
+                raise type(e)("%s: %s" % (self._stream.name, e)) from None
             if kind is None or kind == END:
                 if self._next[1] == 0:      # at an epoch's start: none is left
                     raise StreamError(
