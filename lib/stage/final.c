@@ -593,6 +593,7 @@ static int write_stream_header(struct final *F, rfb_err *err)
 	info.class_count = nc;
 	info.class_names = names;
 	info.first_epoch = F->h->first_epoch;
+	info.first_step = F->h->first_step;
 	info.last_epoch = F->h->last_epoch;
 	info.shard_k = F->h->shard_index;
 	info.shard_n = F->h->shard_count;

@@ -67,6 +67,8 @@ typedef struct rfb_plan_header {
 	int balance;            /* enum rfb_plan_balance */
 	int drop_last;
 	uint32_t shard_index, shard_count;
+	uint32_t first_step;    /* step of the first batch of first_epoch
+				 * (a resumed plan; 0: the whole epoch) */
 } rfb_plan_header;
 
 /* One sample of a batch line. */
@@ -132,6 +134,8 @@ typedef struct rfb_plan_params {
 	int balance;           /* enum rfb_plan_balance; pixels needs
 				* cache-aware and a pixel table */
 	int drop_last;
+	uint32_t first_step;   /* resume: start first_epoch at this step
+				* (below the batches of an epoch) */
 } rfb_plan_params;
 
 typedef struct rfb_plan rfb_plan;
