@@ -84,6 +84,7 @@ static double parse_real(const struct cli *c, const char *opt, const char *arg)
 static void parse_start(const struct cli *c, struct options *o, const char *arg)
 {
 	char *end;
+	const char *step;
 	unsigned long long e, s;
 
 	errno = 0;
@@ -91,8 +92,9 @@ static void parse_start(const struct cli *c, struct options *o, const char *arg)
 	if (end == arg || *end != ':' || *arg == '-' || *arg == '+' ||
 	    end[1] == '-' || end[1] == '+' || end[1] == ' ')
 		cli_usage_error(c, "--start: '%s' is not EPOCH:STEP", arg);
-	s = strtoull(end + 1, &end, 10);
-	if (*end || end == arg || errno || e > UINT32_MAX || s > UINT32_MAX)
+	step = end + 1;
+	s = strtoull(step, &end, 10);
+	if (*end || end == step || errno || e > UINT32_MAX || s > UINT32_MAX)
 		cli_usage_error(c, "--start: '%s' is not EPOCH:STEP", arg);
 	o->start_epoch = (uint32_t)e;
 	o->start_step = (uint32_t)s;
