@@ -14,6 +14,72 @@
 #include "refurb/progress.h"
 #include "refurb/refurb.h"
 
+volatile sig_atomic_t cli_stop_signal;
+static char stop_lines[2][1024];
+static volatile sig_atomic_t stop_line_current;
+
+void cli_set_stop_line(const char *fmt, ...)
+{
+	int next = !stop_line_current;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(stop_lines[next], sizeof stop_lines[next], fmt, ap);
+	va_end(ap);
+	stop_line_current = next;  /* the handler reads a complete line */
+}
+
+const char *cli_signal_name(int sig)
+{
+	return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal";
+}
+
+/* Async-signal-safe: write the last stop line and leave. */
+static void stop_now(int sig)
+{
+	const char *line = stop_lines[stop_line_current];
+	int status = 128 + (cli_stop_signal ? cli_stop_signal : sig);
+
+	if (write(STDERR_FILENO, line, strlen(line)) < 0) {
+		/* nothing left to tell */
+	}
+	_exit(status);
+}
+
+static void on_stop_signal(int sig)
+{
+	if (cli_stop_signal)
+		stop_now(sig);
+	cli_stop_signal = sig;
+	alarm(CLI_STOP_WAIT);
+}
+
+void cli_catch_stop_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = on_stop_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = stop_now;
+	sigaction(SIGALRM, &sa, NULL);
+}
+
+/* stdout is an anonymous pipe (a program in the middle of a chain), not a
+ * named FIFO, a file or a terminal. */
+static int stdout_is_pipe(void)
+{
+	char link[64];
+	ssize_t n = readlink("/proc/self/fd/1", link, sizeof link - 1);
+
+	if (n <= 0)
+		return 0;
+	link[n] = '\0';
+	return strncmp(link, "pipe:", 5) == 0;
+}
+
 void cli_init(struct cli *c, const char *prog, const char *usage,
 	      const char *help)
 {
@@ -23,7 +89,9 @@ void cli_init(struct cli *c, const char *prog, const char *usage,
 	c->prog = prog;
 	c->usage = usage;
 	c->help = help;
-	c->progress = isatty(STDERR_FILENO);
+	/* in a chain, only the last program draws a meter: the lines of
+	 * programs writing into a pipe would interleave on one terminal */
+	c->progress = isatty(STDERR_FILENO) && !stdout_is_pipe();
 	c->threads = cpus > 0 ? (int)cpus : 1;
 	c->start = rfb_now();
 }

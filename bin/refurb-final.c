@@ -95,6 +95,52 @@ static void on_bad(void *ctx, uint32_t sample, const rfb_err *why)
 		 rfb_err_text(why, text, sizeof text), sample);
 }
 
+/* The next batch after the last one written, as refurb-plan --start. */
+static void next_step(const struct rfb_final_stats *st, uint32_t *e,
+		      uint32_t *s)
+{
+	*e = st->last_epoch;
+	*s = st->last_step + 1;
+	if (*s >= st->epoch_batches) {
+		*e += 1;
+		*s = 0;
+	}
+}
+
+static void on_written(void *ctx, const struct rfb_final_stats *st)
+{
+	uint32_t e, s;
+
+	(void)ctx;
+	next_step(st, &e, &s);
+	cli_set_stop_line("refurb-final: interrupted after writing epoch %u "
+			  "step %u (no END frame); resume: refurb-plan --start "
+			  "%u:%u with the same other options (%s), or at the "
+			  "trainer's saved step if it read less\n",
+			  st->last_epoch, st->last_step, e, s, st->plan_options);
+}
+
+/* Stopped by SIGINT/SIGTERM at a batch boundary: say how to resume. */
+static void stopped(const struct rfb_final_stats *st)
+{
+	uint32_t e, s;
+
+	if (!st->wrote_batch) {
+		fprintf(stderr, "refurb-final: interrupted (%s) before writing "
+			"a batch (no END frame)\n",
+			cli_signal_name(st->stopped_by_signal));
+	} else {
+		next_step(st, &e, &s);
+		fprintf(stderr, "refurb-final: interrupted (%s) after writing "
+			"epoch %u step %u (no END frame); resume: refurb-plan "
+			"--start %u:%u with the same other options (%s), or at "
+			"the trainer's saved step if it read less\n",
+			cli_signal_name(st->stopped_by_signal), st->last_epoch,
+			st->last_step, e, s, st->plan_options);
+	}
+	exit(128 + st->stopped_by_signal);
+}
+
 static void on_progress(void *ctx, const struct rfb_final_stats *st,
 			uint64_t total)
 {
@@ -193,6 +239,8 @@ int main(int argc, char **argv)
 	cli_init(&c, "refurb-final", usage, help);
 	parse(&c, &o, &a, argc, argv);
 	signal(SIGPIPE, SIG_IGN); /* a closed reader is EPIPE, handled */
+	cli_set_stop_line("refurb-final: interrupted before writing a batch\n");
+	cli_catch_stop_signals();
 	in_fd = cli_open_fd(&c, a.in, 0, 0);
 	out_fd = cli_open_fd(&c, a.out, 1, a.force);
 	o.stats_fd = a.stats ? cli_open_fd(&c, a.stats, 1, 1) : -1;
@@ -200,6 +248,8 @@ int main(int argc, char **argv)
 	o.on_heal = on_heal;
 	o.on_bad = on_bad;
 	o.on_progress = on_progress;
+	o.on_written = on_written;
+	o.stop = (volatile int *)&cli_stop_signal;
 	o.ctx = &c;
 	rc = rfb_final_run(&o, in_fd, a.in && strcmp(a.in, "-") ? a.in : "(stdin)",
 			   out_fd, &st, &err);
@@ -212,7 +262,11 @@ int main(int argc, char **argv)
 		cli_die(&c, "%s: write failed: %s", a.out, strerror(errno));
 	if (o.stats_fd >= 0 && close(o.stats_fd) < 0)
 		cli_die(&c, "%s: write failed: %s", a.stats, strerror(errno));
+	if (cli_stop_signal && !st.stopped_by_signal)
+		st.stopped_by_signal = cli_stop_signal; /* and the reader left */
 	if (!c.quiet)
 		summary(&st);
+	if (st.stopped_by_signal)
+		stopped(&st);
 	return 0;
 }

@@ -267,6 +267,9 @@ int main(int argc, char **argv)
 	cli_init(&c, "refurb-partial", usage, help);
 	parse(&c, &o, &in, &out, &r.stats_path, argc, argv);
 	signal(SIGPIPE, SIG_IGN); /* a closed reader is EPIPE, handled */
+	cli_set_stop_line("refurb-partial: interrupted; stopped at once (the "
+			  "cache recovers when it is opened next)\n");
+	cli_catch_stop_signals();
 	in_fd = cli_open_fd(&c, in, 0, 0);
 	out_fd = cli_open_fd(&c, out, 1, 1);
 	if (r.stats_path) {
@@ -280,6 +283,7 @@ int main(int argc, char **argv)
 	o.out_name = strcmp(out, "-") ? out : NULL;
 	o.on_bad = on_bad;
 	o.on_progress = on_progress;
+	o.stop = (volatile int *)&cli_stop_signal;
 	o.ctx = &r;
 	rc = rfb_partial_run(&o, in_fd, strcmp(in, "-") ? in : "(stdin)", out_fd,
 			     &st, &err);
@@ -294,7 +298,18 @@ int main(int argc, char **argv)
 		cli_die(&c, "%s: write failed: %s", out, strerror(errno));
 	if (r.stats && fclose(r.stats) != 0)
 		cli_die(&c, "%s: write failed: %s", r.stats_path, strerror(errno));
+	if (cli_stop_signal && !st.stopped_by_signal)
+		st.stopped_by_signal = cli_stop_signal; /* and the reader left */
 	if (!c.quiet)
 		summary(&st);
+	if (st.stopped_by_signal) {
+		fprintf(stderr, "refurb-partial: interrupted (%s) at epoch %u, "
+			"batch %llu; the cache is checkpointed: resume the chain "
+			"at the trainer's saved step with refurb-plan --start "
+			"EPOCH:STEP (refurb-final names the last batch it "
+			"wrote)\n", cli_signal_name(st.stopped_by_signal),
+			st.epoch, (unsigned long long)st.global_step);
+		return 128 + st.stopped_by_signal;
+	}
 	return 0;
 }

@@ -447,6 +447,11 @@ static int finish_oldest(struct final *F, rfb_err *err)
 	F->st->images += s->n;
 	F->st->epoch = s->batch.epoch;
 	F->st->global_step = s->batch.global_step;
+	F->st->last_epoch = s->batch.epoch;
+	F->st->last_step = s->batch.step;
+	F->st->wrote_batch = 1;
+	if (F->o->on_written)
+		F->o->on_written(F->o->ctx, F->st);
 	if (F->o->on_progress)
 		F->o->on_progress(F->o->ctx, F->st, (uint64_t)F->h->batches *
 				  (F->h->last_epoch - F->h->first_epoch + 1));
@@ -623,6 +628,16 @@ static int setup(struct final *F, int in_fd, const char *in_name, int out_fd,
 	if (!(F->reader = rfb_plan_reader_open(in_fd, in_name, err)))
 		return err->code;
 	F->h = rfb_plan_reader_header(F->reader);
+	F->st->epoch_batches = F->h->batches;
+	snprintf(F->st->plan_options, sizeof F->st->plan_options,
+		 "-b %u -e %u-%u -s %" PRIu64 "%s%s%s%s", F->h->batch_size,
+		 F->h->first_epoch, F->h->last_epoch, F->h->seed,
+		 F->h->shuffle == RFB_PLAN_CACHE_AWARE ? "" :
+		 F->h->shuffle == RFB_PLAN_RANDOM ? " --shuffle random"
+						  : " --shuffle none",
+		 F->h->balance == RFB_PLAN_BALANCE_PIXELS ? " --balance pixels" : "",
+		 F->h->drop_last ? " --drop-last" : "",
+		 F->h->shard_count > 1 ? " --shard K/N" : "");
 	if ((rc = read_annotation(F, in_name, err)) ||
 	    (rc = open_inputs(F, in_name, err)) || (rc = make_slots(F, err)))
 		return rc;
@@ -649,6 +664,10 @@ static int run(struct final *F, rfb_err *err)
 
 	for (;;) {
 		double t0 = rfb_now();
+		if (F->o->stop && *F->o->stop) {
+			F->st->stopped_by_signal = *F->o->stop;
+			return finish_all(F, err);
+		}
 		rc = rfb_plan_reader_next(F->reader, &item, err);
 		F->st->input_wait_s += rfb_now() - t0;
 		if (rc <= 0)
@@ -665,6 +684,11 @@ static int run(struct final *F, rfb_err *err)
 		if ((rc = finish_all(F, err)) ||
 		    (rc = rfb_stream_write_epoch_end(F->writer, item.epoch.epoch, err)))
 			return rc;
+	}
+	if (rc == RFB_ETRUNC && F->o->stop && *F->o->stop) {
+		/* the same signal stopped the plan's writer first */
+		F->st->stopped_by_signal = *F->o->stop;
+		return finish_all(F, err);
 	}
 	if (rc == RFB_ETRUNC && err) {
 		/* the plan stopped early: the batches read are passed on, the

@@ -573,6 +573,10 @@ static int run(struct partial *P, rfb_err *err)
 	int rc;
 
 	while ((rc = rfb_plan_reader_next(P->reader, &item, err)) > 0) {
+		if (P->o->stop && *P->o->stop) {
+			P->st->stopped_by_signal = *P->o->stop;
+			return finish_all(P, err);
+		}
 		if (item.type == RFB_PLAN_LINE_BATCH) {
 			if (P->count == P->nslots && (rc = finish_oldest(P, err)))
 				return rc;
@@ -587,6 +591,11 @@ static int run(struct partial *P, rfb_err *err)
 		size_t n = rfb_plan_format_epoch_end(line, sizeof line, &item.epoch);
 		if ((rc = write_out(P, line, n, err)))
 			return rc;
+	}
+	if (rc == RFB_ETRUNC && P->o->stop && *P->o->stop) {
+		/* the same signal stopped the plan's writer first */
+		P->st->stopped_by_signal = *P->o->stop;
+		rc = 0;
 	}
 	if (rc == 0)
 		rc = finish_all(P, err);

@@ -29,6 +29,7 @@ its batch_size None (the stream's frames are the batches; a default
 DataLoader would add a batch dimension of 1): both are refused otherwise.
 """
 import hashlib
+import os
 import sys
 import threading
 
@@ -38,7 +39,8 @@ import torch.utils.data
 
 from refurb_stream import OPEN_END, StreamError, open_stream
 
-WAIT_WARNING_S = 5.0
+# seconds before a reader waiting for its FIFO's writer says so
+WAIT_WARNING_S = float(os.environ.get("REFURB_STREAM_WAIT", "5"))
 
 
 def _open_saying_so(source, verify):

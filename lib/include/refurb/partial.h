@@ -34,6 +34,7 @@ struct rfb_partial_stats {
 	uint32_t epoch;         /* last epoch seen */
 	uint64_t global_step;   /* last batch seen */
 	int stopped_by_reader;  /* downstream closed the stream (EPIPE) */
+	int stopped_by_signal;  /* *opts->stop was set: the signal number */
 	/* images that could not be read: distinct samples, the first one's
 	 * reason, and why the run stopped because of them */
 	uint64_t bad_images;
@@ -79,6 +80,11 @@ struct rfb_partial_opts {
 	uint64_t max_pixels;     /* 0: default */
 	int inflight;            /* batches being worked on at once (>= 1) */
 	const char *out_name;    /* the output, for messages; NULL: "(output)" */
+	/* When not NULL and non-zero (a signal handler sets it), the run
+	 * stops before the next batch: the batches under way are finished
+	 * and passed on, the cache is checkpointed, and rfb_partial_run
+	 * returns 0 with st->stopped_by_signal set. */
+	volatile int *stop;
 	/* Called from the calling thread the first time an image is left out
 	 * (once per sample and run), and, with strict, for the one that stops
 	 * the run. */
