@@ -21,6 +21,8 @@
 # one program and reports every row that differs.
 
 load helpers
+# a failure anywhere in a pipeline fails it (tests/lint-bats)
+set -o pipefail
 
 MATRIX='
 i01 | missing dataset directory | refurb-index | 1 | refurb-index: nodir: cannot open dataset directory | refurb-index -q -o x.idx nodir
@@ -184,7 +186,7 @@ check_rows() {
 			echo "$id ($what): $cmd"
 			echo "    expected status $want and stderr '$prefix'"
 			echo "    got status $got, stderr:"
-			sed 's/^/        /' "$BATS_TEST_TMPDIR/err" | head -n 5
+			head -n 5 "$BATS_TEST_TMPDIR/err" | sed 's/^/        /'
 			bad=1
 		fi
 	done <<< "$MATRIX"
@@ -217,7 +219,7 @@ corrupt_jpeg() {
 		# an EOI marker in the middle of the entropy-coded data
 		printf '\377\331' | dd of="$3" bs=1 seek=$((size / 2)) conv=notrunc 2> /dev/null ;;
 	width0) cp "$2" "$3"
-		sof=$(LC_ALL=C grep -obUaP '\xff[\xc0\xc1\xc2]' "$2" | head -n 1 | cut -d: -f1)
+		sof=$(LC_ALL=C grep -obUaP '\xff[\xc0\xc1\xc2]' "$2" | cut -d: -f1 | sed -n 1p)
 		printf '\0\0' | dd of="$3" bs=1 seek=$((sof + 7)) conv=notrunc 2> /dev/null ;;
 	esac
 }
@@ -258,7 +260,8 @@ break_image() {
 z_record() {
 	local id
 	id=$(refurb-dump "$2.idx" | awk -F'\t' '!/^#/ && $8 ~ /z.jpg$/ { print $1 }')
-	refurb-dump "$1" | awk -v s="$id" '!/^#/ && $4 == s { print $1, $2; exit }'
+	# (awk reads to the end: an early exit could kill refurb-dump with SIGPIPE)
+	refurb-dump "$1" | awk -v s="$id" '!/^#/ && $4 == s && !n++ { print $1, $2 }'
 }
 
 setup_file() {
@@ -280,9 +283,12 @@ setup_file() {
 	future train.idx future.idx
 	future train.evict future.evict
 	future s.bin future.bin
-	cp train.idx corrupt.idx && flip corrupt.idx 100
-	cp train.evict corrupt.evict && flip corrupt.evict 70
-	cp -r cache futurecache && future cache/manifest futurecache/manifest
+	cp train.idx corrupt.idx
+	flip corrupt.idx 100
+	cp train.evict corrupt.evict
+	flip corrupt.evict 70
+	cp -r cache futurecache
+	future cache/manifest futurecache/manifest
 	printf 'a list line without a label\n' > garbage.list
 	# a big index (24000 entries of one image) and list: outputs larger
 	# than a pipe holds, for the FIFO rows
@@ -295,13 +301,14 @@ setup_file() {
 	{ head -n 2 ann.txt; echo "B 0 1 1 8 zz:m1@1.2.3.4"; } > badid.ann
 	{ head -n 2 plan.txt; echo "X hello"; } > badtype.plan
 	{ head -n 1 plan.txt; sed -n 2p plan.txt | sed 's/ [0-9]*:/ 999:/'; } > beyond.plan
-	{ head -n 3 plan.txt; sed -n 4p plan.txt | head -c 20; } > cut.plan
-	{ head -n 3 ann.txt; sed -n 4p ann.txt | head -c 20; } > cut.ann
+	{ head -n 3 plan.txt; sed -n 4p plan.txt | cut -c 1-20 | tr -d '\n'; } > cut.plan
+	{ head -n 3 ann.txt; sed -n 4p ann.txt | cut -c 1-20 | tr -d '\n'; } > cut.ann
 	head -n 3 ann.txt > early.ann
 	sed '2s/@[0-9a-f.]*//g' ann.txt > noaddr.ann
 	# bad streams
 	head -c 5000 s.bin > cut.bin
-	cp s.bin crc.bin && flip crc.bin 5000
+	cp s.bin crc.bin
+	flip crc.bin 5000
 	{ printf 'NOTSTRM'; tail -c +8 s.bin; } > magic.bin
 	# datasets with one bad JPEG at index time
 	for k in notjpeg hdrcut width0 empty trunc; do

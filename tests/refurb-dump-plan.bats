@@ -3,6 +3,8 @@
 
 load helpers
 bats_require_minimum_version 1.5.0
+# a failure anywhere in a pipeline fails it (tests/lint-bats)
+set -o pipefail
 
 setup_file() {
 	make_dataset "$BATS_FILE_TMPDIR/ds" 30 3
@@ -98,7 +100,12 @@ setup() {
 	refurb-plan -b 10 -e 0-3 --balance pixels -i "$IDX" "$S" > "$T/b"
 	refurb-plan -b 10 -e 0-3 "$S" > "$T/u"
 	cv() { refurb-dump -S -i "$IDX" "$1" | awk -F'\t' '$1 == 0 { print $11 }'; }
-	awk -v b="$(cv "$T/b")" -v u="$(cv "$T/u")" 'BEGIN { exit !(b < u / 5) }'
+	# (assigned first: the status of a $(...) in an argument is lost)
+	b=$(cv "$T/b")
+	u=$(cv "$T/u")
+	[ -n "$b" ]
+	[ -n "$u" ]
+	awk -v b="$b" -v u="$u" 'BEGIN { exit !(b < u / 5) }'
 }
 
 @test "plan --stats of a resumed plan leaves out older records" {

@@ -5,6 +5,8 @@
 
 load helpers
 bats_require_minimum_version 1.5.0
+# a failure anywhere in a pipeline fails it (tests/lint-bats)
+set -o pipefail
 
 setup() {
 	T="$BATS_TEST_TMPDIR"
@@ -52,9 +54,11 @@ setup() {
 	grep -q "^# index	row	column	id	label	class$" <<< "$output"
 	grep -q "^2	1	0	3	0	class0$" <<< "$output"
 	run refurb-dump -b 4 "$T/s"
-	[ "$status" -eq 0 ] && grep -q "^# batch	epoch 1 step 1 global 4, 4 images$" <<< "$output"
+	[ "$status" -eq 0 ]
+	grep -q "^# batch	epoch 1 step 1 global 4, 4 images$" <<< "$output"
 	run refurb-dump -b 7:0 "$T/s"
-	[ "$status" -eq 1 ] && [ "${lines[-1]}" = "refurb-dump: $T/s: no batch 7:0 in the stream" ]
+	[ "$status" -eq 1 ]
+	[ "${lines[-1]}" = "refurb-dump: $T/s: no batch 7:0 in the stream" ]
 }
 
 @test "--sheet: one picture whatever the dtype, layout and normalization" {
@@ -102,14 +106,16 @@ setup() {
 	cp "$T/s" "$T/p"
 	printf 'X' | dd of="$T/p" bs=1 seek=600 conv=notrunc 2>/dev/null
 	run --separate-stderr refurb-dump "$T/p"
-	[ "$status" -eq 1 ] && [ "$stderr" = "refurb-dump: $T/p: frame 1 at byte 256: payload checksum mismatch" ]
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "refurb-dump: $T/p: frame 1 at byte 256: payload checksum mismatch" ]
 	cp "$T/s" "$T/v"
 	printf '\x02' | dd of="$T/v" bs=1 seek=7 conv=notrunc 2>/dev/null
 	run refurb-dump "$T/v"
 	expect_fail 1 "refurb-dump: $T/v: frame 0 at byte 0: batch stream format version 2, this refurb reads version 1"
 	"$W" --critical -o "$T/c"
 	run --separate-stderr refurb-dump "$T/c"
-	[ "$status" -eq 1 ] && [[ "$stderr" == *"frame type 99 is unknown to this reader and marked critical"* ]]
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"frame type 99 is unknown to this reader and marked critical"* ]]
 }
 
 @test "usage errors: --sheet without --batch, a bad --batch" {
@@ -119,7 +125,8 @@ setup() {
 	run refurb-dump --batch 1:x "$T/s"
 	expect_fail 2 "refurb-dump: --batch: '1:x' is not EPOCH:STEP or a global step"
 	run refurb-dump -b 1:1 --sheet "$T/nodir/x.jpg" "$T/s"
-	[ "$status" -eq 1 ] && [[ "${lines[-1]}" == "refurb-dump: $T/nodir/x.jpg"* ]]
+	[ "$status" -eq 1 ]
+	[[ "${lines[-1]}" == "refurb-dump: $T/nodir/x.jpg"* ]]
 }
 
 @test "a stream written from refurb-stream(5) alone (Python) reads back" {
@@ -157,7 +164,8 @@ EOF
 	grep -q "^0	1	5	1	2	2	3	0$" <<< "$output"
 	[ "${lines[-1]}" = "# end	clean: 1 batches, 5 images, 1 epochs" ]
 	run refurb-dump -b 0:0 --sheet "$T/py.jpg" "$T/py"
-	[ "$status" -eq 0 ] && [ -s "$T/py.jpg" ]
+	[ "$status" -eq 0 ]
+	[ -s "$T/py.jpg" ]
 }
 
 @test "a stream on stdin: the same listing, and a batch's sheet" {
@@ -166,7 +174,9 @@ EOF
 	refurb-dump - < "$T/s" > "$T/stdin.txt"
 	[ "$(head -n 1 "$T/stdin.txt")" = "# stream	(stdin)" ]
 	tail -n +2 "$T/stdin.txt" | cmp - "$T/file.txt"
-	cat "$T/s" | refurb-dump -b 0:1 --sheet "$T/b.jpg" - > /dev/null
+	# stdin a pipe (the process substitution is there so that a reader
+	# that stops at the batch cannot kill the writer with SIGPIPE)
+	refurb-dump -b 0:1 --sheet "$T/b.jpg" - < <(cat "$T/s") > /dev/null
 	[ "$(head -c 3 "$T/b.jpg" | od -An -tx1 | tr -d ' ')" = ffd8ff ]
 }
 

@@ -15,9 +15,11 @@ setup() {
 
 @test "--help and --version" {
 	run refurb-dump --help
-	[ "$status" -eq 0 ] && [[ "${lines[0]}" == "Usage: refurb-dump"* ]]
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == "Usage: refurb-dump"* ]]
 	run refurb-dump -V
-	[ "$status" -eq 0 ] && [[ "$output" == "refurb-dump (refurb) "* ]]
+	[ "$status" -eq 0 ]
+	[[ "$output" == "refurb-dump (refurb) "* ]]
 }
 
 @test "no file is a usage error" {
@@ -76,7 +78,8 @@ setup() {
 }
 
 @test "index from a future version: exit 1" {
-	cp "$IDX" "$T/v.idx" && printf '\x09' | dd of="$T/v.idx" bs=1 seek=7 conv=notrunc 2>/dev/null
+	cp "$IDX" "$T/v.idx"
+	printf '\x09' | dd of="$T/v.idx" bs=1 seek=7 conv=notrunc 2>/dev/null
 	run refurb-dump "$T/v.idx"
 	expect_fail 1 "refurb-dump: $T/v.idx: index format version 9, this refurb reads version 1"
 }

@@ -3,6 +3,9 @@
 # records, memory, one io_submit per batch, bad input.
 
 load helpers
+bats_require_minimum_version 1.5.0
+# a failure anywhere in a pipeline fails it (tests/lint-bats)
+set -o pipefail
 
 SPEC='resize=64,randaug=n=2:m=9'
 FINAL='crop=56,flip'
@@ -47,7 +50,8 @@ for b in open_stream(sys.argv[1]):
 
 @test "--help, --version, usage errors" {
 	run refurb-final --help
-	[ "$status" -eq 0 ] && [[ "${lines[0]}" == "Usage: refurb-final"* ]]
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == "Usage: refurb-final"* ]]
 	run refurb-final --version
 	[ "$status" -eq 0 ]
 	run refurb-final < ann.txt
@@ -240,7 +244,8 @@ PY
 }
 
 @test "the reader closing the stream stops it cleanly" {
-	run sh -c "refurb-final -p '$FINAL' < ann.txt | head -c 1000 > /dev/null"
+	# pipefail: the status is refurb-final's, not head's
+	run bash -c "set -o pipefail; refurb-final -p '$FINAL' < ann.txt | head -c 1000 > /dev/null"  # lint-bats: allow sigpipe
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"the reader closed the stream"* ]]
 }

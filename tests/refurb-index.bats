@@ -3,6 +3,8 @@
 # determinism.
 
 load helpers
+# a failure anywhere in a pipeline fails it (tests/lint-bats)
+set -o pipefail
 
 setup_file() {
 	make_dataset "$BATS_FILE_TMPDIR/ds" 60 3
@@ -58,25 +60,28 @@ setup() {
 }
 
 @test "directory without class directories: exit 1" {
-	mkdir "$T/flat" && cp "$(sample_jpeg "$DS")" "$T/flat/"
+	mkdir "$T/flat"
+	cp "$(sample_jpeg "$DS")" "$T/flat/"
 	run refurb-index -o "$T/x.idx" "$T/flat"
 	expect_fail 1 "refurb-index: $T/flat: no class directories"
 }
 
 @test "class directories without images: exit 1" {
-	mkdir -p "$T/empty/a" "$T/empty/b" && echo hi > "$T/empty/a/readme.txt"
+	mkdir -p "$T/empty/a" "$T/empty/b"
+	echo hi > "$T/empty/a/readme.txt"
 	run refurb-index -o "$T/x.idx" "$T/empty"
 	expect_fail 1 "refurb-index: $T/empty: no image files"
 }
 
 @test "indexes every image with label, size and pixel size" {
 	run refurb-index -q -o "$T/x.idx" "$DS"
-	[ "$status" -eq 0 ] && [ -z "$output" ]
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
 	run refurb-dump "$T/x.idx"
 	[ "$status" -eq 0 ]
 	[ "$(grep -vc '^#' <<< "$output")" -eq 60 ]
 	# id 0 is the first file of the first class, with its real size
-	first=$(grep -v '^#' <<< "$output" | head -n 1)
+	first=$(grep -v '^#' <<< "$output" | sed -n 1p)
 	f="$DS/$(cut -f8 <<< "$first")"
 	[ "$(cut -f4 <<< "$first")" -eq "$(stat -c %s "$f")" ]
 	[ "$(cut -f1-3 <<< "$first")" = "$(printf '0\t0\tclass000')" ]
@@ -84,7 +89,7 @@ setup() {
 
 @test "pixel sizes agree with an independent JPEG parser" {
 	refurb-index -q -o "$T/x.idx" "$DS"
-	refurb-dump "$T/x.idx" | grep -v '^#' | head -n 10 | while IFS=$'\t' read -r id l c b w h ch p; do
+	refurb-dump "$T/x.idx" | grep -v '^#' | sed -n 1,10p | while IFS=$'\t' read -r id l c b w h ch p; do
 		# file(1) prints "precision 8, WxH, components N"
 		info=$(file -b "$DS/$p")
 		[[ "$info" == *", ${w}x${h}, components $ch"* ]] || { echo "$p: $info vs ${w}x${h} $ch"; false; }
@@ -93,7 +98,8 @@ setup() {
 
 @test "ImageFolder class order is code-point order, whatever the locale" {
 	for c in B a _x Z é "a b" a-b ab 10 9; do
-		mkdir -p "$T/loc/$c" && cp "$(sample_jpeg "$DS")" "$T/loc/$c/i.jpg"
+		mkdir -p "$T/loc/$c"
+		cp "$(sample_jpeg "$DS")" "$T/loc/$c/i.jpg"
 	done
 	expected=$(printf '%s\n' 10 9 B Z _x a "a b" a-b ab é)
 	for loc in C C.UTF-8 en_US.UTF-8; do
@@ -107,7 +113,8 @@ setup() {
 	/usr/bin/python3 -c 'import torchvision' 2>/dev/null ||
 		skip "python3-torchvision not installed"
 	for c in B a _x Z é "a b" a-b ab; do
-		mkdir -p "$T/tv/$c" && cp "$(sample_jpeg "$DS")" "$T/tv/$c/i.jpg"
+		mkdir -p "$T/tv/$c"
+		cp "$(sample_jpeg "$DS")" "$T/tv/$c/i.jpg"
 	done
 	refurb-index -q -o "$T/tv.idx" "$T/tv"
 	ours=$(refurb-dump "$T/tv.idx" | sed -n 's/^# class\t\([0-9]*\)\t\(.*\)/\2 \1/p')
@@ -187,20 +194,23 @@ PY
 
 @test "unreadable file (not as root)" {
 	[ "$(id -u)" -ne 0 ] || skip "root reads everything"
-	cp -r "$DS" "$T/unr" && chmod 000 "$T/unr/class000/"*.jpg
+	cp -r "$DS" "$T/unr"
+	chmod 000 "$T/unr/class000/"*.jpg
 	run refurb-index -o "$T/u.idx" "$T/unr"
 	[[ "$output" == *"cannot open: Permission denied"* ]]
 }
 
 @test "a FIFO named like an image is a bad file, not a hang" {
-	cp -r "$DS" "$T/fifo" && mkfifo "$T/fifo/class000/pipe.jpg"
+	cp -r "$DS" "$T/fifo"
+	mkfifo "$T/fifo/class000/pipe.jpg"
 	run timeout 20 refurb-index -o "$T/f.idx" "$T/fifo"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"class000/pipe.jpg: not a regular file"* ]]
 }
 
 @test "symlink cycles do not loop" {
-	cp -r "$DS" "$T/cyc" && ln -s .. "$T/cyc/class000/up"
+	cp -r "$DS" "$T/cyc"
+	ln -s .. "$T/cyc/class000/up"
 	run timeout 20 refurb-index -q -o "$T/c.idx" "$T/cyc"
 	[ "$status" -eq 0 ]
 }
@@ -209,7 +219,8 @@ PY
 	refurb-index -q -j 1 -o "$T/a.idx" "$DS"
 	refurb-index -q -j 2 -o "$T/b.idx" "$DS"
 	refurb-index -q -j 7 -o "$T/c.idx" "$DS"
-	cmp "$T/a.idx" "$T/b.idx" && cmp "$T/a.idx" "$T/c.idx"
+	cmp "$T/a.idx" "$T/b.idx"
+	cmp "$T/a.idx" "$T/c.idx"
 }
 
 @test "round trip: dump then --from-tsv gives the same index" {
@@ -237,11 +248,14 @@ line.jpg"
 }
 
 @test "list input: PATH<TAB>LABEL with names and with numbers" {
-	(cd "$DS" && ls class000/*.jpg | head -n 3 | sed 's/$/\tcat/'
-	 ls class001/*.jpg | head -n 2 | sed 's/$/\tdog/') > "$T/names.txt"
+	(
+		cd "$DS"
+		ls class000/*.jpg | sed -n '1,3s/$/\tcat/p'
+		ls class001/*.jpg | sed -n '1,2s/$/\tdog/p'
+	) > "$T/names.txt"
 	refurb-index -q --root "$DS" --list "$T/names.txt" -o "$T/n.idx"
 	[ "$(refurb-dump "$T/n.idx" | sed -n 's/^# class\t//p' | tr '\t\n' ': ')" = "0:cat 1:dog " ]
-	(cd "$DS" && ls "$PWD"/class000/*.jpg | head -n 2 | sed 's/$/\t4/') > "$T/nums.txt"
+	(cd "$DS" && ls "$PWD"/class000/*.jpg | sed -n '1,2s/$/\t4/p') > "$T/nums.txt"
 	refurb-index -q --list "$T/nums.txt" -o "$T/u.idx"
 	[ "$(refurb-dump -S "$T/u.idx" | sed -n 's/^classes *//p')" -eq 5 ]
 }

@@ -3,6 +3,9 @@
 # write amplification, lock, mismatch, bad images, bad input.
 
 load helpers
+bats_require_minimum_version 1.5.0
+# a failure anywhere in a pipeline fails it (tests/lint-bats)
+set -o pipefail
 
 SPEC='resize=64,randaug=n=2:m=9'
 
@@ -21,10 +24,12 @@ setup() {
 
 @test "--help, --version, usage errors" {
 	run refurb-partial --help
-	[ "$status" -eq 0 ] && [[ "${lines[0]}" == "Usage: refurb-partial"* ]]
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == "Usage: refurb-partial"* ]]
 	# the help is printed as is, not through printf: no doubled %
 	for p in index evict plan partial final dump; do
-		[ -z "$(refurb-$p --help | grep '%%')" ]
+		help=$(refurb-$p --help)
+		[[ "$help" != *%%* ]]
 	done
 	run refurb-partial --version
 	[ "$status" -eq 0 ]
@@ -52,9 +57,11 @@ setup() {
 
 @test "annotates every sample; misses per epoch as the schedule says" {
 	refurb-partial -q -c "$T/c" -p "$SPEC" train.idx < plan.txt > "$T/a.txt"
-	head -n 1 "$T/a.txt" | grep -q " cache=$T/c "
+	[[ "$(head -n 1 "$T/a.txt")" == *" cache=$T/c "* ]]
 	# every sample has an address of 4 hex fields
-	! grep '^[BD] ' "$T/a.txt" | tr ' ' '\n' | grep ':' | grep -qv '@[0-9a-f]*\.[0-9a-f]*\.[0-9a-f]*\.[0-9a-f]*$'
+	awk '/^[BD] / { for (i = 1; i <= NF; i++) if ($i ~ /:/) { n++
+		if ($i !~ /@[0-9a-f]*\.[0-9a-f]*\.[0-9a-f]*\.[0-9a-f]*$/) { print "no address: " $i; bad = 1 } } }
+		END { exit bad || !n }' "$T/a.txt"
 	# the plan underneath is unchanged
 	diff <(sed 1d plan.txt) <(sed 1d "$T/a.txt" | sed 's/@[0-9a-f.]*//g')
 	run refurb-dump --verify "$T/c"
@@ -115,7 +122,7 @@ setup() {
 		kill -9 "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 		# resume from the epoch it was in (or from the start)
-		ep=$(grep '^B' "$T/p1.txt" | tail -n 1 | cut -d' ' -f2)
+		ep=$(awk '$1 == "B" { e = $2 } END { print e }' "$T/p1.txt")
 		ep=${ep:-0}
 		refurb-plan -q -b 8 -e "$ep-6" train.evict |
 			refurb-partial -q -c "$T/c" -p "$SPEC" train.idx > "$T/p2.txt"
@@ -133,7 +140,7 @@ setup() {
 
 @test "a torn tail is cut when the cache is opened" {
 	refurb-plan -q -b 8 -e 0 train.evict | refurb-partial -q -c "$T/c" -p "$SPEC" train.idx > /dev/null
-	seg=$(ls "$T"/c/*.seg | head -n 1)
+	seg=$(ls "$T"/c/*.seg | sed -n 1p)
 	printf 'RFR\001garbage' >> "$seg"
 	run refurb-dump --verify "$T/c"
 	[ "$status" -eq 1 ]
@@ -148,7 +155,7 @@ setup() {
 	refurb-plan -q -b 8 -e 0-1 train.evict | refurb-partial -q -c "$T/c" -p "$SPEC" train.idx > /dev/null
 	rm "$T"/c/records
 	rm "$(ls "$T"/c/*.seg | head -n 1)"
-	run sh -c "refurb-plan -q -b 8 -e 2-6 train.evict | refurb-partial -c '$T/c' -p '$SPEC' train.idx > /dev/null"
+	run bash -c "set -o pipefail; refurb-plan -q -b 8 -e 2-6 train.evict | refurb-partial -c '$T/c' -p '$SPEC' train.idx > /dev/null"
 	[ "$status" -eq 0 ]
 	[[ "$output" =~ recomputed\ [1-9] ]]
 	for s in 0 1 2 3 30 59; do
@@ -181,7 +188,8 @@ setup() {
 }
 
 @test "a directory with other files is not taken for a cache" {
-	mkdir "$T/home" && echo precious > "$T/home/notes.txt"
+	mkdir "$T/home"
+	echo precious > "$T/home/notes.txt"
 	run refurb-partial -c "$T/home" -p "$SPEC" train.idx < plan.txt
 	expect_fail 1 "refurb-partial: $T/home: not a refurb cache and not empty"
 	[ -f "$T/home/notes.txt" ]
@@ -197,7 +205,7 @@ setup() {
 @test "garbage instead of a plan" {
 	run sh -c "echo hello | refurb-partial -c '$T/c' -p '$SPEC' train.idx"
 	expect_fail 1 "refurb-partial: (stdin)"
-	run sh -c "head -c 300 plan.txt | refurb-partial -c '$T/c2' -p '$SPEC' train.idx"
+	run bash -c "set -o pipefail; head -c 300 plan.txt | refurb-partial -c '$T/c2' -p '$SPEC' train.idx"
 	[ "$status" -eq 1 ]
 }
 
@@ -207,7 +215,8 @@ setup() {
 	refurb-evict -q -r 3 -s 7 -o "$T/t.evict" "$T/t.idx"
 	victim=$(refurb-dump "$T/t.idx" | grep -v '^#' | sed -n 5p | cut -f8)
 	id=$(refurb-dump "$T/t.idx" | grep -v '^#' | sed -n 5p | cut -f1)
-	head -c 2000 "$T/ds/$victim" > "$T/x" && mv "$T/x" "$T/ds/$victim"
+	head -c 2000 "$T/ds/$victim" > "$T/x"
+	mv "$T/x" "$T/ds/$victim"
 	refurb-plan -q -b 8 -e 0-5 "$T/t.evict" > "$T/p"
 	run sh -c "refurb-partial --max-bad 2% -c '$T/c' -p '$SPEC' '$T/t.idx' < '$T/p' > '$T/a'"
 	[ "$status" -eq 0 ]
@@ -268,7 +277,8 @@ setup() {
 }
 
 @test "the reader closing the stream stops it cleanly, resumable" {
-	run sh -c "refurb-partial -c '$T/c' -p '$SPEC' train.idx < plan.txt | head -n 3 > /dev/null"
+	# pipefail: the status is refurb-partial's, not head's
+	run bash -c "set -o pipefail; refurb-partial -c '$T/c' -p '$SPEC' train.idx < plan.txt | head -n 3 > /dev/null"  # lint-bats: allow sigpipe
 	[ "$status" -eq 0 ]
 	run refurb-dump --verify "$T/c"
 	[ "$status" -eq 0 ]
@@ -286,14 +296,15 @@ setup() {
 @test "--stats: a line per batch, misses as planned and computed" {
 	refurb-partial -q -c "$T/c" -p "$SPEC" --stats "$T/s.tsv" train.idx \
 		< plan.txt > /dev/null
-	head -n 1 "$T/s.tsv" | grep -q '^epoch	step	samples	misses	computed	healed	reused	skipped	worker_us	cpu_us$'
+	[ "$(head -n 1 "$T/s.tsv")" = "epoch	step	samples	misses	computed	healed	reused	skipped	worker_us	cpu_us" ]
 	[ "$(sed 1d "$T/s.tsv" | wc -l)" -eq "$(grep -c '^B' plan.txt)" ]
 	# per epoch: planned and computed misses equal the plan's E lines
 	diff <(grep '^E' plan.txt | awk '{print $2, $5}') \
 	     <(sed 1d "$T/s.tsv" | awk '{m[$1] += $4; c[$1] += $5} END {
 		for (e in m) print e, m[e], c[e]}' | sort -n | awk '$2 == $3 {print $1, $2}')
 	# every field is a number
-	! sed 1d "$T/s.tsv" | grep -v '^[0-9]*\(	[0-9]*\)\{9\}$'
+	sed 1d "$T/s.tsv" > "$T/rows"
+	run -1 grep -v '^[0-9]*\(	[0-9]*\)\{9\}$' "$T/rows"
 	run refurb-partial -q -c "$T/c2" -p "$SPEC" --stats /nonexistent/s.tsv train.idx < plan.txt
 	expect_fail 1 "refurb-partial: /nonexistent/s.tsv: cannot open"
 }

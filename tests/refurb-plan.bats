@@ -61,10 +61,12 @@ check_plan() {
 
 @test "--help and --version" {
 	run refurb-plan --help
-	[ "$status" -eq 0 ] && [[ "${lines[0]}" == "Usage: refurb-plan"* ]]
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == "Usage: refurb-plan"* ]]
 	[[ "$output" == *"--diversity"* && "$output" == *"--balance"* ]]
 	run refurb-plan -V
-	[ "$status" -eq 0 ] && [[ "$output" == "refurb-plan (refurb) "* ]]
+	[ "$status" -eq 0 ]
+	[[ "$output" == "refurb-plan (refurb) "* ]]
 }
 
 @test "header line carries what the plan was made from" {

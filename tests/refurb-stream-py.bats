@@ -57,19 +57,23 @@ EOF
 @test "round trip: uint8 NHWC, the default" {
 	"$W" -o "$T/s"
 	run verify "$T/s"
-	[ "$status" -eq 0 ] && [ "$output" = "20 (1, 2)" ]
+	[ "$status" -eq 0 ]
+	[ "$output" = "20 (1, 2)" ]
 }
 
 @test "round trip: float32 NCHW normalized, gray, and every other mix" {
 	"$W" -d f32 -l nchw --normalize -o "$T/s"
 	run verify "$T/s" -d f32 -l nchw --normalize
-	[ "$status" -eq 0 ] && [ "$output" = "20 (1, 2)" ]
+	[ "$status" -eq 0 ]
+	[ "$output" = "20 (1, 2)" ]
 	"$W" -d f32 -C 1 -H 5 -W 7 -b 3 -n 11 -e 2-4 -o "$T/s"
 	run verify "$T/s" -d f32 -n 11
-	[ "$status" -eq 0 ] && [ "$output" = "33 (4, 3)" ]
+	[ "$status" -eq 0 ]
+	[ "$output" = "33 (4, 3)" ]
 	"$W" -l nchw -C 1 -k 5 -b 16 -n 40 -o "$T/s"
 	run verify "$T/s" -l nchw -n 40
-	[ "$status" -eq 0 ] && [ "$output" = "80 (1, 2)" ]
+	[ "$status" -eq 0 ]
+	[ "$output" = "80 (1, 2)" ]
 }
 
 @test "read from a FIFO and from stdin (no seeking)" {
@@ -77,7 +81,8 @@ EOF
 	"$W" -n 50 -b 8 -o "$T/fifo" &
 	run verify "$T/fifo" -n 50
 	wait
-	[ "$status" -eq 0 ] && [ "$output" = "100 (1, 6)" ]
+	[ "$status" -eq 0 ]
+	[ "$output" = "100 (1, 6)" ]
 	run bash -c "'$W' -n 50 -b 8 | '$PY' -m refurb_stream check -"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"ok: 2 epochs, 14 batches, 100 images, 0 skipped frames, ended cleanly"* ]]
@@ -88,7 +93,8 @@ EOF
 	run verify "$T/s"
 	[ "$status" -eq 0 ]
 	run "$PY" -m refurb_stream check "$T/s"
-	[ "$status" -eq 0 ] && [[ "$output" == *"1 skipped frames"* ]]
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"1 skipped frames"* ]]
 	"$W" --critical -o "$T/c"
 	run "$PY" -m refurb_stream check "$T/c"
 	[ "$status" -eq 1 ]
@@ -140,7 +146,8 @@ except r.Truncated as e: print(n, 'Truncated:', e)"
 	cp "$T/s" "$T/p"
 	printf 'X' | dd of="$T/p" bs=1 seek=600 conv=notrunc 2>/dev/null
 	run "$PY" -m refurb_stream check "$T/p"
-	[ "$status" -eq 1 ] && [[ "$output" == *"frame 1 at byte 256: payload checksum mismatch"* ]]
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"frame 1 at byte 256: payload checksum mismatch"* ]]
 	# pixels are not checksummed when iterating without verify=True ...
 	run "$PY" -c "
 import refurb_stream as r
@@ -152,14 +159,17 @@ print(sum(len(b.ids) for b in r.open_stream('$T/p')))"
 	run "$PY" -c "
 import refurb_stream as r
 print(sum(len(b.ids) for b in r.open_stream('$T/l')))"
-	[ "$status" -eq 1 ] && [[ "$output" == *"frame head checksum mismatch"* ]]
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"frame head checksum mismatch"* ]]
 	cp "$T/s" "$T/h"
 	printf 'X' | dd of="$T/h" bs=1 seek=20 conv=notrunc 2>/dev/null
 	run "$PY" -m refurb_stream check "$T/h"
-	[ "$status" -eq 1 ] && [[ "$output" == *"frame 0 at byte 0: frame header checksum mismatch"* ]]
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"frame 0 at byte 0: frame header checksum mismatch"* ]]
 	printf '\x02' | dd of="$T/h" bs=1 seek=7 conv=notrunc 2>/dev/null
 	run "$PY" -m refurb_stream check "$T/h"
-	[ "$status" -eq 1 ] && [[ "$output" == *"format version 2, this reader reads 1"* ]]
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"format version 2, this reader reads 1"* ]]
 	"$W" --duplicate -o "$T/d"
 	run "$PY" -m refurb_stream check "$T/d"
 	[ "$status" -eq 1 ]
@@ -169,12 +179,15 @@ print(sum(len(b.ids) for b in r.open_stream('$T/l')))"
 
 @test "check: usage and unreadable files" {
 	run "$PY" -m refurb_stream
-	[ "$status" -eq 2 ] && [[ "$output" == "usage: python3 -m refurb_stream check STREAM"* ]]
+	[ "$status" -eq 2 ]
+	[[ "$output" == "usage: python3 -m refurb_stream check STREAM"* ]]
 	run "$PY" -m refurb_stream check "$T/none"
-	[ "$status" -eq 1 ] && [ "$output" = "refurb_stream: $T/none: No such file or directory" ]
+	[ "$status" -eq 1 ]
+	[ "$output" = "refurb_stream: $T/none: No such file or directory" ]
 	echo "hello world, not a stream at all, but long enough for a frame header" > "$T/x"
 	run "$PY" -m refurb_stream check "$T/x"
-	[ "$status" -eq 1 ] && [[ "$output" == *"bad magic (not a refurb batch stream)"* ]]
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"bad magic (not a refurb batch stream)"* ]]
 }
 
 @test "RefurbDataset: batches and samples as tensors, without copies; one epoch per for" {

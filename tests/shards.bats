@@ -23,7 +23,8 @@ ids_of() {
 
 @test "--help, usage errors" {
 	run "$RUN" --help
-	[ "$status" -eq 0 ] && [[ "${lines[0]}" == "scripts/run-shards"* ]]
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == "scripts/run-shards"* ]]
 	run "$RUN"
 	expect_fail 2 "run-shards: give N and INDEX"
 	run "$RUN" 0 train.idx

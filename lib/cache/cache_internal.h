@@ -1,6 +1,7 @@
 /*
- * cache_internal.h - the writer's state, shared by cache.c (appending,
- * eviction, compaction), cache_recover.c (checkpoint and recovery) and
+ * cache_internal.h - the writer's state, shared by cache_writer.c (appending,
+ * eviction, compaction), cache_table.c (segments and entries),
+ * cache_checkpoint.c (the checkpoint), cache_recover.c (recovery) and
  * cache_files.c (manifest, segment headers, listing).
  */
 #ifndef REFURB_CACHE_INTERNAL_H
@@ -19,6 +20,12 @@
 #define READERS_NAME "readers" /* readers hold a shared flock on it */
 #define WRITE_BUFFER_FLUSH ((size_t)4 << 20)
 #define DEAD_SINCE_UNKNOWN UINT64_MAX
+
+/* the checkpoint file (refurb-cache(5)): magic, sizes of its parts */
+#define CKPT_MAGIC "RFBCREC\x01"
+#define CKPT_HEADER 64
+#define CKPT_SEG 40
+#define CKPT_ENTRY 24
 
 struct seg {
 	uint32_t id, death;
@@ -91,18 +98,39 @@ int cache_list_segments(const char *dir, uint32_t **ids, size_t *n,
  * killed while writing them left (call with the lock held). */
 void cache_remove_temporaries(const char *dir);
 
-/* cache.c */
+/* cache_table.c */
 struct seg *cache_find_seg(rfb_cache *c, uint32_t id);
 struct seg *cache_add_seg(rfb_cache *c, uint32_t id, uint32_t death,
 			  rfb_err *err);
 void cache_set_entry(rfb_cache *c, uint32_t sample, uint32_t seg,
 		     uint64_t offset, uint32_t length, uint32_t write_epoch,
 		     uint32_t death);
+/* How many samples have a record. */
+size_t cache_live_entries(const rfb_cache *c);
+
+/* cache_checkpoint.c */
+
+/* A checkpoint file loaded and checked (its magic, sizes, checksums and
+ * segment table); the tables point into data (malloc'ed, the caller's). */
+struct ckpt {
+	unsigned char *data;
+	size_t len;
+	uint64_t manifest_hash;
+	uint32_t samples, entries, segments, next_id, epoch;
+	uint64_t step, appended, written;
+	const unsigned char *seg_table, *entry_table;
+};
+
+/* Load DIR's checkpoint into *k: 0, RFB_ENOTFOUND when there is none, or
+ * a negative RFB_E* code with err filled (k->data freed by the caller). */
+int cache_ckpt_load(const char *dir, struct ckpt *k, rfb_err *err);
+/* Wait for the background checkpoint job, if any; its result. */
+int cache_ckpt_join(rfb_cache *c, rfb_err *err);
+/* Hand the fsyncs and the checkpoint of c as it is now to a job (run by
+ * a thread when background, else here); c is flushed and has no job. */
+int cache_ckpt_begin(rfb_cache *c, int background, rfb_err *err);
 
 /* cache_recover.c */
 int cache_recover(rfb_cache *c, struct rfb_cache_recovery *rec, rfb_err *err);
-/* The checkpoint file of c as it is now: *data malloc'ed. */
-int cache_build_checkpoint(const rfb_cache *c, unsigned char **data,
-			   size_t *len, rfb_err *err);
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * cache_recover.c - the record index checkpoint and recovery after a
- * crash (refurb-cache(5), "Durability"): load the last checkpoint, scan
+ * cache_recover.c - recovery after a crash (refurb-cache(5),
+ * "Durability"): load the last checkpoint (cache_checkpoint.c), scan
  * what segments gained after it, cut torn tails, drop what is gone.
  */
 #include <errno.h>
@@ -16,155 +16,7 @@
 #include "refurb/checksum.h"
 #include "refurb/io.h"
 
-#define CKPT_MAGIC "RFBCREC\x01"
-#define CKPT_HEADER 64
-#define CKPT_SEG 40
-#define CKPT_ENTRY 24
 #define SCAN_BUF ((size_t)4 << 20)
-
-/* ---- writing the checkpoint ---- */
-
-static size_t live_entries(const rfb_cache *c)
-{
-	size_t n = 0;
-
-	for (uint32_t i = 0; i < c->man.samples; i++)
-		n += c->entries[i].seg != RFB_CACHE_NO_SEGMENT;
-	return n;
-}
-
-int cache_build_checkpoint(const rfb_cache *c, unsigned char **data,
-			   size_t *len_out, rfb_err *err)
-{
-	size_t ne = live_entries(c), len;
-	unsigned char *b, *p;
-
-	len = CKPT_HEADER + c->nsegs * CKPT_SEG + ne * CKPT_ENTRY + 4;
-	if (!(b = calloc(1, len)))
-		return rfb_err_set(err, RFB_ENOMEM, c->dir, "out of memory");
-	memcpy(b, CKPT_MAGIC, 8);
-	rfb_put_le64(b + 8, c->manifest_hash);
-	rfb_put_le32(b + 16, c->man.samples);
-	rfb_put_le32(b + 20, (uint32_t)ne);
-	rfb_put_le32(b + 24, (uint32_t)c->nsegs);
-	rfb_put_le32(b + 28, c->next_id);
-	rfb_put_le64(b + 32, c->step);
-	rfb_put_le32(b + 40, c->epoch);
-	rfb_put_le64(b + 44, c->base_appended + c->st.appended_bytes);
-	rfb_put_le64(b + 52, c->base_written + c->st.written_bytes);
-	rfb_put_le32(b + 60, rfb_crc32c(0, b, 60));
-	p = b + CKPT_HEADER;
-	for (size_t i = 0; i < c->nsegs; i++, p += CKPT_SEG) {
-		const struct seg *s = &c->segs[i];
-		rfb_put_le32(p, s->id);
-		rfb_put_le32(p + 4, s->death);
-		rfb_put_le32(p + 8, (uint32_t)s->dead);
-		rfb_put_le64(p + 16, s->durable);
-		rfb_put_le64(p + 24, s->dead_since);
-	}
-	for (uint32_t i = 0; i < c->man.samples; i++) {
-		const struct entry *e = &c->entries[i];
-		if (e->seg == RFB_CACHE_NO_SEGMENT)
-			continue;
-		rfb_put_le32(p, i);
-		rfb_put_le32(p + 4, e->seg);
-		rfb_put_le64(p + 8, e->offset);
-		rfb_put_le32(p + 16, e->length);
-		rfb_put_le32(p + 20, e->write_epoch);
-		p += CKPT_ENTRY;
-	}
-	rfb_put_le32(p, rfb_crc32c(0, b + CKPT_HEADER, len - CKPT_HEADER - 4));
-	*data = b;
-	*len_out = len;
-	return 0;
-}
-
-/* ---- reading it ---- */
-
-struct ckpt {
-	unsigned char *data;
-	size_t len;
-	uint64_t manifest_hash;
-	uint32_t samples, entries, segments, next_id, epoch;
-	uint64_t step, appended, written;
-	const unsigned char *seg_table, *entry_table;
-};
-
-static int ckpt_load(const char *dir, struct ckpt *k, rfb_err *err)
-{
-	char path[4200];
-	unsigned char *b;
-	int rc;
-
-	snprintf(path, sizeof path, "%s/" CHECKPOINT_NAME, dir);
-	memset(k, 0, sizeof *k);
-	rc = rfb_file_load(path, (size_t)1 << 40, &k->data, &k->len, err);
-	if (rc == RFB_EIO && err && err->sys_errno == ENOENT)
-		return RFB_ENOTFOUND;
-	if (rc)
-		return rc;
-	b = k->data;
-	if (k->len < CKPT_HEADER + 4 || memcmp(b, CKPT_MAGIC, 8) != 0 ||
-	    rfb_crc32c(0, b, 60) != rfb_get_le32(b + 60))
-		return rfb_err_set(err, RFB_EFORMAT, path,
-				   "record index checkpoint is corrupt");
-	k->manifest_hash = rfb_get_le64(b + 8);
-	k->samples = rfb_get_le32(b + 16);
-	k->entries = rfb_get_le32(b + 20);
-	k->segments = rfb_get_le32(b + 24);
-	k->next_id = rfb_get_le32(b + 28);
-	k->step = rfb_get_le64(b + 32);
-	k->epoch = rfb_get_le32(b + 40);
-	k->appended = rfb_get_le64(b + 44);
-	k->written = rfb_get_le64(b + 52);
-	if (CKPT_HEADER + (uint64_t)k->segments * CKPT_SEG +
-		    (uint64_t)k->entries * CKPT_ENTRY + 4 != k->len ||
-	    rfb_crc32c(0, b + CKPT_HEADER, k->len - CKPT_HEADER - 4) !=
-		    rfb_get_le32(b + k->len - 4))
-		return rfb_err_set(err, RFB_ECHECKSUM, path,
-				   "record index checkpoint is corrupt");
-	k->seg_table = b + CKPT_HEADER;
-	k->entry_table = k->seg_table + (size_t)k->segments * CKPT_SEG;
-	/* the writer's table is sorted and has no duplicate; an id equal to
-	 * RFB_CACHE_NO_SEGMENT would be taken for "no record" */
-	for (uint32_t i = 0, prev = 0; i < k->segments; i++) {
-		uint32_t id = rfb_get_le32(k->seg_table + (size_t)i * CKPT_SEG);
-		if (id == RFB_CACHE_NO_SEGMENT || (i && id <= prev))
-			return rfb_err_set(err, RFB_EFORMAT, path,
-					   "record index checkpoint is corrupt "
-					   "(segment table)");
-		prev = id;
-	}
-	return 0;
-}
-
-int rfb_cache_read_checkpoint(const char *dir,
-			      void (*fn)(void *ctx, uint32_t sample,
-					 const struct rfb_cache_entry *e),
-			      void *ctx, struct rfb_cache_checkpoint_info *info,
-			      rfb_err *err)
-{
-	struct ckpt k;
-	int rc = ckpt_load(dir, &k, err);
-
-	if (rc == 0 && info) {
-		info->epoch = k.epoch;
-		info->global_step = k.step;
-		info->entries = k.entries;
-		info->appended_bytes = k.appended;
-		info->written_bytes = k.written;
-	}
-	for (uint32_t i = 0; rc == 0 && fn && i < k.entries; i++) {
-		const unsigned char *p = k.entry_table + (size_t)i * CKPT_ENTRY;
-		struct rfb_cache_entry e = { { rfb_get_le32(p + 4),
-					       rfb_get_le32(p + 16),
-					       rfb_get_le64(p + 8) },
-					     rfb_get_le32(p + 20), 0 };
-		fn(ctx, rfb_get_le32(p), &e);
-	}
-	free(k.data);
-	return rc;
-}
 
 /* Take segments and entries from a checkpoint that belongs to this cache.
  * Entries shorter than a record header or not inside their segment's
@@ -321,7 +173,7 @@ int cache_recover(rfb_cache *c, struct rfb_cache_recovery *rec, rfb_err *err)
 	rfb_err why = { 0 };
 	uint32_t *ids = NULL;
 	size_t n = 0, j = 0;
-	int rc = ckpt_load(c->dir, &k, &why);
+	int rc = cache_ckpt_load(c->dir, &k, &why);
 
 	if (rc == 0 && k.manifest_hash == c->manifest_hash &&
 	    k.samples == c->man.samples) {
@@ -344,7 +196,7 @@ int cache_recover(rfb_cache *c, struct rfb_cache_recovery *rec, rfb_err *err)
 	}
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		rc = recover_segment(c, ids[i], rec, err);
-	rec->records = live_entries(c);
+	rec->records = cache_live_entries(c);
 out:
 	free(ids);
 	free(k.data);

@@ -1,6 +1,6 @@
 /*
  * index_build.c - building an index in memory and serializing it in the
- * refurb-index(5) layout (the reading side is index.c).
+ * refurb-index(5) layout (the reading side is index_read.c).
  */
 #include <errno.h>
 #include <limits.h>

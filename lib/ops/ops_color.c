@@ -221,26 +221,6 @@ void rfb_ops_color_scalar(const rfb_image *src, rfb_image *dst, float factor)
 	}
 }
 
-void rfb_ops_sharpen_block_scalar(const unsigned char *in, size_t in_stride,
-				  unsigned char *out, size_t out_stride,
-				  int rows, size_t m, size_t d, float factor)
-{
-	for (int r = 0; r < rows; r++) {
-		/* one column to the left, so that sample i - d exists */
-		const unsigned char *row = in + (size_t)r * in_stride - d;
-		const unsigned char *above = row - in_stride, *below = row + in_stride;
-		unsigned char *o = out + (size_t)r * out_stride - d;
-		size_t i = d;
-
-		for (; i + BLOCK <= m + d; i += BLOCK)
-			for (size_t k = 0; k < BLOCK; k++)
-				o[i + k] = rfb_pil_sharpen(above, row, below, i + k,
-							   d, factor);
-		for (; i < m + d; i++)
-			o[i] = rfb_pil_sharpen(above, row, below, i, d, factor);
-	}
-}
-
 /* The rows [y0, y1) x columns [x0, x1) (image coordinates) of src, placed
  * at sp, into dst, placed at dp. */
 static void copy_part(const rfb_image *src, const struct rfb_place *sp,

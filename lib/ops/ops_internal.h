@@ -1,5 +1,5 @@
 /*
- * ops_internal.h - the op kernels behind rfb_op_apply() (ops.c), split by
+ * ops_internal.h - the op kernels behind rfb_op_apply() (ops_apply.c), split by
  * concept: ops_color.c (point ops, histograms, ImageEnhance blends) and
  * ops_geometry.c (PIL's affine transform, rotate, transposes).
  *
@@ -94,10 +94,32 @@ void rfb_ops_sharpness_avx2(const rfb_image *src, rfb_image *dst, float factor);
 /* Sharpness's interior: rows [0, rows) of m samples at out (out_stride
  * apart) from the input samples under them at in (in_stride apart), the
  * rows above and below and the samples d (channels) left and right of
- * each readable.  The image border is the caller's (a copy). */
-void rfb_ops_sharpen_block_scalar(const unsigned char *in, size_t in_stride,
-				  unsigned char *out, size_t out_stride,
-				  int rows, size_t m, size_t d, float factor);
+ * each readable.  The image border is the caller's (a copy).  The scalar
+ * one is here so that the AVX2 file can finish its rows with it without
+ * depending on ops_color.c. */
+static inline void rfb_ops_sharpen_block_scalar(const unsigned char *in,
+						size_t in_stride,
+						unsigned char *out,
+						size_t out_stride, int rows,
+						size_t m, size_t d, float factor)
+{
+	enum { BLOCK = 32 }; /* samples per vectorized block */
+
+	for (int r = 0; r < rows; r++) {
+		/* one column to the left, so that sample i - d exists */
+		const unsigned char *row = in + (size_t)r * in_stride - d;
+		const unsigned char *above = row - in_stride, *below = row + in_stride;
+		unsigned char *o = out + (size_t)r * out_stride - d;
+		size_t i = d;
+
+		for (; i + BLOCK <= m + d; i += BLOCK)
+			for (size_t k = 0; k < BLOCK; k++)
+				o[i + k] = rfb_pil_sharpen(above, row, below, i + k,
+							   d, factor);
+		for (; i < m + d; i++)
+			o[i] = rfb_pil_sharpen(above, row, below, i, d, factor);
+	}
+}
 void rfb_ops_sharpen_block_avx2(const unsigned char *in, size_t in_stride,
 				unsigned char *out, size_t out_stride, int rows,
 				size_t m, size_t d, float factor);

@@ -17,11 +17,6 @@
 #include "refurb/decode.h"
 #include "pipeline_run_internal.h"
 
-struct rfb_jpeg_state {
-	rfb_decoder *dec;
-	struct rfb_pipe_decode last;
-};
-
 /* How the decoded pixels become the folded layers' output. */
 enum finish { FIN_NONE, FIN_MAPPED, FIN_BOX };
 
@@ -39,30 +34,12 @@ struct plan {
 	struct rfb_resize_box box;    /* FIN_BOX, in decoded pixels */
 };
 
-static struct rfb_jpeg_state *state(rfb_pipe_ctx *ctx, rfb_err *err)
+/* The context's decoder, created on first use. */
+static rfb_decoder *decoder(rfb_pipe_ctx *ctx, rfb_err *err)
 {
-	if (ctx->jpeg)
-		return ctx->jpeg;
-	ctx->jpeg = calloc(1, sizeof *ctx->jpeg);
-	if (!ctx->jpeg) {
-		rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory for a decoder");
-		return NULL;
-	}
-	ctx->jpeg->dec = rfb_decoder_new(err);
-	if (!ctx->jpeg->dec) {
-		free(ctx->jpeg);
-		ctx->jpeg = NULL;
-	}
-	return ctx->jpeg;
-}
-
-void rfb_pipe_ctx_free_jpeg(rfb_pipe_ctx *ctx)
-{
-	if (!ctx->jpeg)
-		return;
-	rfb_decoder_free(ctx->jpeg->dec);
-	free(ctx->jpeg);
-	ctx->jpeg = NULL;
+	if (!ctx->dec)
+		ctx->dec = rfb_decoder_new(err);
+	return ctx->dec;
 }
 
 void rfb_pipe_ctx_set_scale_ratio(rfb_pipe_ctx *ctx, double min_ratio)
@@ -72,10 +49,7 @@ void rfb_pipe_ctx_set_scale_ratio(rfb_pipe_ctx *ctx, double min_ratio)
 
 void rfb_pipe_ctx_last_decode(const rfb_pipe_ctx *ctx, struct rfb_pipe_decode *d)
 {
-	if (ctx->jpeg)
-		*d = ctx->jpeg->last;
-	else
-		memset(d, 0, sizeof *d);
+	*d = ctx->last;
 }
 
 /* ---- planning ---- */
@@ -232,17 +206,17 @@ static int finish_plan(struct rfb_run *r, const struct plan *pl, rfb_err *err)
 	return rc;
 }
 
-static void record(struct rfb_jpeg_state *st, const struct rfb_jpeg_info *info,
+static void record(struct rfb_pipe_decode *last, const struct rfb_jpeg_info *info,
 		   const struct plan *pl, const rfb_image *img)
 {
-	st->last.image_width = info->width;
-	st->last.image_height = info->height;
-	st->last.scale_denom = pl->opts.scale_denom ? pl->opts.scale_denom : 1;
-	st->last.x = pl->opts.x;
-	st->last.y = pl->opts.y;
-	st->last.width = img->width;
-	st->last.height = img->height;
-	st->last.layers_folded = pl->folded;
+	last->image_width = info->width;
+	last->image_height = info->height;
+	last->scale_denom = pl->opts.scale_denom ? pl->opts.scale_denom : 1;
+	last->x = pl->opts.x;
+	last->y = pl->opts.y;
+	last->width = img->width;
+	last->height = img->height;
+	last->layers_folded = pl->folded;
 }
 
 int rfb_pipe_run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
@@ -250,13 +224,13 @@ int rfb_pipe_run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 		      const struct rfb_pipe_key *key, struct rfb_pipe_out *out,
 		      rfb_err *err)
 {
-	struct rfb_jpeg_state *st = state(ctx, err);
+	rfb_decoder *dec = decoder(ctx, err);
 	struct rfb_run r = { ctx, key, { 0 }, 0, 0, NULL, 0, 0, 0 };
 	struct rfb_jpeg_info info;
 	struct plan pl;
 	int start = 0, rc;
 
-	if (!st)
+	if (!dec)
 		return err ? err->code : RFB_ENOMEM;
 	memset(&pl, 0, sizeof pl);
 	pl.opts.max_pixels = ctx->max_pixels;
@@ -272,15 +246,15 @@ int rfb_pipe_run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 		if (p->layers[0].kind == RFB_F_GRAY)
 			pl.opts.color = RFB_DECODE_GRAY;
 	}
-	rc = rfb_decode_header(st->dec, data, len, &pl.opts, &info, err);
+	rc = rfb_decode_header(dec, data, len, &pl.opts, &info, err);
 	if (rc)
 		return rc;
 	make_plan(ctx, p, start, info.width, info.height, key, &pl);
-	rc = rfb_decode_pixels(st->dec, &pl.opts, &r.cur, &ctx->buf[0], err);
+	rc = rfb_decode_pixels(dec, &pl.opts, &r.cur, &ctx->buf[0], err);
 	if (rc)
 		return rc;
 	r.gray3 = pl.opts.color == RFB_DECODE_KEEP && r.cur.channels == 1;
-	record(st, &info, &pl, &r.cur);
+	record(&ctx->last, &info, &pl, &r.cur);
 	rc = finish_plan(&r, &pl, err);
 	if (pl.windowed) {
 		/* the window plan starts on what the plan made: the window

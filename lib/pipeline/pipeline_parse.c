@@ -18,11 +18,6 @@
 
 #include "pipeline_internal.h"
 
-const char *const rfb_filter_names[RFB_F_COUNT] = {
-	"resize", "centercrop", "crop", "rrcrop", "flip", "randaug",
-	"autoaug", "trivialaug", "normalize", "gray", "rgb",
-};
-
 enum key {
 	K_SIZE, K_MAX_SIZE, K_INTERP, K_PAD, K_FILL, K_PAD_IF_NEEDED, K_SCALE,
 	K_RATIO, K_P, K_N, K_M, K_BINS, K_POLICY, K_MEAN, K_STD, K_PRESET,

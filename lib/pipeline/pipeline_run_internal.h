@@ -1,11 +1,13 @@
 /*
- * pipeline_run_internal.h - the executor's state, shared by pipeline.c (layers
- * on decoded images) and pipeline_jpeg.c (planning and running the
- * decode-time shortcuts).
+ * pipeline_run_internal.h - the executor's state, shared by pipeline_exec.c (layers
+ * on decoded images), pipeline_window.c (augment layers on windows) and
+ * pipeline_jpeg.c (planning and running the decode-time shortcuts); their
+ * common primitives are in pipeline_run.c.
  */
 #ifndef REFURB_PIPELINE_RUN_INTERNAL_H
 #define REFURB_PIPELINE_RUN_INTERNAL_H
 
+#include "refurb/decode.h"
 #include "pipeline_internal.h"
 
 struct rfb_pipe_ctx {
@@ -19,7 +21,8 @@ struct rfb_pipe_ctx {
 	int fast_decode;
 	double scale_ratio;     /* < 0: the decoder's RFB_DECODE_MIN_RATIO */
 	uint64_t max_pixels;
-	struct rfb_jpeg_state *jpeg; /* pipeline_jpeg.c's, created on first use */
+	rfb_decoder *dec;       /* pipeline_jpeg.c's, created on first use */
+	struct rfb_pipe_decode last; /* what the last JPEG run decoded */
 };
 
 /*
@@ -79,6 +82,14 @@ int rfb_win_augment(struct rfb_run *r, const struct rfb_layer *l, int position,
  * view); the run leaves window mode. */
 void rfb_win_crop(struct rfb_run *r);
 
+/* ---- pipeline_run.c ---- */
+
+/* A gray3 image may stay gray through a layer filling with fill. */
+static inline int rfb_run_gray_fill(const unsigned char *fill)
+{
+	return !fill || (fill[0] == fill[1] && fill[1] == fill[2]);
+}
+
 /* Replicate a gray3 image into three real channels (nothing otherwise). */
 int rfb_run_expand(struct rfb_run *r, rfb_err *err);
 
@@ -105,8 +116,5 @@ int rfb_run_layers(struct rfb_run *r, const rfb_pipeline *p, int from,
  * ends in normalize). */
 int rfb_run_finish(struct rfb_run *r, const rfb_pipeline *p,
 		   struct rfb_pipe_out *out, rfb_err *err);
-
-/* Free pipeline_jpeg.c's state of ctx (NULL state accepted). */
-void rfb_pipe_ctx_free_jpeg(rfb_pipe_ctx *ctx);
 
 #endif

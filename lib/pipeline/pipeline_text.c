@@ -9,6 +9,14 @@
 
 #include "pipeline_internal.h"
 
+/* The filters' names, which the parser reads and the canonical text
+ * writes (here, so that the parser depends on this file and not the
+ * other way round). */
+const char *const rfb_filter_names[RFB_F_COUNT] = {
+	"resize", "centercrop", "crop", "rrcrop", "flip", "randaug",
+	"autoaug", "trivialaug", "normalize", "gray", "rgb",
+};
+
 /* ---- canonical text ---- */
 
 struct out {

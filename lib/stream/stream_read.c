@@ -3,7 +3,7 @@
  * refurb-stream(5)).  Input comes from an fd, read strictly in order (a
  * pipe or FIFO works), or from memory (fuzzing, tests).  Every length is
  * checked against the limits and the HEADER before a buffer is sized for
- * it; every byte is checksummed; the sequence rules are stream.c's.
+ * it; every byte is checksummed; the sequence rules are stream_frame.c's.
  */
 #include <errno.h>
 #include <stdio.h>

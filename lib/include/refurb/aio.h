@@ -37,6 +37,9 @@
  * read buffer (one arena per reader, so one per in-flight batch) grows to
  * the largest batch seen and never shrinks, so the steady state allocates
  * nothing.
+ *
+ * Internal to librefurb (its stages use it; tests too): not installed,
+ * not in refurb.h.
  */
 #ifndef REFURB_AIO_H
 #define REFURB_AIO_H

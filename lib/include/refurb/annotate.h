@@ -10,6 +10,9 @@
  *
  * Header keys added: cache= index-file= root= partial= aug-seed= codec=,
  * values percent-encoded (bytes outside '!'..'~' and '%' become %XX).
+ *
+ * Internal to librefurb (its stages use it; tests too): not installed,
+ * not in refurb.h.
  */
 #ifndef REFURB_ANNOTATE_H
 #define REFURB_ANNOTATE_H

@@ -6,6 +6,9 @@
  * pipeline buffers, codec ...), so tasks reuse per-thread buffers and
  * allocate nothing in the steady state.  Tasks are intrusive: the caller
  * embeds struct rfb_task in its own job and owns its memory.
+ *
+ * Internal to librefurb (its stages use it; tests too): not installed,
+ * not in refurb.h.
  */
 #ifndef REFURB_POOL_H
 #define REFURB_POOL_H

@@ -1,14 +1,14 @@
 /*
  * refurb.h - librefurb, the library under the refurb programs.
- * Includes every public header.
+ * Includes every installed header.  aio.h, annotate.h and pool.h are
+ * the library's own (the stages' batch reader, plan annotation and
+ * thread pool): they sit beside the others but are not installed.
  */
 #ifndef REFURB_REFURB_H
 #define REFURB_REFURB_H
 
 #define RFB_VERSION "0.1.0"
 
-#include "refurb/aio.h"
-#include "refurb/annotate.h"
 #include "refurb/augment.h"
 #include "refurb/bytes.h"
 #include "refurb/cache.h"
@@ -25,7 +25,6 @@
 #include "refurb/partial.h"
 #include "refurb/pipeline.h"
 #include "refurb/plan.h"
-#include "refurb/pool.h"
 #include "refurb/progress.h"
 #include "refurb/record.h"
 #include "refurb/resize.h"

@@ -1,7 +1,7 @@
 /*
- * scan.c - finding the candidate files of an index: the ImageFolder walk
+ * index_scan.c - finding the candidate files of an index: the ImageFolder walk
  * with torchvision's ordering, and list/TSV parsing (see scan.h).  Reading
- * their headers is probe.c's job.
+ * their headers is index_probe.c's job.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "refurb/io.h"
-#include "scan_internal.h"
+#include "index_scan_internal.h"
 
 /* torchvision.datasets.folder.IMG_EXTENSIONS */
 static const char *const image_ext[] = { ".jpg", ".jpeg", ".png", ".ppm",

@@ -1,5 +1,5 @@
 /*
- * aio.c - the batched reader of cache records: one io_submit per batch,
+ * cache_reader.c - the batched reader of cache records: one io_submit per batch,
  * aligned windows for O_DIRECT, per-record checks (see aio.h).
  *
  * Life of a batch: prepare_slot() checks each address and finds its

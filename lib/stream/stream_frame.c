@@ -1,5 +1,5 @@
 /*
- * stream.c - the parts of the batch stream that the writer
+ * stream_frame.c - the parts of the batch stream that the writer
  * (stream_write.c) and the reader (stream_read.c) share: frame headers,
  * the HEADER payload, limits, and the sequence rules.  Layout in
  * refurb-stream(5).

@@ -1,5 +1,5 @@
 /*
- * sheet.c - contact sheets (see sheet.h).
+ * contact_sheet.c - contact sheets (see sheet.h).
  */
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /*
- * record.c - encoding, checking and decoding cache records (see
+ * cache_record.c - encoding, checking and decoding cache records (see
  * record.h; layout in refurb-cache(5)).
  */
 #include <stdio.h>

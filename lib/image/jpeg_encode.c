@@ -1,5 +1,5 @@
 /*
- * encode.c - JPEG encoding through TurboJPEG (see encode.h).
+ * jpeg_encode.c - JPEG encoding through TurboJPEG (see encode.h).
  *
  * The caller's buffer is grown to tjBufSize() (TurboJPEG's worst case for
  * the image) before compressing, and tjCompress2() is told never to

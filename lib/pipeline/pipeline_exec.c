@@ -1,5 +1,5 @@
 /*
- * pipeline.c - running a parsed pipeline on a decoded image (see
+ * pipeline_exec.c - running a parsed pipeline on a decoded image (see
  * pipeline.h).  Layers write into two ping-pong buffers of the context;
  * crops that stay inside the image are views (no copy), a flip is the
  * copy out of such a view, so a typical pipeline copies each image only
@@ -37,7 +37,7 @@ void rfb_pipe_ctx_free(rfb_pipe_ctx *ctx)
 		rfb_imgbuf_free(&ctx->buf[i]);
 	rfb_resizer_free(ctx->rz);
 	free(ctx->tensor);
-	rfb_pipe_ctx_free_jpeg(ctx);
+	rfb_decoder_free(ctx->dec);
 	free(ctx);
 }
 
@@ -49,49 +49,6 @@ void rfb_pipe_ctx_set_fast_decode(rfb_pipe_ctx *ctx, int on)
 void rfb_pipe_ctx_set_max_pixels(rfb_pipe_ctx *ctx, uint64_t max_pixels)
 {
 	ctx->max_pixels = max_pixels;
-}
-
-/* ---- the run state ---- */
-
-/* A fresh w x h x c image in a buffer that does not hold the current one. */
-int rfb_run_target(struct rfb_run *r, int w, int h, int c, rfb_image *dst,
-		   int *slot, rfb_err *err)
-{
-	int i = 0;
-
-	if (i == r->cur_buf)
-		i++;
-	*slot = i;
-	return rfb_image_alloc(dst, &r->ctx->buf[i], w, h, c, err);
-}
-
-void rfb_run_take(struct rfb_run *r, const rfb_image *img, int slot)
-{
-	r->cur = *img;
-	r->cur_buf = slot;
-}
-
-int rfb_run_expand(struct rfb_run *r, rfb_err *err)
-{
-	rfb_image dst;
-	int slot, rc;
-
-	if (!r->gray3)
-		return 0;
-	rc = rfb_run_target(r, r->cur.width, r->cur.height, 3, &dst, &slot, err);
-	if (!rc)
-		rc = rfb_to_rgb(&r->cur, &dst, err);
-	if (!rc) {
-		rfb_run_take(r, &dst, slot);
-		r->gray3 = 0;
-	}
-	return rc;
-}
-
-/* A gray3 image may stay gray through a layer filling with fill. */
-static int gray_fill(const unsigned char *fill)
-{
-	return !fill || (fill[0] == fill[1] && fill[1] == fill[2]);
 }
 
 /* ---- layers ---- */
@@ -112,28 +69,6 @@ static int run_resize(struct rfb_run *r, const struct rfb_layer *l, rfb_err *err
 	rc = rfb_run_target(r, w, h, r->cur.channels, &dst, &slot, err);
 	if (!rc)
 		rc = rfb_resize(r->ctx->rz, &r->cur, &dst, l->interp, err);
-	if (!rc)
-		rfb_run_take(r, &dst, slot);
-	return rc;
-}
-
-/* Crop the current image to rect: a view when inside, else a padded copy. */
-int rfb_run_crop(struct rfb_run *r, const struct rfb_rect *rect,
-		 const unsigned char *fill, rfb_err *err)
-{
-	rfb_image dst;
-	int slot, rc;
-
-	if (rfb_rect_inside(rect, r->cur.width, r->cur.height)) {
-		r->cur = rfb_crop_view(&r->cur, rect);
-		return 0;
-	}
-	if (!gray_fill(fill) && (rc = rfb_run_expand(r, err)))
-		return rc;
-	rc = rfb_run_target(r, rect->width, rect->height, r->cur.channels, &dst,
-			    &slot, err);
-	if (!rc)
-		rc = rfb_crop(&r->cur, rect, fill, &dst, err);
 	if (!rc)
 		rfb_run_take(r, &dst, slot);
 	return rc;
@@ -202,7 +137,7 @@ static int run_augment(struct rfb_run *r, const struct rfb_layer *l,
 	struct rfb_aug_op ops[2];
 	int n, rc = 0;
 
-	if (!gray_fill(l->fill) && (rc = rfb_run_expand(r, err)))
+	if (!rfb_run_gray_fill(l->fill) && (rc = rfb_run_expand(r, err)))
 		return rc;
 	if (r->win && position >= r->win->first && position < r->win->crop)
 		return rfb_win_augment(r, l, position, err);
@@ -237,30 +172,6 @@ static int run_channels(struct rfb_run *r, int channels, rfb_err *err)
 	if (!rc)
 		rfb_run_take(r, &dst, slot);
 	return rc;
-}
-
-void rfb_layer_rng(const struct rfb_pipe_key *k, int position, rfb_rng *rng)
-{
-	rfb_rng_init(rng, k->seed, k->epoch, k->sample,
-		     k->stage_base + (uint32_t)position);
-}
-
-int rfb_layer_crop_rect(const struct rfb_layer *l, int position, int w, int h,
-			const struct rfb_pipe_key *key, struct rfb_rect *r)
-{
-	rfb_rng rng;
-
-	if (l->kind == RFB_F_CENTERCROP) {
-		*r = rfb_centercrop_rect(w, h, l->height, l->width);
-	} else if (l->kind == RFB_F_CROP) {
-		rfb_layer_rng(key, position, &rng);
-		if (rfb_randcrop_rect(&rng, w, h, l->height, l->width, &l->pad,
-				      l->pad_if_needed, r, NULL))
-			return 0;
-	} else {
-		return 0;
-	}
-	return rfb_rect_inside(r, w, h);
 }
 
 int rfb_run_layer(struct rfb_run *r, const struct rfb_layer *l, int position,

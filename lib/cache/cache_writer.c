@@ -1,5 +1,5 @@
 /*
- * cache.c - the cache writer: lock, manifest check, appending through
+ * cache_writer.c - the cache writer: lock, manifest check, appending through
  * write queues (one pwritev per segment, no copy) into segments grouped
  * by death epoch, eviction by segment death, delayed deletion and
  * compaction (see cache.h, refurb-cache(5)).
@@ -19,74 +19,7 @@
 
 #define COMPACT_LIVE_RATIO 0.5 /* compact segments less than half live */
 
-/* ---- segments and entries ---- */
-
-struct seg *cache_find_seg(rfb_cache *c, uint32_t id)
-{
-	size_t lo = 0, hi = c->nsegs;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (c->segs[mid].id == id)
-			return &c->segs[mid];
-		if (c->segs[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
-/* Insert a segment in id order (ids are usually appended in order). */
-struct seg *cache_add_seg(rfb_cache *c, uint32_t id, uint32_t death,
-			  rfb_err *err)
-{
-	size_t pos = c->nsegs;
-	struct seg *s;
-
-	if (c->nsegs == c->cap_segs) {
-		size_t cap = c->cap_segs ? c->cap_segs * 2 : 16;
-		struct seg *ns = realloc(c->segs, cap * sizeof *ns);
-		if (!ns) {
-			rfb_err_set(err, RFB_ENOMEM, c->dir, "out of memory");
-			return NULL;
-		}
-		c->segs = ns;
-		c->cap_segs = cap;
-	}
-	while (pos > 0 && c->segs[pos - 1].id > id)
-		pos--;
-	memmove(c->segs + pos + 1, c->segs + pos,
-		(c->nsegs - pos) * sizeof *c->segs);
-	s = &c->segs[pos];
-	memset(s, 0, sizeof *s);
-	s->id = id;
-	s->death = death;
-	s->fd = -1;
-	s->dead_since = DEAD_SINCE_UNKNOWN;
-	c->nsegs++;
-	if (id >= c->next_id)
-		c->next_id = id + 1;
-	return s;
-}
-
-void cache_set_entry(rfb_cache *c, uint32_t sample, uint32_t seg,
-		     uint64_t offset, uint32_t length, uint32_t write_epoch,
-		     uint32_t death)
-{
-	struct entry *e = &c->entries[sample];
-	struct seg *s;
-
-	if (e->seg != RFB_CACHE_NO_SEGMENT && (s = cache_find_seg(c, e->seg)))
-		s->live -= e->length;
-	e->seg = seg;
-	e->offset = offset;
-	e->length = length;
-	e->write_epoch = write_epoch;
-	e->death = death;
-	if (seg != RFB_CACHE_NO_SEGMENT && (s = cache_find_seg(c, seg)))
-		s->live += length;
-}
+/* ---- entries ---- */
 
 int rfb_cache_lookup(const rfb_cache *c, uint32_t sample,
 		     struct rfb_cache_entry *out)
@@ -633,121 +566,27 @@ fail:
 	return NULL;
 }
 
-/* ---- checkpoints, written in the background ---- */
+/* ---- checkpoints (cache_checkpoint.c) ---- */
 
-static void *ckpt_main(void *arg)
+/* Wait for the background checkpoint, flush, and hand the fsyncs and the
+ * checkpoint of the cache as it is now to a job. */
+static int checkpoint(rfb_cache *c, int background, rfb_err *err)
 {
-	struct ckpt_job *k = arg;
-	char path[4200];
-
-	k->rc = 0;
-	for (size_t i = 0; i < k->nfds && !k->rc; i++)
-		if (fsync(k->fds[i]) < 0) {
-			rfb_cache_segment_path(k->dir, k->ids[i], path, sizeof path);
-			k->rc = rfb_err_sys(&k->err, errno, path, "fsync failed");
-		}
-	snprintf(path, sizeof path, "%s/" CHECKPOINT_NAME, k->dir);
-	if (!k->rc && k->sync_dir)
-		k->rc = rfb_fsync_parent(path, &k->err);
-	/* segments first: the checkpoint names only durable records */
-	if (!k->rc)
-		k->rc = rfb_file_replace(path, k->data, k->len, &k->err);
-	return NULL;
-}
-
-static void ckpt_release(struct ckpt_job *k)
-{
-	for (size_t i = 0; i < k->nfds; i++)
-		close(k->fds[i]);
-	free(k->fds);
-	free(k->ids);
-	free(k->data);
-	k->fds = NULL;
-	k->ids = NULL;
-	k->data = NULL;
-	k->nfds = 0;
-}
-
-/* The job's result, once it has run.  On failure its segments are not
- * known to be synced after all: the next checkpoint fsyncs them again. */
-static int ckpt_finish(rfb_cache *c, rfb_err *err)
-{
-	struct ckpt_job *k = &c->ck;
-	struct seg *s;
-	int rc = k->rc;
-
-	k->running = 0;
-	for (size_t i = 0; rc && i < k->nfds; i++)
-		if ((s = cache_find_seg(c, k->ids[i])))
-			s->synced = 0;
-	ckpt_release(k);
-	if (rc && err)
-		*err = k->err;
-	return rc;
-}
-
-/* Wait for the background checkpoint, if any; its result. */
-static int ckpt_join(rfb_cache *c, rfb_err *err)
-{
-	if (!c->ck.running)
-		return 0;
-	pthread_join(c->ck.thread, NULL);
-	return ckpt_finish(c, err);
-}
-
-/* Flush, and hand the fsyncs and the checkpoint of the cache as it is now
- * to a job (run by a thread when background, else here). */
-static int ckpt_begin(rfb_cache *c, int background, rfb_err *err)
-{
-	struct ckpt_job *k = &c->ck;
-	size_t n = 0;
 	int rc;
 
-	if ((rc = ckpt_join(c, err)) || (rc = rfb_cache_flush(c, err)))
+	if ((rc = cache_ckpt_join(c, err)) || (rc = rfb_cache_flush(c, err)))
 		return rc;
-	for (size_t i = 0; i < c->nsegs; i++)
-		n += c->segs[i].durable != c->segs[i].synced && c->segs[i].fd >= 0;
-	k->fds = malloc((n ? n : 1) * sizeof *k->fds);
-	k->ids = malloc((n ? n : 1) * sizeof *k->ids);
-	if (!k->fds || !k->ids) {
-		ckpt_release(k);
-		return rfb_err_set(err, RFB_ENOMEM, c->dir, "out of memory");
-	}
-	for (size_t i = 0; i < c->nsegs; i++) {
-		struct seg *s = &c->segs[i];
-		if (s->durable == s->synced || s->fd < 0)
-			continue;
-		/* a copy: the segment may be closed or deleted meanwhile */
-		if ((k->fds[k->nfds] = dup(s->fd)) < 0) {
-			ckpt_release(k);
-			return rfb_err_sys(err, errno, c->dir, "cannot dup a segment");
-		}
-		k->ids[k->nfds++] = s->id;
-		s->synced = s->durable;
-	}
-	k->sync_dir = c->dir_dirty;
-	c->dir_dirty = 0;
-	k->dir = c->dir;
-	if ((rc = cache_build_checkpoint(c, &k->data, &k->len, err))) {
-		ckpt_release(k);
-		return rc;
-	}
-	k->running = 1;
-	if (!background || pthread_create(&k->thread, NULL, ckpt_main, k) != 0) {
-		ckpt_main(k);
-		return ckpt_finish(c, err);
-	}
-	return 0;
+	return cache_ckpt_begin(c, background, err);
 }
 
 int rfb_cache_checkpoint_start(rfb_cache *c, rfb_err *err)
 {
-	return ckpt_begin(c, 1, err);
+	return checkpoint(c, 1, err);
 }
 
 int rfb_cache_checkpoint(rfb_cache *c, rfb_err *err)
 {
-	return ckpt_begin(c, 0, err);
+	return checkpoint(c, 0, err);
 }
 
 int rfb_cache_close(rfb_cache *c, rfb_err *err)

@@ -1,7 +1,7 @@
 /*
- * probe.c - reading the headers of an index's candidate files in
+ * index_probe.c - reading the headers of an index's candidate files in
  * parallel and building the index from the good ones (see
- * scan_internal.h).  Bad files are reported in candidate order, from the
+ * index_scan_internal.h).  Bad files are reported in candidate order, from the
  * calling thread, so the messages and the index never depend on the
  * thread count.
  */
@@ -17,7 +17,7 @@
 
 #include "refurb/io.h"
 #include "refurb/jpeg.h"
-#include "scan_internal.h"
+#include "index_scan_internal.h"
 
 #define FIRST_READ 16384 /* enough for the header of most files */
 

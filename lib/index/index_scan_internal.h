@@ -1,7 +1,7 @@
 /*
- * scan_internal.h - what the two halves of scanning share: the list of
- * candidate files (scan.c finds them) and the header reading that turns
- * them into an index (probe.c).
+ * index_scan_internal.h - what the two halves of scanning share: the list of
+ * candidate files (index_scan.c finds them) and the header reading that turns
+ * them into an index (index_probe.c).
  */
 #ifndef REFURB_SCAN_INTERNAL_H
 #define REFURB_SCAN_INTERNAL_H

@@ -1,5 +1,5 @@
 /*
- * sched.c - the eviction schedule: the shard partition, the balanced and
+ * schedule.c - the eviction schedule: the shard partition, the balanced and
  * reference-count policies, and the refurb-schedule(5) file (see sched.h).
  */
 #include <math.h>

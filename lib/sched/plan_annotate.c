@@ -1,5 +1,5 @@
 /*
- * annotate.c - cache annotations of the plan stream (see annotate.h).
+ * plan_annotate.c - cache annotations of the plan stream (see annotate.h).
  */
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /*
- * index.c - the dataset index: building, serializing, opening and
- * verifying (byte layout in refurb-index(5), API in index.h).
+ * index_read.c - the dataset index: opening and verifying an index file
+ * (building it is index_build.c; byte layout in refurb-index(5), API in index.h).
  */
 #include <errno.h>
 #include <limits.h>

@@ -1,5 +1,5 @@
 /*
- * decode.c - JPEG decoding through libjpeg-turbo's libjpeg API (see
+ * jpeg_decode.c - JPEG decoding through libjpeg-turbo's libjpeg API (see
  * decode.h).
  *
  * The libjpeg API, not TurboJPEG, because it has what the partial

@@ -1,5 +1,5 @@
 /*
- * jpeg.c - JPEG header probe through TurboJPEG (see jpeg.h).
+ * jpeg_probe.c - JPEG header probe through TurboJPEG (see jpeg.h).
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * ops.c - rfb_op_apply(): argument checks and dispatch to the kernels of
+ * ops_apply.c - rfb_op_apply(): argument checks and dispatch to the kernels of
  * ops_color.c and ops_geometry.c, with torchvision's _apply_op mapping
  * from the signed magnitude to each op's parameter.
  */

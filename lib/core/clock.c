@@ -1,5 +1,6 @@
 /*
- * progress.c - progress meter text (see progress.h).
+ * clock.c - the clocks the stages time themselves with and the progress
+ * meter's text (see progress.h).
  */
 #include <stdio.h>
 #include <time.h>

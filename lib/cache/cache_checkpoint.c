@@ -1,0 +1,246 @@
+/*
+ * cache_checkpoint.c - the record index checkpoint (refurb-cache(5),
+ * "Durability"): its encoder, the job that fsyncs the segments and
+ * replaces the file (in a thread or in place), and its reader, which
+ * recovery (cache_recover.c) and rfb_cache_read_checkpoint use.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cache_internal.h"
+#include "refurb/bytes.h"
+#include "refurb/checksum.h"
+#include "refurb/io.h"
+
+/* ---- writing the checkpoint ---- */
+
+/* The checkpoint file of c as it is now: *data malloc'ed. */
+static int build(const rfb_cache *c, unsigned char **data, size_t *len_out,
+		 rfb_err *err)
+{
+	size_t ne = cache_live_entries(c), len;
+	unsigned char *b, *p;
+
+	len = CKPT_HEADER + c->nsegs * CKPT_SEG + ne * CKPT_ENTRY + 4;
+	if (!(b = calloc(1, len)))
+		return rfb_err_set(err, RFB_ENOMEM, c->dir, "out of memory");
+	memcpy(b, CKPT_MAGIC, 8);
+	rfb_put_le64(b + 8, c->manifest_hash);
+	rfb_put_le32(b + 16, c->man.samples);
+	rfb_put_le32(b + 20, (uint32_t)ne);
+	rfb_put_le32(b + 24, (uint32_t)c->nsegs);
+	rfb_put_le32(b + 28, c->next_id);
+	rfb_put_le64(b + 32, c->step);
+	rfb_put_le32(b + 40, c->epoch);
+	rfb_put_le64(b + 44, c->base_appended + c->st.appended_bytes);
+	rfb_put_le64(b + 52, c->base_written + c->st.written_bytes);
+	rfb_put_le32(b + 60, rfb_crc32c(0, b, 60));
+	p = b + CKPT_HEADER;
+	for (size_t i = 0; i < c->nsegs; i++, p += CKPT_SEG) {
+		const struct seg *s = &c->segs[i];
+		rfb_put_le32(p, s->id);
+		rfb_put_le32(p + 4, s->death);
+		rfb_put_le32(p + 8, (uint32_t)s->dead);
+		rfb_put_le64(p + 16, s->durable);
+		rfb_put_le64(p + 24, s->dead_since);
+	}
+	for (uint32_t i = 0; i < c->man.samples; i++) {
+		const struct entry *e = &c->entries[i];
+		if (e->seg == RFB_CACHE_NO_SEGMENT)
+			continue;
+		rfb_put_le32(p, i);
+		rfb_put_le32(p + 4, e->seg);
+		rfb_put_le64(p + 8, e->offset);
+		rfb_put_le32(p + 16, e->length);
+		rfb_put_le32(p + 20, e->write_epoch);
+		p += CKPT_ENTRY;
+	}
+	rfb_put_le32(p, rfb_crc32c(0, b + CKPT_HEADER, len - CKPT_HEADER - 4));
+	*data = b;
+	*len_out = len;
+	return 0;
+}
+
+/* ---- reading it ---- */
+
+int cache_ckpt_load(const char *dir, struct ckpt *k, rfb_err *err)
+{
+	char path[4200];
+	unsigned char *b;
+	int rc;
+
+	snprintf(path, sizeof path, "%s/" CHECKPOINT_NAME, dir);
+	memset(k, 0, sizeof *k);
+	rc = rfb_file_load(path, (size_t)1 << 40, &k->data, &k->len, err);
+	if (rc == RFB_EIO && err && err->sys_errno == ENOENT)
+		return RFB_ENOTFOUND;
+	if (rc)
+		return rc;
+	b = k->data;
+	if (k->len < CKPT_HEADER + 4 || memcmp(b, CKPT_MAGIC, 8) != 0 ||
+	    rfb_crc32c(0, b, 60) != rfb_get_le32(b + 60))
+		return rfb_err_set(err, RFB_EFORMAT, path,
+				   "record index checkpoint is corrupt");
+	k->manifest_hash = rfb_get_le64(b + 8);
+	k->samples = rfb_get_le32(b + 16);
+	k->entries = rfb_get_le32(b + 20);
+	k->segments = rfb_get_le32(b + 24);
+	k->next_id = rfb_get_le32(b + 28);
+	k->step = rfb_get_le64(b + 32);
+	k->epoch = rfb_get_le32(b + 40);
+	k->appended = rfb_get_le64(b + 44);
+	k->written = rfb_get_le64(b + 52);
+	if (CKPT_HEADER + (uint64_t)k->segments * CKPT_SEG +
+		    (uint64_t)k->entries * CKPT_ENTRY + 4 != k->len ||
+	    rfb_crc32c(0, b + CKPT_HEADER, k->len - CKPT_HEADER - 4) !=
+		    rfb_get_le32(b + k->len - 4))
+		return rfb_err_set(err, RFB_ECHECKSUM, path,
+				   "record index checkpoint is corrupt");
+	k->seg_table = b + CKPT_HEADER;
+	k->entry_table = k->seg_table + (size_t)k->segments * CKPT_SEG;
+	/* the writer's table is sorted and has no duplicate; an id equal to
+	 * RFB_CACHE_NO_SEGMENT would be taken for "no record" */
+	for (uint32_t i = 0, prev = 0; i < k->segments; i++) {
+		uint32_t id = rfb_get_le32(k->seg_table + (size_t)i * CKPT_SEG);
+		if (id == RFB_CACHE_NO_SEGMENT || (i && id <= prev))
+			return rfb_err_set(err, RFB_EFORMAT, path,
+					   "record index checkpoint is corrupt "
+					   "(segment table)");
+		prev = id;
+	}
+	return 0;
+}
+
+int rfb_cache_read_checkpoint(const char *dir,
+			      void (*fn)(void *ctx, uint32_t sample,
+					 const struct rfb_cache_entry *e),
+			      void *ctx, struct rfb_cache_checkpoint_info *info,
+			      rfb_err *err)
+{
+	struct ckpt k;
+	int rc = cache_ckpt_load(dir, &k, err);
+
+	if (rc == 0 && info) {
+		info->epoch = k.epoch;
+		info->global_step = k.step;
+		info->entries = k.entries;
+		info->appended_bytes = k.appended;
+		info->written_bytes = k.written;
+	}
+	for (uint32_t i = 0; rc == 0 && fn && i < k.entries; i++) {
+		const unsigned char *p = k.entry_table + (size_t)i * CKPT_ENTRY;
+		struct rfb_cache_entry e = { { rfb_get_le32(p + 4),
+					       rfb_get_le32(p + 16),
+					       rfb_get_le64(p + 8) },
+					     rfb_get_le32(p + 20), 0 };
+		fn(ctx, rfb_get_le32(p), &e);
+	}
+	free(k.data);
+	return rc;
+}
+
+/* ---- writing it in the background ---- */
+
+static void *ckpt_main(void *arg)
+{
+	struct ckpt_job *k = arg;
+	char path[4200];
+
+	k->rc = 0;
+	for (size_t i = 0; i < k->nfds && !k->rc; i++)
+		if (fsync(k->fds[i]) < 0) {
+			rfb_cache_segment_path(k->dir, k->ids[i], path, sizeof path);
+			k->rc = rfb_err_sys(&k->err, errno, path, "fsync failed");
+		}
+	snprintf(path, sizeof path, "%s/" CHECKPOINT_NAME, k->dir);
+	if (!k->rc && k->sync_dir)
+		k->rc = rfb_fsync_parent(path, &k->err);
+	/* segments first: the checkpoint names only durable records */
+	if (!k->rc)
+		k->rc = rfb_file_replace(path, k->data, k->len, &k->err);
+	return NULL;
+}
+
+static void ckpt_release(struct ckpt_job *k)
+{
+	for (size_t i = 0; i < k->nfds; i++)
+		close(k->fds[i]);
+	free(k->fds);
+	free(k->ids);
+	free(k->data);
+	k->fds = NULL;
+	k->ids = NULL;
+	k->data = NULL;
+	k->nfds = 0;
+}
+
+/* The job's result, once it has run.  On failure its segments are not
+ * known to be synced after all: the next checkpoint fsyncs them again. */
+static int ckpt_finish(rfb_cache *c, rfb_err *err)
+{
+	struct ckpt_job *k = &c->ck;
+	struct seg *s;
+	int rc = k->rc;
+
+	k->running = 0;
+	for (size_t i = 0; rc && i < k->nfds; i++)
+		if ((s = cache_find_seg(c, k->ids[i])))
+			s->synced = 0;
+	ckpt_release(k);
+	if (rc && err)
+		*err = k->err;
+	return rc;
+}
+
+int cache_ckpt_join(rfb_cache *c, rfb_err *err)
+{
+	if (!c->ck.running)
+		return 0;
+	pthread_join(c->ck.thread, NULL);
+	return ckpt_finish(c, err);
+}
+
+int cache_ckpt_begin(rfb_cache *c, int background, rfb_err *err)
+{
+	struct ckpt_job *k = &c->ck;
+	size_t n = 0;
+	int rc;
+
+	for (size_t i = 0; i < c->nsegs; i++)
+		n += c->segs[i].durable != c->segs[i].synced && c->segs[i].fd >= 0;
+	k->fds = malloc((n ? n : 1) * sizeof *k->fds);
+	k->ids = malloc((n ? n : 1) * sizeof *k->ids);
+	if (!k->fds || !k->ids) {
+		ckpt_release(k);
+		return rfb_err_set(err, RFB_ENOMEM, c->dir, "out of memory");
+	}
+	for (size_t i = 0; i < c->nsegs; i++) {
+		struct seg *s = &c->segs[i];
+		if (s->durable == s->synced || s->fd < 0)
+			continue;
+		/* a copy: the segment may be closed or deleted meanwhile */
+		if ((k->fds[k->nfds] = dup(s->fd)) < 0) {
+			ckpt_release(k);
+			return rfb_err_sys(err, errno, c->dir, "cannot dup a segment");
+		}
+		k->ids[k->nfds++] = s->id;
+		s->synced = s->durable;
+	}
+	k->sync_dir = c->dir_dirty;
+	c->dir_dirty = 0;
+	k->dir = c->dir;
+	if ((rc = build(c, &k->data, &k->len, err))) {
+		ckpt_release(k);
+		return rc;
+	}
+	k->running = 1;
+	if (!background || pthread_create(&k->thread, NULL, ckpt_main, k) != 0) {
+		ckpt_main(k);
+		return ckpt_finish(c, err);
+	}
+	return 0;
+}
