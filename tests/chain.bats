@@ -9,6 +9,7 @@ SPEC='resize=64,randaug=n=2:m=9'
 FINAL='crop=48,flip'
 
 setup_file() {
+	set -o pipefail
 	cd "$BATS_FILE_TMPDIR"
 	make_dataset ds 40 2
 	refurb-index -q -o train.idx ds
@@ -16,6 +17,7 @@ setup_file() {
 }
 
 setup() {
+	set -o pipefail
 	cd "$BATS_FILE_TMPDIR"
 	T="$BATS_TEST_TMPDIR"
 	export PYTHONPATH="$TOP/python"
@@ -31,7 +33,7 @@ wait_for() {
 }
 
 @test "SIGINT to the chain's process group: each program stops at a batch, checkpointed, exit 130, one line with the resume point" {
-	setsid sh -c "refurb-plan -q -b 8 -e 0-999 train.evict |
+	setsid bash -c "set -o pipefail; refurb-plan -q -b 8 -e 0-999 train.evict |
 		refurb-partial -q -c '$T/c' -p '$SPEC' train.idx |
 		refurb-final -q -p '$FINAL' -o '$T/s'; echo \$? > '$T/status'" 2> "$T/err" &
 	pid=$!
@@ -97,13 +99,13 @@ print("%d:%d" % ((e + 1, 0) if s == 5 else (e, s)))' "$T/s")
 	need_numpy
 	mkfifo "$T/fifo"
 	export REFURB_STREAM_WAIT=1
-	( sleep 4; refurb-plan -q -b 8 -e 0 train.evict |
+	( sleep 5; refurb-plan -q -b 8 -e 0 train.evict |
 		refurb-partial -q -c "$T/c" -p "$SPEC" train.idx |
 		refurb-final -q -p "$FINAL" -o "$T/fifo" ) &
 	run /usr/bin/python3 -c '
 import sys
-from refurb_stream.dataset import _open_saying_so
-s = _open_saying_so(sys.argv[1], False)
+from refurb_stream import open_stream
+s = open_stream(sys.argv[1])
 print(sum(len(b.ids) for b in s))' "$T/fifo"
 	wait
 	[ "$status" -eq 0 ]
@@ -115,7 +117,7 @@ print(sum(len(b.ids) for b in s))' "$T/fifo"
 @test "refurb_stream.chain.Chain: the chain on a FIFO of its own, stopped and removed at the end; a failed chain is an error" {
 	/usr/bin/python3 -c 'import torch' 2>/dev/null || skip "torch is not installed"
 	run /usr/bin/python3 - <<'EOF'
-import os
+import os, time
 from refurb_stream import RefurbDataset, StreamError
 from refurb_stream.chain import Chain, ChainError
 cmd = ("refurb-plan -q -b 8 -e 0-9 train.evict | refurb-partial -q -c {c} -p 'resize=64' "
@@ -132,7 +134,7 @@ except StreamError as e:
     print("ChainStopped:", "empty stream" in str(e))
 try:
     with Chain("exit 3") as fifo:
-        pass
+        time.sleep(1)           # it exits on its own before the block ends
 except ChainError as e:
     print(e)
 EOF

@@ -10,6 +10,7 @@ SPEC='resize=64,randaug=n=2:m=9'
 FINAL='crop=48,flip'
 
 setup_file() {
+	set -o pipefail
 	cd "$BATS_FILE_TMPDIR"
 	make_dataset ds 50 3
 	refurb-index -q -o train.idx ds
@@ -20,6 +21,7 @@ setup_file() {
 }
 
 setup() {
+	set -o pipefail
 	need_numpy
 	/usr/bin/python3 -c 'import torch' 2>/dev/null ||
 		skip "torch is not installed (python3-torch): RefurbDataset not tested"
@@ -95,7 +97,8 @@ chain() {
 @test "--start: the plan is the tail of the whole plan; bad values refused" {
 	refurb-plan -q -b 8 -e 0-4 train.evict > "$T/whole.plan"
 	refurb-plan -q -b 8 -e 0-4 --start 2:3 train.evict > "$T/tail.plan"
-	head -n 1 "$T/tail.plan" | grep -q ' epochs=2-4 .* start=3$'
+	run head -n 1 "$T/tail.plan"
+	[[ "$output" == *" epochs=2-4 "*" start=3" ]]
 	diff <(tail -n +2 "$T/tail.plan") <(awk '/^B 2 3 /{ p = 1 } p' "$T/whole.plan")
 	# a whole plan has no start key (plans made before it are unchanged)
 	run grep -c 'start=' "$T/whole.plan"

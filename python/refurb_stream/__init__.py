@@ -22,6 +22,9 @@ before its END frame raises Truncated after its last complete batch.
 A uint8 NHWC batch goes to the GPU as images.permute(0, 3, 1, 2).float().
 """
 import collections
+import os
+import select
+import stat
 import struct
 import sys
 
@@ -391,12 +394,41 @@ class Stream:
         self.close()
 
 
+# seconds before a reader waiting for its FIFO's writer says so
+WAIT_WARNING_S = float(os.environ.get("REFURB_STREAM_WAIT", "5"))
+
+
+def _open_fifo(path):
+    """Open a FIFO for reading, saying on stderr when it has no writer
+    after WAIT_WARNING_S seconds (the chain is not started, or failed
+    before its output).  A blocking open would wait without a word: open
+    without blocking, then poll for the writer's first bytes."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        if not poller.poll(WAIT_WARNING_S * 1000):
+            print("refurb_stream: %s: waiting for the chain to open it (start the "
+                  "refurb chain with -o %s beside the trainer)" % (path, path),
+                  file=sys.stderr, flush=True)
+            poller.poll()
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb", buffering=0)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def open_stream(source, verify=False):
     """A Stream on a path ('-' = stdin) or a binary file object."""
     if isinstance(source, str):
         if source == "-":
             return Stream(sys.stdin.buffer, "(stdin)", verify)
-        f = open(source, "rb", buffering=0)
+        try:
+            fifo = stat.S_ISFIFO(os.stat(source).st_mode)
+        except OSError:
+            fifo = False
+        f = _open_fifo(source) if fifo else open(source, "rb", buffering=0)
         try:
             return Stream(f, source, verify, own=True)
         except BaseException:

@@ -29,9 +29,7 @@ its batch_size None (the stream's frames are the batches; a default
 DataLoader would add a batch dimension of 1): both are refused otherwise.
 """
 import hashlib
-import os
 import sys
-import threading
 
 import numpy as np
 import torch
@@ -39,25 +37,6 @@ import torch.utils.data
 
 from refurb_stream import OPEN_END, StreamError, open_stream
 
-# seconds before a reader waiting for its FIFO's writer says so
-WAIT_WARNING_S = float(os.environ.get("REFURB_STREAM_WAIT", "5"))
-
-
-def _open_saying_so(source, verify):
-    """open_stream, saying on stderr when a FIFO has no writer after a few
-    seconds (the chain is not started, or failed before its output)."""
-    if not isinstance(source, str) or source == "-":
-        return open_stream(source, verify)
-    timer = threading.Timer(WAIT_WARNING_S, lambda: print(
-        "refurb_stream: %s: waiting for the chain to open it (start the "
-        "refurb chain with -o %s beside the trainer)" % (source, source),
-        file=sys.stderr, flush=True))
-    timer.daemon = True
-    timer.start()
-    try:
-        return open_stream(source, verify)
-    finally:
-        timer.cancel()
 
 
 def _check_loader():
@@ -102,7 +81,7 @@ class RefurbDataset(torch.utils.data.IterableDataset):
         """The open refurb_stream.Stream (opened on first use)."""
         if self._stream is None:
             try:
-                self._stream = _open_saying_so(self.source, self.verify)
+                self._stream = open_stream(self.source, self.verify)
             except StreamError as e:
                 raise type(e)("%s: %s" % (getattr(self.source, "name", self.source), e)) from None
             self._frames = self._stream.frames()
