@@ -365,6 +365,25 @@ size_t rfb_cache_view_release(rfb_cache_view *v, uint64_t idle)
 	return released;
 }
 
+size_t rfb_cache_view_close_unused(rfb_cache_view *v)
+{
+	size_t j = 0, released = 0;
+
+	v->tick++;
+	for (size_t i = 0; i < v->nopen; i++) {
+		struct open_seg *o = &v->open[i];
+		if (o->last_use + 1 < v->tick) {
+			close(o->fd);
+			released++;
+			continue;
+		}
+		v->open[j++] = *o;
+	}
+	v->nopen = j;
+	v->closed += released;
+	return released;
+}
+
 uint64_t rfb_cache_view_closed(const rfb_cache_view *v)
 {
 	return v->closed;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cache_internal.h"
@@ -248,15 +249,57 @@ static void kill_segments(rfb_cache *c, uint32_t epoch, uint64_t step)
 	}
 }
 
-/* Delete dead segments whose grace has passed. */
+static double wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The reader's position (cache_position.c) when a reader of this run
+ * wrote it: 1 and *held = the last batch whose records it holds. */
+static int reader_position(const rfb_cache *c, uint64_t *held)
+{
+	struct rfb_cache_position p;
+	double mtime;
+
+	if (!rfb_cache_position_read(c->dir, &p, &mtime) ||
+	    mtime + 1.0 < c->opened_at || p.read_global > c->step)
+		return 0;
+	*held = p.read_global;
+	return 1;
+}
+
+/* Someone holds the shared lock of the readers file: a reader is there. */
+static int reader_present(const rfb_cache *c)
+{
+	char path[4200];
+	int fd, alone;
+
+	snprintf(path, sizeof path, "%s/" READERS_NAME, c->dir);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	alone = flock(fd, LOCK_EX | LOCK_NB) == 0;
+	close(fd);
+	return !alone;
+}
+
+/* Delete the dead segments no batch left to read can refer to: those
+ * that died before the reader's position (every batch before dead_since
+ * is held by the reader; later ones never refer to them), or, when no
+ * reader tells its position, whose grace has passed. */
 static int delete_segments(rfb_cache *c, uint64_t step, rfb_err *err)
 {
 	char path[4200];
 	size_t j = 0;
+	uint64_t held = 0;
+	int known = reader_position(c, &held);
 
 	for (size_t i = 0; i < c->nsegs; i++) {
 		struct seg *s = &c->segs[i];
-		if (s->dead && step >= s->dead_since + c->grace) {
+		if (s->dead && (step >= s->dead_since + c->grace ||
+				(known && held + 1 >= s->dead_since))) {
 			seg_close(s);
 			rfb_cache_segment_path(c->dir, s->id, path, sizeof path);
 			if (unlink(path) < 0 && errno != ENOENT)
@@ -333,6 +376,25 @@ static int compact_sparse(rfb_cache *c, uint64_t step, rfb_err *err)
 	return rc;
 }
 
+/* The disk bound (refurb-cache(5)): before a new epoch kills its
+ * segments, wait until a reader that tells its position holds every batch
+ * of the epochs before, so that the segments that died before are
+ * deleted.  The writer then runs at most one epoch ahead of its reader,
+ * and the cache holds at most its live records and one eviction group
+ * more.  No reader, or one that does not tell: no wait (the grace). */
+static void wait_for_reader(rfb_cache *c, uint64_t step)
+{
+	uint64_t before = 0, held;
+
+	for (size_t i = 0; i < c->nsegs; i++)
+		if (c->segs[i].dead && c->segs[i].dead_since < step &&
+		    c->segs[i].dead_since > before)
+			before = c->segs[i].dead_since;
+	while (before > 0 && reader_present(c) && reader_position(c, &held) &&
+	       held + 1 < before)
+		usleep(2000);
+}
+
 int rfb_cache_advance(rfb_cache *c, uint32_t epoch, uint64_t global_step,
 		      rfb_err *err)
 {
@@ -341,6 +403,8 @@ int rfb_cache_advance(rfb_cache *c, uint32_t epoch, uint64_t global_step,
 	if (!c->have_epoch || epoch != c->epoch) {
 		if ((rc = rfb_cache_flush(c, err)))
 			return rc;
+		c->step = global_step;
+		wait_for_reader(c, global_step);
 		kill_segments(c, epoch, global_step);
 		if ((rc = compact_sparse(c, global_step, err)))
 			return rc;
@@ -534,6 +598,7 @@ rfb_cache *rfb_cache_open(const char *dir, const struct rfb_cache_manifest *want
 	if (!c->man.segment_max)
 		c->man.segment_max = RFB_CACHE_DEFAULT_SEGMENT_MAX;
 	c->grace = grace;
+	c->opened_at = wall_now();
 	c->entries = malloc(((size_t)want->samples + 1) * sizeof *c->entries);
 	if (!c->entries) {
 		rfb_err_set(err, RFB_ENOMEM, dir, "out of memory for the record index");

@@ -84,6 +84,8 @@ struct final {
 	struct rfb_annot_header annot;
 	rfb_index *idx;
 	rfb_cache_view *view;
+	rfb_cache_position_writer *position; /* NULL: the cache is read-only */
+	struct rfb_cache_position pos;
 	rfb_pipeline *final_pipe, *partial_pipe;
 	uint64_t seed;
 	struct rfb_pipe_shape shape;
@@ -277,7 +279,12 @@ static int prepare(struct final *F, const rfb_plan_batch *b, rfb_err *err)
 	rfb_batch_reader_get_stats(s->reader, &after);
 	/* the batch is in memory: let go of the segments the writer deleted
 	 * that no batch of the last epoch read (their disk space) */
-	rfb_cache_view_release(F->view, F->h->batches);
+	rfb_cache_view_close_unused(F->view);
+	/* every batch up to this one is in memory: tell the writer, which
+	 * then deletes the segments no later batch refers to */
+	F->pos.read_global = b->global_step;
+	if (F->position && rfb_cache_position_put(F->position, &F->pos, NULL))
+		rfb_cache_position_writer_close(F->position), F->position = NULL;
 	s->bytes_read = after.bytes_read - before.bytes_read;
 	F->st->submit_calls += after.submit_calls - before.submit_calls;
 	F->st->bytes_read += s->bytes_read;
@@ -450,6 +457,12 @@ static int finish_oldest(struct final *F, rfb_err *err)
 	F->st->last_epoch = s->batch.epoch;
 	F->st->last_step = s->batch.step;
 	F->st->wrote_batch = 1;
+	F->pos.written_epoch = s->batch.epoch;
+	F->pos.written_step = s->batch.step;
+	F->pos.written_global = s->batch.global_step;
+	F->pos.has_written = 1;
+	if (F->position && rfb_cache_position_put(F->position, &F->pos, NULL))
+		rfb_cache_position_writer_close(F->position), F->position = NULL;
 	if (F->o->on_written)
 		F->o->on_written(F->o->ctx, F->st);
 	if (F->o->on_progress)
@@ -508,6 +521,9 @@ static int open_inputs(struct final *F, const char *in_name, rfb_err *err)
 				   F->annot.index_file);
 	if (!(F->view = rfb_cache_view_open(F->annot.cache, F->o->direct, err)))
 		return err->code;
+	/* without it (a read-only cache) the writer falls back on its grace */
+	F->position = rfb_cache_position_writer_open(F->annot.cache, NULL);
+	F->pos.epoch_batches = F->h->batches;
 	m = rfb_cache_view_manifest(F->view);
 	if (m->index_identity != F->h->index_identity ||
 	    m->schedule_identity != F->h->schedule_identity ||
@@ -704,8 +720,13 @@ static int run(struct final *F, rfb_err *err)
 			 "writing the plan stopped early (see its message), the "
 			 "stream is left without its END frame");
 	}
-	if (rc == 0 && (rc = finish_all(F, err)) == 0)
-		rc = rfb_stream_write_end(F->writer, err);
+	if (rc == 0 && (rc = finish_all(F, err)) == 0 &&
+	    (rc = rfb_stream_write_end(F->writer, err)) == 0 && F->position) {
+		F->pos.ended = 1;
+		if (rfb_cache_position_put(F->position, &F->pos, NULL)) {
+			/* the position is advice: the stream is complete */
+		}
+	}
 	return rc;
 }
 
@@ -739,6 +760,7 @@ int rfb_final_run(const struct rfb_final_opts *o, int in_fd,
 	rfb_pipeline_free(F.final_pipe);
 	rfb_pipeline_free(F.partial_pipe);
 	rfb_cache_view_close(F.view);
+	rfb_cache_position_writer_close(F.position);
 	rfb_index_close(F.idx);
 	return rc;
 }
