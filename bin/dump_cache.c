@@ -152,12 +152,15 @@ static void print_disk(const char *dir, const struct rfb_cache_manifest *m,
 		slack = RFB_CACHE_BOUND_SLACK(m->samples);
 		bound = live + live / s->reuse + slack;
 		fprintf(out, "disk         %.1f MiB on disk, %.1f MiB live (%.2fx); "
-			"bound (1 + 1/r) x live + %.1f MiB = %.1f MiB (r = %u): %s\n",
+			"bound (1 + 1/r) x live + %.1f MiB = %.1f MiB (r = %u): %s\n"
+			"disk bytes   %llu on disk, %llu live, bound %llu\n",
 			disk / 1048576.0, live / 1048576.0,
 			live ? (double)disk / live : 0.0, slack / 1048576.0,
 			bound / 1048576.0, s->reuse,
 			disk <= bound ? "within" : "over (a reader that does not tell "
-			"its position, or a run that stopped early)");
+			"its position, or a run that stopped early)",
+			(unsigned long long)disk, (unsigned long long)live,
+			(unsigned long long)bound);
 	} else {
 		fprintf(out, "disk         %.1f MiB on disk\n", disk / 1048576.0);
 	}

@@ -287,8 +287,10 @@ static int reader_present(const rfb_cache *c)
 
 /* Delete the dead segments no batch left to read can refer to: those
  * that died before the reader's position (every batch before dead_since
- * is held by the reader; later ones never refer to them), or, when no
- * reader tells its position, whose grace has passed. */
+ * is held by the reader; later ones never refer to them; and once it
+ * holds batch dead_since, which does not refer to it, it has closed it:
+ * the space comes back at once), or, when no reader tells its position,
+ * whose grace has passed. */
 static int delete_segments(rfb_cache *c, uint64_t step, rfb_err *err)
 {
 	char path[4200];
@@ -299,7 +301,7 @@ static int delete_segments(rfb_cache *c, uint64_t step, rfb_err *err)
 	for (size_t i = 0; i < c->nsegs; i++) {
 		struct seg *s = &c->segs[i];
 		if (s->dead && (step >= s->dead_since + c->grace ||
-				(known && held + 1 >= s->dead_since))) {
+				(known && held >= s->dead_since))) {
 			seg_close(s);
 			rfb_cache_segment_path(c->dir, s->id, path, sizeof path);
 			if (unlink(path) < 0 && errno != ENOENT)
@@ -384,14 +386,14 @@ static int compact_sparse(rfb_cache *c, uint64_t step, rfb_err *err)
  * more.  No reader, or one that does not tell: no wait (the grace). */
 static void wait_for_reader(rfb_cache *c, uint64_t step)
 {
-	uint64_t before = 0, held;
+	uint64_t before = 0, held = 0;
 
 	for (size_t i = 0; i < c->nsegs; i++)
 		if (c->segs[i].dead && c->segs[i].dead_since < step &&
 		    c->segs[i].dead_since > before)
 			before = c->segs[i].dead_since;
 	while (before > 0 && reader_present(c) && reader_position(c, &held) &&
-	       held + 1 < before)
+	       held < before)
 		usleep(2000);
 }
 
