@@ -5,9 +5,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -264,6 +266,51 @@ const char *cli_one_operand(const struct cli *c, int argc, char **argv,
 	return argv[optind];
 }
 
+static int is_fifo(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+/* A FIFO waits for the other end: say so after CLI_STOP_WAIT seconds
+ * instead of waiting without a word (a trainer not started, or a chain
+ * that died before its output). */
+static int open_fifo(const struct cli *c, const char *path, int out)
+{
+	double start = rfb_now();
+	int said = 0, fd;
+
+	for (;;) {
+		fd = open(path, (out ? O_WRONLY : O_RDONLY) | O_NONBLOCK | O_CLOEXEC);
+		if (fd >= 0 && !out) {
+			/* a reader opens at once: wait for a writer's bytes */
+			struct pollfd p = { fd, POLLIN, 0 };
+			if (poll(&p, 1, said ? -1 : CLI_STOP_WAIT * 1000) > 0)
+				break;
+			close(fd);
+			fd = -1;
+			errno = ENXIO;
+		}
+		if (fd >= 0)
+			break;
+		if (errno != ENXIO && errno != EINTR)
+			cli_die(c, "%s: cannot open: %s", path, strerror(errno));
+		if (!said && rfb_now() - start >= CLI_STOP_WAIT) {
+			fprintf(stderr, "%s: %s: waiting for a %s to open this FIFO\n",
+				c->prog, path, out ? "reader (the trainer)"
+						   : "writer");
+			said = 1;
+		}
+		if (cli_stop_signal)
+			exit(128 + cli_stop_signal);
+		usleep(20000);
+	}
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
+		cli_die(c, "%s: cannot open: %s", path, strerror(errno));
+	return fd;
+}
+
 int cli_open_fd(const struct cli *c, const char *path, int out, int force)
 {
 	int fd;
@@ -273,6 +320,8 @@ int cli_open_fd(const struct cli *c, const char *path, int out, int force)
 			cli_refuse_tty(c, STDOUT_FILENO, force);
 		return out ? STDOUT_FILENO : STDIN_FILENO;
 	}
+	if (is_fifo(path))
+		return open_fifo(c, path, out);
 	fd = out ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
 		 : open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)

@@ -50,7 +50,9 @@ static int visit(void *ctx, uint32_t segment, uint32_t death,
 		if (s->verify) {
 			s->problems++;
 			fprintf(s->out, "segment %08x offset %llu: %s\n", segment,
-				(unsigned long long)a->offset, why->msg);
+				(unsigned long long)a->offset, why->msg[0] ? why->msg
+				: why->code ? rfb_strerror(why->code)
+				: "bad record (no reason given)");
 		}
 		return 0;
 	}
@@ -225,7 +227,8 @@ static int verify(struct cli *c, const char *dir, struct survey *s, FILE *out)
 	rfb_cache_view_close(k.view);
 	rfb_imgbuf_free(&k.buf);
 	if (rc && rc != RFB_ENOTFOUND) {
-		fprintf(out, "%s\n", err.msg);
+		fprintf(out, "%s/records: %s\n", dir,
+			err.msg[0] ? err.msg : rfb_strerror(rc));
 		k.problems++;
 	}
 	s->problems += k.problems;

@@ -583,6 +583,28 @@ static int check_manifest(rfb_cache *c, const struct rfb_cache_manifest *want,
 	return cache_write_manifest(c->dir, want, err);
 }
 
+/* mkdir -p: dir and the parents it lacks.  0, or -1 with errno set. */
+static int make_dirs(const char *dir)
+{
+	char path[4200];
+	size_t n = strlen(dir);
+
+	if (n == 0 || n >= sizeof path) {
+		errno = n ? ENAMETOOLONG : ENOENT;
+		return -1;
+	}
+	memcpy(path, dir, n + 1);
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return mkdir(path, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
 rfb_cache *rfb_cache_open(const char *dir, const struct rfb_cache_manifest *want,
 			  unsigned flags, uint64_t grace,
 			  struct rfb_cache_recovery *rec, rfb_err *err)
@@ -608,7 +630,7 @@ rfb_cache *rfb_cache_open(const char *dir, const struct rfb_cache_manifest *want
 	}
 	for (uint32_t i = 0; i < want->samples; i++)
 		c->entries[i].seg = RFB_CACHE_NO_SEGMENT;
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+	if (make_dirs(dir) < 0) {
 		rfb_err_sys(err, errno, dir, "cannot create cache directory");
 		goto fail;
 	}
