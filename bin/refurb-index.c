@@ -155,10 +155,12 @@ int main(int argc, char **argv)
 	write_index(&c, o.output, data, len, o.force);
 	if (!c.quiet) {
 		double secs = rfb_now() - c.start;
-		fprintf(stderr, "refurb-index: indexed %llu of %llu files in %u "
-			"classes (%llu bad, left out), %.2f s, %.0f files/s\n",
+		fprintf(stderr, "refurb-index: indexed %llu of %llu file%s in %u "
+			"class%s (%llu bad, left out), %.2f s, %.0f files/s\n",
 			(unsigned long long)st.indexed,
-			(unsigned long long)st.candidates, st.classes,
+			(unsigned long long)st.candidates,
+			st.candidates == 1 ? "" : "s", st.classes,
+			st.classes == 1 ? "" : "es",
 			(unsigned long long)st.bad, secs,
 			secs > 0 ? (double)st.candidates / secs : 0.0);
 		if (st.empty_classes)

@@ -36,7 +36,7 @@ i08 | corrupt JPEG: data truncated, header intact (found later) | refurb-index |
 i09 | --strict and a corrupt JPEG | refurb-index | 1 | refurb-index: c0/z.jpg: not a JPEG file | refurb-index -q --strict -o x.idx ix-notjpeg
 i10 | missing --list file | refurb-index | 1 | refurb-index: nolist: | refurb-index -q --list nolist -o x.idx
 i11 | garbage --list line | refurb-index | 1 | refurb-index: garbage.list: line 1: | refurb-index -q --list garbage.list -o x.idx
-i12 | a directory given as the output | refurb-index | 1 | refurb-index: adir: cannot rename | refurb-index -q -o adir ds
+i12 | a directory given as the output | refurb-index | 1 | refurb-index: adir: cannot replace: Is a directory | refurb-index -q -o adir ds
 i13 | FIFO closed by the reader (-o -) | refurb-index | 141 | (none) | fifo_closed refurb-index -q --list big.list -o -
 i14 | FIFO given as -o, closed by the reader | refurb-index | 141 | (none) | fifo_closed_path refurb-index -q --list big.list -o
 e01 | missing index | refurb-evict | 1 | refurb-evict: nofile: cannot open | refurb-evict -q nofile
@@ -46,7 +46,7 @@ e04 | wrong magic (a schedule given) | refurb-evict | 1 | refurb-evict: train.ev
 e05 | index from a future version | refurb-evict | 1 | refurb-evict: future.idx: index format version 9 | refurb-evict -q future.idx
 e06 | corrupt index body | refurb-evict | 1 | refurb-evict: corrupt.idx: index body checksum mismatch | refurb-evict -q corrupt.idx
 e07 | a directory given for the index | refurb-evict | 1 | refurb-evict: adir: is a directory | refurb-evict -q adir
-e08 | a directory given as the output | refurb-evict | 1 | refurb-evict: adir: cannot rename | refurb-evict -q -o adir train.idx
+e08 | a directory given as the output | refurb-evict | 1 | refurb-evict: adir: cannot replace: Is a directory | refurb-evict -q -o adir train.idx
 e09 | FIFO closed by the reader | refurb-evict | 141 | (none) | fifo_closed refurb-evict -q big.idx
 p01 | missing schedule | refurb-plan | 1 | refurb-plan: nofile: cannot open | refurb-plan -q nofile
 p02 | empty schedule | refurb-plan | 1 | refurb-plan: empty: truncated | refurb-plan -q empty

@@ -56,3 +56,9 @@ blocks() {
 	grep -q 'JPEG images' "$TOP/README.md"
 	grep -q 'DataLoader(ds, batch_size=None)' "$TOP/README.md"
 }
+
+@test "make clean removes what make demo made (demo/) and the build" {
+	run make -s -n -C "$TOP" clean
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"rm -rf build demo"* ]]
+}

@@ -304,3 +304,17 @@ PY
 	[ "$status" -eq 1 ]
 	[[ "${lines[-1]}" == "refurb_stream: $T/s: frame 12 at byte "*": the chain stopped early: the stream ends after epoch 1 step 1 without its END frame (refurb-final or a program before it stopped: see their messages on the chain's stderr)" ]]
 }
+
+@test "-o FIFO with no reader: says so after a few seconds, then writes when one comes" {
+	need_numpy
+	mkfifo "$T/fifo"
+	refurb-final -q -p "$FINAL" -i ann.txt -o "$T/fifo" 2> "$T/err" &
+	pid=$!
+	sleep 7
+	run cat "$T/err"
+	[ "$output" = "refurb-final: $T/fifo: waiting for a reader (the trainer) to open this FIFO" ]
+	run env PYTHONPATH="$TOP/python" /usr/bin/python3 -m refurb_stream check "$T/fifo"
+	wait "$pid"
+	[ "$status" -eq 0 ]
+	[[ "${lines[-1]}" == "ok: 5 epochs, "* ]]
+}

@@ -308,3 +308,12 @@ setup() {
 	run refurb-partial -q -c "$T/c2" -p "$SPEC" --stats /nonexistent/s.tsv train.idx < plan.txt
 	expect_fail 1 "refurb-partial: /nonexistent/s.tsv: cannot open"
 }
+
+@test "-c creates the missing parents of the cache directory; a file in the way is named" {
+	run sh -c "refurb-partial -q -c '$T/a/b/cache' -p '$SPEC' train.idx < plan.txt > /dev/null"
+	[ "$status" -eq 0 ]
+	[ -f "$T/a/b/cache/manifest" ]
+	touch "$T/file"
+	run sh -c "refurb-partial -q -c '$T/file/b/cache' -p '$SPEC' train.idx < plan.txt > /dev/null"
+	expect_fail 1 "refurb-partial: $T/file/b/cache: cannot create cache directory: Not a directory"
+}

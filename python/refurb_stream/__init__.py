@@ -342,7 +342,8 @@ class Stream:
         if self._global is not None and glob != self._global:
             return "global step %d, expected %d" % (glob, self._global)
         if len(labels) and labels.max() >= len(self.header.classes):
-            return "label %d, the stream has %d classes" % (labels.max(), len(self.header.classes))
+            k = len(self.header.classes)
+            return "label %d, the stream has %d class%s" % (labels.max(), k, "" if k == 1 else "es")
         return None
 
     def _epoch_end(self, e):
@@ -474,9 +475,9 @@ def check(source, out=sys.stdout):
     try:
         stream = open_stream(source, verify=True)
         h = stream.header
-        print("stream %s: %s %s, %dx%dx%d, batch %d, %d classes, epochs %d-%s, shard %d/%d"
+        print("stream %s: %s %s, %dx%dx%d, batch %d, %d class%s, epochs %d-%s, shard %d/%d"
               % (stream.name, h.dtype, h.layout, h.height, h.width, h.channels, h.batch_size,
-                 len(h.classes), h.first_epoch, "open" if h.last_epoch == OPEN_END else h.last_epoch,
+                 len(h.classes), "" if len(h.classes) == 1 else "es", h.first_epoch, "open" if h.last_epoch == OPEN_END else h.last_epoch,
                  h.shard_k, h.shard_n), file=out)
         for kind, c in stream.frames():
             if kind == BATCH:
