@@ -12,7 +12,7 @@ PREFIX   ?= /usr/local
 BUILD    ?= build
 CC       ?= cc
 OPT      ?= -O2 -g
-PKGS      = libturbojpeg libjpeg libzstd
+PKGS      = libturbojpeg libjpeg libzstd libpng
 # Read when make reads this file: `make check` and `make demo` install the
 # packages first and then build in a second make, which reads it again.
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)

@@ -22,7 +22,9 @@ static void print_header(FILE *out, const char *path,
 			 const struct rfb_stream_info *in)
 {
 	fprintf(out, "# stream\t%s\n# format\tversion %d\n", path,
-		RFB_STREAM_VERSION);
+		rfb_stream_info_version(in));
+	if (in->views > 1)
+		fprintf(out, "# views\t%u (sheets show the first)\n", in->views);
 	fprintf(out, "# images\t%ux%ux%u %s %s\n# batch size\t%u\n", in->height,
 		in->width, in->channels, rfb_stream_dtype_name(in->dtype),
 		rfb_stream_layout_name(in->layout), in->batch_size);
@@ -252,7 +254,8 @@ static unsigned char sample_u8(const struct rfb_stream_info *in,
 			       float hi)
 {
 	size_t H = in->height, W = in->width, C = in->channels;
-	size_t at = j * H * W * C + (in->layout == RFB_STREAM_NHWC
+	size_t V = in->views > 1 ? in->views : 1; /* the sample's first view */
+	size_t at = j * V * H * W * C + (in->layout == RFB_STREAM_NHWC
 		    ? (y * W + x) * C + ch : ch * H * W + y * W + x);
 	const unsigned char *p = b->pixels;
 	float v;

@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "refurb/final.h"
+#include "refurb/stream.h"
 
 static const char usage[] =
 	"refurb-final [OPTIONS] -p SPEC < ANNOTATED-PLAN > STREAM";
@@ -24,6 +25,10 @@ static const char help[] =
 	"  -p, --pipeline SPEC    the final pipeline, e.g. 'crop=224,flip'; it\n"
 	"                         must give every image the same size; ending in\n"
 	"                         normalize gives float32 NCHW, else uint8 NHWC\n"
+	"      --views K          run the final pipeline K times on every sample\n"
+	"                         (independent views, for self-supervised\n"
+	"                         training; 1 to 64, default 1): a version 2\n"
+	"                         stream of N x K images per batch\n"
 	"      --prefetch N       batches in flight (default 2)\n"
 	"      --direct           read the cache with O_DIRECT\n"
 	"      --strict           a record that cannot be read is fatal (default:\n"
@@ -43,7 +48,7 @@ static const char help[] =
 
 enum {
 	OPT_PREFETCH = 0x2000, OPT_DIRECT, OPT_STRICT, OPT_STATS, OPT_INDEX,
-	OPT_ROOT
+	OPT_ROOT, OPT_VIEWS
 };
 
 struct args {
@@ -153,6 +158,7 @@ static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
 	static const struct option longopts[] = {
 		{ "pipeline", required_argument, NULL, 'p' },
 		{ "prefetch", required_argument, NULL, OPT_PREFETCH },
+		{ "views", required_argument, NULL, OPT_VIEWS },
 		{ "direct", no_argument, NULL, OPT_DIRECT },
 		{ "strict", no_argument, NULL, OPT_STRICT },
 		{ "seed", required_argument, NULL, 's' },
@@ -183,6 +189,10 @@ static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
 			break;
 		case OPT_PREFETCH:
 			o->prefetch = (int)cli_parse_u64(c, "--prefetch", optarg, 1, 64);
+			break;
+		case OPT_VIEWS:
+			o->views = (int)cli_parse_u64(c, "--views", optarg, 1,
+						      RFB_STREAM_MAX_VIEWS);
 			break;
 		case OPT_DIRECT: o->direct = 1; break;
 		case OPT_STRICT: o->strict = 1; break;

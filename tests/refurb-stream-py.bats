@@ -3,6 +3,9 @@
 # (build/tools/write_stream; its header comment gives the content).
 
 load helpers
+bats_require_minimum_version 1.5.0
+# a failure anywhere in a pipeline fails it (tests/lint-bats)
+set -o pipefail
 
 setup() {
 	need_numpy
@@ -83,7 +86,7 @@ EOF
 	wait
 	[ "$status" -eq 0 ]
 	[ "$output" = "100 (1, 6)" ]
-	run bash -c "'$W' -n 50 -b 8 | '$PY' -m refurb_stream check -"
+	run bash -c "set -o pipefail; '$W' -n 50 -b 8 | '$PY' -m refurb_stream check -"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"ok: 2 epochs, 14 batches, 100 images, 0 skipped frames, ended cleanly"* ]]
 }
@@ -130,15 +133,18 @@ s = r.open_stream('$T/t'); n = 0
 try:
     for b in s: n += 1
 except r.Truncated as e: print(n, 'Truncated:', e)"
+	[ "$status" -eq 0 ]
 	[ "$output" = "3 Truncated: frame 5 at byte 2432: stream ends inside the frame (504 of 704 payload bytes)" ]
 }
 
 @test "check: a writer that died between frames (no END)" {
 	"$W" --stop 4 -o "$T/s"
-	run "$PY" -m refurb_stream check "$T/s"
+	# the table on stdout, the error on stderr: apart, so that their
+	# order (stdout buffering, PYTHONUNBUFFERED) does not matter
+	run --separate-stderr "$PY" -m refurb_stream check "$T/s"
 	[ "$status" -eq 1 ]
 	[ "${lines[3]}" = "1	1	4	0	3	1	2	0	(incomplete)" ]
-	[[ "$output" == *"the chain stopped early: the stream ends after epoch 1 step 0 without its END frame (refurb-final or a program before it stopped: see their messages on the chain's stderr)"* ]]
+	[[ "$stderr" == *"the chain stopped early: the stream ends after epoch 1 step 0 without its END frame (refurb-final or a program before it stopped: see their messages on the chain's stderr)"* ]]
 }
 
 @test "check: corrupt pixels, header, label; duplicate sample ids" {
@@ -152,6 +158,7 @@ except r.Truncated as e: print(n, 'Truncated:', e)"
 	run "$PY" -c "
 import refurb_stream as r
 print(sum(len(b.ids) for b in r.open_stream('$T/p')))"
+	[ "$status" -eq 0 ]
 	[ "$output" = "20" ]
 	# ... but labels and ids are
 	cp "$T/s" "$T/l"
@@ -166,15 +173,15 @@ print(sum(len(b.ids) for b in r.open_stream('$T/l')))"
 	run "$PY" -m refurb_stream check "$T/h"
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"frame 0 at byte 0: frame header checksum mismatch"* ]]
-	printf '\x02' | dd of="$T/h" bs=1 seek=7 conv=notrunc 2>/dev/null
+	printf '\x03' | dd of="$T/h" bs=1 seek=7 conv=notrunc 2>/dev/null
 	run "$PY" -m refurb_stream check "$T/h"
 	[ "$status" -eq 1 ]
-	[[ "$output" == *"format version 2, this reader reads 1"* ]]
+	[[ "$output" == *"format version 3, this reader reads 1 to 2"* ]]
 	"$W" --duplicate -o "$T/d"
-	run "$PY" -m refurb_stream check "$T/d"
+	run --separate-stderr "$PY" -m refurb_stream check "$T/d"
 	[ "$status" -eq 1 ]
 	[ "${lines[2]}" = "0	3	10	1	3	3	4	1" ]
-	[[ "$output" == *"epoch 0: sample ids delivered more than once"* ]]
+	[[ "$stderr" == *"epoch 0: sample ids delivered more than once"* ]]
 }
 
 @test "check: usage and unreadable files" {

@@ -3,6 +3,8 @@
 # streams partition every epoch exactly, each sample in one fixed shard.
 
 load helpers
+# a failure anywhere in a pipeline fails it (tests/lint-bats)
+set -o pipefail
 
 setup_file() {
 	cd "$BATS_FILE_TMPDIR"
@@ -69,8 +71,8 @@ ids_of() {
 @test "the check fails when a sample is in two shards" {
 	need_numpy
 	"$RUN" -e 2 -o "$T/o" 2 train.idx > /dev/null 2>&1
-	a=$(ids_of "$T/o/shard0.plan" | head -n 1 | cut -f2)
-	b=$(ids_of "$T/o/shard1.plan" | head -n 1 | cut -f2)
+	a=$(ids_of "$T/o/shard0.plan" | sed -n 1p | cut -f2)
+	b=$(ids_of "$T/o/shard1.plan" | sed -n 1p | cut -f2)
 	sed -i "0,/^B 0 0 0 \([0-9]*\) $b:/s//B 0 0 0 \1 $a:/" "$T/o/shard1.plan"
 	run "$RUN" --check-only -e 2 -o "$T/o" 2 train.idx
 	[ "$status" -eq 1 ]

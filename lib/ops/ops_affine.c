@@ -596,6 +596,46 @@ void rfb_ops_affine(const rfb_image *src, const struct rfb_place *sp,
 		affine_filtered(src, dst, a, bicubic_px, fill);
 }
 
+/* nearest_filter8/32 of ImagingGenericTransform: COORD() truncation. */
+static int nearest_px(const rfb_image *im, double xin, double yin,
+		      unsigned char *out)
+{
+	int x, y;
+
+	if (!(xin >= 0.0 && xin < im->width && yin >= 0.0 && yin < im->height))
+		return 0;
+	x = (int)xin;
+	y = (int)yin;
+	memcpy(out, rfb_image_px(im, x, y), (size_t)im->channels);
+	return 1;
+}
+
+void rfb_ops_perspective(const rfb_image *src, rfb_image *dst,
+			 const double a[8], enum rfb_interp interp,
+			 const unsigned char *fill)
+{
+	filter_fn filter = interp == RFB_INTERP_NEAREST ? nearest_px :
+			   interp == RFB_INTERP_BILINEAR ? bilinear_px : bicubic_px;
+	int c = dst->channels;
+
+	for (int y = 0; y < dst->height; y++) {
+		unsigned char *out = row_of(dst, y);
+		double yin = y + 0.5;
+
+		for (int x = 0; x < dst->width; x++, out += c) {
+			/* Geometry.c perspective_transform */
+			double xin = x + 0.5;
+			double d = a[6] * xin + a[7] * yin + 1;
+			double xo = (a[0] * xin + a[1] * yin + a[2]) / d;
+			double yo = (a[3] * xin + a[4] * yin + a[5]) / d;
+			/* beyond the plane's horizon: PIL reads garbage */
+			if (!isfinite(xo) || !isfinite(yo) ||
+			    !filter(src, xo, yo, out))
+				memcpy(out, fill, (size_t)c);
+		}
+	}
+}
+
 /* ---- transposes (Image.rotate's 90/180/270 shortcuts) ---- */
 
 #define TILE 16 /* pixels: square tiles keep both images in cache */

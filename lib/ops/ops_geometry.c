@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ops_internal.h"
+#include "refurb/filters.h"
 
 /* ---- Python's arithmetic, as torchvision and PIL's Python code use it ---- */
 
@@ -50,9 +51,9 @@ static double py_round15(double x)
  * torchvision's _get_inverse_affine_matrix(center, angle, translate,
  * scale=1.0, shear), operation for operation.
  */
-static void tv_inverse_affine(const double center[2], double angle,
-			      const double translate[2], const double shear[2],
-			      double m[6])
+static void tv_inverse_affine_scaled(const double center[2], double angle,
+				     const double translate[2], double scale,
+				     const double shear[2], double m[6])
 {
 	double rot = py_radians(angle);
 	double sx = py_radians(shear[0]), sy = py_radians(shear[1]);
@@ -69,10 +70,19 @@ static void tv_inverse_affine(const double center[2], double angle,
 	m[3] = -c;
 	m[4] = a;
 	m[5] = 0.0;
+	for (int i = 0; i < 6; i++)
+		m[i] /= scale; /* [x / scale for x in matrix]: exact for 1.0 */
 	m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty);
 	m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty);
 	m[2] += cx;
 	m[5] += cy;
+}
+
+static void tv_inverse_affine(const double center[2], double angle,
+			      const double translate[2], const double shear[2],
+			      double m[6])
+{
+	tv_inverse_affine_scaled(center, angle, translate, 1.0, shear, m);
 }
 
 /* Image.rotate's matrix for angle (already % 360) about the centre. */
@@ -191,6 +201,73 @@ void rfb_ops_rotate(const rfb_image *src, rfb_image *dst, double degrees,
 
 	rotate_job(src->width, src->height, degrees, &j);
 	run_job(&j, src, dst, interp, fill);
+}
+
+void rfb_affine(const rfb_image *src, rfb_image *dst, double angle,
+		const double translate[2], double scale, const double shear[2],
+		enum rfb_interp interp, const unsigned char *fill)
+{
+	/* F.affine's PIL branch: center [w * 0.5, h * 0.5] */
+	double center[2] = { src->width * 0.5, src->height * 0.5 };
+	struct job j = { JOB_AFFINE, 0, { 0 } };
+
+	tv_inverse_affine_scaled(center, angle, translate, scale, shear, j.m);
+	run_job(&j, src, dst, interp, fill);
+}
+
+/* Solve the 8 x 8 system m x = b (Gaussian elimination, partial
+ * pivoting); 0 if it is singular. */
+static int solve8(double m[8][9], double x[8])
+{
+	for (int col = 0; col < 8; col++) {
+		int best = col;
+		for (int r = col + 1; r < 8; r++)
+			if (fabs(m[r][col]) > fabs(m[best][col]))
+				best = r;
+		if (fabs(m[best][col]) < 1e-12)
+			return 0;
+		for (int k = 0; k < 9; k++) {
+			double t = m[col][k];
+			m[col][k] = m[best][k];
+			m[best][k] = t;
+		}
+		for (int r = 0; r < 8; r++) {
+			double f;
+			if (r == col)
+				continue;
+			f = m[r][col] / m[col][col];
+			for (int k = col; k < 9; k++)
+				m[r][k] -= f * m[col][k];
+		}
+	}
+	for (int i = 0; i < 8; i++)
+		x[i] = m[i][8] / m[i][i];
+	return 1;
+}
+
+int rfb_perspective(const rfb_image *src, rfb_image *dst,
+		    const int start[4][2], const int end[4][2],
+		    enum rfb_interp interp, const unsigned char *fill,
+		    rfb_err *err)
+{
+	double m[8][9], a[8];
+
+	/* _get_perspective_coeffs: maps the end points onto the start ones */
+	for (int i = 0; i < 4; i++) {
+		double ex = end[i][0], ey = end[i][1];
+		double sx = start[i][0], sy = start[i][1];
+		double r0[9] = { ex, ey, 1, 0, 0, 0, -sx * ex, -sx * ey, sx };
+		double r1[9] = { 0, 0, 0, ex, ey, 1, -sy * ex, -sy * ey, sy };
+		memcpy(m[2 * i], r0, sizeof r0);
+		memcpy(m[2 * i + 1], r1, sizeof r1);
+	}
+	if (!solve8(m, a))
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "perspective: degenerate corner points");
+	for (int i = 0; i < 8; i++)
+		a[i] = (float)a[i]; /* torch's float32 solution, res.tolist() */
+	rfb_ops_perspective(src, dst, a, interp, fill);
+	return 0;
 }
 
 /* ---- windows ---- */

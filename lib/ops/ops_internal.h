@@ -159,6 +159,11 @@ void rfb_ops_affine(const rfb_image *src, const struct rfb_place *sp,
  * image, never empty. */
 void rfb_ops_affine_need(const double a[6], int full_w, int full_h,
 			 const struct rfb_rect *out, struct rfb_rect *need);
+/* Image.transform(PERSPECTIVE, a, resample=interp, fillcolor=fill) of
+ * whole images (ImagingGenericTransform with perspective_transform). */
+void rfb_ops_perspective(const rfb_image *src, rfb_image *dst,
+			 const double a[8], enum rfb_interp interp,
+			 const unsigned char *fill);
 /* Image.rotate's ROTATE_180, and ROTATE_90 (quarter 1) / ROTATE_270 (3)
  * of a square image. */
 void rfb_ops_rotate180(const rfb_image *src, rfb_image *dst);

@@ -37,6 +37,7 @@ void rfb_pipe_ctx_free(rfb_pipe_ctx *ctx)
 		rfb_imgbuf_free(&ctx->buf[i]);
 	rfb_resizer_free(ctx->rz);
 	free(ctx->tensor);
+	free(ctx->scratch);
 	rfb_decoder_free(ctx->dec);
 	free(ctx);
 }
@@ -216,10 +217,13 @@ int rfb_run_layer(struct rfb_run *r, const struct rfb_layer *l, int position,
 	case RFB_F_RGB:
 		return run_channels(r, 3, err);
 	case RFB_F_NORMALIZE:
+	case RFB_F_APPLY:
 	case RFB_F_COUNT:
 		break;
+	default:
+		return rfb_run_single(r, l, &rng, err);
 	}
-	return 0; /* normalize is applied to the output */
+	return 0; /* normalize is applied to the output, apply by the loop */
 }
 
 int rfb_pipeline_normalization(const rfb_pipeline *p, float mean[3],
@@ -315,8 +319,17 @@ int rfb_run_layers(struct rfb_run *r, const rfb_pipeline *p, int from,
 		   struct rfb_pipe_out *out, rfb_err *err)
 {
 	for (int i = from; i < p->nlayers; i++) {
-		int rc = rfb_run_layer(r, &p->layers[i], i, err);
-		if (rc)
+		const struct rfb_layer *l = &p->layers[i];
+		int rc;
+		if (l->kind == RFB_F_APPLY) {
+			/* RandomApply: skip its layers when p < torch.rand(1) */
+			rfb_rng rng;
+			rfb_layer_rng(r->key, i, &rng);
+			if (l->p < rfb_rng_uniform(&rng))
+				i += l->count;
+			continue;
+		}
+		if ((rc = rfb_run_layer(r, l, i, err)))
 			return rc;
 	}
 	return rfb_run_finish(r, p, out, err);

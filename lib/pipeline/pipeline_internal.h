@@ -28,6 +28,22 @@ enum rfb_filter {
 	RFB_F_NORMALIZE,
 	RFB_F_GRAY,
 	RFB_F_RGB,
+	/* torchvision's single transforms (filters.h) */
+	RFB_F_VFLIP,
+	RFB_F_GRAYSCALE,
+	RFB_F_COLORJITTER,
+	RFB_F_GAUSSBLUR,
+	RFB_F_ERASING,
+	RFB_F_SOLARIZE,
+	RFB_F_POSTERIZE,
+	RFB_F_EQUALIZE,
+	RFB_F_AUTOCONTRAST,
+	RFB_F_SHARPNESS,
+	RFB_F_INVERT,
+	RFB_F_ROTATION,
+	RFB_F_AFFINE,
+	RFB_F_PERSPECTIVE,
+	RFB_F_APPLY,
 	RFB_F_COUNT
 };
 
@@ -48,6 +64,21 @@ struct rfb_layer {
 	enum rfb_autoaug_policy policy;
 	int norm_channels;        /* normalize: 1 or 3 values given */
 	double mean[3], std[3];
+	/* the single transforms */
+	double jitter[4][2];      /* colorjitter: brightness, contrast,
+				   * saturation, hue ranges */
+	unsigned jitter_on;       /* colorjitter: bit i: factor i is drawn */
+	int kernel[2];            /* gaussblur: kernel height, width (odd) */
+	double sigma[2];          /* gaussblur */
+	double amount;            /* solarize threshold, sharpness factor,
+				   * perspective distortion_scale */
+	double degrees[2];        /* rotation, affine */
+	int has_translate;        /* affine: translate given */
+	double translate[2];      /* affine: largest shift, fraction of w, h */
+	int has_scale;            /* affine: scale range in scale[] */
+	int shear_n;              /* affine: 0, 2 (x) or 4 (x, y) in shear[] */
+	double shear[4];
+	int count;                /* apply: the layers after it it gates */
 };
 
 struct rfb_pipeline {

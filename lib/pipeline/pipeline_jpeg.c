@@ -16,6 +16,7 @@
 
 #include "refurb/decode.h"
 #include "pipeline_run_internal.h"
+#include "refurb/png.h"
 
 /* How the decoded pixels become the folded layers' output. */
 enum finish { FIN_NONE, FIN_MAPPED, FIN_BOX };
@@ -219,10 +220,26 @@ static void record(struct rfb_pipe_decode *last, const struct rfb_jpeg_info *inf
 	last->layers_folded = pl->folded;
 }
 
-int rfb_pipe_run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
-		      const void *data, size_t len,
-		      const struct rfb_pipe_key *key, struct rfb_pipe_out *out,
-		      rfb_err *err)
+/* A PNG: decoded whole (libpng has no region or scaled decoding), gray
+ * kept as one channel standing for RGB, then every layer. */
+static int run_png(rfb_pipe_ctx *ctx, const rfb_pipeline *p, const void *data,
+		   size_t len, const struct rfb_pipe_key *key,
+		   struct rfb_pipe_out *out, rfb_err *err)
+{
+	struct rfb_run r = { ctx, key, { 0 }, 0, 0, NULL, 0, 0, 0 };
+	int rc = rfb_png_decode(data, len, ctx->max_pixels, &r.cur, &ctx->buf[0],
+				err);
+
+	if (rc)
+		return rc;
+	r.gray3 = r.cur.channels == 1;
+	return rfb_run_layers(&r, p, 0, out, err);
+}
+
+static int run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
+		    const void *data, size_t len,
+		    const struct rfb_pipe_key *key, struct rfb_pipe_out *out,
+		    rfb_err *err)
 {
 	rfb_decoder *dec = decoder(ctx, err);
 	struct rfb_run r = { ctx, key, { 0 }, 0, 0, NULL, 0, 0, 0 };
@@ -264,4 +281,14 @@ int rfb_pipe_run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 		r.win_y = pl.win_y;
 	}
 	return rc ? rc : rfb_run_layers(&r, p, start + pl.folded, out, err);
+}
+
+int rfb_pipe_run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
+		      const void *data, size_t len,
+		      const struct rfb_pipe_key *key, struct rfb_pipe_out *out,
+		      rfb_err *err)
+{
+	if (rfb_png_sniff(data, len))
+		return run_png(ctx, p, data, len, key, out, err);
+	return run_jpeg(ctx, p, data, len, key, out, err);
 }

@@ -12,26 +12,46 @@
 #include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pipeline_internal.h"
+#include "refurb/filters.h"
 
 enum key {
 	K_SIZE, K_MAX_SIZE, K_INTERP, K_PAD, K_FILL, K_PAD_IF_NEEDED, K_SCALE,
 	K_RATIO, K_P, K_N, K_M, K_BINS, K_POLICY, K_MEAN, K_STD, K_PRESET,
+	K_BRIGHTNESS, K_CONTRAST, K_SATURATION, K_HUE, K_KERNEL, K_SIGMA,
+	K_VALUE, K_THRESHOLD, K_BITS, K_FACTOR, K_DEGREES, K_TRANSLATE,
+	K_SHEAR, K_DISTORTION,
 	K_COUNT, K_NONE = -1
 };
 
 static const char *const key_names[K_COUNT] = {
 	"size", "max_size", "interp", "pad", "fill", "pad_if_needed", "scale",
 	"ratio", "p", "n", "m", "bins", "policy", "mean", "std", "preset",
+	"brightness", "contrast", "saturation", "hue", "kernel_size", "sigma",
+	"value", "threshold", "bits", "factor", "degrees", "translate",
+	"shear", "distortion_scale",
 };
+
+/* torchvision's argument names, accepted beside the short ones. */
+static const struct {
+	const char *name;
+	int key;
+} key_aliases[] = {
+	{ "interpolation", K_INTERP }, { "num_ops", K_N },
+	{ "magnitude", K_M }, { "num_magnitude_bins", K_BINS },
+	{ "sharpness_factor", K_FACTOR }, { "padding", K_PAD },
+};
+
+#define MAX_KEYS 8
 
 /* Keys of each filter; the first is the one a bare value sets (K_NONE:
  * no bare value). */
-static const int filter_keys[RFB_F_COUNT][6] = {
+static const int filter_keys[RFB_F_COUNT][MAX_KEYS] = {
 	[RFB_F_RESIZE] = { K_SIZE, K_MAX_SIZE, K_INTERP, K_NONE },
 	[RFB_F_CENTERCROP] = { K_SIZE, K_NONE },
 	[RFB_F_CROP] = { K_SIZE, K_PAD, K_FILL, K_PAD_IF_NEEDED, K_NONE },
@@ -43,6 +63,44 @@ static const int filter_keys[RFB_F_COUNT][6] = {
 	[RFB_F_NORMALIZE] = { K_PRESET, K_MEAN, K_STD, K_NONE },
 	[RFB_F_GRAY] = { K_NONE, K_NONE },
 	[RFB_F_RGB] = { K_NONE, K_NONE },
+	[RFB_F_VFLIP] = { K_P, K_NONE },
+	[RFB_F_GRAYSCALE] = { K_P, K_NONE },
+	[RFB_F_COLORJITTER] = { K_BRIGHTNESS, K_CONTRAST, K_SATURATION, K_HUE,
+				K_NONE },
+	[RFB_F_GAUSSBLUR] = { K_KERNEL, K_SIGMA, K_NONE },
+	[RFB_F_ERASING] = { K_P, K_SCALE, K_RATIO, K_VALUE, K_NONE },
+	[RFB_F_SOLARIZE] = { K_THRESHOLD, K_P, K_NONE },
+	[RFB_F_POSTERIZE] = { K_BITS, K_P, K_NONE },
+	[RFB_F_EQUALIZE] = { K_P, K_NONE },
+	[RFB_F_AUTOCONTRAST] = { K_P, K_NONE },
+	[RFB_F_SHARPNESS] = { K_FACTOR, K_P, K_NONE },
+	[RFB_F_INVERT] = { K_P, K_NONE },
+	[RFB_F_ROTATION] = { K_DEGREES, K_INTERP, K_FILL, K_NONE },
+	[RFB_F_AFFINE] = { K_DEGREES, K_TRANSLATE, K_SCALE, K_SHEAR, K_INTERP,
+			   K_FILL, K_NONE },
+	[RFB_F_PERSPECTIVE] = { K_DISTORTION, K_P, K_INTERP, K_FILL, K_NONE },
+	[RFB_F_APPLY] = { K_P, K_N, K_NONE },
+};
+
+/* Filters whose first key must be given. */
+static int needs_first_key(int kind)
+{
+	switch (kind) {
+	case RFB_F_RESIZE: case RFB_F_CENTERCROP: case RFB_F_CROP:
+	case RFB_F_RRCROP: case RFB_F_GAUSSBLUR: case RFB_F_SOLARIZE:
+	case RFB_F_POSTERIZE: case RFB_F_SHARPNESS: case RFB_F_ROTATION:
+	case RFB_F_AFFINE:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* A token [s, s + n) of the spec. */
+struct tok {
+	const char *s;
+	size_t n;
+	size_t at; /* its column, 0-based */
 };
 
 struct parser {
@@ -53,8 +111,9 @@ struct parser {
 	/* the filter being parsed */
 	struct rfb_layer cur;
 	int repeat;            /* randaug n */
-	unsigned seen;         /* keys given, bit per enum key */
+	uint64_t seen;         /* keys given, bit per enum key */
 	size_t name_at;        /* column (0-based) of its name */
+	char hint[400];        /* a line after the caret: the valid choices */
 };
 
 /* RFB_ESPEC pointing at byte at of the spec. */
@@ -63,7 +122,7 @@ static int spec_error(struct parser *ps, size_t at, const char *fmt, ...)
 
 static int spec_error(struct parser *ps, size_t at, const char *fmt, ...)
 {
-	char what[256], view[200];
+	char what[300], view[200];
 	size_t len = strlen(ps->spec), from = 0, caret;
 	va_list ap;
 
@@ -78,18 +137,84 @@ static int spec_error(struct parser *ps, size_t at, const char *fmt, ...)
 		 ps->spec + from, len > 160 && len - from > 120 ? "..." : "");
 	caret = at - from + (from ? 3 : 0);
 	return rfb_err_set(ps->err, RFB_ESPEC, NULL,
-			   "bad pipeline spec at column %zu: %s\n  %s\n  %*s^",
-			   at + 1, what, view, (int)caret, "");
+			   "bad pipeline spec at column %zu: %s\n  %s\n  %*s^%s%s",
+			   at + 1, what, view, (int)caret, "",
+			   ps->hint[0] ? "\n  " : "", ps->hint);
+}
+
+/* ---- suggestions ---- */
+
+/* Edit distance of a[0..n) and b (Levenshtein, with transpositions). */
+static int distance(const char *a, size_t n, const char *b)
+{
+	size_t m = strlen(b);
+	int d[40][40];
+
+	if (n >= 40 || m >= 40)
+		return 99;
+	for (size_t i = 0; i <= n; i++)
+		d[i][0] = (int)i;
+	for (size_t j = 0; j <= m; j++)
+		d[0][j] = (int)j;
+	for (size_t i = 1; i <= n; i++)
+		for (size_t j = 1; j <= m; j++) {
+			int sub = tolower((unsigned char)a[i - 1]) !=
+				  tolower((unsigned char)b[j - 1]);
+			int v = d[i - 1][j - 1] + sub;
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+			    a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	return d[n][m];
+}
+
+/* The closest of names[0..count) to t, or NULL when none is close (at
+ * most a third of the word's letters wrong, at least one). */
+static const char *closest(const struct tok *t, const char *const *names,
+			   int count)
+{
+	const char *best = NULL;
+	int best_d = (int)(t->n / 3 > 1 ? t->n / 3 : 1) + 1;
+
+	for (int i = 0; i < count; i++) {
+		int d = distance(t->s, t->n, names[i]);
+		if (d < best_d) {
+			best_d = d;
+			best = names[i];
+		}
+	}
+	return best;
+}
+
+/* " (did you mean \"x\"?)" when x is close to t, else "". */
+static const char *did_you_mean(char *buf, size_t size, const struct tok *t,
+				const char *const *names, int count)
+{
+	const char *near = closest(t, names, count);
+
+	if (!near)
+		return "";
+	snprintf(buf, size, " (did you mean \"%s\"?)", near);
+	return buf;
+}
+
+/* ps->hint = "what: a, b, c" */
+static void set_hint(struct parser *ps, const char *what,
+		     const char *const *names, int count)
+{
+	size_t len = (size_t)snprintf(ps->hint, sizeof ps->hint, "%s:", what);
+
+	for (int i = 0; i < count && len < sizeof ps->hint; i++)
+		len += (size_t)snprintf(ps->hint + len, sizeof ps->hint - len,
+					"%s %s", i ? "," : "", names[i]);
 }
 
 /* ---- values ---- */
-
-/* A token [s, s + n) of the spec. */
-struct tok {
-	const char *s;
-	size_t n;
-	size_t at; /* its column, 0-based */
-};
 
 static int parse_int(struct parser *ps, const struct tok *t, long lo, long hi,
 		     const char *what, int *out)
@@ -113,6 +238,8 @@ bad:
 			  (int)t->n, t->s);
 }
 
+/* A number, or a fraction A/B of two (torchvision's floats written as
+ * 3/4); callers that split lists at '/' pass single numbers. */
 static int parse_num(struct parser *ps, const struct tok *t, const char *what,
 		     double *out)
 {
@@ -120,11 +247,18 @@ static int parse_num(struct parser *ps, const struct tok *t, const char *what,
 	char *end;
 
 	if (t->n == 0 || t->n >= sizeof buf ||
-	    strspn(t->s, "0123456789.eE+-") < t->n)
+	    strspn(t->s, "0123456789.eE+-/") < t->n)
 		goto bad;
 	memcpy(buf, t->s, t->n);
 	buf[t->n] = '\0';
 	*out = strtod(buf, &end);
+	if (*end == '/' && end > buf) {
+		char *den_at = end + 1;
+		double den = strtod(den_at, &end);
+		if (end == den_at || den == 0.0)
+			goto bad;
+		*out /= den;
+	}
 	if (*end || !isfinite(*out))
 		goto bad;
 	return 0;
@@ -195,6 +329,52 @@ static int parse_range(struct parser *ps, const struct tok *t, const char *what,
 	return 0;
 }
 
+/* The '-' that separates two signed numbers in t: the first one after
+ * a digit or a '.' (not an exponent's sign); t->n when there is none. */
+static size_t range_dash(const struct tok *t)
+{
+	for (size_t i = 1; i < t->n; i++)
+		if (t->s[i] == '-' && (isdigit((unsigned char)t->s[i - 1]) ||
+				       t->s[i - 1] == '.'))
+			return i;
+	return t->n;
+}
+
+/*
+ * A range of signed numbers, torchvision's (lo, hi): "A-B" (either may be
+ * negative: -10-10, -0.2--0.1), or one number X, which means
+ * (center - X, center + X) for X >= 0 when sym is set, else (X, X).
+ * lo <= hi.
+ */
+static int parse_srange(struct parser *ps, const struct tok *t, const char *what,
+			int sym, double center, double out[2])
+{
+	size_t dash = range_dash(t);
+	struct tok a = { t->s, dash, t->at };
+
+	if (parse_num(ps, &a, what, &out[0]))
+		return RFB_ESPEC;
+	if (dash < t->n) {
+		struct tok b = { t->s + dash + 1, t->n - dash - 1, t->at + dash + 1 };
+		if (parse_num(ps, &b, what, &out[1]))
+			return RFB_ESPEC;
+		if (out[0] > out[1])
+			return spec_error(ps, t->at, "%s %g-%g: low > high", what,
+					  out[0], out[1]);
+		return 0;
+	}
+	if (!sym) {
+		out[1] = out[0];
+		return 0;
+	}
+	if (out[0] < 0)
+		return spec_error(ps, t->at, "%s %g: a single value must be >= 0",
+				  what, out[0]);
+	out[1] = center + out[0];
+	out[0] = center - out[0];
+	return 0;
+}
+
 /* 1 or 3 numbers separated by '/' */
 static int parse_triple(struct parser *ps, const struct tok *t, const char *what,
 			double out[3], int *count)
@@ -256,18 +436,114 @@ static int parse_pad(struct parser *ps, const struct tok *t)
 static int parse_word(struct parser *ps, const struct tok *t, const char *what,
 		      const char *const *names, int count, int *out)
 {
+	char near[80];
+
 	for (int i = 0; i < count; i++)
 		if (strlen(names[i]) == t->n && memcmp(names[i], t->s, t->n) == 0) {
 			*out = i;
 			return 0;
 		}
-	return spec_error(ps, t->at, "unknown %s \"%.*s\"", what, (int)t->n, t->s);
+	set_hint(ps, what, names, count);
+	return spec_error(ps, t->at, "unknown %s \"%.*s\"%s", what, (int)t->n,
+			  t->s, did_you_mean(near, sizeof near, t, names, count));
 }
 
 static const char *const interp_names[] = { "nearest", "bilinear", "bicubic" };
 static const char *const policy_names[] = { "imagenet", "cifar10", "svhn" };
 static const char *const preset_names[] = { "imagenet" };
 static const char *const bool_names[] = { "0", "1" };
+
+/* ColorJitter's factor i (brightness, contrast, saturation: around 1,
+ * >= 0; hue: around 0, within -0.5..0.5), torchvision's _check_input:
+ * a factor whose range is just its centre is not drawn. */
+static int parse_jitter(struct parser *ps, int i, const struct tok *v)
+{
+	struct rfb_layer *l = &ps->cur;
+	double *r = l->jitter[i], center = i == 3 ? 0.0 : 1.0;
+	double lo = i == 3 ? -0.5 : 0.0, hi = i == 3 ? 0.5 : 1e9;
+	const char *what = key_names[K_BRIGHTNESS + i];
+
+	if (parse_srange(ps, v, what, 1, center, r))
+		return RFB_ESPEC;
+	if (i < 3 && range_dash(v) == v->n && r[0] < 0.0)
+		r[0] = 0.0; /* [max(0, 1 - x), 1 + x] */
+	if (r[0] < lo || r[1] > hi)
+		return spec_error(ps, v->at, "%s %g-%g out of range %g..%g", what,
+				  r[0], r[1], lo, hi == 1e9 ? INFINITY : hi);
+	if (r[0] == center && r[1] == center)
+		l->jitter_on &= ~(1u << i);
+	else
+		l->jitter_on |= 1u << i;
+	return 0;
+}
+
+/* gaussblur kernel_size: K or HxW, odd */
+static int parse_kernel(struct parser *ps, const struct tok *t)
+{
+	struct tok part[2];
+	int n = split(t, 'x', part, 2);
+
+	if (n < 0)
+		return spec_error(ps, t->at, "kernel_size \"%.*s\" is not K or HxW",
+				  (int)t->n, t->s);
+	for (int i = 0; i < n; i++)
+		if (parse_int(ps, &part[i], 1, RFB_BLUR_MAX_KERNEL, "kernel_size",
+			      &ps->cur.kernel[i]))
+			return RFB_ESPEC;
+	if (n == 1)
+		ps->cur.kernel[1] = ps->cur.kernel[0];
+	if (ps->cur.kernel[0] % 2 == 0 || ps->cur.kernel[1] % 2 == 0)
+		return spec_error(ps, t->at, "kernel_size %dx%d: must be odd",
+				  ps->cur.kernel[0], ps->cur.kernel[1]);
+	return 0;
+}
+
+/* affine shear: X-range, or X-range/Y-range */
+static int parse_shear(struct parser *ps, const struct tok *t)
+{
+	struct tok part[2];
+	int n = split(t, '/', part, 2);
+
+	if (n < 0)
+		return spec_error(ps, t->at, "shear needs 1 or 2 ranges separated by '/'");
+	for (int i = 0; i < n; i++)
+		if (parse_srange(ps, &part[i], "shear", 1, 0.0, ps->cur.shear + 2 * i))
+			return RFB_ESPEC;
+	ps->cur.shear_n = 2 * n;
+	return 0;
+}
+
+/* affine translate: A/B, the largest shifts as fractions of w and h */
+static int parse_translate(struct parser *ps, const struct tok *t)
+{
+	struct tok part[2];
+	int n = split(t, '/', part, 2);
+
+	if (n != 2)
+		return spec_error(ps, t->at, "translate needs 2 values A/B");
+	for (int i = 0; i < 2; i++) {
+		double *v = &ps->cur.translate[i];
+		if (parse_num(ps, &part[i], "translate", v))
+			return RFB_ESPEC;
+		if (*v < 0.0 || *v > 1.0)
+			return spec_error(ps, part[i].at,
+					  "translate %g out of range 0..1", *v);
+	}
+	ps->cur.has_translate = 1;
+	return 0;
+}
+
+/* A number in lo..hi. */
+static int parse_bounded(struct parser *ps, const struct tok *v,
+			 const char *what, double lo, double hi, double *out)
+{
+	if (parse_num(ps, v, what, out))
+		return RFB_ESPEC;
+	if (*out < lo || *out > hi)
+		return spec_error(ps, v->at, "%s %g out of range %g..%g", what,
+				  *out, lo, hi);
+	return 0;
+}
 
 static int set_value(struct parser *ps, int key, const struct tok *v)
 {
@@ -291,15 +567,22 @@ static int set_value(struct parser *ps, int key, const struct tok *v)
 		return parse_word(ps, v, "pad_if_needed value", bool_names, 2,
 				  &l->pad_if_needed);
 	case K_SCALE:
+		if (l->kind == RFB_F_AFFINE) {
+			l->has_scale = 1;
+			rc = parse_srange(ps, v, "scale", 0, 0.0, l->scale);
+			if (!rc && !(l->scale[0] > 0.0))
+				rc = spec_error(ps, v->at, "scale must be > 0");
+			return rc;
+		}
 		return parse_range(ps, v, "scale", 0.0, 1.0, l->scale);
 	case K_RATIO:
 		return parse_range(ps, v, "ratio", 0.0, 1e6, l->ratio);
 	case K_P:
-		if (parse_num(ps, v, "p", &l->p))
-			return RFB_ESPEC;
-		return l->p >= 0.0 && l->p <= 1.0
-			       ? 0 : spec_error(ps, v->at, "p %g out of range 0..1", l->p);
+		return parse_bounded(ps, v, "p", 0.0, 1.0, &l->p);
 	case K_N:
+		if (l->kind == RFB_F_APPLY)
+			return parse_int(ps, v, 1, RFB_PIPELINE_MAX_LAYERS, "n",
+					 &l->count);
 		return parse_int(ps, v, 1, RFB_RANDAUG_MAX_N, "n", &ps->repeat);
 	case K_M:
 		return parse_int(ps, v, 0, 1000, "m", &l->magnitude);
@@ -318,6 +601,34 @@ static int set_value(struct parser *ps, int key, const struct tok *v)
 		return rc;
 	case K_PRESET:
 		return parse_word(ps, v, "normalize preset", preset_names, 1, &i);
+	case K_BRIGHTNESS:
+	case K_CONTRAST:
+	case K_SATURATION:
+	case K_HUE:
+		return parse_jitter(ps, key - K_BRIGHTNESS, v);
+	case K_KERNEL:
+		return parse_kernel(ps, v);
+	case K_SIGMA:
+		rc = parse_srange(ps, v, "sigma", 0, 0.0, l->sigma);
+		if (!rc && !(l->sigma[0] > 0.0))
+			rc = spec_error(ps, v->at, "sigma must be > 0");
+		return rc;
+	case K_VALUE:
+		return parse_fill(ps, v);
+	case K_THRESHOLD:
+		return parse_bounded(ps, v, "threshold", 0.0, 1e9, &l->amount);
+	case K_BITS:
+		return parse_int(ps, v, 0, 8, "bits", &l->magnitude);
+	case K_FACTOR:
+		return parse_bounded(ps, v, "factor", 0.0, 1e9, &l->amount);
+	case K_DEGREES:
+		return parse_srange(ps, v, "degrees", 1, 0.0, l->degrees);
+	case K_TRANSLATE:
+		return parse_translate(ps, v);
+	case K_SHEAR:
+		return parse_shear(ps, v);
+	case K_DISTORTION:
+		return parse_bounded(ps, v, "distortion_scale", 0.0, 1.0, &l->amount);
 	}
 	return spec_error(ps, v->at, "internal: unknown key");
 }
@@ -351,27 +662,114 @@ static void set_defaults(struct rfb_layer *l, enum rfb_filter kind)
 		l->norm_channels = 1;
 		l->std[0] = l->std[1] = l->std[2] = 1.0;
 		break;
+	case RFB_F_VFLIP: case RFB_F_SOLARIZE: case RFB_F_POSTERIZE:
+	case RFB_F_EQUALIZE: case RFB_F_AUTOCONTRAST: case RFB_F_SHARPNESS:
+	case RFB_F_INVERT: case RFB_F_APPLY:
+		l->p = 0.5;
+		l->count = kind == RFB_F_APPLY ? 1 : 0;
+		break;
+	case RFB_F_GRAYSCALE:
+		l->p = 0.1;
+		break;
+	case RFB_F_COLORJITTER:
+		for (int i = 0; i < 3; i++)
+			l->jitter[i][0] = l->jitter[i][1] = 1.0;
+		break;
+	case RFB_F_GAUSSBLUR:
+		l->sigma[0] = 0.1;
+		l->sigma[1] = 2.0;
+		break;
+	case RFB_F_ERASING:
+		l->p = 0.5;
+		l->scale[0] = 0.02;
+		l->scale[1] = 0.33;
+		l->ratio[0] = 0.3;
+		l->ratio[1] = 3.3;
+		break;
+	case RFB_F_ROTATION:
+	case RFB_F_AFFINE:
+		l->interp = RFB_INTERP_NEAREST;
+		l->scale[0] = l->scale[1] = kind == RFB_F_AFFINE ? 1.0 : 0.0;
+		break;
+	case RFB_F_PERSPECTIVE:
+		l->amount = 0.5;
+		l->p = 0.5;
+		break;
 	default:
 		break;
 	}
 }
 
+static int tok_is(const struct tok *t, const char *word)
+{
+	return strlen(word) == t->n && memcmp(word, t->s, t->n) == 0;
+}
+
+/* The key named k (or its torchvision alias) among kind's keys. */
 static int find_key(int kind, const struct tok *k)
 {
-	for (int i = 0; i < 6; i++) {
-		int key = filter_keys[kind][i];
-		if (key == K_NONE && i > 0)
+	int key = K_NONE;
+
+	for (int i = 0; i < K_COUNT && key == K_NONE; i++)
+		if (tok_is(k, key_names[i]))
+			key = i;
+	for (size_t i = 0; i < sizeof key_aliases / sizeof *key_aliases; i++)
+		if (tok_is(k, key_aliases[i].name))
+			key = key_aliases[i].key;
+	for (int i = 0; i < MAX_KEYS && key != K_NONE; i++) {
+		if (filter_keys[kind][i] == K_NONE && i > 0)
 			break;
-		if (key != K_NONE && strlen(key_names[key]) == k->n &&
-		    memcmp(key_names[key], k->s, k->n) == 0)
+		if (filter_keys[kind][i] == key)
 			return key;
 	}
 	return K_NONE;
 }
 
-/* One argument token (no ':' or ','); first says it is the first. */
-static int parse_arg(struct parser *ps, const struct tok *a, int first)
+/* The names of kind's keys into names[], returns their number. */
+static int keys_of(int kind, const char **names)
 {
+	int n = 0;
+
+	for (int i = 0; i < MAX_KEYS; i++) {
+		int key = filter_keys[kind][i];
+		if (key == K_NONE && i > 0)
+			break;
+		if (key != K_NONE)
+			names[n++] = key_names[key];
+	}
+	return n;
+}
+
+static int unknown_key(struct parser *ps, const struct tok *a, const struct tok *k)
+{
+	const char *names[MAX_KEYS];
+	const char *kind = rfb_filter_names[ps->cur.kind];
+	char near[80];
+	int n = keys_of(ps->cur.kind, names);
+
+	set_hint(ps, "its arguments", names, n);
+	return spec_error(ps, a->at, "%s has no argument \"%.*s\"%s", kind,
+			  (int)k->n, k->s, did_you_mean(near, sizeof near, k,
+							names, n));
+}
+
+/* A bare value after the first: suggest the key of its position. */
+static int bare_value(struct parser *ps, const struct tok *a, int index)
+{
+	int key = index < MAX_KEYS ? filter_keys[ps->cur.kind][index] : K_NONE;
+
+	if (key == K_NONE)
+		return spec_error(ps, a->at, "\"%.*s\" needs a key (key=value)",
+				  (int)a->n, a->s);
+	return spec_error(ps, a->at,
+			  "\"%.*s\" needs a key (key=value): did you mean %s=%.*s?",
+			  (int)a->n, a->s, key_names[key], (int)a->n, a->s);
+}
+
+/* One argument token (no ':' or ','), number index of its filter. */
+static int parse_arg(struct parser *ps, const struct tok *a, int index)
+{
+	int first = index == 0;
 	const char *eq = memchr(a->s, '=', a->n);
 	struct tok k = *a, v;
 	int key;
@@ -381,23 +779,21 @@ static int parse_arg(struct parser *ps, const struct tok *a, int first)
 	if (!eq) {
 		key = filter_keys[ps->cur.kind][0];
 		if (!first || key == K_NONE)
-			return spec_error(ps, a->at, "\"%.*s\" needs a key (key=value)",
-					  (int)a->n, a->s);
+			return bare_value(ps, a, index);
 		v = *a;
 	} else {
 		k.n = (size_t)(eq - a->s);
 		v = (struct tok){ eq + 1, a->n - k.n - 1, a->at + k.n + 1 };
 		key = find_key(ps->cur.kind, &k);
 		if (key == K_NONE)
-			return spec_error(ps, a->at, "%s has no argument \"%.*s\"",
-					  rfb_filter_names[ps->cur.kind], (int)k.n, k.s);
+			return unknown_key(ps, a, &k);
 		if (v.n == 0)
 			return spec_error(ps, v.at, "missing value for %s",
 					  key_names[key]);
 	}
-	if (ps->seen & (1u << key))
+	if (ps->seen & (UINT64_C(1) << key))
 		return spec_error(ps, a->at, "%s given twice", key_names[key]);
-	ps->seen |= 1u << key;
+	ps->seen |= UINT64_C(1) << key;
 	return set_value(ps, key, &v);
 }
 
@@ -407,8 +803,11 @@ static int check_filter(struct parser *ps)
 	struct rfb_layer *l = &ps->cur;
 	const char *name = rfb_filter_names[l->kind];
 
-	if (filter_keys[l->kind][0] == K_SIZE && !(ps->seen & (1u << K_SIZE)))
-		return spec_error(ps, ps->name_at, "%s needs a size", name);
+	if (needs_first_key(l->kind) &&
+	    !(ps->seen & (UINT64_C(1) << filter_keys[l->kind][0])))
+		return spec_error(ps, ps->name_at, "%s needs %s %s", name,
+				  l->kind <= RFB_F_RRCROP ? "a" : "its",
+				  key_names[filter_keys[l->kind][0]]);
 	if (l->max_size && (!l->shorter || l->max_size <= l->shorter))
 		return spec_error(ps, ps->name_at,
 				  "max_size needs resize=N with N < max_size");
@@ -416,11 +815,12 @@ static int check_filter(struct parser *ps)
 		return spec_error(ps, ps->name_at, "randaug m=%d needs m < bins (%d)",
 				  l->magnitude, l->bins);
 	if (l->kind == RFB_F_NORMALIZE) {
-		int m = ps->seen & (1u << K_MEAN), s = ps->seen & (1u << K_STD);
-		if ((ps->seen & (1u << K_PRESET)) && (m || s))
+		int m = !!(ps->seen & (UINT64_C(1) << K_MEAN));
+		int s = !!(ps->seen & (UINT64_C(1) << K_STD));
+		if ((ps->seen & (UINT64_C(1) << K_PRESET)) && (m || s))
 			return spec_error(ps, ps->name_at,
 					  "normalize: give a preset or mean/std, not both");
-		if (ps->seen & (1u << K_PRESET)) {
+		if (ps->seen & (UINT64_C(1) << K_PRESET)) {
 			l->norm_channels = 3;
 			const double mean[3] = { 0.485, 0.456, 0.406 };
 			const double std[3] = { 0.229, 0.224, 0.225 };
@@ -434,16 +834,62 @@ static int check_filter(struct parser *ps)
 	return 0;
 }
 
+/* torchvision's class names, for suggestions: the filter of each. */
+static const struct {
+	const char *tv;
+	int kind;
+} tv_names[] = {
+	{ "Resize", RFB_F_RESIZE }, { "CenterCrop", RFB_F_CENTERCROP },
+	{ "RandomCrop", RFB_F_CROP }, { "RandomResizedCrop", RFB_F_RRCROP },
+	{ "RandomHorizontalFlip", RFB_F_FLIP }, { "RandAugment", RFB_F_RANDAUG },
+	{ "AutoAugment", RFB_F_AUTOAUG },
+	{ "TrivialAugmentWide", RFB_F_TRIVIALAUG },
+	{ "Normalize", RFB_F_NORMALIZE }, { "Grayscale", RFB_F_GRAY },
+	{ "RandomVerticalFlip", RFB_F_VFLIP },
+	{ "RandomGrayscale", RFB_F_GRAYSCALE },
+	{ "ColorJitter", RFB_F_COLORJITTER }, { "GaussianBlur", RFB_F_GAUSSBLUR },
+	{ "RandomErasing", RFB_F_ERASING },
+	{ "RandomSolarize", RFB_F_SOLARIZE },
+	{ "RandomPosterize", RFB_F_POSTERIZE },
+	{ "RandomEqualize", RFB_F_EQUALIZE },
+	{ "RandomAutocontrast", RFB_F_AUTOCONTRAST },
+	{ "RandomAdjustSharpness", RFB_F_SHARPNESS },
+	{ "RandomInvert", RFB_F_INVERT }, { "RandomRotation", RFB_F_ROTATION },
+	{ "RandomAffine", RFB_F_AFFINE },
+	{ "RandomPerspective", RFB_F_PERSPECTIVE },
+	{ "RandomApply", RFB_F_APPLY },
+};
+
+static int unknown_filter(struct parser *ps, const struct tok *name)
+{
+	const char *near = closest(name, rfb_filter_names, RFB_F_COUNT);
+	int best = 99;
+
+	/* a torchvision name (any case) or one a letter or two off */
+	for (size_t i = 0; i < sizeof tv_names / sizeof *tv_names; i++) {
+		int d = distance(name->s, name->n, tv_names[i].tv);
+		if (d < best && d <= 2) {
+			best = d;
+			near = rfb_filter_names[tv_names[i].kind];
+		}
+	}
+	set_hint(ps, "filters", rfb_filter_names, RFB_F_COUNT);
+	if (near)
+		return spec_error(ps, name->at,
+				  "unknown filter \"%.*s\" (did you mean \"%s\"?)",
+				  (int)name->n, name->s, near);
+	return spec_error(ps, name->at, "unknown filter \"%.*s\"", (int)name->n,
+			  name->s);
+}
+
 static int lookup_filter(struct parser *ps, const struct tok *name)
 {
 	for (int i = 0; i < RFB_F_COUNT; i++)
-		if (strlen(rfb_filter_names[i]) == name->n &&
-		    memcmp(rfb_filter_names[i], name->s, name->n) == 0)
+		if (tok_is(name, rfb_filter_names[i]))
 			return i;
 	if (name->n == 0)
 		return spec_error(ps, name->at, "empty filter");
-	return spec_error(ps, name->at, "unknown filter \"%.*s\"", (int)name->n,
-			  name->s);
+	return unknown_filter(ps, name);
 }
 
 static int add_layers(struct parser *ps)
@@ -458,6 +904,37 @@ static int add_layers(struct parser *ps)
 				  RFB_PIPELINE_MAX_LAYERS);
 	for (int i = 0; i < count; i++)
 		ps->layers[ps->n++] = ps->cur;
+	return 0;
+}
+
+/* 1 if layer kind keeps the image's size and channels. */
+static int keeps_shape(int kind)
+{
+	return kind != RFB_F_RESIZE && kind != RFB_F_CENTERCROP &&
+	       kind != RFB_F_CROP && kind != RFB_F_RRCROP &&
+	       kind != RFB_F_GRAY && kind != RFB_F_RGB &&
+	       kind != RFB_F_NORMALIZE && kind != RFB_F_APPLY;
+}
+
+/* Every apply gates layers that follow it and keep the image's shape. */
+static int check_apply(struct parser *ps, const size_t *name_at)
+{
+	for (int i = 0; i < ps->n; i++) {
+		const struct rfb_layer *l = &ps->layers[i];
+		if (l->kind != RFB_F_APPLY)
+			continue;
+		if (i + l->count >= ps->n)
+			return spec_error(ps, name_at[i],
+					  "apply n=%d: only %d layers follow it",
+					  l->count, ps->n - i - 1);
+		for (int k = i + 1; k <= i + l->count; k++)
+			if (!keeps_shape(ps->layers[k].kind))
+				return spec_error(ps, name_at[k],
+						  "apply cannot gate %s (only "
+						  "filters that keep the image's "
+						  "size and channels)",
+						  rfb_filter_names[ps->layers[k].kind]);
+	}
 	return 0;
 }
 
@@ -494,7 +971,7 @@ static int parse_filter(struct parser *ps, size_t at, size_t end)
 		if (n < 0)
 			return spec_error(ps, at + 1, "too many arguments");
 		for (int i = 0; i < n; i++)
-			if ((rc = parse_arg(ps, &a[i], i == 0)))
+			if ((rc = parse_arg(ps, &a[i], i)))
 				return rc;
 	}
 	rc = check_filter(ps);
@@ -519,6 +996,7 @@ int rfb_pipeline_parse(const char *spec, rfb_pipeline **out, rfb_err *err)
 	ps->err = err;
 	while (len && (spec[len - 1] == ' ' || spec[len - 1] == '\t'))
 		len--; /* trailing blanks are not a filter */
+	size_t name_at[RFB_PIPELINE_MAX_LAYERS];
 	while (!rc && len > 0 && at <= len) {
 		size_t end = at;
 		while (end < len && spec[end] != ',')
@@ -528,9 +1006,14 @@ int rfb_pipeline_parse(const char *spec, rfb_pipeline **out, rfb_err *err)
 		size_t stop = end;
 		while (stop > at && (spec[stop - 1] == ' ' || spec[stop - 1] == '\t'))
 			stop--;
+		int before = ps->n;
 		rc = parse_filter(ps, at, stop);
+		for (int i = before; i < ps->n; i++)
+			name_at[i] = at;
 		at = end + 1;
 	}
+	if (!rc)
+		rc = check_apply(ps, name_at);
 	if (!rc)
 		rc = rfb_pipeline_make(ps->layers, ps->n, out, err);
 	free(ps);

@@ -14,6 +14,8 @@ struct rfb_pipe_ctx {
 	rfb_imgbuf buf[2];      /* ping-pong images (the decoded one in buf[0]) */
 	rfb_resizer *rz;
 	float *tensor;          /* normalize's output */
+	float *scratch;         /* gaussblur's intermediate rows */
+	size_t scratch_cap;
 	size_t tensor_cap;
 	rfb_norm norm;          /* table of the last (mean, std, channels) */
 	int norm_valid;
@@ -116,5 +118,10 @@ int rfb_run_layers(struct rfb_run *r, const rfb_pipeline *p, int from,
  * ends in normalize). */
 int rfb_run_finish(struct rfb_run *r, const rfb_pipeline *p,
 		   struct rfb_pipe_out *out, rfb_err *err);
+
+/* Run one of torchvision's single transforms (pipeline_single.c): layer
+ * l with its random stream rng. */
+int rfb_run_single(struct rfb_run *r, const struct rfb_layer *l, rfb_rng *rng,
+		   rfb_err *err);
 
 #endif

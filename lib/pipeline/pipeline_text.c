@@ -14,7 +14,10 @@
  * other way round). */
 const char *const rfb_filter_names[RFB_F_COUNT] = {
 	"resize", "centercrop", "crop", "rrcrop", "flip", "randaug",
-	"autoaug", "trivialaug", "normalize", "gray", "rgb",
+	"autoaug", "trivialaug", "normalize", "gray", "rgb", "vflip",
+	"grayscale", "colorjitter", "gaussblur", "erasing", "solarize",
+	"posterize", "equalize", "autocontrast", "sharpness", "invert",
+	"rotation", "affine", "perspective", "apply",
 };
 
 /* ---- canonical text ---- */
@@ -73,6 +76,90 @@ static void put_aug_common(struct out *o, const struct rfb_layer *l)
 	    l->fill[0], l->fill[1], l->fill[2]);
 }
 
+static void put_range(struct out *o, const char *key, const double r[2])
+{
+	put(o, "%s=", key);
+	put_list(o, r, 2, '-');
+}
+
+static void put_fill(struct out *o, const char *key, const unsigned char *f)
+{
+	put(o, ":%s=%u/%u/%u", key, f[0], f[1], f[2]);
+}
+
+/* The single transforms (their arguments after the name). */
+static void put_single(struct out *o, const struct rfb_layer *l)
+{
+	static const char *const jitter_keys[4] = { "brightness", "contrast",
+						     "saturation", "hue" };
+
+	switch (l->kind) {
+	case RFB_F_COLORJITTER:
+		for (int i = 0; i < 4; i++) {
+			put(o, "%s", i ? ":" : "=");
+			put_range(o, jitter_keys[i], l->jitter[i]);
+		}
+		return;
+	case RFB_F_GAUSSBLUR:
+		put(o, "=kernel_size=%dx%d:", l->kernel[0], l->kernel[1]);
+		put_range(o, "sigma", l->sigma);
+		return;
+	case RFB_F_ERASING:
+		put(o, "=p=");
+		put_num(o, l->p);
+		put(o, ":");
+		put_range(o, "scale", l->scale);
+		put(o, ":");
+		put_range(o, "ratio", l->ratio);
+		put_fill(o, "value", l->fill);
+		return;
+	case RFB_F_SOLARIZE:
+	case RFB_F_SHARPNESS:
+		put(o, "=%s=", l->kind == RFB_F_SOLARIZE ? "threshold" : "factor");
+		put_num(o, l->amount);
+		break;
+	case RFB_F_POSTERIZE:
+		put(o, "=bits=%d", l->magnitude);
+		break;
+	case RFB_F_ROTATION:
+	case RFB_F_AFFINE:
+		put(o, "=");
+		put_range(o, "degrees", l->degrees);
+		if (l->has_translate) {
+			put(o, ":translate=");
+			put_list(o, l->translate, 2, '/');
+		}
+		if (l->has_scale) {
+			put(o, ":");
+			put_range(o, "scale", l->scale);
+		}
+		for (int i = 0; i < l->shear_n; i += 2) {
+			put(o, "%s", i ? "/" : ":shear=");
+			put_list(o, l->shear + i, 2, '-');
+		}
+		put(o, ":interp=%s", rfb_interp_name(l->interp));
+		put_fill(o, "fill", l->fill);
+		return;
+	case RFB_F_PERSPECTIVE:
+		put(o, "=distortion_scale=");
+		put_num(o, l->amount);
+		break;
+	default:
+		break;
+	}
+	/* the ones with p */
+	put(o, "%sp=", l->kind == RFB_F_SOLARIZE || l->kind == RFB_F_SHARPNESS ||
+		       l->kind == RFB_F_POSTERIZE || l->kind == RFB_F_PERSPECTIVE
+		       ? ":" : "=");
+	put_num(o, l->p);
+	if (l->kind == RFB_F_APPLY)
+		put(o, ":n=%d", l->count);
+	if (l->kind == RFB_F_PERSPECTIVE) {
+		put(o, ":interp=%s", rfb_interp_name(l->interp));
+		put_fill(o, "fill", l->fill);
+	}
+}
+
 static void put_layer(struct out *o, const struct rfb_layer *l, int repeat)
 {
 	put(o, "%s", rfb_filter_names[l->kind]);
@@ -123,7 +210,12 @@ static void put_layer(struct out *o, const struct rfb_layer *l, int repeat)
 		put(o, ":std=");
 		put_list(o, l->std, l->norm_channels, '/');
 		break;
+	case RFB_F_GRAY:
+	case RFB_F_RGB:
+	case RFB_F_COUNT:
+		break;
 	default:
+		put_single(o, l);
 		break;
 	}
 }
@@ -142,7 +234,18 @@ int rfb_layer_equal(const struct rfb_layer *a, const struct rfb_layer *b)
 	       a->magnitude == b->magnitude && a->bins == b->bins &&
 	       a->policy == b->policy && a->norm_channels == b->norm_channels &&
 	       memcmp(a->mean, b->mean, sizeof a->mean) == 0 &&
-	       memcmp(a->std, b->std, sizeof a->std) == 0;
+	       memcmp(a->std, b->std, sizeof a->std) == 0 &&
+	       memcmp(a->jitter, b->jitter, sizeof a->jitter) == 0 &&
+	       a->jitter_on == b->jitter_on && a->kernel[0] == b->kernel[0] &&
+	       a->kernel[1] == b->kernel[1] && a->sigma[0] == b->sigma[0] &&
+	       a->sigma[1] == b->sigma[1] && a->amount == b->amount &&
+	       a->degrees[0] == b->degrees[0] && a->degrees[1] == b->degrees[1] &&
+	       a->has_translate == b->has_translate &&
+	       a->translate[0] == b->translate[0] &&
+	       a->translate[1] == b->translate[1] &&
+	       a->has_scale == b->has_scale && a->shear_n == b->shear_n &&
+	       memcmp(a->shear, b->shear, sizeof a->shear) == 0 &&
+	       a->count == b->count;
 }
 
 static char *canonical_text(const struct rfb_layer *layers, int n)
@@ -261,6 +364,11 @@ int rfb_pipeline_split(const rfb_pipeline *p, int k, rfb_pipeline **head,
 	if (k == p->nlayers && ends_in_normalize(p))
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "normalize must stay in the final part");
+	for (int i = 0; i < k; i++)
+		if (p->layers[i].kind == RFB_F_APPLY && i + p->layers[i].count >= k)
+			return rfb_err_set(err, RFB_EINVAL, NULL,
+					   "split after layer %d cuts apply (layer "
+					   "%d) from the layers it gates", k, i + 1);
 	*head = rfb_pipeline_from_layers(p->layers, k, err);
 	if (*head)
 		*tail = rfb_pipeline_from_layers(p->layers + k, p->nlayers - k, err);

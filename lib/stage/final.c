@@ -31,6 +31,7 @@
 #include "refurb/progress.h"
 #include "refurb/record.h"
 #include "refurb/rng.h"
+#include "refurb/source.h"
 #include "refurb/stream.h"
 
 #define MAX_IMAGE_FILE ((size_t)1 << 30)
@@ -83,6 +84,7 @@ struct final {
 	const rfb_plan_header *h;
 	struct rfb_annot_header annot;
 	rfb_index *idx;
+	rfb_source *src;          /* reads images to heal bad records */
 	rfb_cache_view *view;
 	rfb_cache_position_writer *position; /* NULL: the cache is read-only */
 	struct rfb_cache_position pos;
@@ -91,6 +93,8 @@ struct final {
 	struct rfb_pipe_shape shape;
 	int dtype, layout;
 	size_t image_bytes;
+	int views;                /* images per sample (>= 1) */
+	size_t sample_bytes;      /* views * image_bytes */
 	rfb_pool *pool;
 	struct fslot *slots;
 	int nslots, head, count;
@@ -151,7 +155,6 @@ static int source_image(struct fworker *w, struct ftask *t, rfb_image *img)
 	struct rfb_pipe_key key = { F->annot.aug_seed, t->write_epoch, t->sample,
 				    RFB_STAGE_PARTIAL };
 	struct rfb_pipe_out out;
-	char path[8192];
 	size_t len = 0;
 	double t0 = rfb_now();
 	int rc;
@@ -172,15 +175,12 @@ static int source_image(struct fworker *w, struct ftask *t, rfb_image *img)
 	if (F->o->strict)
 		return t->rec->status ? t->rec->status : RFB_EFORMAT;
 	t->healed = 1;
-	if ((rc = rfb_index_full_path(F->idx, t->sample,
-				      F->annot.root[0] ? F->annot.root : NULL,
-				      path, sizeof path)) ||
-	    (rc = rfb_file_read_into(path, MAX_IMAGE_FILE, &w->file, &w->file_cap,
-				     &len, &t->why)) ||
+	if ((rc = rfb_source_read(F->src, t->sample, MAX_IMAGE_FILE, &w->file,
+				  &w->file_cap, &len, &t->why)) ||
 	    (rc = rfb_pipe_run_jpeg(w->heal, F->partial_pipe, w->file, len, &key,
 				    &out, &t->why))) {
 		if (!t->why.path[0])
-			snprintf(t->why.path, sizeof t->why.path, "%.500s", path);
+			rfb_source_blame(F->src, t->sample, &t->why);
 		return rc ? rc : RFB_EIO;
 	}
 	*img = out.img;
@@ -191,12 +191,34 @@ static int source_image(struct fworker *w, struct ftask *t, rfb_image *img)
 /* Put the path of t's image into t->why (messages name the file). */
 static void name_image(const struct final *F, struct ftask *t)
 {
-	char path[8192];
+	rfb_source_blame(F->src, t->sample, &t->why);
+}
 
-	if (rfb_index_full_path(F->idx, t->sample,
-				F->annot.root[0] ? F->annot.root : NULL, path,
-				sizeof path) == 0)
-		snprintf(t->why.path, sizeof t->why.path, "%.500s", path);
+/* The final pipeline's view v of img into the slot; 0 or an error. */
+static int run_view(struct fworker *w, struct ftask *t, const rfb_image *img,
+		    int v)
+{
+	const struct final *F = t->F;
+	/* view 0 is the stream without views; view v draws from its own
+	 * streams, RFB_STAGE_VIEW apart */
+	struct rfb_pipe_key key = { F->seed, t->slot->batch.epoch, t->sample,
+				    RFB_STAGE_FINAL + (uint32_t)v * RFB_STAGE_VIEW };
+	struct rfb_pipe_out out;
+	int rc = rfb_pipe_run(w->final, F->final_pipe, img, &key, &out, &t->why);
+
+	if (!rc && (out.size != F->image_bytes ||
+		    out.shape.width != F->shape.width ||
+		    out.shape.height != F->shape.height ||
+		    out.shape.channels != F->shape.channels))
+		rc = rfb_err_set(&t->why, RFB_EINVAL, NULL,
+			"sample %u: the final pipeline made %dx%dx%d, the stream "
+			"holds %dx%dx%d", t->sample, out.shape.width,
+			out.shape.height, out.shape.channels, F->shape.width,
+			F->shape.height, F->shape.channels);
+	if (!rc)
+		memcpy(t->slot->pixels + (size_t)t->out * F->sample_bytes +
+		       (size_t)v * F->image_bytes, out.data, F->image_bytes);
+	return rc;
 }
 
 static void run_task(void *ctx, struct rfb_task *task)
@@ -204,9 +226,6 @@ static void run_task(void *ctx, struct rfb_task *task)
 	struct ftask *t = (struct ftask *)task;
 	struct fworker *w = ctx;
 	const struct final *F = t->F;
-	struct rfb_pipe_key key = { F->seed, t->slot->batch.epoch, t->sample,
-				    RFB_STAGE_FINAL };
-	struct rfb_pipe_out out;
 	rfb_image img;
 	double t0, c0 = thread_cpu_now();
 
@@ -219,20 +238,10 @@ static void run_task(void *ctx, struct rfb_task *task)
 		return;
 	}
 	t0 = rfb_now();
-	t->status = rfb_pipe_run(w->final, F->final_pipe, &img, &key, &out, &t->why);
-	if (!t->status && (out.size != F->image_bytes ||
-			   out.shape.width != F->shape.width ||
-			   out.shape.height != F->shape.height ||
-			   out.shape.channels != F->shape.channels))
-		t->status = rfb_err_set(&t->why, RFB_EINVAL, NULL,
-			"sample %u: the final pipeline made %dx%dx%d, the stream "
-			"holds %dx%dx%d", t->sample, out.shape.width,
-			out.shape.height, out.shape.channels, F->shape.width,
-			F->shape.height, F->shape.channels);
-	if (!t->status)
-		memcpy(t->slot->pixels + (size_t)t->out * F->image_bytes, out.data,
-		       F->image_bytes);
-	else if (!t->why.path[0])
+	/* the record is read and decoded once for all its views */
+	for (int v = 0; v < F->views && !t->status; v++)
+		t->status = run_view(w, t, &img, v);
+	if (t->status && !t->why.path[0])
 		name_image(F, t);
 	t->augment_s = rfb_now() - t0;
 	t->cpu_s = thread_cpu_now() - c0;
@@ -367,8 +376,8 @@ static int settle(struct final *F, struct fslot *s, double *decode,
 			F->o->on_heal(F->o->ctx, t->sample, &t->why);
 		*healed += t->healed;
 		if (kept != j) {
-			memcpy(s->pixels + (size_t)kept * F->image_bytes,
-			       s->pixels + (size_t)j * F->image_bytes, F->image_bytes);
+			memcpy(s->pixels + (size_t)kept * F->sample_bytes,
+			       s->pixels + (size_t)j * F->sample_bytes, F->sample_bytes);
 			s->ids[kept] = s->ids[j];
 			s->labels[kept] = s->labels[j];
 		}
@@ -405,7 +414,8 @@ static void stats_line(struct final *F, const struct fslot *s, double decode,
 static uint64_t stream_global_step(const struct final *F,
 				   const rfb_plan_batch *b)
 {
-	int dropping = F->h->drop_last && F->h->samples % F->h->batch_size;
+	int dropping = F->h->drop_last &&
+		       rfb_plan_epoch_samples(F->h) % F->h->batch_size;
 
 	return b->global_step - (dropping ? b->epoch : 0);
 }
@@ -436,7 +446,7 @@ static int finish_oldest(struct final *F, rfb_err *err)
 	b.labels = s->labels;
 	b.ids = s->ids;
 	b.pixels = s->pixels;
-	b.pixel_bytes = (size_t)s->n * F->image_bytes;
+	b.pixel_bytes = (size_t)s->n * F->sample_bytes;
 	t0 = rfb_now();
 	if ((rc = rfb_stream_write_batch(F->writer, &b, err)))
 		return rc;
@@ -513,7 +523,9 @@ static int open_inputs(struct final *F, const char *in_name, rfb_err *err)
 	struct rfb_pipe_shape in = { 256, 256, 3 }, partial_out;
 	int rc;
 
-	if (!(F->idx = rfb_index_open(F->annot.index_file, err)))
+	if (!(F->idx = rfb_index_open(F->annot.index_file, err)) ||
+	    !(F->src = rfb_source_open(F->idx, F->annot.root[0] ? F->annot.root
+				       : NULL, err)))
 		return err->code;
 	if (rfb_index_identity(F->idx) != F->h->index_identity)
 		return rfb_err_set(err, RFB_EMISMATCH, in_name,
@@ -541,6 +553,8 @@ static int open_inputs(struct final *F, const char *in_name, rfb_err *err)
 	F->layout = rfb_pipeline_layout(F->final_pipe);
 	F->image_bytes = (size_t)F->shape.width * F->shape.height *
 			 F->shape.channels * (F->dtype == RFB_DTYPE_F32 ? 4 : 1);
+	F->views = F->o->views > 1 ? F->o->views : 1;
+	F->sample_bytes = F->image_bytes * (size_t)F->views;
 	return 0;
 }
 
@@ -560,7 +574,7 @@ static int make_slots(struct final *F, rfb_err *err)
 		s->tasks = calloc(bs, sizeof *s->tasks);
 		s->labels = calloc(bs, sizeof *s->labels);
 		s->ids = calloc(bs, sizeof *s->ids);
-		if (posix_memalign((void **)&s->pixels, 64, (size_t)bs * F->image_bytes))
+		if (posix_memalign((void **)&s->pixels, 64, (size_t)bs * F->sample_bytes))
 			s->pixels = NULL;
 		if (!s->samples || !s->addrs || !s->addr_sample || !s->write_epochs ||
 		    !s->tasks || !s->labels || !s->ids || !s->pixels ||
@@ -599,6 +613,7 @@ static int write_stream_header(struct final *F, rfb_err *err)
 	uint32_t nc = rfb_index_class_count(F->idx);
 	const char **names = calloc(nc ? nc : 1, sizeof *names);
 	char extra[RFB_ANNOT_MAX_VALUE + 128];
+	uint32_t per_epoch;
 	int rc;
 
 	if (!names)
@@ -610,6 +625,7 @@ static int write_stream_header(struct final *F, rfb_err *err)
 	info.height = (uint32_t)F->shape.height;
 	info.width = (uint32_t)F->shape.width;
 	info.channels = (uint32_t)F->shape.channels;
+	info.views = (uint32_t)F->views;
 	info.batch_size = F->h->batch_size;
 	info.class_count = nc;
 	info.class_names = names;
@@ -619,8 +635,9 @@ static int write_stream_header(struct final *F, rfb_err *err)
 	info.shard_k = F->h->shard_index;
 	info.shard_n = F->h->shard_count;
 	/* with --drop-last the incomplete last batch is not trained on */
+	per_epoch = rfb_plan_epoch_samples(F->h);
 	info.epoch_images = F->h->drop_last
-		? F->h->samples - F->h->samples % F->h->batch_size : F->h->samples;
+		? per_epoch - per_epoch % F->h->batch_size : per_epoch;
 	info.plan_seed = F->h->seed;
 	info.augment_seed = F->seed;
 	info.index_identity = F->h->index_identity;
@@ -761,6 +778,7 @@ int rfb_final_run(const struct rfb_final_opts *o, int in_fd,
 	rfb_pipeline_free(F.partial_pipe);
 	rfb_cache_view_close(F.view);
 	rfb_cache_position_writer_close(F.position);
+	rfb_source_close(F.src);
 	rfb_index_close(F.idx);
 	return rc;
 }

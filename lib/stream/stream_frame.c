@@ -41,6 +41,16 @@ size_t rfb_stream_image_bytes(const struct rfb_stream_info *info)
 	       (info->dtype == RFB_STREAM_F32 ? 4 : 1);
 }
 
+size_t rfb_stream_sample_bytes(const struct rfb_stream_info *info)
+{
+	return rfb_stream_image_bytes(info) * (info->views > 1 ? info->views : 1);
+}
+
+int rfb_stream_info_version(const struct rfb_stream_info *info)
+{
+	return info->views > 1 ? 2 : 1;
+}
+
 /* ---- frame headers --------------------------------------------------- */
 
 void stream_head_encode(unsigned char out[RFB_STREAM_FRAME_HEADER],
@@ -48,7 +58,7 @@ void stream_head_encode(unsigned char out[RFB_STREAM_FRAME_HEADER],
 {
 	memset(out, 0, RFB_STREAM_FRAME_HEADER);
 	memcpy(out, STREAM_MAGIC, 7);
-	out[7] = RFB_STREAM_VERSION;
+	out[7] = (unsigned char)(h->version ? h->version : 1);
 	rfb_put_le32(out + 8, h->type);
 	rfb_put_le32(out + 12, h->flags);
 	rfb_put_le64(out + 16, h->payload_len);
@@ -66,10 +76,12 @@ int stream_head_decode(const unsigned char in[RFB_STREAM_FRAME_HEADER],
 	if (memcmp(in, STREAM_MAGIC, 7) != 0)
 		return rfb_err_set(err, RFB_EFORMAT, name, "%sbad magic (not "
 				   "a refurb batch stream frame)", where);
-	if (in[7] != RFB_STREAM_VERSION)
+	if (in[7] < 1 || in[7] > RFB_STREAM_VERSION)
 		return rfb_err_set(err, RFB_EVERSION, name, "%sbatch stream "
 				   "format version %u, this refurb reads "
-				   "version %u", where, in[7], RFB_STREAM_VERSION);
+				   "versions 1 to %u", where, in[7],
+				   RFB_STREAM_VERSION);
+	h->version = in[7];
 	if (rfb_get_le32(in + 60) != rfb_crc32c(0, in, 60))
 		return rfb_err_set(err, RFB_ECHECKSUM, name, "%sframe header "
 				   "checksum mismatch", where);
@@ -97,7 +109,7 @@ static const char *str_or_empty(const char *s)
 
 uint64_t stream_batch_max_payload(const struct rfb_stream_info *info)
 {
-	uint64_t px = rfb_stream_image_bytes(info), all;
+	uint64_t px = rfb_stream_sample_bytes(info), all;
 
 	if (__builtin_mul_overflow(px, (uint64_t)info->batch_size, &all) ||
 	    __builtin_add_overflow(all, stream_pixel_offset(info->batch_size),
@@ -227,7 +239,9 @@ void stream_info_encode(const struct rfb_stream_info *in, unsigned char *out)
 	unsigned char *p = out + STREAM_INFO_FIXED, *names;
 
 	memset(out, 0, STREAM_INFO_FIXED);
-	rfb_put_le32(out, RFB_STREAM_VERSION);
+	rfb_put_le32(out, (uint32_t)rfb_stream_info_version(in));
+	if (in->views > 1)
+		rfb_put_le32(out + 120, in->views);
 	out[4] = (unsigned char)in->dtype;
 	out[5] = (unsigned char)in->layout;
 	rfb_put_le16(out + 6, in->normalized ? INFO_NORMALIZED : 0);
@@ -343,7 +357,7 @@ static const char *info_copy_sections(struct stream_info_copy *c,
 }
 
 int stream_info_decode(const unsigned char *p, uint64_t len,
-		       const struct rfb_stream_limits *lim,
+		       uint32_t version, const struct rfb_stream_limits *lim,
 		       struct stream_info_copy *c, const char *name,
 		       const char *where, rfb_err *err)
 {
@@ -358,10 +372,10 @@ int stream_info_decode(const unsigned char *p, uint64_t len,
 		return rfb_err_set(err, RFB_EFORMAT, name, "%sHEADER payload "
 				   "of %llu bytes is too short", where,
 				   (unsigned long long)len);
-	if (rfb_get_le32(p) != RFB_STREAM_VERSION)
+	if (rfb_get_le32(p) != version)
 		return rfb_err_set(err, RFB_EFORMAT, name, "%sHEADER says "
 				   "version %u in a version %u frame", where,
-				   rfb_get_le32(p), RFB_STREAM_VERSION);
+				   rfb_get_le32(p), version);
 	for (int i = 0; i < 4; i++)
 		sum += l[i] = rfb_get_le32(p + 104 + 4 * i);
 	if (sum != len)
@@ -370,6 +384,11 @@ int stream_info_decode(const unsigned char *p, uint64_t len,
 				   where, (unsigned long long)sum,
 				   (unsigned long long)len);
 	info_decode_fixed(p, in);
+	in->views = version >= 2 ? rfb_get_le32(p + 120) : 1;
+	if (in->views < (version >= 2 ? 2u : 1u) || in->views > RFB_STREAM_MAX_VIEWS)
+		return rfb_err_set(err, RFB_EFORMAT, name, "%sHEADER of version "
+				   "%u with %u views (%s)", where, version,
+				   in->views, version >= 2 ? "2 to 64" : "1");
 	if (in->class_count > lim->max_classes)
 		return rfb_err_set(err, RFB_ELIMIT, name, "%s%u classes exceed "
 				   "the limit %u", where, in->class_count,
@@ -401,7 +420,8 @@ int stream_info_dup(const struct rfb_stream_info *info,
 		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
 	rfb_stream_limits_default(&lim);
 	stream_info_encode(info, tmp);
-	rc = stream_info_decode(tmp, len, &lim, c, NULL, "", err);
+	rc = stream_info_decode(tmp, len, (uint32_t)rfb_stream_info_version(info),
+				&lim, c, NULL, "", err);
 	free(tmp);
 	return rc;
 }

@@ -16,6 +16,7 @@
 
 /* A decoded frame header. */
 struct frame_head {
+	uint32_t version;            /* the magic's version byte */
 	uint32_t type, flags;
 	uint64_t payload_len, seq;
 	uint32_t head_len;           /* payload bytes covered by head_crc */
@@ -78,7 +79,7 @@ void stream_info_encode(const struct rfb_stream_info *info,
 /* Parse and check a HEADER payload into *c (owned; free with
  * stream_info_copy_free).  RFB_EFORMAT, RFB_ELIMIT, RFB_ENOMEM. */
 int stream_info_decode(const unsigned char *p, uint64_t len,
-		       const struct rfb_stream_limits *lim,
+		       uint32_t version, const struct rfb_stream_limits *lim,
 		       struct stream_info_copy *c, const char *name,
 		       const char *where, rfb_err *err);
 

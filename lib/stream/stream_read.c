@@ -255,8 +255,8 @@ static int on_header(rfb_stream_reader *r, const struct frame_head *h,
 				   (unsigned long long)h->payload_len);
 	if ((rc = fixed_length(r, h, h->payload_len, "HEADER", where, err)) ||
 	    (rc = read_payload(r, h, where, 1, &p, err)) ||
-	    (rc = stream_info_decode(p, h->payload_len, &r->lim, &r->info,
-				     r->name, where, err)))
+	    (rc = stream_info_decode(p, h->payload_len, h->version, &r->lim,
+				     &r->info, r->name, where, err)))
 		return rc;
 	if (stream_seq_header(&r->seq, &r->info.info, why, sizeof why))
 		return bad_sequence(r, where, why, err);
@@ -281,7 +281,7 @@ static int batch_shape(rfb_stream_reader *r, const struct frame_head *h,
 				   "images and %u left out, the batch size is "
 				   "%u", where, n, left, in->batch_size);
 	if (h->head_len != q ||
-	    h->payload_len != q + (uint64_t)n * rfb_stream_image_bytes(in))
+	    h->payload_len != q + (uint64_t)n * rfb_stream_sample_bytes(in))
 		return rfb_err_set(err, RFB_EFORMAT, r->name, "%sbatch of %u "
 				   "images in a payload of %llu bytes (head %u)",
 				   where, n, (unsigned long long)h->payload_len,
@@ -460,6 +460,12 @@ static int next_frame(rfb_stream_reader *r, struct rfb_stream_frame *f,
 					   "number %llu, expected %llu", where,
 					   (unsigned long long)h.seq,
 					   (unsigned long long)seq);
+		if (r->seq.info && h.version != (uint32_t)
+		    rfb_stream_info_version(r->seq.info))
+			return rfb_err_set(err, RFB_EFORMAT, r->name, "%sa "
+					   "version %u frame in a version %d "
+					   "stream", where, h.version,
+					   rfb_stream_info_version(r->seq.info));
 		if (!r->seq.info && h.type != RFB_FRAME_HEADER)
 			return rfb_err_set(err, RFB_EFORMAT, r->name, "%sthe "
 					   "stream does not start with a HEADER "

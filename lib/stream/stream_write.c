@@ -100,6 +100,7 @@ static int write_frame(rfb_stream_writer *w, uint32_t type, uint32_t flags,
 	static const unsigned char zeros[RFB_STREAM_ALIGN];
 	unsigned char fh[RFB_STREAM_FRAME_HEADER];
 	struct frame_head h = { .type = type, .flags = flags,
+		.version = (uint32_t)rfb_stream_info_version(&w->info.info),
 		.payload_len = head_len + bulk_len, .seq = w->seq.frames - 1,
 		.head_len = (uint32_t)head_len };
 	struct iovec iov[4];
@@ -177,11 +178,11 @@ static int batch_args_ok(const rfb_stream_writer *w,
 		return rfb_err_set(err, RFB_EINVAL, w->name, "batch without "
 				   "labels, ids or pixels");
 	if (b->n >= 1 && b->n <= in->batch_size &&
-	    b->pixel_bytes != b->n * rfb_stream_image_bytes(in))
+	    b->pixel_bytes != b->n * rfb_stream_sample_bytes(in))
 		return rfb_err_set(err, RFB_EINVAL, w->name, "batch of %u "
 				   "images with %zu bytes of pixels, expected "
 				   "%zu", b->n, b->pixel_bytes,
-				   b->n * rfb_stream_image_bytes(in));
+				   b->n * rfb_stream_sample_bytes(in));
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 	if (in->dtype == RFB_STREAM_F32)
 		return rfb_err_set(err, RFB_EINVAL, w->name, "float32 pixels "

@@ -14,6 +14,12 @@
 
     python3 -m refurb_stream check STREAM    # '-' = stdin; exit 0 ok, 1 bad
 
+    from refurb_stream import launch    # a distributed rank's own chain
+    with launch(index, cache_dir, partial, final, reuse=3, epochs=90,
+                batch_size=64, seed=7) as chain:  # RANK, WORLD_SIZE from env
+        for images, labels, ids, epoch, step in chain:
+            ...   # the same number of steps on every rank (launch.py)
+
 The stream is read in order, never seeked, so pipes and FIFOs work.  Every
 frame header and every head (labels, ids, everything but pixels) is
 checksummed; pixel checksums cost a numpy pass (about 0.4 GB/s), so they
@@ -30,7 +36,7 @@ import sys
 
 import numpy as np
 
-MAGIC, VERSION = b"RFBSTRM", 1
+MAGIC, VERSION = b"RFBSTRM", 2   # reads versions 1 and 2 (2: several views)
 HEADER, BATCH, EPOCH_END, END = 1, 2, 3, 4
 CRITICAL = 1
 OPEN_END = 0xFFFFFFFF
@@ -41,10 +47,11 @@ Header = collections.namedtuple(
     "Header", "dtype layout height width channels batch_size classes "
     "first_epoch last_epoch first_step shard_k shard_n epoch_images "
     "plan_seed augment_seed index_identity mean std partial_pipeline "
-    "final_pipeline extra")
+    "final_pipeline extra views")
 EpochEnd = collections.namedtuple("EpochEnd", "epoch batches images")
 End = collections.namedtuple("End", "frames batches images epochs")
 Header.image_bytes = property(lambda h: h.height * h.width * h.channels * h.dtype.itemsize)
+Header.sample_bytes = property(lambda h: h.image_bytes * h.views)
 
 
 class StreamError(Exception):
@@ -171,8 +178,11 @@ def _parse_header(p):
     (version, dtype, layout, flags, h, w, c, b, k, e0, e1, s0, sk, sn,
      epoch_images, seed, aug, ident, *rest) = _FIXED.unpack_from(p)
     mean, std, lens = rest[0:3], rest[3:6], rest[6:10]
-    if version != VERSION or 128 + sum(lens) != len(p):
+    if version not in (1, 2) or 128 + sum(lens) != len(p):
         raise StreamError("bad HEADER (version %d, sections %s)" % (version, lens))
+    views = struct.unpack_from("<I", p, 120)[0] if version == 2 else 1
+    if not (2 if version == 2 else 1) <= views <= 64:
+        raise StreamError("bad HEADER (version %d with %d views)" % (version, views))
     if dtype not in (1, 2) or layout not in (1, 2) or c not in (1, 3) \
             or 0 in (h, w, b, k) or e0 > e1 or sk >= sn:
         raise StreamError("bad HEADER values")
@@ -187,7 +197,8 @@ def _parse_header(p):
     return Header(np.dtype(np.uint8 if dtype == 1 else "<f4"), "NHWC" if layout == 1 else "NCHW",
                   h, w, c, b, [n.decode() for n in names[:-1]], e0, e1, s0, sk, sn,
                   epoch_images, seed, aug, ident, mean[:c] if flags & 1 else None,
-                  std[:c] if flags & 1 else None, texts[0].decode(), texts[1].decode(), extra)
+                  std[:c] if flags & 1 else None, texts[0].decode(), texts[1].decode(), extra,
+                  views)
 
 
 class Stream:
@@ -260,8 +271,12 @@ class Stream:
                 raise Truncated(self._where() + "stream ends inside a frame header")
             if bytes(fh[:7]) != MAGIC:
                 raise StreamError(self._where() + "bad magic (not a refurb batch stream)")
-            if fh[7] != VERSION:
-                raise StreamError(self._where() + "format version %d, this reader reads %d" % (fh[7], VERSION))
+            if not 1 <= fh[7] <= VERSION:
+                raise StreamError(self._where() + "format version %d, this reader reads 1 to %d"
+                                  % (fh[7], VERSION))
+            if self.header is not None and fh[7] != (2 if self.header.views > 1 else 1):
+                raise StreamError(self._where() + "a version %d frame in a version %d stream"
+                                  % (fh[7], 2 if self.header.views > 1 else 1))
             if crc32c(fh[:60]) != struct.unpack_from("<I", fh, 60)[0]:
                 raise StreamError(self._where() + "frame header checksum mismatch")
             kind, flags, plen, seq, qlen, qcrc, pcrc = struct.unpack_from("<IIQQIII", fh, 8)
@@ -291,7 +306,7 @@ class Stream:
         if kind in fixed and plen != fixed[kind]:
             raise StreamError(self._where() + "bad payload length %d" % plen)
         if kind == BATCH:
-            most = (64 + 8 * h.batch_size + 63) // 64 * 64 + h.batch_size * h.image_bytes
+            most = (64 + 8 * h.batch_size + 63) // 64 * 64 + h.batch_size * h.sample_bytes
             if plen > most:
                 raise StreamError(self._where() + "BATCH frame of %d bytes, at most %d" % (plen, most))
         if plen > 1 << 32 or (kind == HEADER and plen > 128 + (3 << 20) + 1000000 * 1025):
@@ -316,7 +331,7 @@ class Stream:
         shape = (dtype, layout, hh, ww, cc)
         if shape != (1 if h.dtype == np.uint8 else 2, 1 if h.layout == "NHWC" else 2,
                      h.height, h.width, h.channels) or not 0 < n + left <= h.batch_size or \
-                qlen != (64 + 8 * n + 63) // 64 * 64 or len(p) != qlen + n * h.image_bytes:
+                qlen != (64 + 8 * n + 63) // 64 * 64 or len(p) != qlen + n * h.sample_bytes:
             raise StreamError(self._where() + "BATCH frame does not match the HEADER")
         labels, ids = p[64:64 + 4 * n].view("<u4"), p[64 + 4 * n:64 + 8 * n].view("<u4")
         self._sequence(self._batch_rule(epoch, step, glob, labels))
@@ -324,7 +339,9 @@ class Stream:
         self._counts = [c + d for c, d in zip(self._counts, (1, n, 1, n))]
         self._epoch_left += left
         self.left_out += left
-        shape = (n, hh, ww, cc) if h.layout == "NHWC" else (n, cc, hh, ww)
+        shape = (hh, ww, cc) if h.layout == "NHWC" else (cc, hh, ww)
+        # several views: (n, K, ...) with the K views of a sample together
+        shape = (n,) + ((h.views,) if h.views > 1 else ()) + shape
         return Batch(p[qlen:].view(h.dtype).reshape(shape), labels, ids, epoch, step)
 
     def _sequence(self, why):
@@ -446,6 +463,8 @@ def __getattr__(name):  # torch is imported only when RefurbDataset is used
     raise AttributeError(name)
 
 
+from refurb_stream.convert import ConvertError, pipeline_from_torchvision  # noqa: E402,F401
+
 # ---- check mode ------------------------------------------------------------
 
 class _EpochStats:
@@ -517,3 +536,7 @@ def main(argv):
         print("refurb_stream: %s: %s" % (argv[2], e.strerror or e), file=sys.stderr)
         return 1
 
+
+
+# the launcher of a distributed rank's chain (refurb_stream/launch.py)
+from .launch import ChainError, RankChain, launch, rank_from_env  # noqa: E402

@@ -9,7 +9,7 @@
 
 BUILD    ?= build/fuzz
 FUZZ_CC  ?= clang
-PKGS      = libturbojpeg libjpeg libzstd
+PKGS      = libturbojpeg libjpeg libzstd libpng
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 SAN       = address,undefined

@@ -16,11 +16,13 @@
 
 #define FUZZ_NO_MAIN
 #include "../fuzz/fuzz_checkpoint.c"
+#include "../fuzz/fuzz_costs.c"
 #include "../fuzz/fuzz_index.c"
 #include "../fuzz/fuzz_jpeg.c"
 #include "../fuzz/fuzz_manifest.c"
 #include "../fuzz/fuzz_pipeline.c"
 #include "../fuzz/fuzz_plan.c"
+#include "../fuzz/fuzz_png.c"
 #include "../fuzz/fuzz_record.c"
 #include "../fuzz/fuzz_schedule.c"
 #include "../fuzz/fuzz_stream.c"
@@ -122,6 +124,8 @@ TARGET_TEST(checkpoint)
 TARGET_TEST(pipeline)
 TARGET_TEST(stream)
 TARGET_TEST(jpeg)
+TARGET_TEST(png)
+TARGET_TEST(costs)
 
 /* Without AddressSanitizer (which maps terabytes of shadow), cap the
  * address space: an allocation sized by what an input claims then fails
@@ -144,6 +148,7 @@ int main(void)
 	cap_memory();
 	RUN(test_index);
 	RUN(test_schedule);
+	RUN(test_costs);
 	RUN(test_plan);
 	RUN(test_record);
 	RUN(test_manifest);
@@ -151,5 +156,6 @@ int main(void)
 	RUN(test_pipeline);
 	RUN(test_stream);
 	RUN(test_jpeg);
+	RUN(test_png);
 	return test_done();
 }

@@ -41,7 +41,7 @@ typedef struct rfb_err {
 	int code;        /* last RFB_E* code, 0 if none */
 	int sys_errno;   /* errno that caused it, 0 if none */
 	char path[512];  /* file concerned, "" if none */
-	char msg[512];   /* human-readable reason, no trailing newline */
+	char msg[1024];  /* human-readable reason, no trailing newline */
 } rfb_err;
 
 /* Human-readable text of an RFB_E* code; never NULL. */

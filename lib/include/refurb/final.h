@@ -43,6 +43,9 @@ struct rfb_final_stats {
 
 struct rfb_final_opts {
 	const char *pipeline;     /* the final pipeline spec */
+	int views;                /* final pipelines per sample, 1 to
+				   * RFB_STREAM_MAX_VIEWS (0 = 1); more than
+				   * one makes a version 2 stream */
 	int threads;
 	int prefetch;             /* batches in flight (>= 1) */
 	int direct;               /* O_DIRECT reads */

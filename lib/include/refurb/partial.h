@@ -85,6 +85,8 @@ struct rfb_partial_opts {
 	 * and passed on, the cache is checkpointed, and rfb_partial_run
 	 * returns 0 with st->stopped_by_signal set. */
 	volatile int *stop;
+	const char *costs_path;  /* append every computed sample's thread CPU
+				  * time there (refurb-costs(5)), or NULL */
 	/* Called from the calling thread the first time an image is left out
 	 * (once per sample and run), and, with strict, for the one that stops
 	 * the run. */

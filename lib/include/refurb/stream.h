@@ -24,7 +24,12 @@
 
 #include "refurb/error.h"
 
-#define RFB_STREAM_VERSION 1
+/* The newest format version this refurb reads and writes.  A stream is
+ * written as version 1 when it has one view of every sample and as
+ * version 2 when it has several (refurb-final --views): version-1 readers
+ * refuse those by the version byte. */
+#define RFB_STREAM_VERSION 2
+#define RFB_STREAM_MAX_VIEWS 64
 #define RFB_STREAM_ALIGN 64        /* frames and pixel data start here */
 #define RFB_STREAM_FRAME_HEADER 64 /* bytes of a frame header */
 #define RFB_STREAM_OPEN_END UINT32_MAX /* last_epoch: no last epoch */
@@ -52,6 +57,8 @@ struct rfb_stream_info {
 	enum rfb_stream_dtype dtype;
 	enum rfb_stream_layout layout;
 	uint32_t height, width, channels; /* channels 1 or 3 */
+	uint32_t views;                   /* images per sample (0 = 1);
+					   * > 1: a version 2 stream */
 	uint32_t batch_size;              /* images of a full batch */
 	uint32_t class_count;
 	const char *const *class_names;   /* class_count names (<= 1024 bytes) */
@@ -77,7 +84,7 @@ struct rfb_stream_batch {
 	uint64_t global_step;  /* +1 from one batch to the next */
 	uint32_t n;            /* 0..batch_size images in this frame */
 	const uint32_t *labels, *ids; /* n each */
-	const void *pixels;    /* n*H*W*C samples, little-endian */
+	const void *pixels;    /* n*V*H*W*C samples (V views each), LE */
 	size_t pixel_bytes;
 	uint32_t left_out;     /* n + left_out is 1..batch_size; only an
 				* epoch's last batch has n + left_out less */
@@ -121,6 +128,13 @@ void rfb_stream_limits_default(struct rfb_stream_limits *lim);
 
 /* Bytes of one image's pixel data for info's shape and dtype. */
 size_t rfb_stream_image_bytes(const struct rfb_stream_info *info);
+
+/* Bytes of one sample's pixel data: its views' images, one after the
+ * other. */
+size_t rfb_stream_sample_bytes(const struct rfb_stream_info *info);
+
+/* The format version of a stream of info: 1, or 2 with several views. */
+int rfb_stream_info_version(const struct rfb_stream_info *info);
 
 /* Name of a dtype / layout ("uint8", "float32", "NHWC", "NCHW", "?"). */
 const char *rfb_stream_dtype_name(enum rfb_stream_dtype d);

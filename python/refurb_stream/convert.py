@@ -1,0 +1,365 @@
+"""refurb_stream.convert - torchvision transforms to a refurb pipeline spec.
+
+    >>> from torchvision import transforms as T
+    >>> from refurb_stream import pipeline_from_torchvision
+    >>> pipeline_from_torchvision(T.Compose([T.RandomResizedCrop(224),
+    ...     T.RandomHorizontalFlip(), T.ToTensor(),
+    ...     T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))]))
+    'rrcrop=224x224:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,flip=p=0.5,normalize=mean=0.485/0.456/0.406:std=0.229/0.224/0.225'
+
+pipeline_from_torchvision(transform) takes a torchvision 0.14 Compose, a
+list of transforms or one transform, and returns the refurb pipeline
+text (refurb-pipeline(7)) that does the same on the images torchvision's
+loader gives (PIL RGB).  A transform or an argument refurb cannot express
+raises ConvertError naming both.  ToTensor / PILToTensor /
+ConvertImageDtype say what the tensor is; refurb always works on uint8
+pixels and hands them over as uint8 NHWC, or as float32 NCHW when the
+pipeline ends in normalize (ToTensor alone becomes normalize=mean=0:std=1,
+ToTensor then Normalize(m, s) becomes normalize=mean=m:std=s).
+
+From a shell:  python3 -m refurb_stream convert 'T.Compose([...])'
+(T and transforms are torchvision.transforms; every transform class and
+InterpolationMode are also in scope; '-' reads the expression from stdin).
+
+torchvision is not imported here: transforms are recognised by class
+name and read through their attributes.
+"""
+import sys
+
+__all__ = ["ConvertError", "pipeline_from_torchvision", "main"]
+
+
+class ConvertError(ValueError):
+    """A transform (or one of its arguments) refurb cannot express."""
+
+
+def _num(x):
+    """Shortest text of a number that refurb's parser reads back."""
+    x = float(x)
+    if x.is_integer() and abs(x) < 1e15:
+        return str(int(x))
+    return repr(x)
+
+
+def _range(r):
+    return "%s-%s" % (_num(r[0]), _num(r[1]))
+
+
+def _size(size, what):
+    if isinstance(size, int):
+        return "%dx%d" % (size, size)
+    size = list(size)
+    if len(size) == 1:
+        return "%dx%d" % (size[0], size[0])
+    if len(size) == 2:
+        return "%dx%d" % (size[0], size[1])
+    raise ConvertError("%s: size %r is not N or (H, W)" % (what, size))
+
+
+def _interp(t, what, attr="interpolation"):
+    mode = getattr(t, attr)
+    name = getattr(mode, "value", mode)
+    if isinstance(name, int):  # a PIL constant
+        name = {0: "nearest", 2: "bilinear", 3: "bicubic"}.get(name, str(name))
+    if name not in ("nearest", "bilinear", "bicubic"):
+        raise ConvertError("%s: interpolation %s is not nearest, bilinear or bicubic"
+                           % (what, name))
+    return name
+
+
+def _fill(fill, what, name="fill"):
+    """fill=... text (None: "")."""
+    if fill is None:
+        return ""
+    vals = [fill] if isinstance(fill, (int, float)) else list(fill)
+    if len(vals) not in (1, 3) or any(float(v) != int(v) or not 0 <= v <= 255
+                                      for v in vals):
+        raise ConvertError("%s: %s %r must be 1 or 3 integers 0..255" % (what, name, fill))
+    return ":%s=%s" % (name, "/".join(str(int(v)) for v in vals))
+
+
+class _State:
+    """What the data is at this point of the torchvision pipeline."""
+
+    def __init__(self):
+        self.kind = "pil"        # pil | uint8 (PILToTensor) | float (ToTensor)
+        self.normalized = False
+        self.filters = []        # (text, layers)
+
+
+def _p(t):
+    return _num(t.p)
+
+
+def _colorjitter(t, what):
+    parts = []
+    for name in ("brightness", "contrast", "saturation", "hue"):
+        r = getattr(t, name)
+        if r is not None:
+            parts.append("%s=%s" % (name, _range(r)))
+    return "colorjitter" + ("=" + ":".join(parts) if parts else "")
+
+
+def _degrees(t):
+    return "degrees=%s" % _range(t.degrees)
+
+
+def _rotation(t, what):
+    if t.expand:
+        raise ConvertError("%s: expand=True changes the image size (not supported)" % what)
+    if t.center is not None:
+        raise ConvertError("%s: center=%r (refurb rotates about the centre)" % (what, t.center))
+    return "rotation=%s:interp=%s%s" % (_degrees(t), _interp(t, what),
+                                        _fill(t.fill or 0, what))
+
+
+def _affine(t, what):
+    if t.center is not None:
+        raise ConvertError("%s: center=%r (refurb uses the centre)" % (what, t.center))
+    text = "affine=%s" % _degrees(t)
+    if t.translate is not None:
+        text += ":translate=%s/%s" % (_num(t.translate[0]), _num(t.translate[1]))
+    if t.scale is not None:
+        text += ":scale=%s" % _range(t.scale)
+    if t.shear is not None:
+        s = list(t.shear)
+        text += ":shear=" + "/".join(_range(s[i:i + 2]) for i in range(0, len(s), 2))
+    return text + ":interp=%s%s" % (_interp(t, what), _fill(t.fill or 0, what))
+
+
+def _crop(t, what):
+    text = "crop=%s" % _size(t.size, what)
+    if t.padding_mode != "constant":
+        raise ConvertError("%s: padding_mode=%r (only 'constant')" % (what, t.padding_mode))
+    if t.padding is not None:
+        pad = [t.padding] if isinstance(t.padding, int) else list(t.padding)
+        if len(pad) not in (1, 2, 4):
+            raise ConvertError("%s: padding %r is not 1, 2 or 4 values" % (what, t.padding))
+        text += ":pad=" + "/".join(str(int(v)) for v in pad)
+    text += _fill(t.fill, what) if t.fill else ""
+    if t.pad_if_needed:
+        text += ":pad_if_needed=1"
+    return text
+
+
+def _resize(t, what):
+    if isinstance(t.size, int) or len(list(t.size)) == 1:
+        n = t.size if isinstance(t.size, int) else list(t.size)[0]
+        text = "resize=%d" % n
+    else:
+        text = "resize=%s" % _size(t.size, what)
+    if t.max_size is not None:
+        text += ":max_size=%d" % t.max_size
+    return text + ":interp=%s" % _interp(t, what)
+
+
+def _augment_fill(t, what):
+    return _fill(t.fill, what) if t.fill is not None else ""
+
+
+def _randaug(t, what):
+    return "randaug=n=%d:m=%d:bins=%d:interp=%s%s" % (
+        t.num_ops, t.magnitude, t.num_magnitude_bins, _interp(t, what),
+        _augment_fill(t, what))
+
+
+def _autoaug(t, what):
+    policy = getattr(t.policy, "value", str(t.policy)).lower()
+    if policy not in ("imagenet", "cifar10", "svhn"):
+        raise ConvertError("%s: policy %s" % (what, t.policy))
+    return "autoaug=policy=%s:interp=%s%s" % (policy, _interp(t, what),
+                                             _augment_fill(t, what))
+
+
+def _blur(t, what):
+    kx, ky = t.kernel_size
+    return "gaussblur=kernel_size=%dx%d:sigma=%s" % (ky, kx, _range(t.sigma))
+
+
+def _perspective(t, what):
+    return "perspective=distortion_scale=%s:p=%s:interp=%s%s" % (
+        _num(t.distortion_scale), _p(t), _interp(t, what), _fill(t.fill or 0, what))
+
+
+# class name -> function(transform, what) giving the filter text; these
+# work on pixels and keep to any position before normalize
+_SIMPLE = {
+    "Resize": _resize,
+    "CenterCrop": lambda t, w: "centercrop=%s" % _size(t.size, w),
+    "RandomCrop": _crop,
+    "RandomResizedCrop": lambda t, w: "rrcrop=%s:scale=%s:ratio=%s:interp=%s" % (
+        _size(t.size, w), _range(t.scale), _range(t.ratio), _interp(t, w)),
+    "RandomHorizontalFlip": lambda t, w: "flip=p=%s" % _p(t),
+    "RandomVerticalFlip": lambda t, w: "vflip=p=%s" % _p(t),
+    "RandAugment": _randaug,
+    "AutoAugment": _autoaug,
+    "TrivialAugmentWide": lambda t, w: "trivialaug=bins=%d:interp=%s%s" % (
+        t.num_magnitude_bins, _interp(t, w), _augment_fill(t, w)),
+    "ColorJitter": _colorjitter,
+    "RandomGrayscale": lambda t, w: "grayscale=p=%s" % _p(t),
+    "GaussianBlur": _blur,
+    "RandomSolarize": lambda t, w: "solarize=threshold=%s:p=%s" % (_num(t.threshold), _p(t)),
+    "RandomPosterize": lambda t, w: "posterize=bits=%d:p=%s" % (t.bits, _p(t)),
+    "RandomEqualize": lambda t, w: "equalize=p=%s" % _p(t),
+    "RandomAutocontrast": lambda t, w: "autocontrast=p=%s" % _p(t),
+    "RandomAdjustSharpness": lambda t, w: "sharpness=factor=%s:p=%s" % (
+        _num(t.sharpness_factor), _p(t)),
+    "RandomInvert": lambda t, w: "invert=p=%s" % _p(t),
+    "RandomRotation": _rotation,
+    "RandomAffine": _affine,
+    "RandomPerspective": _perspective,
+}
+
+# filters that change the image's size or channels (RandomApply cannot
+# gate them in refurb)
+_RESHAPING = ("Resize", "CenterCrop", "RandomCrop", "RandomResizedCrop", "Grayscale")
+
+
+def _erasing(t, what, st):
+    if st.kind == "pil":
+        raise ConvertError("%s: needs a tensor (torchvision refuses PIL images); "
+                           "put it after ToTensor or PILToTensor" % what)
+    if st.normalized:
+        raise ConvertError("%s: after Normalize (refurb erases uint8 pixels before "
+                           "normalize: move it before Normalize, with value in pixels)" % what)
+    if isinstance(t.value, str):
+        raise ConvertError("%s: value=%r (refurb erases with a constant)" % (what, t.value))
+    vals = [t.value] if isinstance(t.value, (int, float)) else list(t.value)
+    scale = 255.0 if st.kind == "float" else 1.0
+    px = [v * scale for v in vals]
+    if any(abs(v - round(v)) > 1e-6 or not 0 <= v <= 255 for v in px):
+        raise ConvertError("%s: value=%r is not a whole pixel value (0..255%s)"
+                           % (what, t.value, ", as v * 255 after ToTensor"
+                              if st.kind == "float" else ""))
+    return "erasing=p=%s:scale=%s:ratio=%s%s" % (_p(t), _range(t.scale), _range(t.ratio),
+                                                 _fill([round(v) for v in px], what, "value"))
+
+
+def _layers(text):
+    """Layers a filter text expands to (randaug=n=K is K layers)."""
+    if text.startswith("randaug="):
+        for arg in text.split("=", 1)[1].split(":"):
+            if arg.startswith("n="):
+                return int(arg[2:])
+        return 2
+    return 1
+
+
+def _add(st, text):
+    if st.normalized:
+        raise ConvertError("%s after Normalize (refurb normalizes last)" % text.split("=")[0])
+    st.filters.append((text, _layers(text)))
+
+
+def _transforms_of(t):
+    return list(getattr(t, "transforms", t))
+
+
+def _convert(t, st, where):
+    name = type(t).__name__
+    what = "%s (%s)" % (name, where)
+    if name == "Compose" or isinstance(t, (list, tuple)):
+        for i, sub in enumerate(_transforms_of(t)):
+            _convert(sub, st, "%s[%d]" % (where, i))
+    elif name in _SIMPLE:
+        if st.kind != "pil" and name in ("RandAugment", "AutoAugment", "TrivialAugmentWide"):
+            pass  # torchvision's uint8 tensor path gives the same ops
+        _add(st, _SIMPLE[name](t, what))
+    elif name == "Grayscale":
+        _add(st, "gray")
+        if t.num_output_channels == 3:
+            _add(st, "rgb")
+    elif name == "RandomApply":
+        _random_apply(t, st, what, where)
+    elif name == "RandomErasing":
+        _add(st, _erasing(t, what, st))
+    elif name == "PILToTensor":
+        st.kind = "uint8"
+    elif name == "ToTensor":
+        st.kind = "float"
+    elif name == "ConvertImageDtype":
+        st.kind = "float" if getattr(t.dtype, "is_floating_point", False) else "uint8"
+    elif name == "Normalize":
+        _normalize(t, st, what)
+    else:
+        raise ConvertError("%s: refurb has no filter for %s" % (what, name))
+
+
+def _random_apply(t, st, what, where):
+    inner = _State()
+    inner.kind, inner.normalized = st.kind, st.normalized
+    for i, sub in enumerate(_transforms_of(t.transforms)):
+        sub_name = type(sub).__name__
+        if sub_name in _RESHAPING or sub_name in ("Normalize", "ToTensor", "PILToTensor"):
+            raise ConvertError("%s: cannot gate %s (refurb's apply gates only filters "
+                               "that keep the image's size, channels and type)"
+                               % (what, sub_name))
+        _convert(sub, inner, "%s.transforms[%d]" % (where, i))
+    n = sum(k for _, k in inner.filters)
+    if n == 0:
+        return
+    _add(st, "apply=p=%s:n=%d" % (_p(t), n))
+    st.filters.extend(inner.filters)
+
+
+def _normalize(t, st, what):
+    if st.kind != "float":
+        raise ConvertError("%s: needs a float tensor (ToTensor first)" % what)
+    if st.normalized:
+        raise ConvertError("%s: a second Normalize" % what)
+    mean = [t.mean] if isinstance(t.mean, (int, float)) else list(t.mean)
+    std = [t.std] if isinstance(t.std, (int, float)) else list(t.std)
+    if len(mean) not in (1, 3) or len(std) not in (1, 3):
+        raise ConvertError("%s: mean and std need 1 or 3 values" % what)
+    st.filters.append(("normalize=mean=%s:std=%s" % ("/".join(_num(v) for v in mean),
+                                                     "/".join(_num(v) for v in std)), 1))
+    st.normalized = True
+
+
+def pipeline_from_torchvision(transform):
+    """The refurb pipeline text of a torchvision Compose, list or transform.
+
+    Raises ConvertError (a ValueError) naming the transform, its position
+    and the argument refurb cannot express.
+    """
+    st = _State()
+    _convert(transform, st, "transforms")
+    if st.kind == "float" and not st.normalized:
+        st.filters.append(("normalize=mean=0:std=1", 1))  # ToTensor's [0, 1] floats
+    return ",".join(text for text, _ in st.filters)
+
+
+def _namespace():
+    import torch
+    import torchvision
+    from torchvision import transforms
+
+    ns = {"T": transforms, "transforms": transforms, "torch": torch,
+          "torchvision": torchvision}
+    for name in dir(transforms):
+        if not name.startswith("_"):
+            ns[name] = getattr(transforms, name)
+    return ns
+
+
+USAGE = "usage: python3 -m refurb_stream convert EXPRESSION   (EXPRESSION '-' = stdin)"
+
+
+def main(args):
+    """python3 -m refurb_stream convert EXPRESSION: print the pipeline."""
+    if len(args) != 1 or args[0] in ("-h", "--help"):
+        print(USAGE, file=sys.stderr if len(args) != 1 else sys.stdout)
+        return 2 if len(args) != 1 else 0
+    text = sys.stdin.read() if args[0] == "-" else args[0]
+    try:
+        transform = eval(text, _namespace())  # noqa: S307 - the user's own code
+    except Exception as e:  # noqa: BLE001 - any error of the user's expression
+        print("refurb_stream convert: cannot evaluate the expression: %s: %s"
+              % (type(e).__name__, e), file=sys.stderr)
+        return 2
+    try:
+        print(pipeline_from_torchvision(transform))
+    except ConvertError as e:
+        print("refurb_stream convert: %s" % e, file=sys.stderr)
+        return 1
+    return 0

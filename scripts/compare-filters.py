@@ -1,0 +1,358 @@
+#!/usr/bin/python3
+"""compare-filters.py - refurb's single-transform filters against
+torchvision 0.14 on real photos.
+
+Usage: scripts/compare-filters.py [--photos N] [--draws K] [--only NAME]
+                                  [PHOTO.jpg ...]
+
+Builds lib/*/*.c into a shared library (build/compare/, as
+scripts/compare-ops.py does) and runs each pipeline spec through
+rfb_pipeline_parse + rfb_pipe_run on photos decoded by PIL (the same
+RGB pixels torchvision gets), scaled to about 500x375 as ordinary
+dataset photos are.  Two kinds of check:
+
+  pixels  the spec's random ranges collapsed to one value (p=1,
+          brightness=1.3-1.3, rotation degrees 30-30, ...) against the
+          torchvision transform so collapsed: >= 99% of the samples
+          within +-1 on every photo (and the mean absolute error);
+  KS      the default (random) ranges: K draws of refurb (seeds) and K of
+          torchvision (torch.manual_seed) on one photo, two-sample
+          Kolmogorov-Smirnov on two statistics of each output (the mean
+          sample, the mean of the top-left quarter): D below the 0.001
+          critical value.
+
+Without photos on the command line it takes N (default 8) from
+scripts/fetch-photos --min-side 224.  Prints one line per case and a
+summary; exit status 1 if any case fails.
+"""
+import argparse
+import ctypes
+import glob
+import importlib.util
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+from PIL import Image
+from torchvision import transforms as T
+from torchvision.transforms import InterpolationMode as IM
+from torchvision.transforms import functional as F
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class RfbImage(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("stride", ctypes.c_size_t),
+                ("width", ctypes.c_int), ("height", ctypes.c_int),
+                ("channels", ctypes.c_int)]
+
+
+class PipeKey(ctypes.Structure):
+    _fields_ = [("seed", ctypes.c_uint64), ("epoch", ctypes.c_uint32),
+                ("sample", ctypes.c_uint32), ("stage_base", ctypes.c_uint32)]
+
+
+class PipeOut(ctypes.Structure):
+    _fields_ = [("dtype", ctypes.c_int), ("layout", ctypes.c_int),
+                ("width", ctypes.c_int), ("height", ctypes.c_int),
+                ("channels", ctypes.c_int), ("img", RfbImage),
+                ("data", ctypes.c_void_p), ("size", ctypes.c_size_t)]
+
+
+def load_library():
+    spec = importlib.util.spec_from_file_location(
+        "compare_ops", os.path.join(ROOT, "scripts", "compare-ops.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    dll = mod.build_library(False)
+    dll.rfb_pipeline_parse.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p),
+                                       ctypes.c_void_p]
+    dll.rfb_pipe_ctx_new.restype = ctypes.c_void_p
+    dll.rfb_pipe_ctx_new.argtypes = [ctypes.c_void_p]
+    dll.rfb_pipe_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
+                                 ctypes.POINTER(RfbImage), ctypes.POINTER(PipeKey),
+                                 ctypes.POINTER(PipeOut), ctypes.c_void_p]
+    dll.rfb_pipeline_free.argtypes = [ctypes.c_void_p]
+    dll.rfb_perspective.argtypes = [ctypes.POINTER(RfbImage), ctypes.POINTER(RfbImage),
+                                    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+                                    ctypes.c_void_p, ctypes.c_void_p]
+    return dll
+
+
+class Refurb:
+    def __init__(self, dll):
+        self.dll = dll
+        self.err = ctypes.create_string_buffer(4096)
+        self.ctx = dll.rfb_pipe_ctx_new(self.err)
+
+    def message(self):
+        return self.err.raw[4 + 512:4 + 512 + 1024].split(b"\0")[0].decode()
+
+    def parse(self, spec):
+        p = ctypes.c_void_p()
+        if self.dll.rfb_pipeline_parse(spec.encode(), ctypes.byref(p), self.err):
+            raise ValueError(self.message())
+        return p
+
+    def run(self, pipe, arr, seed=1, sample=0):
+        arr = np.ascontiguousarray(arr)
+        h, w = arr.shape[:2]
+        c = 1 if arr.ndim == 2 else arr.shape[2]
+        img = RfbImage(arr.ctypes.data, w * c, w, h, c)
+        key = PipeKey(seed, 0, sample, 0)
+        out = PipeOut()
+        if self.dll.rfb_pipe_run(self.ctx, pipe, ctypes.byref(img), ctypes.byref(key),
+                                 ctypes.byref(out), self.err):
+            raise RuntimeError(self.message())
+        n = out.height * out.width * out.channels
+        res = np.ctypeslib.as_array(ctypes.cast(out.data, ctypes.POINTER(ctypes.c_uint8)),
+                                    shape=(n,)).copy()
+        return res.reshape(out.height, out.width, out.channels).squeeze()
+
+
+# (name, refurb spec with collapsed ranges, torchvision transform)
+PIXEL_CASES = [
+    ("brightness", "colorjitter=brightness=1.3-1.3", T.ColorJitter(brightness=(1.3, 1.3))),
+    ("contrast", "colorjitter=contrast=0.6-0.6", T.ColorJitter(contrast=(0.6, 0.6))),
+    ("saturation", "colorjitter=saturation=1.7-1.7", T.ColorJitter(saturation=(1.7, 1.7))),
+    ("hue+", "colorjitter=hue=0.1-0.1", T.ColorJitter(hue=(0.1, 0.1))),
+    ("hue-", "colorjitter=hue=-0.3--0.3", T.ColorJitter(hue=(-0.3, -0.3))),
+    ("grayscale", "grayscale=p=1", T.RandomGrayscale(p=1.0)),
+    ("gaussblur9", "gaussblur=kernel_size=9:sigma=1.5", T.GaussianBlur(9, (1.5, 1.5))),
+    ("gaussblur23x5", "gaussblur=kernel_size=23x5:sigma=3.1-3.1", T.GaussianBlur((5, 23), (3.1, 3.1))),
+    ("vflip", "vflip=p=1", T.RandomVerticalFlip(p=1.0)),
+    ("solarize", "solarize=threshold=128:p=1", T.RandomSolarize(128, p=1.0)),
+    ("posterize", "posterize=bits=3:p=1", T.RandomPosterize(3, p=1.0)),
+    ("equalize", "equalize=p=1", T.RandomEqualize(p=1.0)),
+    ("autocontrast", "autocontrast=p=1", T.RandomAutocontrast(p=1.0)),
+    ("sharpness", "sharpness=factor=2:p=1", T.RandomAdjustSharpness(2, p=1.0)),
+    ("invert", "invert=p=1", T.RandomInvert(p=1.0)),
+    ("rotation30", "rotation=degrees=30-30", T.RandomRotation((30, 30))),
+    ("rotation-bilinear", "rotation=degrees=-12.5--12.5:interpolation=bilinear:fill=10/20/30",
+     T.RandomRotation((-12.5, -12.5), interpolation=IM.BILINEAR, fill=(10, 20, 30))),
+    ("affine", "affine=degrees=15-15:scale=1.2-1.2:shear=10-10",
+     T.RandomAffine((15, 15), scale=(1.2, 1.2), shear=(10, 10))),
+    ("affine-bilinear", "affine=degrees=-20--20:scale=0.8-0.8:shear=-5--5/7-7:interpolation=bilinear",
+     T.RandomAffine((-20, -20), scale=(0.8, 0.8), shear=(-5, -5, 7, 7), interpolation=IM.BILINEAR)),
+    ("apply", "apply=p=1,colorjitter=brightness=0.8-0.8",
+     T.RandomApply([T.ColorJitter(brightness=(0.8, 0.8))], p=1.0)),
+    ("erasing-all", "erasing=p=1:scale=0.1-0.1:ratio=1-1:value=0", None),
+]
+
+# (name, refurb spec with the default ranges, torchvision transform)
+KS_CASES = [
+    ("colorjitter", "colorjitter=0.4:contrast=0.4:saturation=0.4:hue=0.1",
+     T.ColorJitter(0.4, 0.4, 0.4, 0.1)),
+    ("apply-colorjitter", "apply=0.8,colorjitter=0.4:contrast=0.4:saturation=0.4:hue=0.1",
+     T.RandomApply([T.ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8)),
+    ("grayscale", "grayscale=0.2", T.RandomGrayscale(0.2)),
+    ("gaussblur", "gaussblur=23", T.GaussianBlur(23)),
+    ("solarize", "solarize=128", T.RandomSolarize(128)),
+    ("vflip", "vflip", T.RandomVerticalFlip()),
+    ("rotation", "rotation=30", T.RandomRotation(30)),
+    ("affine", "affine=10:translate=0.1/0.2:scale=0.8-1.2:shear=10",
+     T.RandomAffine(10, translate=(0.1, 0.2), scale=(0.8, 1.2), shear=10)),
+    ("perspective", "perspective", T.RandomPerspective()),
+    ("erasing", "erasing=p=0.5", None),
+]
+
+
+# Recipes through the converter (refurb_stream.pipeline_from_torchvision):
+# collapsed ones compared pixel by pixel, random ones by KS.
+RECIPE_PIXELS = [
+    ("recipe-collapsed-1", T.Compose([
+        T.Resize(256), T.CenterCrop(224),
+        T.RandomApply([T.ColorJitter(brightness=(1.2, 1.2))], p=1.0),
+        T.RandomGrayscale(p=1.0), T.GaussianBlur(9, (1.5, 1.5)), T.RandomSolarize(100, p=1.0),
+        T.RandomRotation((10, 10)), T.RandomVerticalFlip(1.0)])),
+    ("recipe-collapsed-2", T.Compose([
+        T.Resize(200), T.RandomAffine((5, 5), scale=(1.1, 1.1), shear=(3, 3)),
+        T.RandomAdjustSharpness(1.5, p=1.0), T.RandomPosterize(5, p=1.0),
+        T.RandomEqualize(p=1.0), T.RandomInvert(p=1.0), T.PILToTensor()])),
+]
+
+RECIPE_KS = [
+    ("recipe-simclr", T.Compose([
+        T.RandomResizedCrop(224), T.RandomHorizontalFlip(),
+        T.RandomApply([T.ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8),
+        T.RandomGrayscale(p=0.2), T.GaussianBlur(23, sigma=(0.1, 2.0))])),
+    ("recipe-byol", T.Compose([
+        T.RandomResizedCrop(224, interpolation=IM.BICUBIC), T.RandomHorizontalFlip(),
+        T.RandomApply([T.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8),
+        T.RandomGrayscale(p=0.2), T.RandomApply([T.GaussianBlur(23)], p=0.1),
+        T.RandomSolarize(128, p=0.2)])),
+    ("recipe-deit", T.Compose([
+        T.RandomResizedCrop(224, interpolation=IM.BICUBIC), T.RandomHorizontalFlip(),
+        T.RandAugment(2, 9), T.ColorJitter(0.4, 0.4, 0.4), T.PILToTensor(),
+        T.RandomErasing(0.25)])),
+    ("recipe-robust", T.Compose([
+        T.RandomRotation(15), T.RandomAffine(0, translate=(0.1, 0.1), shear=5),
+        T.RandomPerspective(0.3), T.RandomVerticalFlip(), T.CenterCrop(224)])),
+]
+
+
+def as_pixels(t):
+    """A torchvision output (PIL or CHW uint8 tensor) as an HWC array."""
+    if isinstance(t, torch.Tensor):
+        return t.permute(1, 2, 0).numpy()
+    return np.asarray(t)
+
+
+def ordinary(path):
+    """A photo as torchvision's loader gives it, scaled to about 500x375."""
+    img = Image.open(path).convert("RGB")
+    s = 500.0 / max(img.size)
+    if s < 1:
+        img = img.resize((max(1, round(img.size[0] * s)), max(1, round(img.size[1] * s))),
+                         Image.BILINEAR)
+    return img
+
+
+def tv_erasing(img, p=1.0, scale=(0.1, 0.1), ratio=(1.0, 1.0)):
+    t = F.pil_to_tensor(img)
+    return T.RandomErasing(p=p, scale=scale, ratio=ratio, value=0)(t).permute(1, 2, 0).numpy()
+
+
+def erased_box(out, img):
+    """Height and width of the box around the samples erasing changed."""
+    ys, xs = np.nonzero((out != np.asarray(img)).any(axis=-1))
+    return (0, 0) if len(ys) == 0 else (ys.max() - ys.min() + 1, xs.max() - xs.min() + 1)
+
+
+def within1(a, b):
+    d = np.abs(a.astype(int) - b.astype(int))
+    return float((d <= 1).mean()), float(d.mean())
+
+
+def pixel_case(rfb, name, spec, tv, photos):
+    pipe = rfb.parse(spec)
+    worst, mae = 1.0, 0.0
+    for path, img in photos:
+        ours = rfb.run(pipe, np.asarray(img))
+        if tv is None:  # the erased square of a collapsed RandomErasing
+            theirs = tv_erasing(img)
+            ok = erased_box(ours, img) == erased_box(theirs, img)
+            frac, m = (1.0 if ok else 0.0), 0.0
+        else:
+            theirs = as_pixels(tv(img))
+            frac, m = within1(ours, theirs)
+        worst, mae = min(worst, frac), max(mae, m)
+    rfb.dll.rfb_pipeline_free(pipe)
+    ok = worst >= 0.99
+    print("%-4s pixels %-18s within+-1 %.4f (worst photo)  mae %.3f  %s" %
+          ("ok" if ok else "FAIL", name, worst, mae, spec))
+    return ok
+
+
+def perspective_case(rfb, photos, rng):
+    worst = 1.0
+    for _, img in photos:
+        arr = np.ascontiguousarray(np.asarray(img))
+        h, w = arr.shape[:2]
+        start = [[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]]
+        end = [[int(rng.integers(0, w // 4)), int(rng.integers(0, h // 4))],
+               [int(rng.integers(w - w // 4, w)), int(rng.integers(0, h // 4))],
+               [int(rng.integers(w - w // 4, w)), int(rng.integers(h - h // 4, h))],
+               [int(rng.integers(0, w // 4)), int(rng.integers(h - h // 4, h))]]
+        for interp, mode in ((0, IM.NEAREST), (1, IM.BILINEAR)):
+            out = np.zeros_like(arr)
+            src = RfbImage(arr.ctypes.data, w * 3, w, h, 3)
+            dst = RfbImage(out.ctypes.data, w * 3, w, h, 3)
+            s = (ctypes.c_int * 8)(*sum(start, []))
+            e = (ctypes.c_int * 8)(*sum(end, []))
+            fill = (ctypes.c_uint8 * 3)(0, 0, 0)
+            if rfb.dll.rfb_perspective(ctypes.byref(src), ctypes.byref(dst), s, e, interp,
+                                       fill, rfb.err):
+                raise RuntimeError(rfb.message())
+            theirs = np.asarray(F.perspective(img, start, end, mode, fill=0))
+            worst = min(worst, within1(out, theirs)[0])
+    ok = worst >= 0.99
+    print("%-4s pixels %-18s within+-1 %.4f (worst photo, nearest and bilinear)" %
+          ("ok" if ok else "FAIL", "perspective", worst))
+    return ok
+
+
+def stats(arr):
+    a = arr.astype(np.float64)
+    h, w = a.shape[:2]
+    return a.mean(), a[:h // 2, :w // 2].mean()
+
+
+def ks(a, b):
+    """Two-sample Kolmogorov-Smirnov statistic D."""
+    a, b = np.sort(a), np.sort(b)
+    allv = np.concatenate([a, b])
+    fa = np.searchsorted(a, allv, side="right") / len(a)
+    fb = np.searchsorted(b, allv, side="right") / len(b)
+    return float(np.max(np.abs(fa - fb)))
+
+
+def ks_case(rfb, name, spec, tv, img, draws):
+    pipe = rfb.parse(spec)
+    arr = np.asarray(img)
+    ours = np.array([stats(rfb.run(pipe, arr, seed=7, sample=i)) for i in range(draws)])
+    torch.manual_seed(11)
+    if tv is None:
+        theirs = np.array([stats(tv_erasing(img, 0.5, (0.02, 0.33), (0.3, 3.3)))
+                           for _ in range(draws)])
+    else:
+        theirs = np.array([stats(as_pixels(tv(img))) for _ in range(draws)])
+    rfb.dll.rfb_pipeline_free(pipe)
+    crit = 1.949 * math.sqrt(2.0 / draws)  # alpha = 0.001
+    d = [ks(ours[:, k], theirs[:, k]) for k in range(2)]
+    ok = max(d) < crit
+    print("%-4s KS     %-18s D %.3f %.3f (critical %.3f, %d draws each)  %s" %
+          ("ok" if ok else "FAIL", name, d[0], d[1], crit, draws, spec))
+    return ok
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--photos", type=int, default=8)
+    ap.add_argument("--draws", type=int, default=300)
+    ap.add_argument("--only")
+    ap.add_argument("paths", nargs="*")
+    a = ap.parse_args()
+    paths = a.paths
+    if not paths:
+        out = subprocess.run([os.path.join(ROOT, "scripts", "fetch-photos"), "--min-side",
+                              "224"], stdout=subprocess.PIPE, text=True, check=True).stdout
+        paths = out.split()
+        step = max(1, len(paths) // a.photos)
+        paths = paths[::step][:a.photos]
+    photos = [(p, ordinary(p)) for p in paths]
+    rfb = Refurb(load_library())
+    failed = total = 0
+    for name, spec, tv in PIXEL_CASES:
+        if a.only and a.only not in name:
+            continue
+        total += 1
+        failed += not pixel_case(rfb, name, spec, tv, photos)
+    if not a.only or "perspective" in a.only:
+        total += 1
+        failed += not perspective_case(rfb, photos, np.random.default_rng(5))
+    for name, spec, tv in KS_CASES:
+        if a.only and a.only not in name:
+            continue
+        total += 1
+        failed += not ks_case(rfb, name, spec, tv, photos[0][1], a.draws)
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    from refurb_stream import pipeline_from_torchvision
+    for name, tv in RECIPE_PIXELS + RECIPE_KS:
+        if a.only and a.only not in name:
+            continue
+        spec = pipeline_from_torchvision(tv)
+        total += 1
+        if (name, tv) in RECIPE_PIXELS:
+            failed += not pixel_case(rfb, name, spec, tv, photos)
+        else:
+            failed += not ks_case(rfb, name, spec, tv, photos[0][1], a.draws)
+    print("%d cases, %d failed (%d photos)" % (total, failed, len(photos)))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+#!/usr/bin/python3
+"""golden-filters.py - golden outputs for refurb's single-transform filters.
+
+Writes tests/data/golden/filters/ (layout in golden_common.py): each case
+is a torchvision 0.14 transform with its random ranges collapsed to one
+value (and p=1), applied to a test image; the manifest's op column holds
+the refurb pipeline spec that must give the same image (tests/unit/
+test_filters.c runs it: >= 99% of the samples within +-1, MAE <= 0.5).
+scripts/compare-filters.py runs the same comparison on real photos, and
+the random ranges' distributions (KS).
+
+Usage: scripts/golden-filters.py [OUTDIR]   (default tests/data/golden)
+Needs /usr/bin/python3 with numpy, torch, torchvision 0.14, PIL 9.4.
+"""
+import os
+import sys
+
+import torch
+from torchvision import transforms as T
+from torchvision.transforms import InterpolationMode as IM
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from golden_common import Suite  # noqa: E402
+
+# (case, spec, transform, on gray images too)
+CASES = [
+    ("brightness", "colorjitter=brightness=1.3-1.3", T.ColorJitter(brightness=(1.3, 1.3)), True),
+    ("contrast", "colorjitter=contrast=0.6-0.6", T.ColorJitter(contrast=(0.6, 0.6)), True),
+    ("saturation", "colorjitter=saturation=1.7-1.7", T.ColorJitter(saturation=(1.7, 1.7)), True),
+    ("hue_p0_1", "colorjitter=hue=0.1-0.1", T.ColorJitter(hue=(0.1, 0.1)), True),
+    ("hue_m0_3", "colorjitter=hue=-0.3--0.3", T.ColorJitter(hue=(-0.3, -0.3)), False),
+    ("hue_p0_5", "colorjitter=hue=0.5-0.5", T.ColorJitter(hue=(0.5, 0.5)), False),
+    ("grayscale", "grayscale=p=1", T.RandomGrayscale(p=1.0), True),
+    ("gaussblur9", "gaussblur=kernel_size=9:sigma=1.5", T.GaussianBlur(9, (1.5, 1.5)), True),
+    ("gaussblur23x5", "gaussblur=kernel_size=23x5:sigma=3.1-3.1",
+     T.GaussianBlur((5, 23), (3.1, 3.1)), False),
+    ("gaussblur3", "gaussblur=kernel_size=3:sigma=0.1", T.GaussianBlur(3, (0.1, 0.1)), True),
+    ("vflip", "vflip=p=1", T.RandomVerticalFlip(p=1.0), True),
+    ("solarize", "solarize=threshold=128:p=1", T.RandomSolarize(128, p=1.0), True),
+    ("posterize", "posterize=bits=3:p=1", T.RandomPosterize(3, p=1.0), True),
+    ("equalize", "equalize=p=1", T.RandomEqualize(p=1.0), True),
+    ("autocontrast", "autocontrast=p=1", T.RandomAutocontrast(p=1.0), True),
+    ("sharpness", "sharpness=factor=2:p=1", T.RandomAdjustSharpness(2, p=1.0), True),
+    ("invert", "invert=p=1", T.RandomInvert(p=1.0), True),
+    ("rotation30", "rotation=degrees=30-30", T.RandomRotation((30, 30)), True),
+    ("rotation_bilinear_fill", "rotation=degrees=-12.5--12.5:interpolation=bilinear:fill=10/20/30",
+     T.RandomRotation((-12.5, -12.5), interpolation=IM.BILINEAR, fill=(10, 20, 30)), False),
+    ("affine", "affine=degrees=15-15:scale=1.2-1.2:shear=10-10",
+     T.RandomAffine((15, 15), scale=(1.2, 1.2), shear=(10, 10)), True),
+    ("affine_bilinear", "affine=degrees=-20--20:scale=0.8-0.8:shear=-5--5/7-7:interpolation=bilinear",
+     T.RandomAffine((-20, -20), scale=(0.8, 0.8), shear=(-5, -5, 7, 7),
+                    interpolation=IM.BILINEAR), True),
+    ("apply_p1", "apply=p=1,colorjitter=brightness=0.8-0.8",
+     T.RandomApply([T.ColorJitter(brightness=(0.8, 0.8))], p=1.0), True),
+    ("apply_p0", "apply=p=0:n=2,invert=p=1,vflip=p=1",
+     T.RandomApply([T.RandomInvert(p=1.0), T.RandomVerticalFlip(p=1.0)], p=0.0), True),
+    ("jitter_chain", "colorjitter=brightness=1.2-1.2,colorjitter=saturation=0.5-0.5,"
+     "colorjitter=hue=0.2-0.2", T.Compose([T.ColorJitter(brightness=(1.2, 1.2)),
+                                          T.ColorJitter(saturation=(0.5, 0.5)),
+                                          T.ColorJitter(hue=(0.2, 0.2))]), False),
+]
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "data", "golden")
+    suite = Suite(root, "filters")
+    torch.manual_seed(0)
+    for case, spec, tv, gray_too in CASES:
+        for iname in ["rgb67x53", "rgb128x96", "gray41x29"]:
+            if iname.startswith("gray") and not gray_too:
+                continue
+            out = tv(suite.inputs[iname])
+            suite.add("%s_%s" % (case, iname), iname, spec, {}, out)
+    suite.write()
+    print("%d cases in %s" % (len(suite.rows), suite.dir))
+
+
+if __name__ == "__main__":
+    main()

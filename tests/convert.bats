@@ -1,0 +1,92 @@
+#!/usr/bin/env bats
+# python3 -m refurb_stream convert (python/refurb_stream/convert.py) and
+# the filters of torchvision's single transforms through the programs.
+
+load helpers
+
+setup() {
+	T="$BATS_TEST_TMPDIR"
+	PY=/usr/bin/python3
+	export PYTHONPATH="$TOP/python"
+}
+
+need_torchvision() {
+	"$PY" -c 'import torchvision' 2>/dev/null ||
+		skip "torchvision is not installed for /usr/bin/python3"
+}
+
+@test "convert: the SimCLR recipe becomes a pipeline refurb runs" {
+	need_torchvision
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomResizedCrop(96), T.RandomHorizontalFlip(), T.RandomApply([T.ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8), T.RandomGrayscale(p=0.2), T.GaussianBlur(9, sigma=(0.1, 2.0)), T.ToTensor(), T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])'
+	[ "$status" -eq 0 ]
+	[ "$output" = "rrcrop=96x96:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,flip=p=0.5,apply=p=0.8:n=1,colorjitter=brightness=0.6-1.4:contrast=0.6-1.4:saturation=0.6-1.4:hue=-0.1-0.1,grayscale=p=0.2,gaussblur=kernel_size=9x9:sigma=0.1-2,normalize=mean=0.485/0.456/0.406:std=0.229/0.224/0.225" ]
+	make_dataset "$T/d" 3 1
+	run refurb-dump --preview "$output" -n 4 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
+	[ "$status" -eq 0 ]
+	[ -s "$T/sheet.jpg" ]
+}
+
+@test "convert: every single transform, from stdin" {
+	need_torchvision
+	run "$PY" -m refurb_stream convert - <<'EOF'
+[T.RandomVerticalFlip(0.3), T.RandomSolarize(100), T.RandomPosterize(4, p=0.2),
+ T.RandomEqualize(), T.RandomAutocontrast(), T.RandomAdjustSharpness(2),
+ T.RandomInvert(), T.RandomRotation((-5, 10), fill=(1, 2, 3)),
+ T.RandomAffine(10, translate=(0.1, 0.2), scale=(0.9, 1.1), shear=(-5, 5, -3, 3)),
+ T.RandomPerspective(0.3, p=0.4, interpolation=InterpolationMode.BICUBIC),
+ T.RandomApply([T.RandAugment(), T.RandomInvert()], p=0.5), T.CenterCrop(32),
+ T.PILToTensor(), T.RandomErasing(0.25, value=(1, 2, 3))]
+EOF
+	[ "$status" -eq 0 ]
+	[ "$output" = "vflip=p=0.3,solarize=threshold=100:p=0.5,posterize=bits=4:p=0.2,equalize=p=0.5,autocontrast=p=0.5,sharpness=factor=2:p=0.5,invert=p=0.5,rotation=degrees=-5-10:interp=nearest:fill=1/2/3,affine=degrees=-10-10:translate=0.1/0.2:scale=0.9-1.1:shear=-5-5/-3-3:interp=nearest:fill=0,perspective=distortion_scale=0.3:p=0.4:interp=bicubic:fill=0,apply=p=0.5:n=3,randaug=n=2:m=9:bins=31:interp=nearest,invert=p=0.5,centercrop=32x32,erasing=p=0.25:scale=0.02-0.33:ratio=0.3-3.3:value=1/2/3" ]
+	make_dataset "$T/d" 3 1
+	run refurb-dump --preview "$output" -n 2 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
+	[ "$status" -eq 0 ]
+}
+
+@test "convert: a transform refurb has no filter for is named" {
+	need_torchvision
+	run "$PY" -m refurb_stream convert 'T.Compose([T.Resize(64), T.Lambda(lambda x: x)])'
+	expect_fail 1 "refurb_stream convert: Lambda (transforms[1]): refurb has no filter for Lambda"
+}
+
+@test "convert: an argument refurb cannot express is named" {
+	need_torchvision
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomRotation(10, expand=True)])'
+	expect_fail 1 "refurb_stream convert: RandomRotation (transforms[0]): expand=True"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.Normalize(0.5, 0.5), T.RandomErasing()])'
+	expect_fail 1 "refurb_stream convert: RandomErasing (transforms[2]): after Normalize"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomApply([T.RandomCrop(8)])])'
+	expect_fail 1 "refurb_stream convert: RandomApply (transforms[0]): cannot gate RandomCrop"
+}
+
+@test "convert: a bad expression or no argument is a usage error" {
+	need_torchvision
+	run "$PY" -m refurb_stream convert 'T.Compose(['
+	expect_fail 2 "refurb_stream convert: cannot evaluate the expression: SyntaxError"
+	run "$PY" -m refurb_stream convert
+	expect_fail 2 "usage: python3 -m refurb_stream convert EXPRESSION"
+}
+
+@test "pipeline errors suggest the near miss and list the choices" {
+	make_dataset "$T/d" 3 1
+	J="$(sample_jpeg "$T/d")"
+	run refurb-dump --preview 'crop=48,colorjiter=0.4' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 9: unknown filter "colorjiter" (did you mean "colorjitter"?)'
+	[[ "$output" == *"filters: resize, centercrop, crop,"* ]] || false
+	run refurb-dump --preview 'crop=48,randaug=2:9' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 19: "9" needs a key (key=value): did you mean m=9?'
+	run refurb-dump --preview 'crop=48,rotation=10:interpolation=bilinar' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 35: unknown interpolation "bilinar" (did you mean "bilinear"?)'
+	[[ "$output" == *"interpolation: nearest, bilinear, bicubic"* ]] || false
+	run refurb-dump --preview 'crop=48,RandomErasing' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 9: unknown filter "RandomErasing" (did you mean "erasing"?)'
+	run refurb-dump --preview 'crop=48,apply=0.5' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 9: apply n=1: only 0 layers follow it' 
+}
+
+@test "torchvision's argument names and fractions are accepted" {
+	make_dataset "$T/d" 3 1
+	run refurb-dump --preview 'rrcrop=32:ratio=3/4-4/3:interpolation=bicubic,randaug=num_ops=1:magnitude=5:num_magnitude_bins=11,sharpness=sharpness_factor=2' -n 2 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
+	[ "$status" -eq 0 ]
+}

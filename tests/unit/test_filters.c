@@ -1,0 +1,326 @@
+/*
+ * test_filters.c - torchvision's single transforms as pipeline filters:
+ * the golden cases of tests/data/golden/filters (scripts/golden-filters.py:
+ * torchvision 0.14 with its random ranges collapsed, run here through the
+ * spec in the manifest), the parser's aliases, fractions and suggestions,
+ * canonical round trips, RandomApply's gate, and the frequencies of the
+ * p draws.  The distributions of the random ranges against torchvision
+ * are scripts/compare-filters.py's (KS on real photos).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "golden.h"
+#include "refurb/filters.h"
+#include "refurb/pipeline.h"
+#include "test.h"
+
+#define GOLDEN_DIR "tests/data/golden/filters"
+
+static int run_spec(const char *spec, const rfb_image *in, uint32_t sample,
+		    rfb_pipe_ctx *ctx, struct rfb_pipe_out *out)
+{
+	struct rfb_pipe_key key = { 7, 0, sample, RFB_STAGE_FINAL };
+	rfb_pipeline *p;
+	rfb_err err = { 0 };
+	int rc = rfb_pipeline_parse(spec, &p, &err);
+
+	if (rc) {
+		printf("# %s: %s\n", spec, err.msg);
+		return rc;
+	}
+	rc = rfb_pipe_run(ctx, p, in, &key, out, &err);
+	if (rc)
+		printf("# %s: %s\n", spec, err.msg);
+	rfb_pipeline_free(p);
+	return rc;
+}
+
+static int golden_case(rfb_pipe_ctx *ctx, const char *name, const char *input,
+		       const char *spec, const char *output)
+{
+	rfb_imgbuf inb = { 0 }, expb = { 0 };
+	rfb_image in, expected;
+	struct rfb_pipe_out out;
+	char path[512];
+	int ok = 0;
+
+	snprintf(path, sizeof path, GOLDEN_DIR "/%s", input);
+	if (golden_read_pnm(path, &in, &inb))
+		goto done;
+	snprintf(path, sizeof path, GOLDEN_DIR "/%s", output);
+	if (golden_read_pnm(path, &expected, &expb))
+		goto done;
+	if (run_spec(spec, &in, 0, ctx, &out))
+		goto done;
+	struct golden_diff d = golden_compare(&out.img, &expected);
+	ok = golden_ok_color(&d);
+	printf("# %-36s exact %.4f  within1 %.4f  mae %.4f%s\n", name, d.exact,
+	       d.within1, d.mean_abs, ok ? "" : "  FAIL");
+done:
+	rfb_imgbuf_free(&inb);
+	rfb_imgbuf_free(&expb);
+	return ok;
+}
+
+static void test_golden(void)
+{
+	FILE *f = fopen(GOLDEN_DIR "/manifest.tsv", "r");
+	char line[1024], name[128], input[128], spec[512], params[16], output[128];
+	int n = 0, bad = 0;
+	rfb_pipe_ctx *ctx = rfb_pipe_ctx_new(NULL);
+
+	CHECKF(f != NULL, "no %s/manifest.tsv (run scripts/golden-filters.py)",
+	       GOLDEN_DIR);
+	while (f && fgets(line, sizeof line, f)) {
+		if (line[0] == '#')
+			continue;
+		if (sscanf(line, "%127s %127s %511s %15s %127s", name, input, spec,
+			   params, output) != 5) {
+			printf("# bad manifest line: %s", line);
+			bad++;
+			continue;
+		}
+		n++;
+		bad += !golden_case(ctx, name, input, spec, output);
+	}
+	if (f)
+		fclose(f);
+	rfb_pipe_ctx_free(ctx);
+	printf("# %d golden cases, %d out of tolerance\n", n, bad);
+	CHECK(n >= 60);
+	CHECK(bad == 0);
+}
+
+/* The error of spec, or "" when it parses. */
+static const char *parse_error(const char *spec)
+{
+	static rfb_err err;
+	rfb_pipeline *p = NULL;
+
+	memset(&err, 0, sizeof err);
+	if (rfb_pipeline_parse(spec, &p, &err) == 0) {
+		rfb_pipeline_free(p);
+		return "";
+	}
+	return err.msg;
+}
+
+static void test_errors(void)
+{
+	static const struct {
+		const char *spec, *want;
+	} cases[] = {
+		{ "randaug=2:9", "\"9\" needs a key (key=value): did you mean m=9?" },
+		{ "colorjiter=0.4", "unknown filter \"colorjiter\" (did you mean \"colorjitter\"?)" },
+		{ "RandomRotation=10", "(did you mean \"rotation\"?)" },
+		{ "GaussianBlur=3", "(did you mean \"gaussblur\"?)" },
+		{ "nosuch", "filters: resize, centercrop," },
+		{ "rotation=10:interp=bilinar", "unknown interpolation \"bilinar\" (did you mean \"bilinear\"?)" },
+		{ "rotation=10:interp=bilinar", "interpolation: nearest, bilinear, bicubic" },
+		{ "randaug=n=2:bin=31", "randaug has no argument \"bin\" (did you mean \"bins\"?)" },
+		{ "randaug=n=2:bin=31", "its arguments: n, m, bins, interp, fill" },
+		{ "gaussblur=4", "kernel_size 4x4: must be odd" },
+		{ "gaussblur", "gaussblur needs its kernel_size" },
+		{ "rotation", "rotation needs its degrees" },
+		{ "colorjitter=hue=0.6", "hue -0.6-0.6 out of range -0.5..0.5" },
+		{ "colorjitter=brightness=-1", "a single value must be >= 0" },
+		{ "vflip=p=1.5", "p 1.5 out of range 0..1" },
+		{ "apply=0.5", "apply n=1: only 0 layers follow it" },
+		{ "apply=0.5,crop=32", "apply cannot gate crop" },
+		{ "affine=10:translate=0.1", "translate needs 2 values A/B" },
+		{ "rrcrop=32:ratio=3/0-4/3", "is not a number" },
+		{ "posterize=9", "bits 9 out of range 0..8" },
+	};
+
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		const char *e = parse_error(cases[i].spec);
+		CHECKF(strstr(e, cases[i].want) != NULL, "%s: got \"%s\", want \"%s\"",
+		       cases[i].spec, e, cases[i].want);
+	}
+}
+
+/* Canonical text of spec ("" on error). */
+static void canonical(const char *spec, char *out, size_t size)
+{
+	rfb_pipeline *p = NULL;
+
+	out[0] = '\0';
+	if (rfb_pipeline_parse(spec, &p, NULL) == 0)
+		snprintf(out, size, "%s", rfb_pipeline_canonical(p));
+	rfb_pipeline_free(p);
+}
+
+static void test_aliases_and_canonical(void)
+{
+	static const struct {
+		const char *a, *b; /* same layers */
+	} same[] = {
+		{ "randaug=num_ops=2:magnitude=9:num_magnitude_bins=31:interpolation=bilinear",
+		  "randaug=n=2:m=9:bins=31:interp=bilinear" },
+		{ "rrcrop=224:ratio=3/4-4/3", "rrcrop=224:ratio=0.75-1.3333333333333333" },
+		{ "sharpness=sharpness_factor=2", "sharpness=factor=2:p=0.5" },
+		{ "colorjitter=0.4", "colorjitter=brightness=0.6-1.4" },
+		{ "colorjitter=hue=0.1", "colorjitter=hue=-0.1-0.1" },
+		{ "colorjitter=brightness=1-1", "colorjitter" },
+		{ "rotation=30", "rotation=degrees=-30-30:interp=nearest:fill=0" },
+		{ "affine=0:shear=5", "affine=degrees=0-0:shear=-5-5" },
+		{ "gaussblur=5", "gaussblur=kernel_size=5x5:sigma=0.1-2" },
+		{ "crop=32:padding=4", "crop=32:pad=4" },
+		{ "apply,vflip", "apply=p=0.5:n=1,vflip=p=0.5" },
+	};
+	static const char *const round_trip[] = {
+		"rrcrop=224,flip,apply=0.8,colorjitter=0.4:contrast=0.4:saturation=0.4:hue=0.1,"
+		"grayscale=0.2,gaussblur=23:sigma=0.1-2,solarize=128:p=0.2",
+		"affine=degrees=-10-10:translate=0.1/0.2:scale=0.9-1.1:shear=-5-5/-3-3:"
+		"interp=bilinear:fill=1/2/3,perspective=0.3:p=0.7:interp=bicubic,"
+		"erasing=p=0.25:scale=0.1-0.2:ratio=1/3-3:value=9/8/7",
+		"posterize=4,equalize,autocontrast=0.3,invert=1,vflip=0.1,"
+		"colorjitter=hue=-0.2--0.1,rotation=1e-05-0.5",
+	};
+	char a[4096], b[4096];
+
+	for (size_t i = 0; i < sizeof same / sizeof *same; i++) {
+		canonical(same[i].a, a, sizeof a);
+		canonical(same[i].b, b, sizeof b);
+		CHECKF(a[0] && strcmp(a, b) == 0, "\"%s\" -> \"%s\" vs \"%s\" -> \"%s\"",
+		       same[i].a, a, same[i].b, b);
+	}
+	for (size_t i = 0; i < sizeof round_trip / sizeof *round_trip; i++) {
+		canonical(round_trip[i], a, sizeof a);
+		canonical(a, b, sizeof b);
+		CHECKF(a[0] && strcmp(a, b) == 0, "%s: \"%s\" then \"%s\"",
+		       round_trip[i], a, b);
+	}
+}
+
+/* A small deterministic RGB image. */
+static void make_image(rfb_image *img, rfb_imgbuf *buf, int w, int h)
+{
+	if (rfb_image_alloc(img, buf, w, h, 3, NULL))
+		return;
+	for (int y = 0; y < h; y++)
+		for (int x = 0; x < w * 3; x++)
+			img->data[(size_t)y * img->stride + x] =
+				(unsigned char)((x * 7 + y * 13 + (x * y) % 31) & 255);
+}
+
+/* How often spec changes the image, over n samples. */
+static double change_rate(const char *spec, const rfb_image *in, int n)
+{
+	rfb_pipe_ctx *ctx = rfb_pipe_ctx_new(NULL);
+	size_t size = (size_t)in->width * in->height * 3;
+	int changed = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct rfb_pipe_out out;
+		if (run_spec(spec, in, (uint32_t)i, ctx, &out))
+			break;
+		changed += out.size != size || memcmp(out.data, in->data, size) != 0;
+	}
+	rfb_pipe_ctx_free(ctx);
+	return (double)changed / n;
+}
+
+static void test_probabilities(void)
+{
+	static const struct {
+		const char *spec;
+		double p;
+	} cases[] = {
+		{ "vflip=0.3", 0.3 }, { "grayscale=0.2", 0.2 },
+		{ "invert", 0.5 }, { "apply=0.8,invert=1", 0.8 },
+		{ "apply=0.6:n=2,vflip=1,invert=1", 0.6 },
+		{ "apply=0,invert=1", 0.0 }, { "perspective=0.5:p=0.25", 0.25 },
+	};
+	rfb_imgbuf buf = { 0 };
+	rfb_image img;
+	const int n = 2000;
+
+	make_image(&img, &buf, 24, 17);
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		double rate = change_rate(cases[i].spec, &img, n);
+		double sd = sqrt(cases[i].p * (1 - cases[i].p) / n);
+		CHECKF(fabs(rate - cases[i].p) <= 4 * sd + 1e-9, "%s: rate %.3f, want %.3f",
+		       cases[i].spec, rate, cases[i].p);
+	}
+	rfb_imgbuf_free(&buf);
+}
+
+static void test_split_keeps_apply(void)
+{
+	rfb_pipeline *p, *head, *tail;
+	rfb_err err = { 0 };
+
+	CHECK(rfb_pipeline_parse("resize=32,apply=0.5:n=2,vflip,invert,flip", &p,
+				 NULL) == 0);
+	CHECK(rfb_pipeline_split(p, 2, &head, &tail, &err) == RFB_EINVAL);
+	CHECK(strstr(err.msg, "cuts apply") != NULL);
+	CHECK(rfb_pipeline_split(p, 3, &head, &tail, &err) == RFB_EINVAL);
+	CHECK(rfb_pipeline_split(p, 4, &head, &tail, &err) == 0);
+	rfb_pipeline_free(head);
+	rfb_pipeline_free(tail);
+	CHECK(rfb_pipeline_split(p, 1, &head, &tail, &err) == 0);
+	CHECK(strcmp(rfb_pipeline_canonical(tail),
+		     "apply=p=0.5:n=2,vflip=p=0.5,invert=p=0.5,flip=p=0.5") == 0);
+	rfb_pipeline_free(head);
+	rfb_pipeline_free(tail);
+	rfb_pipeline_free(p);
+}
+
+/* Same key, same output; a gray image keeps one channel through all. */
+static void test_determinism_and_gray(void)
+{
+	const char *spec = "colorjitter=0.4:contrast=0.4:saturation=0.4:hue=0.1,"
+			   "grayscale=0.5,gaussblur=5,affine=10:translate=0.1/0.1,"
+			   "perspective,erasing=1,rotation=20,vflip";
+	rfb_pipe_ctx *c1 = rfb_pipe_ctx_new(NULL), *c2 = rfb_pipe_ctx_new(NULL);
+	rfb_imgbuf buf = { 0 }, gbuf = { 0 };
+	rfb_image img, gray;
+
+	make_image(&img, &buf, 40, 30);
+	for (uint32_t s = 0; s < 50; s++) {
+		struct rfb_pipe_out a, b;
+		CHECK(run_spec(spec, &img, s, c1, &a) == 0);
+		CHECK(run_spec(spec, &img, s, c2, &b) == 0);
+		CHECK(a.size == b.size && memcmp(a.data, b.data, a.size) == 0);
+		CHECK(a.shape.channels == 3 && a.shape.width == 40);
+	}
+	gray = img;
+	CHECK(rfb_image_alloc(&gray, &gbuf, 40, 30, 1, NULL) == 0);
+	CHECK(rfb_to_gray(&img, &gray, NULL) == 0);
+	for (uint32_t s = 0; s < 20; s++) {
+		struct rfb_pipe_out a;
+		CHECK(run_spec(spec, &gray, s, c1, &a) == 0);
+		CHECK(a.shape.channels == 1);
+	}
+	rfb_imgbuf_free(&buf);
+	rfb_imgbuf_free(&gbuf);
+	rfb_pipe_ctx_free(c1);
+	rfb_pipe_ctx_free(c2);
+}
+
+static void test_blur_kernel(void)
+{
+	float k[23];
+	double sum = 0;
+
+	rfb_blur_kernel(23, 2.0, k);
+	for (int i = 0; i < 23; i++)
+		sum += k[i];
+	CHECK(fabs(sum - 1.0) < 1e-5);
+	CHECK(k[11] > k[10] && k[10] == k[12] && k[0] == k[22]);
+}
+
+int main(void)
+{
+	RUN(test_golden);
+	RUN(test_errors);
+	RUN(test_aliases_and_canonical);
+	RUN(test_probabilities);
+	RUN(test_split_keeps_apply);
+	RUN(test_determinism_and_gray);
+	RUN(test_blur_kernel);
+	return test_done();
+}

@@ -1,0 +1,89 @@
+#!/usr/bin/env bats
+# refurb-final --views K: K independent final augmentations of every
+# sample, carried together in a version 2 stream, read as (N, K, ...).
+
+load helpers
+bats_require_minimum_version 1.5.0
+set -o pipefail
+
+SPEC='resize=64'
+FINAL='rrcrop=48,flip,apply=0.8,colorjitter=0.4:contrast=0.4:saturation=0.4:hue=0.1,grayscale=0.2'
+
+setup_file() {
+	cd "$BATS_FILE_TMPDIR"
+	make_dataset ds 40 3
+	refurb-index -q -o train.idx ds
+	refurb-evict -q -r 2 -s 7 -o train.evict train.idx
+	refurb-plan -q -b 8 -e 0-2 train.evict > plan.txt
+	refurb-partial -q -c cache -p "$SPEC" train.idx < plan.txt > ann.txt
+}
+
+setup() {
+	cd "$BATS_FILE_TMPDIR"
+	T="$BATS_TEST_TMPDIR"
+	need_numpy
+	export PYTHONPATH="$TOP/python"
+}
+
+@test "--views 2: batches of (N, 2, H, W, C), view 0 is the one-view stream" {
+	refurb-final -q -p "$FINAL" -i ann.txt -o "$T/one.s"
+	refurb-final -q -p "$FINAL" --views 2 -i ann.txt -o "$T/two.s"
+	/usr/bin/python3 - "$T/one.s" "$T/two.s" <<'EOF'
+import sys
+import numpy as np
+from refurb_stream import open_stream
+one = list(open_stream(sys.argv[1], verify=True))
+with open_stream(sys.argv[2], verify=True) as s:
+    assert s.header.views == 2, s.header.views
+    two = list(s)
+assert len(one) == len(two) == 15, (len(one), len(two))
+differ = 0
+for a, b in zip(one, two):
+    assert b.images.shape == (a.images.shape[0], 2, 48, 48, 3), b.images.shape
+    assert (a.labels == b.labels).all() and (a.ids == b.ids).all()
+    assert (a.epoch, a.step) == (b.epoch, b.step)
+    assert (b.images[:, 0] == a.images).all()
+    differ += int((b.images[:, 0] != b.images[:, 1]).any(axis=(1, 2, 3)).sum())
+assert differ > 100, differ   # independent views: nearly all differ
+EOF
+}
+
+@test "--views: the same streams for any -j, and a version 2 magic" {
+	refurb-final -q -j 1 -p "$FINAL" --views 3 -i ann.txt -o "$T/a.s"
+	refurb-final -q -j 3 -p "$FINAL" --views 3 -i ann.txt -o "$T/b.s"
+	cmp "$T/a.s" "$T/b.s"
+	run -0 od -An -c -N8 "$T/a.s"
+	[[ "$output" == *"R   F   B   S   T   R   M 002"* ]] || false
+	refurb-final -q -p "$FINAL" -i ann.txt -o "$T/c.s"
+	run -0 od -An -c -N8 "$T/c.s"
+	[[ "$output" == *"R   F   B   S   T   R   M 001"* ]] || false
+}
+
+@test "--views: refurb-dump reads the stream and counts samples, not images" {
+	refurb-final -q -p "$FINAL" --views 2 -i ann.txt -o "$T/two.s"
+	run -0 refurb-dump --verify "$T/two.s"
+	run -0 /usr/bin/python3 -m refurb_stream check "$T/two.s"
+}
+
+@test "a reader refuses a stream version it does not know, naming it" {
+	refurb-final -q -p "$FINAL" --views 2 -i ann.txt -o "$T/two.s"
+	/usr/bin/python3 - "$T/two.s" "$T/v3.s" <<'EOF'
+import sys
+data = bytearray(open(sys.argv[1], "rb").read())
+data[7] = 3   # the first frame's version byte (its checksum is then wrong too)
+open(sys.argv[2], "wb").write(data)
+EOF
+	run -1 refurb-dump "$T/v3.s"
+	[[ "$output" == *"batch stream format version 3, this refurb reads versions 1 to 2"* ]] || false
+	run -1 /usr/bin/python3 -m refurb_stream check "$T/v3.s"
+	[[ "$output" == *"format version 3, this reader reads 1 to 2"* ]] || false
+}
+
+@test "--views: bad values are usage errors" {
+	run refurb-final -q -p "$FINAL" --views 0 -i ann.txt
+	expect_fail 2 "refurb-final: --views"
+	run refurb-final -q -p "$FINAL" --views 65 -i ann.txt
+	expect_fail 2 "refurb-final: --views"
+	run refurb-final -q -p "$FINAL" --views two -i ann.txt
+	expect_fail 2 "refurb-final: --views"
+}
