@@ -86,10 +86,10 @@ a24 | image replaced by a directory | refurb-partial | 0 | refurb-partial: @/pb-
 a25 | image deleted since indexing | refurb-partial | 0 | refurb-partial: @/pb-gone/c0/z.jpg: cannot open: No such file | refurb-partial -q --max-bad 1 -c c-a25 -p resize=64 pb-gone.idx < pb-gone.plan
 a26 | --strict and a broken image | refurb-partial | 1 | refurb-partial: @/pb-trunc/c0/z.jpg: Premature end of JPEG file | refurb-partial -q --strict -c c-a26 -p resize=64 pb-trunc.idx < pb-trunc.plan
 a27 | FIFO closed by the reader | refurb-partial | 0 | ~refurb-partial: the reader closed the stream at epoch | fifo_closed refurb-partial -c c-a27 -p resize=64 -i long.plan train.idx
-a29 | dataset moved since indexing: nothing read | refurb-partial | 1 | refurb-partial: nothing read: all 4 images of the first batch failed, the first: @/pb-moved/c0/ | refurb-partial -q -c c-a29 -p resize=64 pb-moved.idx < pb-moved.plan
-a30 | --root pointing to the wrong directory | refurb-partial | 1 | refurb-partial: nothing read: all 4 images of the first batch failed, the first: ds/c0/ | refurb-partial -q --root ds -c c-a30 -p resize=64 pb-moved.idx < pb-moved.plan
-a31 | more than --max-bad images cannot be read (default 1%) | refurb-partial | 1 | ~refurb-partial: 1 image cannot be read, more than --max-bad 1% allows (0 of 6 samples per epoch), the first: @/pb-trunc/c0/z.jpg | refurb-partial -q -c c-a31 -p resize=64 pb-trunc.idx < pb-trunc.plan
-a32 | --max-bad neither a percentage nor a count | refurb-partial | 2 | refurb-partial: --max-bad: | refurb-partial -q --max-bad 5x% -c c-a32 -p resize=64 pb-trunc.idx < pb-trunc.plan
+a40 | dataset moved since indexing: nothing read | refurb-partial | 1 | refurb-partial: nothing read: all 4 images of the first batch failed, the first: @/pb-moved/c0/ | refurb-partial -q -c c-a40 -p resize=64 pb-moved.idx < pb-moved.plan
+a41 | --root pointing to the wrong directory | refurb-partial | 1 | refurb-partial: nothing read: all 4 images of the first batch failed, the first: ds/c0/ | refurb-partial -q --root ds -c c-a41 -p resize=64 pb-moved.idx < pb-moved.plan
+a42 | more than --max-bad images cannot be read (default 1%) | refurb-partial | 1 | ~refurb-partial: 1 image cannot be read, more than --max-bad 1% allows (0 of 6 samples per epoch), the first: @/pb-trunc/c0/z.jpg | refurb-partial -q -c c-a42 -p resize=64 pb-trunc.idx < pb-trunc.plan
+a43 | --max-bad neither a percentage nor a count | refurb-partial | 2 | refurb-partial: --max-bad: | refurb-partial -q --max-bad 5x% -c c-a43 -p resize=64 pb-trunc.idx < pb-trunc.plan
 f01 | missing plan (-i) | refurb-final | 1 | refurb-final: nofile: cannot open | refurb-final -q -p crop=48 -i nofile
 f02 | empty plan | refurb-final | 1 | refurb-final: empty: empty (no plan header line) | refurb-final -q -p crop=48 -i empty
 f03 | not a plan (wrong magic) | refurb-final | 1 | refurb-final: garbage: line 1: not a refurb plan | refurb-final -q -p crop=48 -i garbage

@@ -78,7 +78,7 @@ print("%d:%d" % ((e + 1, 0) if s == 5 else (e, s)))' "$T/s")
 	wait "$pid" || st=$?
 	exec 5>&-
 	[ "$st" -eq 143 ]
-	run cat "$T/err"
+	run -0 cat "$T/err"
 	echo "$output"
 	[ "$output" = "refurb-final: interrupted after writing epoch 0 step 4 (no END frame); resume: refurb-plan --start 1:0 with the same other options (-b 8 -e 0-3 -s 7), or at the trainer's saved step if it read less" ]
 }
@@ -87,9 +87,9 @@ print("%d:%d" % ((e + 1, 0) if s == 5 else (e, s)))' "$T/s")
 	command -v script > /dev/null || skip "script (bsdutils) is not installed"
 	script -qec "refurb-plan -b 8 -e 0-30 train.evict | refurb-partial -c '$T/c' -p '$SPEC' train.idx | refurb-final -p '$FINAL' -o /dev/null" /dev/null > "$T/tty" < /dev/null
 	grep -q $'\r''refurb-final: ' "$T/tty"
-	run grep -c $'\r''refurb-partial: ' "$T/tty"
+	run -1 grep -c $'\r''refurb-partial: ' "$T/tty"
 	[ "$output" -eq 0 ]
-	run grep -c $'\r''refurb-plan: ' "$T/tty"
+	run -1 grep -c $'\r''refurb-plan: ' "$T/tty"
 	[ "$output" -eq 0 ]
 	script -qec "refurb-plan -b 8 -e 0-30 train.evict | refurb-partial --progress -c '$T/c2' -p '$SPEC' train.idx > /dev/null" /dev/null > "$T/tty" < /dev/null
 	grep -q $'\r''refurb-partial: ' "$T/tty"

@@ -284,7 +284,7 @@ PY
 	# no short batch but the last of each epoch (60 = 7 x 8 + 4)
 	[ "$(awk -F'\t' '$1 ~ /^[01]$/ { print $4 }' <<< "$output" | sort -u)" = 1 ]
 	batches "$T/s" > "$T/b"
-	run grep -c " $(cut -f1 <<< "$victim"):" "$T/b"
+	run -1 grep -c " $(cut -f1 <<< "$victim"):" "$T/b"
 	[ "$output" -eq 0 ]
 	# one repeat in each epoch, with the label of the sample it repeats
 	[ "$(grep -c ' 4294967295:' "$T/b")" -eq 2 ]
@@ -314,7 +314,7 @@ PY
 	refurb-final -q -p "$FINAL" -i ann.txt -o "$T/fifo" 2> "$T/err" &
 	pid=$!
 	sleep 7
-	run cat "$T/err"
+	run -0 cat "$T/err"
 	[ "$output" = "refurb-final: $T/fifo: waiting for a reader (the trainer) to open this FIFO" ]
 	run env PYTHONPATH="$TOP/python" /usr/bin/python3 -m refurb_stream check "$T/fifo"
 	wait "$pid"

@@ -305,7 +305,7 @@ line.jpg"
 	run refurb-index -o "$T/no/such/dir/x.idx" "$DS"
 	expect_fail 1 "refurb-index: $T/no/such/dir/x.idx: cannot create: No such file or directory"
 	# the message names the file asked for, not a temporary one
-	run grep -c "x\.idx\.tmp" <<< "$output"
+	run -1 grep -c "x\.idx\.tmp" <<< "$output"
 	[ "$output" -eq 0 ]
 }
 

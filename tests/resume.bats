@@ -97,11 +97,11 @@ chain() {
 @test "--start: the plan is the tail of the whole plan; bad values refused" {
 	refurb-plan -q -b 8 -e 0-4 train.evict > "$T/whole.plan"
 	refurb-plan -q -b 8 -e 0-4 --start 2:3 train.evict > "$T/tail.plan"
-	run head -n 1 "$T/tail.plan"
+	run -0 head -n 1 "$T/tail.plan"
 	[[ "$output" == *" epochs=2-4 "*" start=3" ]]
 	diff <(tail -n +2 "$T/tail.plan") <(awk '/^B 2 3 /{ p = 1 } p' "$T/whole.plan")
 	# a whole plan has no start key (plans made before it are unchanged)
-	run grep -c 'start=' "$T/whole.plan"
+	run -1 grep -c 'start=' "$T/whole.plan"
 	[ "$output" -eq 0 ]
 	run refurb-plan -q -b 8 -e 0-4 --start 5:0 train.evict
 	expect_fail 2 "refurb-plan: --start 5:0: epoch 5 is not in --epochs 0-4"

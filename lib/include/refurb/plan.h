@@ -80,9 +80,9 @@ typedef struct rfb_plan_header {
 	int balance;            /* enum rfb_plan_balance */
 	int drop_last;
 	uint32_t shard_index, shard_count;
+	int even;               /* enum rfb_plan_even (version 2; none in 1) */
 	uint32_t first_step;    /* step of the first batch of first_epoch
 				 * (a resumed plan; 0: the whole epoch) */
-	int even;               /* enum rfb_plan_even (version 2; none in 1) */
 } rfb_plan_header;
 
 /* One sample of a batch line. */
@@ -160,14 +160,14 @@ typedef struct rfb_plan_params {
 				* cache-aware and a pixel table, cost
 				* cache-aware and miss_cost */
 	int drop_last;
-	uint32_t first_step;   /* resume: start first_epoch at this step
-				* (below the batches of an epoch) */
 	int even;              /* enum rfb_plan_even */
 	/* balance = cost: the predicted seconds of computing sample id as a
 	 * miss in epoch (a pure function: the plan must stay one); called
 	 * for every miss of every epoch. */
 	double (*miss_cost)(const void *ctx, uint32_t id, uint32_t epoch);
 	const void *cost_ctx;
+	uint32_t first_step;   /* resume: start first_epoch at this step
+				* (below the batches of an epoch) */
 } rfb_plan_params;
 
 typedef struct rfb_plan rfb_plan;
