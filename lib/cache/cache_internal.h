@@ -76,8 +76,10 @@ struct rfb_cache {
 	size_t nsegs, cap_segs;
 	uint32_t next_id;
 	uint64_t grace;
-	double opened_at;            /* rfb_now() at open: older positions
+	double opened_at;            /* wall time at open: older positions
 				      * are another run's */
+	int held_known;              /* a reader of this run told held */
+	uint64_t held;               /* the most it has told it holds */
 	int have_epoch, dir_dirty;
 	uint32_t epoch;
 	uint64_t step;

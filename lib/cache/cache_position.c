@@ -62,7 +62,10 @@ rfb_cache_position_writer *rfb_cache_position_writer_open(const char *dir,
 		return NULL;
 	}
 	snprintf(path, sizeof path, "%s/" POSITION_NAME, dir);
-	if ((w->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) < 0) {
+	/* emptied at open: a fresh file tells the writer that a reader that
+	 * tells its position is there, before it has read anything */
+	if ((w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+			  0644)) < 0) {
 		rfb_err_sys(err, errno, path, "cannot open");
 		free(w);
 		return NULL;
@@ -102,13 +105,24 @@ int rfb_cache_position_read(const char *dir, struct rfb_cache_position *p,
 	snprintf(path, sizeof path, "%s/" POSITION_NAME, dir);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return 0;
-	got = rfb_pread_full(fd, b, sizeof b, 0);
+	/* a read that meets the reader's pwrite may see half of each: the
+	 * checksum tells, and the next read sees the whole */
+	for (int tries = 0; tries < 20; tries++) {
+		got = rfb_pread_full(fd, b, sizeof b, 0);
+		if (got != (ssize_t)sizeof b || memcmp(b, POSITION_MAGIC, 8) != 0 ||
+		    rfb_get_le32(b + 60) == rfb_crc32c(0, b, 60))
+			break;
+		got = -1;
+		usleep(500);
+	}
 	if (fstat(fd, &st) < 0)
 		got = -1;
 	close(fd);
+	if (mtime && got >= 0)
+		*mtime = (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec * 1e-9;
 	if (got != (ssize_t)sizeof b || memcmp(b, POSITION_MAGIC, 8) != 0 ||
 	    rfb_get_le32(b + 60) != rfb_crc32c(0, b, 60))
-		return 0;
+		return got >= 0 ? -1 : 0;
 	p->read_global = rfb_get_le64(b + 8);
 	p->written_epoch = rfb_get_le32(b + 16);
 	p->written_step = rfb_get_le32(b + 20);

@@ -258,21 +258,29 @@ static double wall_now(void)
 }
 
 /* The reader's position (cache_position.c) when a reader of this run
- * wrote it: 1 and *held = the last batch whose records it holds. */
-static int reader_position(const rfb_cache *c, uint64_t *held)
+ * wrote it: 1 and *held = the last batch whose records it holds; -1 when
+ * a reader of this run opened the file but has read nothing yet; 0 when
+ * no reader of this run tells its position. */
+static int reader_position(rfb_cache *c, uint64_t *held)
 {
 	struct rfb_cache_position p;
-	double mtime;
+	double mtime = 0;
+	int rc = rfb_cache_position_read(c->dir, &p, &mtime);
 
-	if (!rfb_cache_position_read(c->dir, &p, &mtime) ||
-	    mtime + 1.0 < c->opened_at || p.read_global > c->step)
-		return 0;
-	*held = p.read_global;
-	return 1;
+	if (rc > 0 && mtime + 1.0 >= c->opened_at && p.read_global <= c->step &&
+	    (!c->held_known || p.read_global > c->held)) {
+		c->held = p.read_global;  /* positions only grow in a run */
+		c->held_known = 1;
+	}
+	if (c->held_known) {
+		*held = c->held;
+		return 1;
+	}
+	return rc == 0 || mtime + 1.0 < c->opened_at ? 0 : -1;
 }
 
 /* Someone holds the shared lock of the readers file: a reader is there. */
-static int reader_present(const rfb_cache *c)
+static int reader_present(rfb_cache *c)
 {
 	char path[4200];
 	int fd, alone;
@@ -296,7 +304,7 @@ static int delete_segments(rfb_cache *c, uint64_t step, rfb_err *err)
 	char path[4200];
 	size_t j = 0;
 	uint64_t held = 0;
-	int known = reader_position(c, &held);
+	int known = reader_position(c, &held) > 0;
 
 	for (size_t i = 0; i < c->nsegs; i++) {
 		struct seg *s = &c->segs[i];
@@ -392,9 +400,17 @@ static void wait_for_reader(rfb_cache *c, uint64_t step)
 		if (c->segs[i].dead && c->segs[i].dead_since < step &&
 		    c->segs[i].dead_since > before)
 			before = c->segs[i].dead_since;
-	while (before > 0 && reader_present(c) && reader_position(c, &held) &&
-	       held < before)
+	int told = 0;
+
+	while (before > 0 && reader_present(c)) {
+		int k = reader_position(c, &held);
+		if (k > 0 && held >= before)
+			break;
+		if (k == 0 && !told)
+			break;  /* a reader that does not tell: the grace */
+		told |= k != 0;
 		usleep(2000);
+	}
 }
 
 int rfb_cache_advance(rfb_cache *c, uint32_t epoch, uint64_t global_step,

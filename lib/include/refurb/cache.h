@@ -221,8 +221,10 @@ int rfb_cache_position_put(rfb_cache_position_writer *w,
 			   rfb_err *err) RFB_MUST_CHECK;
 /* NULL accepted. */
 void rfb_cache_position_writer_close(rfb_cache_position_writer *w);
-/* Read dir's position into *p (mtime: when it was written, NULL
- * accepted).  Returns 1, or 0 when there is none or it is torn. */
+/* Read dir's position into *p (mtime: when the file was last written,
+ * NULL accepted).  Returns 1; -1 when the file is there (mtime filled)
+ * but holds no position yet (a reader that has just opened it); 0 when
+ * there is none. */
 int rfb_cache_position_read(const char *dir, struct rfb_cache_position *p,
 			    double *mtime);
 
