@@ -112,7 +112,9 @@ setup() {
 	done
 	run refurb-dump --verify "$T/c"
 	[ "$status" -eq 0 ]
-	[ "$output" = "$T/c: 30 records checked, 0 problems" ]
+	# 30 live records, and those of a dead group the writer may not have
+	# deleted yet when the run ended (it deletes them at its next batch)
+	[[ "$output" == "$T/c: "[34]"0 records checked, 0 problems" ]]
 	head -c 5000 "$T/s.bin" > "$T/cut.bin"
 	run refurb-dump --verify "$T/cut.bin"
 	expect_fail 1 "refurb-dump: $T/cut.bin: frame 1 at byte 384: stream ends inside the frame"

@@ -224,11 +224,11 @@ bad_shards() {
 	[ "${lines[0]}" = "refurb-index: $T/trunc.tar: member b.jpg: truncated shard (the member needs $(stat -c %s "$JPG") bytes at offset 5120, the shard is 6000 bytes)" ]
 	[[ "${lines[1]}" == "refurb-index: indexed 1 of 2 samples"*"(1 bad, left out)"* ]]
 	head -c 4700 "$T/t.tar" > "$T/trunc2.tar"
-	run refurb-index -o "$T/x.idx" "$T/trunc2.tar"
+	run -0 refurb-index -o "$T/x.idx" "$T/trunc2.tar"
 	[ "${lines[0]}" = "refurb-index: $T/trunc2.tar: truncated shard: it ends inside the tar header at offset 4608 (after member b.cls): the rest of the shard is left out" ]
 	"$TARMAKE" "$T/pax.tar" --format pax "$(printf 'l%.0s' {1..150}).jpg=$JPG"
 	head -c 700 "$T/pax.tar" > "$T/trunc3.tar"
-	run refurb-index -o "$T/x.idx" "$T/trunc3.tar"
+	run -1 refurb-index -o "$T/x.idx" "$T/trunc3.tar"
 	[ "${lines[0]}" = "refurb-index: $T/trunc3.tar: truncated shard: it ends after an extension header, before its member (after member (none)): the rest of the shard is left out" ]
 	cp "$T/t.tar" "$T/corrupt.tar"
 	printf 'X' | dd of="$T/corrupt.tar" bs=1 seek=3587 conv=notrunc 2> /dev/null
@@ -374,7 +374,7 @@ open(sys.argv[2], "wb").write(d[:2] + b"\xff\xe1" + (len(pad) + 2).to_bytes(2, "
 	grep "indexed 1 of 1 file " "$T/err" > /dev/null
 	"$TARMAKE" "$T/big.tar" "big.jpg=$T/tree/c/big.jpg" big.cls=text:0
 	refurb-index -o "$T/big.idx" "$T/big.tar" 2> "$T/err"
-	grep "indexed 1 of 1 samples" "$T/err" > /dev/null
+	grep "indexed 1 of 1 sample " "$T/err" > /dev/null
 	refurb-dump "$T/big.idx" | awk -F'\t' '!/^#/ { print $5, $6 }' > "$T/got"
 	refurb-dump tree.idx | awk -F'\t' '$1 == 0 { print $5, $6 }' > "$T/want"
 	diff "$T/want" "$T/got"
