@@ -51,7 +51,7 @@ def build_library(asan):
     flags = ["-O1", "-g", "-fsanitize=address,undefined"] if asan else ["-O2"]
     srcs = sorted(glob.glob(os.path.join(ROOT, "lib", "*", "*.c")))
     # every library the whole of lib/ links with (decode, encode, zstd, aio)
-    libs = subprocess.run(["pkg-config", "--libs", "libturbojpeg", "libjpeg",
+    libs = subprocess.run(["pkg-config", "--libs", "libturbojpeg", "libjpeg", "libpng",
                            "libzstd"], stdout=subprocess.PIPE, text=True,
                           check=True).stdout.split() + ["-laio", "-pthread", "-lm"]
     subprocess.run(["cc", "-std=c11", "-D_GNU_SOURCE", "-fPIC", "-shared",
