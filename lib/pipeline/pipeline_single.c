@@ -127,7 +127,8 @@ static int run_blur(struct rfb_run *r, const struct rfb_layer *l, rfb_rng *rng,
 		    rfb_err *err)
 {
 	double sigma = draw_range(rng, l->sigma);
-	size_t n = (size_t)r->cur.width * r->cur.height * r->cur.channels;
+	size_t n = rfb_blur_scratch(r->cur.width, r->cur.height, r->cur.channels,
+				    l->kernel[1]);
 	rfb_pipe_ctx *ctx = r->ctx;
 	rfb_image dst;
 	int slot, rc;
