@@ -119,6 +119,11 @@ int rfb_run_layers(struct rfb_run *r, const rfb_pipeline *p, int from,
 int rfb_run_finish(struct rfb_run *r, const rfb_pipeline *p,
 		   struct rfb_pipe_out *out, rfb_err *err);
 
+/* RandomErasing after Normalize (layer l, its random stream rng) on the
+ * float32 CHW tensor of out, in place. */
+void rfb_run_erase_float(const struct rfb_layer *l, rfb_rng *rng,
+			 struct rfb_pipe_out *out);
+
 /* Run one of torchvision's single transforms (pipeline_single.c): layer
  * l with its random stream rng. */
 int rfb_run_single(struct rfb_run *r, const struct rfb_layer *l, rfb_rng *rng,

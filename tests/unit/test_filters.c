@@ -178,6 +178,7 @@ static void test_aliases_and_canonical(void)
 		"erasing=p=0.25:scale=0.1-0.2:ratio=1/3-3:value=9/8/7",
 		"posterize=4,equalize,autocontrast=0.3,invert=1,vflip=0.1,"
 		"colorjitter=hue=-0.2--0.1,rotation=1e-05-0.5",
+		"resize=8,normalize=imagenet,erasing=value=random,erasing=p=0.1:value=-1.5/0/2.25",
 	};
 	char a[4096], b[4096];
 
@@ -301,6 +302,60 @@ static void test_determinism_and_gray(void)
 	rfb_pipe_ctx_free(c2);
 }
 
+/* RandomErasing after Normalize: the erased box holds the float value
+ * (or standard normal values), the rest is the normalized image. */
+static void test_erasing_after_normalize(void)
+{
+	rfb_pipe_ctx *ctx = rfb_pipe_ctx_new(NULL);
+	rfb_imgbuf buf = { 0 };
+	rfb_image img;
+	struct rfb_pipe_out out;
+	/* scale 0.1 of 40 x 30 = 120 pixels, ratio 1: an 11 x 11 box */
+	const char *fixed = "normalize=mean=0.5:std=0.25,erasing=p=1:scale=0.1-0.1:"
+			    "ratio=1-1:value=7/8/9";
+	const char *random = "normalize=mean=0.5:std=0.25,erasing=p=1:scale=0.1-0.1:"
+			     "ratio=1-1:value=random";
+	double sum = 0, sum2 = 0;
+	long n = 0;
+
+	make_image(&img, &buf, 40, 30);
+	CHECK(run_spec(fixed, &img, 3, ctx, &out) == 0);
+	CHECK(out.dtype == RFB_DTYPE_F32 && out.layout == RFB_LAYOUT_CHW);
+	for (int c = 0; c < 3; c++) {
+		const float *t = (const float *)out.data + (size_t)c * 40 * 30;
+		int count = 0;
+		for (int i = 0; i < 40 * 30; i++)
+			count += t[i] == (float)(7 + c);
+		CHECKF(count == 121, "channel %d: %d values erased", c, count);
+	}
+	for (uint32_t s = 0; s < 40; s++) {
+		const float *t;
+		CHECK(run_spec(random, &img, s, ctx, &out) == 0);
+		t = out.data;
+		for (int i = 0; i < 3 * 40 * 30; i++) {
+			/* normalized pixels are multiples of 1/(255 * 0.25) */
+			double v = t[i], k = (v * 0.25 + 0.5) * 255;
+			if (fabs(k - nearbyint(k)) > 1e-3 || v < -2.0001 || v > 2.0001) {
+				sum += v;
+				sum2 += v * v;
+				n++;
+			}
+		}
+	}
+	/* nearly all 40 x 363 erased values are off the pixel grid */
+	CHECKF(n > 40 * 363 * 9 / 10, "%ld random values", n);
+	CHECKF(fabs(sum / n) < 0.05 && fabs(sum2 / n - 1.0) < 0.1,
+	       "mean %.3f variance %.3f", sum / n, sum2 / n);
+	CHECK(strstr(parse_error("erasing=value=random"),
+		     "erasing value=random needs float values") != NULL);
+	CHECK(strstr(parse_error("erasing=value=0.5"),
+		     "a whole pixel value 0..255") != NULL);
+	CHECK(strstr(parse_error("normalize,vflip"),
+		     "only erasing may follow it") != NULL);
+	rfb_imgbuf_free(&buf);
+	rfb_pipe_ctx_free(ctx);
+}
+
 static void test_blur_kernel(void)
 {
 	float k[23];
@@ -321,6 +376,7 @@ int main(void)
 	RUN(test_probabilities);
 	RUN(test_split_keeps_apply);
 	RUN(test_determinism_and_gray);
+	RUN(test_erasing_after_normalize);
 	RUN(test_blur_kernel);
 	return test_done();
 }
