@@ -7,10 +7,13 @@
 
 #include "dump.h"
 #include "refurb/index.h"
+#include "refurb/source.h"
+
+#define MAX_EXTRACT ((size_t)1 << 30)
 
 static void print_tsv(const rfb_index *idx, FILE *out)
 {
-	uint32_t n = rfb_index_count(idx);
+	uint32_t n = rfb_index_count(idx), shards = rfb_index_shard_count(idx);
 
 	fputs("# root\t", out);
 	dump_tsv_field(out, rfb_index_root(idx));
@@ -18,8 +21,16 @@ static void print_tsv(const rfb_index *idx, FILE *out)
 		fprintf(out, "\n# class\t%u\t", c);
 		dump_tsv_field(out, rfb_index_class_name(idx, c));
 	}
+	for (uint32_t k = 1; k <= shards; k++) {
+		rfb_shard_info sh;
+		(void)rfb_index_shard(idx, k, &sh);
+		fprintf(out, "\n# shard\t%u\t%llu\t%lld\t", k,
+			(unsigned long long)sh.size, (long long)sh.mtime_ns);
+		dump_tsv_field(out, sh.path);
+	}
 	fputs("\n", out);
-	fprintf(out, "# id\tlabel\tclass\tbytes\twidth\theight\tchannels\tpath\n");
+	fprintf(out, "# id\tlabel\tclass\tbytes\twidth\theight\tchannels\tpath%s\n",
+		shards ? "\tshard\toffset" : "");
 	for (uint32_t i = 0; i < n; i++) {
 		rfb_sample_info s;
 		(void)rfb_index_get(idx, i, &s);
@@ -28,6 +39,9 @@ static void print_tsv(const rfb_index *idx, FILE *out)
 		fprintf(out, "\t%llu\t%u\t%u\t%u\t", (unsigned long long)s.bytes,
 			s.width, s.height, s.channels);
 		dump_tsv_field(out, s.path);
+		if (shards)
+			fprintf(out, "\t%u\t%llu", s.shard,
+				(unsigned long long)s.offset);
 		putc('\n', out);
 	}
 }
@@ -90,8 +104,9 @@ static int print_stats(const rfb_index *idx, FILE *out)
 		chans[s.channels <= 4 ? s.channels : 0]++;
 	}
 	fprintf(out, "samples      %u\nclasses      %u\nidentity     %016llx\n"
-		"root         %s\n", n, nc,
-		(unsigned long long)rfb_index_identity(idx), rfb_index_root(idx));
+		"root         %s\nversion      %u\nshards       %u\n", n, nc,
+		(unsigned long long)rfb_index_identity(idx), rfb_index_root(idx),
+		rfb_index_version(idx), rfb_index_shard_count(idx));
 	fprintf(out, "channels     gray %llu  color %llu  cmyk %llu\n",
 		(unsigned long long)chans[1], (unsigned long long)chans[3],
 		(unsigned long long)chans[4]);
@@ -108,6 +123,24 @@ fail:
 	return rc;
 }
 
+/* --extract ID: the sample's bytes as stored (its file, or its range of
+ * its shard: one pread). */
+static void extract(struct cli *c, const rfb_index *idx, uint32_t id, FILE *out)
+{
+	rfb_err err = { 0 };
+	rfb_source *src = rfb_source_open(idx, NULL, &err);
+	unsigned char *buf = NULL;
+	size_t cap = 0, len = 0;
+
+	if (!src || rfb_source_read(src, id, MAX_EXTRACT, &buf, &cap, &len, &err))
+		cli_die_err(c, &err);
+	cli_refuse_tty(c, fileno(out), 0);
+	if (fwrite(buf, 1, len, out) != len)
+		cli_die(c, "write failed");
+	free(buf);
+	rfb_source_close(src);
+}
+
 int dump_index(struct cli *c, const char *path, const struct dump_opts *o,
 	       FILE *out)
 {
@@ -117,7 +150,12 @@ int dump_index(struct cli *c, const char *path, const struct dump_opts *o,
 
 	if (!idx)
 		cli_die_err(c, &err);
-	if (o->stats)
+	if (o->extract >= 0 && o->extract >= rfb_index_count(idx))
+		cli_die(c, "%s: no sample %lld (the index has %u)", path,
+			o->extract, rfb_index_count(idx));
+	if (o->extract >= 0)
+		extract(c, idx, (uint32_t)o->extract, out);
+	else if (o->stats)
 		rc = print_stats(idx, out);
 	else
 		print_tsv(idx, out);

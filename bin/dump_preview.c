@@ -10,18 +10,23 @@
 #include "refurb/io.h"
 #include "refurb/pipeline.h"
 #include "refurb/sheet.h"
+#include "refurb/source.h"
 
 #define MAX_COUNT 64
 #define MAX_JPEG_BYTES ((size_t)1 << 28)
 
 static const char preview_usage[] =
-	"refurb-dump --preview SPEC [-n K] [-s SEED] [-o FILE] IMAGE.jpg...";
+	"refurb-dump --preview SPEC [-n K] [-s SEED] [-o FILE] IMAGE.jpg...\n"
+	"       refurb-dump --preview SPEC [...] --index INDEX ID...";
 
 static const char preview_help[] =
 	"Write a contact sheet (JPEG) of K augmentations of each image under\n"
 	"the pipeline SPEC: one row per image; column k is the image as sample\n"
-	"i (its position among the images) in epoch EPOCH + k.\n"
+	"i (its position among the images) in epoch EPOCH + k.  With --index,\n"
+	"the images are the index's samples ID... (from their files or shards),\n"
+	"each augmented as sample ID.\n"
 	"\n"
+	"  -i, --index INDEX     the arguments are sample ids of INDEX\n"
 	"  -P, --preview SPEC    the pipeline (refurb-pipeline(7))\n"
 	"  -n, --count K         augmentations per image (default 8)\n"
 	"  -s, --seed SEED       RNG seed (default 0)\n"
@@ -37,7 +42,7 @@ static const char preview_help[] =
 enum { OPT_STAGE = 0x2101, OPT_FORCE };
 
 struct preview {
-	const char *spec, *output;
+	const char *spec, *output, *index;
 	int count, columns, quality, force;
 	uint64_t seed;
 	uint32_t epoch, stage;
@@ -48,6 +53,7 @@ static void parse_options(struct cli *c, int argc, char **argv, struct preview *
 	static const struct option longopts[] = {
 		{ "preview", required_argument, NULL, 'P' },
 		{ "count", required_argument, NULL, 'n' },
+		{ "index", required_argument, NULL, 'i' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "epoch", required_argument, NULL, 'e' },
 		{ "stage", required_argument, NULL, OPT_STAGE },
@@ -61,7 +67,7 @@ static void parse_options(struct cli *c, int argc, char **argv, struct preview *
 	int opt;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "P:n:s:e:c:Q:o:" CLI_COMMON_SHORTOPTS,
+	while ((opt = getopt_long(argc, argv, "P:n:i:s:e:c:Q:o:" CLI_COMMON_SHORTOPTS,
 				  longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'P': pv->spec = optarg; break;
@@ -71,6 +77,7 @@ static void parse_options(struct cli *c, int argc, char **argv, struct preview *
 		case 'c': pv->columns = (int)cli_parse_u64(c, "--columns", optarg, 1, 4096); break;
 		case 'Q': pv->quality = (int)cli_parse_u64(c, "--quality", optarg, 1, 100); break;
 		case 'o': pv->output = optarg; break;
+		case 'i': pv->index = optarg; break;
 		case OPT_FORCE: pv->force = 1; break;
 		case OPT_STAGE:
 			if (strcmp(optarg, "partial") && strcmp(optarg, "final"))
@@ -99,17 +106,38 @@ static void die_path(struct cli *c, const rfb_err *err, const char *path)
 	cli_die_err(c, &named);
 }
 
+/* The bytes of argument arg: a JPEG file, or with --index a sample id
+ * (its key for the pipeline becomes that id). */
+static void load_image(struct cli *c, const char *arg, const rfb_index *idx,
+		       rfb_source *src, unsigned char **data, size_t *len,
+		       uint32_t *sample)
+{
+	rfb_err err = { 0 };
+	size_t cap = 0;
+
+	*data = NULL;
+	if (!idx) {
+		if (rfb_file_load(arg, MAX_JPEG_BYTES, data, len, &err))
+			cli_die_err(c, &err);
+		return;
+	}
+	*sample = (uint32_t)cli_parse_u64(c, "sample id", arg, 0,
+					  rfb_index_count(idx) - 1ull);
+	if (rfb_source_read(src, *sample, MAX_JPEG_BYTES, data, &cap, len, &err))
+		cli_die_err(c, &err);
+}
+
 /* The K outputs of one image, copied into cells[0..K) (backed by bufs). */
 static void preview_image(struct cli *c, const struct preview *pv,
 			  const rfb_pipeline *p, rfb_pipe_ctx *ctx, const char *path,
-			  uint32_t sample, rfb_image *cells, rfb_imgbuf *bufs)
+			  uint32_t sample, rfb_image *cells, rfb_imgbuf *bufs,
+			  const rfb_index *idx, rfb_source *src)
 {
 	unsigned char *data;
 	size_t len;
 	rfb_err err = { 0 };
 
-	if (rfb_file_load(path, MAX_JPEG_BYTES, &data, &len, &err))
-		cli_die_err(c, &err);
+	load_image(c, path, idx, src, &data, &len, &sample);
 	for (int k = 0; k < pv->count; k++) {
 		struct rfb_pipe_key key = { pv->seed, pv->epoch + (uint32_t)k, sample,
 					    pv->stage };
@@ -118,7 +146,11 @@ static void preview_image(struct cli *c, const struct preview *pv,
 		    rfb_image_alloc(&cells[k], &bufs[k], out.img.width,
 				    out.img.height, out.img.channels, &err)) {
 			free(data);
-			die_path(c, &err, path);
+			if (src)
+				rfb_source_blame(src, sample, &err);
+			else
+				die_path(c, &err, path);
+			cli_die_err(c, &err);
 		}
 		rfb_image_copy(&cells[k], &out.img);
 	}
@@ -148,16 +180,23 @@ static void write_sheet(struct cli *c, const struct preview *pv, rfb_image *cell
 
 int dump_preview(struct cli *c, int argc, char **argv)
 {
-	struct preview pv = { NULL, "-", 8, 0, 90, 0, 0, 0, RFB_STAGE_PARTIAL };
+	struct preview pv = { NULL, "-", NULL, 8, 0, 90, 0, 0, 0, RFB_STAGE_PARTIAL };
 	rfb_pipeline *p = NULL;
 	rfb_pipe_ctx *ctx;
 	rfb_err err = { 0 };
+	rfb_index *idx = NULL;
+	rfb_source *src = NULL;
 
 	c->usage = preview_usage;
 	c->help = preview_help;
 	parse_options(c, argc, argv, &pv);
 	if (rfb_pipeline_parse(pv.spec, &p, &err))
 		cli_usage_error(c, "%s", err.msg);
+	if (pv.index && (!(idx = rfb_index_open(pv.index, &err)) ||
+			 !(src = rfb_source_open(idx, NULL, &err))))
+		cli_die_err(c, &err);
+	if (idx && rfb_index_count(idx) == 0)
+		cli_die(c, "%s: the index has no samples", pv.index);
 	int images = argc - optind, n = images * pv.count;
 	if (n > 4096)
 		cli_usage_error(c, "%d cells: give fewer images or a smaller -n", n);
@@ -168,7 +207,8 @@ int dump_preview(struct cli *c, int argc, char **argv)
 		cli_die(c, "out of memory");
 	for (int i = 0; i < images; i++)
 		preview_image(c, &pv, p, ctx, argv[optind + i], (uint32_t)i,
-			      cells + (size_t)i * pv.count, bufs + (size_t)i * pv.count);
+			      cells + (size_t)i * pv.count, bufs + (size_t)i * pv.count,
+			      idx, src);
 	write_sheet(c, &pv, cells, n);
 	for (int i = 0; i < n; i++)
 		rfb_imgbuf_free(&bufs[i]);
@@ -176,5 +216,7 @@ int dump_preview(struct cli *c, int argc, char **argv)
 	free(bufs);
 	rfb_pipe_ctx_free(ctx);
 	rfb_pipeline_free(p);
+	rfb_source_close(src);
+	rfb_index_close(idx);
 	return 0;
 }

@@ -40,6 +40,9 @@ static const char help[] =
 	"      --grace N          keep dead segments N batches (default: one\n"
 	"                         epoch, at least 64)\n"
 	"      --inflight N       batches computed at once (default 2)\n"
+	"      --costs FILE       append every computed sample's thread CPU time\n"
+	"                         to FILE (refurb-costs(5)), for refurb-plan\n"
+	"                         --balance cost=FILE\n"
 	"      --stats FILE       one TSV line per batch (misses computed, worker\n"
 	"                         wall and CPU time)\n"
 	CLI_COMMON_HELP
@@ -48,7 +51,7 @@ static const char help[] =
 
 enum {
 	OPT_CODEC = 0x2000, OPT_RESET, OPT_ROOT, OPT_STRICT, OPT_MAX_PIXELS,
-	OPT_SEGMENT, OPT_GRACE, OPT_INFLIGHT, OPT_STATS
+	OPT_SEGMENT, OPT_GRACE, OPT_INFLIGHT, OPT_STATS, OPT_COSTS
 };
 
 struct run_ctx {
@@ -103,6 +106,7 @@ static void parse(struct cli *c, struct rfb_partial_opts *o, const char **in,
 		{ "grace", required_argument, NULL, OPT_GRACE },
 		{ "inflight", required_argument, NULL, OPT_INFLIGHT },
 		{ "stats", required_argument, NULL, OPT_STATS },
+		{ "costs", required_argument, NULL, OPT_COSTS },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -147,6 +151,7 @@ static void parse(struct cli *c, struct rfb_partial_opts *o, const char **in,
 			o->inflight = (int)cli_parse_u64(c, "--inflight", optarg, 1, 64);
 			break;
 		case OPT_STATS: *stats = optarg; break;
+		case OPT_COSTS: o->costs_path = optarg; break;
 		default:
 			if (!cli_common_option(c, opt, optarg))
 				cli_usage_error(c, "unexpected option");

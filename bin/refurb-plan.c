@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "refurb/costs.h"
 #include "refurb/index.h"
 #include "refurb/plan.h"
 #include "refurb/sched.h"
@@ -31,13 +32,21 @@ static const char help[] =
 	"                        and spread evenly, every full batch has the same\n"
 	"                        number of misses +-1; random: one plain shuffle;\n"
 	"                        none: schedule order (for debugging)\n"
-	"      --balance MODE    none (default), or pixels: every batch gets the\n"
-	"                        same number of miss pixels (needs --index)\n"
+	"      --balance MODE    none (default); pixels: every batch gets the\n"
+	"                        same number of miss pixels (needs --index);\n"
+	"                        cost=FILE: the same predicted miss CPU time, from\n"
+	"                        the cost file of refurb-partial --costs (needs\n"
+	"                        --index; the plan depends on FILE's content)\n"
 	"      --drop-last       mark the incomplete last batch of each epoch as\n"
 	"                        dropped (D): cached, not trained on\n"
 	"  -i, --index FILE      the index of the schedule: checked, and read for\n"
 	"                        --balance pixels\n"
 	"      --shard K/N       fail unless SCHEDULE is shard K of N\n"
+	"      --even MODE       the same samples and batches per epoch in every\n"
+	"                        shard of N (DistributedDataParallel): pad\n"
+	"                        repeats a cached sample in the smaller shards,\n"
+	"                        drop leaves one out of the larger ones, a\n"
+	"                        different one every epoch; none (default)\n"
 	"  -o, --output FILE     write to FILE instead of stdout\n"
 	"\n"
 	"Theorem 1 (expected unique samples E(U) over k epochs, and E(U)/E(U*),\n"
@@ -52,10 +61,11 @@ static const char help[] =
 	"error.  See refurb-plan(1), refurb-plan(5).\n";
 
 enum { OPT_SHUFFLE = 0x2000, OPT_BALANCE, OPT_DROP_LAST, OPT_SHARD,
-       OPT_DIVERSITY };
+       OPT_DIVERSITY, OPT_EVEN };
 
 struct options {
 	const char *schedule, *index, *output;
+	const char *costs;  /* --balance cost=FILE */
 	rfb_plan_params p;
 	int seed_given, shard_given, diversity;
 	uint32_t shard_index, shard_count;
@@ -96,9 +106,14 @@ static void parse_option(struct cli *c, struct options *o, int opt)
 					"random or none", optarg);
 		break;
 	case OPT_BALANCE:
-		if ((o->p.balance = rfb_plan_balance_parse(optarg)) < 0)
-			cli_usage_error(c, "--balance: '%s' is not none or "
-					"pixels", optarg);
+		if (!strncmp(optarg, "cost=", 5) && optarg[5]) {
+			o->p.balance = RFB_PLAN_BALANCE_COST;
+			o->costs = optarg + 5;
+		} else if ((o->p.balance = rfb_plan_balance_parse(optarg)) < 0 ||
+			   o->p.balance == RFB_PLAN_BALANCE_COST) {
+			cli_usage_error(c, "--balance: '%s' is not none, pixels "
+					"or cost=FILE", optarg);
+		}
 		break;
 	case OPT_DROP_LAST: o->p.drop_last = 1; break;
 	case 'i': o->index = optarg; break;
@@ -106,6 +121,11 @@ static void parse_option(struct cli *c, struct options *o, int opt)
 	case OPT_SHARD:
 		cli_parse_shard(c, optarg, &o->shard_index, &o->shard_count);
 		o->shard_given = 1;
+		break;
+	case OPT_EVEN:
+		if ((o->p.even = rfb_plan_even_parse(optarg)) < 0)
+			cli_usage_error(c, "--even: '%s' is not pad, drop or "
+					"none", optarg);
 		break;
 	case OPT_DIVERSITY: o->diversity = 1; break;
 	case 'A': o->aug = parse_real(c, "--augmentations", optarg); break;
@@ -142,6 +162,7 @@ static void parse(struct cli *c, struct options *o, int argc, char **argv)
 		{ "drop-last", no_argument, NULL, OPT_DROP_LAST },
 		{ "index", required_argument, NULL, 'i' },
 		{ "shard", required_argument, NULL, OPT_SHARD },
+		{ "even", required_argument, NULL, OPT_EVEN },
 		{ "output", required_argument, NULL, 'o' },
 		{ "diversity", no_argument, NULL, OPT_DIVERSITY },
 		{ "augmentations", required_argument, NULL, 'A' },
@@ -163,12 +184,14 @@ static void parse(struct cli *c, struct options *o, int argc, char **argv)
 	if (o->aug || o->final || o->reuse || o->epochs)
 		cli_usage_error(c, "-A, -F, -r and -k go with --diversity");
 	o->schedule = cli_one_operand(c, argc, argv, "schedule");
-	if (o->p.balance == RFB_PLAN_BALANCE_PIXELS && !o->index)
-		cli_usage_error(c, "--balance pixels needs the index (-i FILE)");
-	if (o->p.balance == RFB_PLAN_BALANCE_PIXELS &&
+	if (o->p.balance != RFB_PLAN_BALANCE_NONE && !o->index)
+		cli_usage_error(c, "--balance %s needs the index (-i FILE)",
+				rfb_plan_balance_name(o->p.balance));
+	if (o->p.balance != RFB_PLAN_BALANCE_NONE &&
 	    o->p.shuffle != RFB_PLAN_CACHE_AWARE)
-		cli_usage_error(c, "--balance pixels works with --shuffle "
-				"cache-aware only");
+		cli_usage_error(c, "--balance %s works with --shuffle "
+				"cache-aware only",
+				rfb_plan_balance_name(o->p.balance));
 }
 
 static int print_diversity(struct cli *c, const struct options *o)
@@ -190,10 +213,43 @@ static uint64_t index_pixels(const void *idx, uint32_t id)
 	return rfb_index_pixels(idx, id);
 }
 
+struct cost_ctx {
+	const rfb_cost_model *m;
+	uint64_t seed;
+};
+
+static double miss_cost(const void *ctx, uint32_t id, uint32_t epoch)
+{
+	const struct cost_ctx *cc = ctx;
+
+	return rfb_cost_model_predict(cc->m, id, epoch, cc->seed);
+}
+
+/* --balance cost=FILE: the model fitted on FILE, which must have been
+ * made for the schedule's index. */
+static rfb_cost_model *load_costs(struct cli *c, const struct options *o,
+				  const rfb_index *idx)
+{
+	rfb_err err = { 0 };
+	rfb_costs *costs;
+	rfb_cost_model *m;
+
+	if (!(costs = rfb_costs_open(o->costs, &err)))
+		cli_die_err(c, &err);
+	if (!(m = rfb_cost_model_fit(costs, idx, &err))) {
+		if (err.code == RFB_EMISMATCH)
+			cli_die(c, "%s: cost file made for another index than %s",
+				o->costs, o->index);
+		cli_die(c, "%s: %s", o->costs, err.msg);
+	}
+	rfb_costs_free(costs);
+	return m;
+}
+
 /* Check the schedule against --shard and the index; the pixel table for
- * --balance pixels (NULL otherwise). */
+ * --balance pixels (NULL otherwise), the cost model for --balance cost. */
 static uint32_t *check_inputs(struct cli *c, const struct options *o,
-			      const rfb_sched *s)
+			      const rfb_sched *s, rfb_cost_model **model)
 {
 	const rfb_sched_params *sp = rfb_sched_params_of(s);
 	rfb_err err = { 0 };
@@ -216,6 +272,8 @@ static uint32_t *check_inputs(struct cli *c, const struct options *o,
 	if (o->p.balance == RFB_PLAN_BALANCE_PIXELS &&
 	    !(pixels = rfb_plan_pixel_table(s, index_pixels, idx)))
 		cli_die(c, "out of memory");
+	if (o->p.balance == RFB_PLAN_BALANCE_COST)
+		*model = load_costs(c, o, idx);
 	rfb_index_close(idx);
 	return pixels;
 }
@@ -256,6 +314,8 @@ int main(int argc, char **argv)
 	rfb_sched *s;
 	rfb_plan *pl;
 	uint32_t *pixels;
+	rfb_cost_model *model = NULL;
+	struct cost_ctx cc;
 	FILE *out;
 
 	o.p.batch_size = 256;
@@ -268,7 +328,11 @@ int main(int argc, char **argv)
 		cli_die_err(&c, &err);
 	if (!o.seed_given)
 		o.p.seed = rfb_sched_params_of(s)->seed;
-	pixels = check_inputs(&c, &o, s);
+	pixels = check_inputs(&c, &o, s, &model);
+	cc.m = model;
+	cc.seed = o.p.seed;
+	o.p.miss_cost = miss_cost;
+	o.p.cost_ctx = &cc;
 	if (!(pl = rfb_plan_new(s, &o.p, pixels, &err)))
 		cli_die(&c, "%s: %s", o.schedule, err.msg);
 	free(pixels);
@@ -277,6 +341,7 @@ int main(int argc, char **argv)
 	write_plan(&c, pl, out);
 	cli_close_output(&c, out, o.output);
 	rfb_plan_free(pl);
+	rfb_cost_model_free(model);
 	rfb_sched_free(s);
 	return 0;
 }

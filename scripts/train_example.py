@@ -7,6 +7,8 @@ epoch and the wall time.
     scripts/get-fashion-mnist            # once: data/fashion-mnist/{train,test}
     /usr/bin/python3 scripts/train_example.py --setting refurb3 --epochs 12
     /usr/bin/python3 scripts/train_example.py --all --epochs 12   # every setting
+    torchrun --standalone --nproc_per_node 2 --redirects 2 --tee 2 \
+        scripts/train_example.py --ddp --setting refurb3 --epochs 12
 
 Settings (augmentation: RandAugment(2, 9) on the 28x28 grayscale image,
 then a random crop with 2 pixels of padding and a horizontal flip):
@@ -27,6 +29,15 @@ set (10000 images) is read with PIL, not augmented, and evaluated after
 every epoch.  --subset N trains on the first N training images of the
 index (a stratified slice: every class keeps its share).  Needs the
 programs (make), /usr/bin/python3 with torch, numpy and PIL.
+
+--ddp: one rank of a DistributedDataParallel job (gloo, CPU), started by
+torchrun or srun (RANK and WORLD_SIZE from the environment; see refurb(7)
+MULTIPLE NODES).  Each rank reads its own shard through its own chain,
+refurb_stream.launch(): refurb-plan --shard RANK/WORLD_SIZE --even pad,
+so every rank takes the same number of steps; caches under
+WORK/ddp-SETTING/.  Rank 0 builds the index, evaluates and prints; the
+batch size is per rank.  (--redirects 2 --tee 2 work around a crash of
+Debian 12's torchrun with its defaults.)
 """
 import argparse
 import os
@@ -67,6 +78,8 @@ def parse_args():
     ap.add_argument("--seed", type=int, default=1, help="model initialisation seed")
     ap.add_argument("--aug-seed", type=int, default=7, help="refurb's seed")
     ap.add_argument("--work", default=os.path.join(TOP, "build", "train-example"))
+    ap.add_argument("--ddp", action="store_true",
+                    help="one rank of a DistributedDataParallel job (under torchrun or srun)")
     return ap.parse_args()
 
 
@@ -217,8 +230,86 @@ def train(args, setting, index, test):
                 best=max(accs), wall=wall, accs=accs, chain_cpu=chain_cpu)
 
 
+def train_ddp(args, setting, index, test):
+    """One rank: its shard through its own chain (launch), the model in
+    DistributedDataParallel; rank 0 evaluates and prints."""
+    import torch
+    import torch.distributed as dist
+    from refurb_stream import launch
+    torch.set_num_threads(args.threads)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    model = make_model(torch, args.seed)
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.Adam(ddp.parameters(), lr=1e-3)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    r, partial, final = SETTINGS[setting]
+    cache = os.path.join(args.work, "ddp-%s" % setting)
+    if rank == 0:
+        shutil.rmtree(cache, ignore_errors=True)
+        print("train_example: %s: r=%d, %d ranks, each a shard and a chain "
+              "(refurb-plan --even pad), batch %d per rank" % (setting, r, world, args.batch))
+        print("%5s %10s %9s %9s %8s" % ("epoch", "train_loss", "train_acc", "test_acc",
+                                        "time_s"))
+    dist.barrier()
+    t0, accs, stats, steps = time.monotonic(), [], torch.zeros(3), 0
+    with launch(index, cache, partial, final, reuse=r, epochs=args.epochs,
+                batch_size=args.batch, seed=args.aug_seed,
+                threads=(args.threads, args.threads), bin_dir=BIN) as chain:
+        per_epoch = None
+        for b in chain:
+            if per_epoch is None:
+                per_epoch = -(-chain.header.epoch_images // chain.header.batch_size)
+            # contiguous NCHW: DDP's gradient buckets expect that layout
+            x = torch.from_numpy(b.images).permute(0, 3, 1, 2).float().contiguous()
+            x = (x / 255 - MEAN) / STD
+            y = torch.from_numpy(b.labels.astype(np.int64))
+            out = ddp(x)
+            loss = loss_fn(out, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            steps += 1
+            stats += torch.tensor([float(loss) * len(y), int((out.argmax(1) == y).sum()), len(y)])
+            if b.step == per_epoch - 1:
+                dist.all_reduce(stats)
+                if rank == 0:
+                    accs.append(evaluate(torch, model, *test))
+                    print("%5d %10.4f %9.4f %9.4f %8.1f" % (
+                        b.epoch, stats[0] / stats[2], stats[1] / stats[2], accs[-1],
+                        time.monotonic() - t0), flush=True)
+                stats.zero_()
+                dist.barrier()
+    if rank == 0:
+        print("train_example: %s: final test accuracy %.4f (best %.4f), %d steps per rank, "
+              "wall %.1f s\n" % (setting, accs[-1], max(accs), steps, time.monotonic() - t0))
+    return dict(setting=setting, r=r, partial=partial, final=final, acc=accs[-1] if accs else 0,
+                best=max(accs) if accs else 0, wall=time.monotonic() - t0, accs=accs,
+                chain_cpu=float("nan"))
+
+
+def main_ddp(args):
+    import torch.distributed as dist
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    if rank == 0:
+        subprocess.run(["make", "-s", "-C", TOP, "all"], check=True, stdout=subprocess.DEVNULL)
+        if not os.path.isdir(os.path.join(args.data, "train")):
+            sys.exit("train_example: no %s/train: run scripts/get-fashion-mnist" % args.data)
+        index = train_index(args)
+    dist.barrier()      # rank 0 has built the programs and the index
+    if rank != 0:
+        index = train_index(args)
+    test = load_test(args) if rank == 0 else None
+    settings = list(SETTINGS) if args.all else [args.setting]
+    for s in settings:
+        train_ddp(args, s, index, test)
+    dist.destroy_process_group()
+
+
 def main():
     args = parse_args()
+    if args.ddp:
+        return main_ddp(args)
     subprocess.run(["make", "-s", "-C", TOP, "all"], check=True, stdout=subprocess.DEVNULL)
     if not os.path.isdir(os.path.join(args.data, "train")):
         sys.exit("train_example: no %s/train: run scripts/get-fashion-mnist" % args.data)

@@ -66,7 +66,7 @@ a05 | a directory given for the index | refurb-partial | 1 | refurb-partial: adi
 a06 | missing plan (-i) | refurb-partial | 1 | refurb-partial: nofile: cannot open | refurb-partial -q -c c-a06 -p resize=64 -i nofile train.idx
 a07 | empty plan | refurb-partial | 1 | refurb-partial: empty: empty (no plan header line) | refurb-partial -q -c c-a07 -p resize=64 -i empty train.idx
 a08 | not a plan (wrong magic) | refurb-partial | 1 | refurb-partial: garbage: line 1: not a refurb plan | refurb-partial -q -c c-a08 -p resize=64 -i garbage train.idx
-a09 | plan from a future version | refurb-partial | 1 | refurb-partial: future.plan: line 1: plan format version 2 | refurb-partial -q -c c-a09 -p resize=64 -i future.plan train.idx
+a09 | plan from a future version | refurb-partial | 1 | refurb-partial: future.plan: line 1: plan format version 9 | refurb-partial -q -c c-a09 -p resize=64 -i future.plan train.idx
 a10 | garbage plan line (bad sample id) | refurb-partial | 1 | refurb-partial: badid.plan: line 3: column 11: expected a sample id | refurb-partial -q -c c-a10 -p resize=64 -i badid.plan train.idx
 a11 | garbage plan line (unknown type) | refurb-partial | 1 | refurb-partial: badtype.plan: line 3: unknown line type | refurb-partial -q -c c-a11 -p resize=64 -i badtype.plan train.idx
 a12 | plan sample id beyond the index | refurb-partial | 1 | refurb-partial: beyond.plan: line 2: sample id 999, the index has 30 | refurb-partial -q -c c-a12 -p resize=64 -i beyond.plan train.idx
@@ -89,7 +89,7 @@ a27 | FIFO closed by the reader | refurb-partial | 0 | ~refurb-partial: the read
 f01 | missing plan (-i) | refurb-final | 1 | refurb-final: nofile: cannot open | refurb-final -q -p crop=48 -i nofile
 f02 | empty plan | refurb-final | 1 | refurb-final: empty: empty (no plan header line) | refurb-final -q -p crop=48 -i empty
 f03 | not a plan (wrong magic) | refurb-final | 1 | refurb-final: garbage: line 1: not a refurb plan | refurb-final -q -p crop=48 -i garbage
-f04 | annotated plan from a future version | refurb-final | 1 | refurb-final: future.ann: line 1: plan format version 2 | refurb-final -q -p crop=48 -i future.ann
+f04 | annotated plan from a future version | refurb-final | 1 | refurb-final: future.ann: line 1: plan format version 9 | refurb-final -q -p crop=48 -i future.ann
 f05 | plan not annotated by refurb-partial | refurb-final | 1 | refurb-final: plan.txt: header has no valid cache= | refurb-final -q -p crop=48 -i plan.txt
 f06 | annotations stripped from a line | refurb-final | 1 | refurb-final: noaddr.ann: batch 0 of epoch 0: sample | refurb-final -q -p crop=48 -i noaddr.ann
 f07 | garbage plan line | refurb-final | 1 | refurb-final: badid.ann: line 3: column 11: expected a sample id | refurb-final -q -p crop=48 -i badid.ann
@@ -119,7 +119,7 @@ d03 | wrong magic | refurb-dump | 1 | refurb-dump: garbage: not a refurb file (u
 d04 | truncated index | refurb-dump | 1 | refurb-dump: trunc.idx: truncated index | refurb-dump -q trunc.idx
 d05 | index from a future version | refurb-dump | 1 | refurb-dump: future.idx: index format version 9 | refurb-dump -q future.idx
 d06 | schedule from a future version | refurb-dump | 1 | refurb-dump: future.evict: schedule format version 9 | refurb-dump -q future.evict
-d07 | plan from a future version | refurb-dump | 1 | refurb-dump: future.plan: line 1: plan format version 2 | refurb-dump -q future.plan
+d07 | plan from a future version | refurb-dump | 1 | refurb-dump: future.plan: line 1: plan format version 9 | refurb-dump -q future.plan
 d08 | stream from a future version | refurb-dump | 1 | refurb-dump: future.bin: frame 0 at byte 0: batch stream format version 9 | refurb-dump -q future.bin
 d09 | cache from a future version | refurb-dump | 1 | refurb-dump: futurecache/manifest: cache format version 9 | refurb-dump -q futurecache
 d10 | a directory that is not a cache | refurb-dump | 1 | refurb-dump: adir: is a directory, but not a refurb cache | refurb-dump -q adir
@@ -139,6 +139,18 @@ y04 | stream from a future version | refurb_stream | 1 | refurb_stream: future.b
 y05 | stream cut inside a frame | refurb_stream | 1 | refurb_stream: cut.bin: frame 1 at byte 384: stream ends inside the frame | stream_py check cut.bin
 y06 | stream checksum mismatch | refurb_stream | 1 | refurb_stream: crc.bin: frame 1 at byte 384: payload checksum mismatch | stream_py check crc.bin
 y07 | stream with left-out samples (valid) | refurb_stream | 0 | (none) | stream_py check fb-leftout.bin > /dev/null
+v01 | missing index | refurb-advise | 1 | refurb-advise: nofile: cannot open | refurb-advise -q -n 4 --repeat 1 -p resize=64,crop=48 nofile
+v02 | truncated index | refurb-advise | 1 | refurb-advise: trunc.idx: truncated index | refurb-advise -q -n 4 --repeat 1 -p resize=64,crop=48 trunc.idx
+v03 | wrong magic (a schedule given) | refurb-advise | 1 | refurb-advise: train.evict: bad magic (not a refurb index) | refurb-advise -q -n 4 --repeat 1 -p resize=64,crop=48 train.evict
+v04 | index from a future version | refurb-advise | 1 | refurb-advise: future.idx: index format version 9 | refurb-advise -q -n 4 --repeat 1 -p resize=64,crop=48 future.idx
+v05 | a directory given for the index | refurb-advise | 1 | refurb-advise: adir: is a directory | refurb-advise -q -n 4 --repeat 1 -p resize=64,crop=48 adir
+v06 | pipeline spec error | refurb-advise | 2 | refurb-advise: bad pipeline spec at column 11: unknown filter "blur" | refurb-advise -q -p resize=64,blur train.idx
+v07 | a cost file given for the index | refurb-advise | 1 | refurb-advise: train.costs: bad magic (not a refurb index) | refurb-advise -q -n 4 -p resize=64,crop=48 train.costs
+p11 | --balance cost= a missing file | refurb-plan | 1 | refurb-plan: nofile: cannot open | refurb-plan -q -i train.idx --balance cost=nofile train.evict
+p12 | --balance cost= garbage | refurb-plan | 1 | refurb-plan: garbage: bad magic (not a refurb cost file) | refurb-plan -q -i train.idx --balance cost=garbage train.evict
+p13 | --balance cost= an index given | refurb-plan | 1 | refurb-plan: train.idx: bad magic (not a refurb cost file) | refurb-plan -q -i train.idx --balance cost=train.idx train.evict
+p14 | --balance cost= a file of another index | refurb-plan | 1 | refurb-plan: train.costs: cost file made for another index than big.idx | refurb-plan -q -i big.idx --balance cost=train.costs big.evict
+a29 | --costs of another pipeline | refurb-partial | 1 | refurb-partial: train.costs: cost file made for pipeline | refurb-partial -q -c c-a29 -p resize=32 --costs train.costs train.idx < plan.txt
 '
 
 # ---- running the rows ----
@@ -270,6 +282,8 @@ setup_file() {
 	refurb-partial -q -c cache -p resize=64 train.idx < plan.txt > ann.txt
 	refurb-final -q -p crop=48 < ann.txt > s.bin
 	refurb-partial -q -c cache32 -p resize=32 train.idx < plan.txt > /dev/null
+	refurb-partial -q -c cache-costs -p resize=64 --costs train.costs train.idx \
+		< plan.txt > /dev/null
 	# plain bad files
 	: > empty
 	mkdir adir emptydir
@@ -290,9 +304,10 @@ setup_file() {
 	# than a pipe holds, for the FIFO rows
 	seq 1 24000 | awk -v f="$(sample_jpeg ds)" '{ printf "%s\tc%d\n", f, $1 % 3 }' > big.list
 	refurb-index -q --list big.list -o big.idx
+	refurb-evict -q -r 3 -s 7 -o big.evict big.idx
 	# bad plans and annotated plans
-	sed '1s/^#refurb-plan 1/#refurb-plan 2/' plan.txt > future.plan
-	sed '1s/^#refurb-plan 1/#refurb-plan 2/' ann.txt > future.ann
+	sed '1s/^#refurb-plan 1/#refurb-plan 9/' plan.txt > future.plan
+	sed '1s/^#refurb-plan 1/#refurb-plan 9/' ann.txt > future.ann
 	{ head -n 2 plan.txt; echo "B 0 1 1 8 zz:m1 1:h"; } > badid.plan
 	{ head -n 2 ann.txt; echo "B 0 1 1 8 zz:m1@1.2.3.4"; } > badid.ann
 	{ head -n 2 plan.txt; echo "X hello"; } > badtype.plan
@@ -347,6 +362,7 @@ setup() {
 @test "matrix: refurb-partial" { check_rows refurb-partial; }
 @test "matrix: refurb-final" { check_rows refurb-final; }
 @test "matrix: refurb-dump" { check_rows refurb-dump; }
+@test "matrix: refurb-advise" { check_rows refurb-advise; }
 @test "matrix: refurb_stream check" { need_numpy; check_rows refurb_stream; }
 
 @test "the matrix has a row for every program and every case it names" {
@@ -356,7 +372,10 @@ setup() {
 		grep -q -- "$pattern" <<< "$MATRIX" || { echo "no row for $pattern"; false; }
 	done
 	# ids are unique
-	[ -z "$(awk -F'|' 'NF > 1 { print $1 }' <<< "$MATRIX" | sort | uniq -d)" ]
+	# (assigned first: a failing awk would leave an empty, passing string)
+	dups=$(awk -F'|' 'NF > 1 { print $1 }' <<< "$MATRIX" | sort | uniq -d)
+	[ -z "$dups" ]
 	# every row has its six fields
-	[ -z "$(awk -F'|' 'NF > 1 && NF < 6' <<< "$MATRIX")" ]
+	short=$(awk -F'|' 'NF > 1 && NF < 6' <<< "$MATRIX")
+	[ -z "$short" ]
 }

@@ -197,7 +197,8 @@ wait_size() {
 		[ "$status" -eq 0 ] || { echo "$output"; false; }
 		# the plan it passed on stops at a whole line, and resuming from
 		# its epoch (the disk has room again) gives the reference's batches
-		[ -z "$(tail -c 1 "$T/a.txt")" ]
+		last=$(tail -c 1 "$T/a.txt")
+		[ -z "$last" ]
 		ep=$(awk '$1 == "B" { e = $2 } END { print e + 0 }' "$T/a.txt")
 		chain "$ep" "$dir/c" > "$T/r.txt"
 		same_batches "$T/r.txt" "$ep"
@@ -215,7 +216,8 @@ wait_size() {
 	[[ "${lines[0]}" == *".seg: fsync failed: Input/output error" ]]
 	run refurb-dump --verify "$dir/c"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
-	[ -z "$(tail -c 1 "$T/a.txt")" ]
+	last=$(tail -c 1 "$T/a.txt")
+	[ -z "$last" ]
 	ep=$(awk '$1 == "B" { e = $2 } END { print e + 0 }' "$T/a.txt")
 	chain "$ep" "$dir/c" > "$T/r.txt"
 	same_batches "$T/r.txt" "$ep"

@@ -10,9 +10,10 @@ make_dataset() {
 	"$TOP/scripts/make-dataset" -n "${2:-60}" -k "${3:-3}" --min 40 --max 120 "$1"
 }
 
-# A JPEG to derive bad files from.
+# A JPEG to derive bad files from.  (sed reads to the end: head could
+# kill ls with SIGPIPE, a failure in the many files that set pipefail)
 sample_jpeg() {
-	ls "$1"/class000/*.jpg | head -n 1
+	ls "$1"/class000/*.jpg | sed -n 1p
 }
 
 # expect_fail STATUS PREFIX: the last `run` exited with STATUS and the

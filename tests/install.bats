@@ -40,7 +40,8 @@ C
 	py="$d/opt/rfb/lib/python$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')/dist-packages"
 	[ -f "$py/refurb_stream/__init__.py" ]
 	make -s -C "$TOP" BUILD="${REFURB_BUILD#$TOP/}" uninstall DESTDIR="$d" PREFIX=/opt/rfb > /dev/null
-	[ -z "$(find "$d" -type f)" ]
+	left=$(find "$d" -type f)
+	[ -z "$left" ]
 }
 
 # Debian's python3 finds the reader installed under PREFIX=/usr/local with

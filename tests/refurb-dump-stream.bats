@@ -43,6 +43,7 @@ setup() {
 	grep -q "^2	class2	9	3	3$" <<< "$output"
 	"$W" --duplicate -o "$T/d"
 	run refurb-dump -S "$T/d"
+	[ "$status" -eq 0 ]
 	grep -q "^0	3	10	1	3	3	4	1$" <<< "$output"
 }
 
@@ -76,9 +77,11 @@ setup() {
 	cmp "$T/a.jpg" "$T/d.jpg"
 	if /usr/bin/python3 -c 'import PIL' 2>/dev/null; then
 		run /usr/bin/python3 -c "from PIL import Image; print(Image.open('$T/a.jpg').size)"
+		[ "$status" -eq 0 ]
 		[ "$output" = "(92, 68)" ]     # 3 x 3 grid of 28 x 20, 2-pixel gaps
 		refurb-dump -b 0:1 --columns 9 --sheet "$T/w.jpg" "$T/a" > /dev/null
 		run /usr/bin/python3 -c "from PIL import Image; print(Image.open('$T/w.jpg').size)"
+		[ "$status" -eq 0 ]
 		[ "$output" = "(272, 24)" ]
 	fi
 }

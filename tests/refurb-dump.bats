@@ -81,7 +81,7 @@ setup() {
 	cp "$IDX" "$T/v.idx"
 	printf '\x09' | dd of="$T/v.idx" bs=1 seek=7 conv=notrunc 2>/dev/null
 	run refurb-dump "$T/v.idx"
-	expect_fail 1 "refurb-dump: $T/v.idx: index format version 9, this refurb reads version 1"
+	expect_fail 1 "refurb-dump: $T/v.idx: index format version 9, this refurb reads versions 1 and 2"
 }
 
 @test "corrupt index body: checksum mismatch" {

@@ -40,6 +40,7 @@ ids_of() {
 	[ "$(stat -c %s "$T/s")" -eq $((64 + 6 * 30)) ]
 	[ "$(head -c 8 "$T/s" | od -An -c | tr -d ' ')" = 'RFBSCHD001' ]
 	run --separate-stderr refurb-evict -q -r 3 -o "$T/s" "$IDX"
+	[ "$status" -eq 0 ]
 	[ -z "$stderr" ]
 }
 
@@ -122,19 +123,20 @@ ids_of() {
 	refurb-evict -q "$IDX" > "$T/s.evict"
 	run refurb-evict "$T/s.evict"
 	expect_fail 1 "refurb-evict: $T/s.evict: "
-	{ printf 'RFBINDX\002'; tail -c +9 "$IDX"; } > "$T/v2.idx"
-	run refurb-evict "$T/v2.idx"
-	expect_fail 1 "refurb-evict: $T/v2.idx: "
+	{ printf 'RFBINDX\003'; tail -c +9 "$IDX"; } > "$T/v3.idx"
+	run refurb-evict "$T/v3.idx"
+	expect_fail 1 "refurb-evict: $T/v3.idx: "
 	[[ "$output" == *version* ]]
 }
 
 @test "binary output to a terminal is refused unless --force" {
 	command -v script >/dev/null || skip "script(1) is not installed"
-	run script -qec "refurb-evict '$IDX'" /dev/null
+	# (SHELL set: script runs the command with the user's $SHELL)
+	run env SHELL=/bin/sh script -qec "refurb-evict '$IDX'" /dev/null
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"refusing to write binary data to a terminal"* ]]
 	# --force: the schedule goes to the terminal (script -e exits with
 	# refurb-evict's status)
-	script -qec "refurb-evict -q --force '$IDX'" /dev/null > "$T/tty.out"
+	SHELL=/bin/sh script -qec "refurb-evict -q --force '$IDX'" /dev/null > "$T/tty.out"
 	grep -qa '^RFBSCHD' "$T/tty.out"
 }

@@ -239,7 +239,10 @@ PY
 
 @test "binary output to a terminal is refused" {
 	command -v script > /dev/null || skip "no script(1)"
-	run script -qec "refurb-final -p '$FINAL' < ann.txt" /dev/null
+	# (SHELL set: script runs the command with the user's $SHELL; -e
+	# passes on refurb-final's status)
+	run env SHELL=/bin/sh script -qec "refurb-final -p '$FINAL' < ann.txt" /dev/null
+	[ "$status" -eq 2 ]
 	[[ "$output" == *"refusing to write binary data to a terminal"* ]]
 }
 

@@ -27,7 +27,7 @@ setup() {
 	[ "$status" -eq 0 ]
 	[[ "${lines[0]}" == "Usage: refurb-partial"* ]]
 	# the help is printed as is, not through printf: no doubled %
-	for p in index evict plan partial final dump; do
+	for p in index evict plan partial final dump advise; do
 		help=$(refurb-$p --help)
 		[[ "$help" != *%%* ]]
 	done
@@ -84,6 +84,7 @@ setup() {
 	# dead segments were deleted whole
 	[[ "$output" =~ \ [1-9][0-9]*\ segments\ deleted ]]
 	run refurb-dump -S "$T/c"
+	[ "$status" -eq 0 ]
 	[[ "$output" == *"write amplification 1.000"* ]]
 }
 
@@ -259,4 +260,40 @@ setup() {
 	run -1 grep -v '^[0-9]*\(	[0-9]*\)\{9\}$' "$T/rows"
 	run refurb-partial -q -c "$T/c2" -p "$SPEC" --stats /nonexistent/s.tsv train.idx < plan.txt
 	expect_fail 1 "refurb-partial: /nonexistent/s.tsv: cannot open"
+}
+
+@test "--costs: a line per computed sample, appended across runs, checked" {
+	refurb-partial -q -c "$T/c" -p "$SPEC" --costs "$T/costs" train.idx \
+		< plan.txt > /dev/null
+	head -n 1 "$T/costs" > "$T/head"
+	grep -q '^#refurb-costs 1 index=[0-9a-f]\{16\} seed=7 pipeline=resize=64:' "$T/head"
+	# one line per miss computed: the E lines' misses
+	misses=$(grep '^E' plan.txt | awk '{m += $5} END {print m}')
+	[ "$(sed 1d "$T/costs" | wc -l)" -eq "$misses" ]
+	sed 1d "$T/costs" > "$T/rows"
+	run -1 grep -v '^[0-9]*	[0-6]	[0-9]*$' "$T/rows"
+	# every id of epoch 0 once
+	[ "$(awk '$2 == 0' "$T/rows" | cut -f1 | sort -u | wc -l)" -eq 60 ]
+	# a second run appends, under the same header
+	refurb-partial -q -c "$T/c2" -p "$SPEC" --costs "$T/costs" train.idx \
+		< plan.txt > /dev/null
+	[ "$(grep -c '^#' "$T/costs")" -eq 1 ]
+	[ "$(sed 1d "$T/costs" | wc -l)" -eq $((2 * misses)) ]
+	# another pipeline, seed or index: refused, the file untouched
+	cp "$T/costs" "$T/before"
+	run refurb-partial -q -c "$T/c3" -p 'resize=32' --costs "$T/costs" train.idx < plan.txt
+	expect_fail 1 "refurb-partial: $T/costs: cost file made for pipeline 'resize=64:"
+	run refurb-partial -q -c "$T/c4" -p "$SPEC" -s 8 --costs "$T/costs" train.idx < plan.txt
+	expect_fail 1 "refurb-partial: $T/costs: cost file made with seed 7, not 8"
+	make_dataset "$T/other" 20 2
+	refurb-index -q -o "$T/other.idx" "$T/other"
+	refurb-evict -q -r 3 -s 7 "$T/other.idx" | refurb-plan -q -b 8 -e 0 - > "$T/oplan"
+	run refurb-partial -q -c "$T/c5" -p "$SPEC" --costs "$T/costs" "$T/other.idx" < "$T/oplan"
+	expect_fail 1 "refurb-partial: $T/costs: cost file made for another index"
+	cmp "$T/costs" "$T/before"
+	echo 'id	epoch	us' > "$T/junk"
+	run refurb-partial -q -c "$T/c6" -p "$SPEC" --costs "$T/junk" train.idx < plan.txt
+	expect_fail 1 "refurb-partial: $T/junk: bad magic (not a refurb cost file)"
+	run refurb-partial -q -c "$T/c7" -p "$SPEC" --costs /nonexistent/costs train.idx < plan.txt
+	expect_fail 1 "refurb-partial: /nonexistent/costs: cannot open the cost file"
 }

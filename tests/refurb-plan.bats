@@ -166,6 +166,7 @@ check_plan() {
 
 @test "none keeps the schedule order" {
 	run refurb-plan -b 4 --shuffle none "$S"
+	[ "$status" -eq 0 ]
 	[[ "${lines[1]}" =~ ^"B 0 0 0 4 0:m"[123]" 1:m"[123]" 2:m"[123]" 3:m"[123]$ ]]
 	[ "$(refurb-plan -b 7 -e 3 --shuffle none "$S" | awk '$1 == "B" {
 		for (i = 6; i <= NF; i++) { split($i, f, ":"); printf "%s ", f[1] } }')" = \
@@ -199,10 +200,12 @@ check_plan() {
 
 @test "--drop-last marks the incomplete last batch D, full epochs have none" {
 	run refurb-plan -b 7 -e 0-2 --drop-last "$S"
+	[ "$status" -eq 0 ]
 	[ "$(grep -c '^D' <<< "$output")" -eq 3 ]
 	[[ "$(grep '^D' <<< "$output" | head -1)" == "D 0 4 4 2 "* ]]
 	[[ "${lines[0]}" == *" drop-last=1 "* ]]
 	run refurb-plan -b 6 -e 0-2 --drop-last "$S"
+	[ "$status" -eq 0 ]
 	[ "$(grep -c '^D' <<< "$output")" -eq 0 ]
 }
 
@@ -215,7 +218,64 @@ check_plan() {
 	run refurb-plan --balance pixels --shuffle random -i "$IDX" "$S"
 	expect_fail 2 "refurb-plan: --balance pixels works with --shuffle cache-aware"
 	run refurb-plan --balance lots "$S"
-	expect_fail 2 "refurb-plan: --balance: 'lots' is not none or pixels"
+	expect_fail 2 "refurb-plan: --balance: 'lots' is not none, pixels or cost=FILE"
+}
+
+@test "--balance cost=FILE: same invariants, a pure function of the file" {
+	# costs measured by refurb-partial with another seed than the plan's
+	refurb-plan -q -b 6 -e 0-3 -s 9 -o "$T/p0" "$S"
+	refurb-partial -q -c "$T/c" -p 'resize=32,randaug=n=2:m=9' \
+		--costs "$T/costs" "$IDX" < "$T/p0" > /dev/null
+	refurb-plan -b 6 -e 0-8 --balance cost="$T/costs" -i "$IDX" "$S" > "$T/p"
+	check_plan < "$T/p"
+	[[ "$(head -1 "$T/p")" == *" balance=cost "* ]]
+	refurb-plan -b 6 -e 0-8 --balance cost="$T/costs" -i "$IDX" "$S" > "$T/p2"
+	cmp "$T/p" "$T/p2"
+	# the tail of a longer plan, as for every balance mode
+	refurb-plan -b 6 -e 4-8 --balance cost="$T/costs" -i "$IDX" "$S" > "$T/tail"
+	diff <(sed 1d "$T/tail") <(sed -n '/^B 4 0 /,$p' "$T/p")
+	# other costs, another plan (the file is an input)
+	awk -F'\t' -v OFS='\t' 'NR > 1 && $1 % 2 { $3 = $3 * 50 } { print }' \
+		"$T/costs" > "$T/costs2"
+	refurb-plan -b 6 -e 0-8 --balance cost="$T/costs2" -i "$IDX" "$S" > "$T/p3"
+	run ! cmp -s "$T/p" "$T/p3"
+	check_plan < "$T/p3"
+}
+
+@test "--balance cost=FILE: bad files and options" {
+	refurb-plan -q -b 6 -e 0 -o "$T/p0" "$S"
+	refurb-partial -q -c "$T/c" -p 'resize=32' --costs "$T/costs" \
+		"$IDX" < "$T/p0" > /dev/null
+	run refurb-plan --balance cost="$T/costs" "$S"
+	expect_fail 2 "refurb-plan: --balance cost needs the index"
+	run refurb-plan --balance cost="$T/costs" --shuffle random -i "$IDX" "$S"
+	expect_fail 2 "refurb-plan: --balance cost works with --shuffle cache-aware"
+	run refurb-plan --balance cost= -i "$IDX" "$S"
+	expect_fail 2 "refurb-plan: --balance: 'cost=' is not none, pixels or cost=FILE"
+	run refurb-plan --balance cost -i "$IDX" "$S"
+	expect_fail 2 "refurb-plan: --balance: 'cost' is not none, pixels or cost=FILE"
+	run refurb-plan --balance cost="$T/none" -i "$IDX" "$S"
+	expect_fail 1 "refurb-plan: $T/none: cannot open"
+	echo garbage > "$T/junk"
+	run refurb-plan --balance cost="$T/junk" -i "$IDX" "$S"
+	expect_fail 1 "refurb-plan: $T/junk: bad magic (not a refurb cost file)"
+	head -n 1 "$T/costs" > "$T/empty"
+	run refurb-plan --balance cost="$T/empty" -i "$IDX" "$S"
+	expect_fail 1 "refurb-plan: $T/empty: cost file has no measurement"
+	{ cat "$T/costs"; printf '3\tx\t5\n'; } > "$T/badline"
+	run refurb-plan --balance cost="$T/badline" -i "$IDX" "$S"
+	expect_fail 1 "refurb-plan: $T/badline: line 32: expected ID<TAB>EPOCH<TAB>MICROSECONDS"
+	{ cat "$T/costs"; printf '999\t0\t5\n'; } > "$T/beyond"
+	run refurb-plan --balance cost="$T/beyond" -i "$IDX" "$S"
+	expect_fail 1 "refurb-plan: $T/beyond: sample 999 beyond the index's 30"
+	# a cost file made for another index is refused
+	O="$BATS_FILE_TMPDIR/other.idx"
+	refurb-evict -q -r 3 -s 7 -o "$T/o.evict" "$O"
+	refurb-plan -q -b 6 -e 0 -o "$T/op" "$T/o.evict"
+	refurb-partial -q -c "$T/oc" -p 'resize=32' --costs "$T/ocosts" \
+		"$O" < "$T/op" > /dev/null
+	run refurb-plan --balance cost="$T/ocosts" -i "$IDX" "$S"
+	expect_fail 1 "refurb-plan: $T/ocosts: cost file made for another index than $IDX"
 }
 
 @test "a schedule of another index or shard: exit 1" {
@@ -302,6 +362,7 @@ check_plan() {
 	# one final augmentation: r uses of each partial result are all alike
 	run refurb-plan --diversity --augmentations 1e6 --final-augmentations 1 \
 		--reuse 4 --epoch-count 8
+	[ "$status" -eq 0 ]
 	[[ "${lines[4]}" == "E(U)	1.99999"* ]]
 	[[ "${lines[6]}" == "E(U)/E(U*)	0.25"* ]]
 }

@@ -133,6 +133,7 @@ s = r.open_stream('$T/t'); n = 0
 try:
     for b in s: n += 1
 except r.Truncated as e: print(n, 'Truncated:', e)"
+	[ "$status" -eq 0 ]
 	[ "$output" = "3 Truncated: frame 5 at byte 2432: stream ends inside the frame (504 of 704 payload bytes)" ]
 }
 
@@ -157,6 +158,7 @@ except r.Truncated as e: print(n, 'Truncated:', e)"
 	run "$PY" -c "
 import refurb_stream as r
 print(sum(len(b.ids) for b in r.open_stream('$T/p')))"
+	[ "$status" -eq 0 ]
 	[ "$output" = "20" ]
 	# ... but labels and ids are
 	cp "$T/s" "$T/l"

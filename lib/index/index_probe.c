@@ -72,8 +72,52 @@ static int probe_header(rfb_jpeg_probe *jp, const unsigned char *data,
 	return rfb_jpeg_read_header(jp, data, len, max_pixels, info, e);
 }
 
-/* Read the header of one file, reading more of it when the first chunk
- * does not reach the start of frame. */
+/* Probe the JPEG or PNG of size bytes at offset off of fd, reading more of it
+ * when the first chunk does not reach the start of frame. */
+static int probe_bytes(rfb_jpeg_probe *jp, int fd, uint64_t off,
+		       uint64_t size, uint64_t max_pixels, unsigned char **buf,
+		       size_t *cap, struct rfb_jpeg_info *info, rfb_err *e)
+{
+	size_t want = FIRST_READ;
+	ssize_t got;
+
+	if (size == 0)
+		return rfb_err_set(e, RFB_EFORMAT, NULL, "empty file");
+	for (;;) {
+		if (want > size)
+			want = (size_t)size;
+		if (*cap < want) {
+			unsigned char *nb = realloc(*buf, want);
+			if (!nb)
+				return rfb_err_set(e, RFB_ENOMEM, NULL, "out of memory");
+			*buf = nb;
+			*cap = want;
+		}
+		got = rfb_pread_full(fd, *buf, want, (off_t)off);
+		if (got < 0)
+			return rfb_err_sys(e, errno, NULL, "read failed");
+		int rc = probe_header(jp, *buf, (size_t)got, max_pixels, info, e);
+		if (rc == 0)
+			return 0;
+		if (rc != RFB_ETRUNC || (size_t)got < want || want == size)
+			return rc;
+		want *= 16; /* a big EXIF block before the frame header */
+	}
+}
+
+static void set_result(struct probe_result *r, uint64_t bytes,
+		       const struct rfb_jpeg_info *info)
+{
+	r->bytes = bytes;
+	r->width = (uint32_t)info->width;
+	r->height = (uint32_t)info->height;
+	r->components = (uint8_t)info->components;
+	r->colorspace = (uint8_t)info->colorspace;
+	r->subsampling = (uint8_t)info->subsampling;
+	r->code = 0;
+}
+
+/* Read the header of one file. */
 static void probe_file(rfb_jpeg_probe *jp, int dirfd, const char *path,
 		       uint64_t max_pixels, unsigned char **buf, size_t *cap,
 		       struct probe_result *r)
@@ -81,8 +125,6 @@ static void probe_file(rfb_jpeg_probe *jp, int dirfd, const char *path,
 	rfb_err e = { 0 };
 	struct rfb_jpeg_info info;
 	struct stat st;
-	size_t want = FIRST_READ;
-	ssize_t got;
 	int fd = openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 
 	if (fd < 0) {
@@ -90,52 +132,71 @@ static void probe_file(rfb_jpeg_probe *jp, int dirfd, const char *path,
 		fail_result(r, &e);
 		return;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		rfb_err_set(&e, RFB_EINVAL, NULL, "not a regular file");
-		goto fail;
-	}
-	if (st.st_size == 0) {
-		rfb_err_set(&e, RFB_EFORMAT, NULL, "empty file");
-		goto fail;
-	}
-	for (;;) {
-		if (want > (size_t)st.st_size)
-			want = (size_t)st.st_size;
-		if (*cap < want) {
-			unsigned char *nb = realloc(*buf, want);
-			if (!nb) {
-				rfb_err_set(&e, RFB_ENOMEM, NULL, "out of memory");
-				goto fail;
-			}
-			*buf = nb;
-			*cap = want;
-		}
-		got = rfb_pread_full(fd, *buf, want, 0);
-		if (got < 0) {
-			rfb_err_sys(&e, errno, NULL, "read failed");
-			goto fail;
-		}
-		int rc = probe_header(jp, *buf, (size_t)got, max_pixels, &info,
-				      &e);
-		if (rc == 0)
-			break;
-		if (rc != RFB_ETRUNC || (size_t)got < want ||
-		    want == (size_t)st.st_size)
-			goto fail;
-		want *= 16; /* a big EXIF block before the frame header */
-	}
+	/* a first read too short for a big EXIF block leaves an error in e
+	 * even when the longer read succeeds: the return value decides */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		fail_result(r, (rfb_err_set(&e, RFB_EINVAL, NULL,
+					    "not a regular file"), &e));
+	else if (probe_bytes(jp, fd, 0, (uint64_t)st.st_size, max_pixels, buf,
+			     cap, &info, &e) == 0)
+		set_result(r, (uint64_t)st.st_size, &info);
+	else
+		fail_result(r, &e);
 	close(fd);
-	r->bytes = (uint64_t)st.st_size;
-	r->width = (uint32_t)info.width;
-	r->height = (uint32_t)info.height;
-	r->components = (uint8_t)info.components;
-	r->colorspace = (uint8_t)info.colorspace;
-	r->subsampling = (uint8_t)info.subsampling;
-	r->code = 0;
-	return;
-fail:
-	close(fd);
-	fail_result(r, &e);
+}
+
+/* The descriptor of a shard, kept open while one thread probes its
+ * members (candidates come shard by shard). */
+struct shard_fd {
+	uint32_t shard;
+	int fd;
+};
+
+static void probe_member(rfb_jpeg_probe *jp, const struct cand_list *l,
+			 const struct candidate *c, struct shard_fd *sf,
+			 uint64_t max_pixels, unsigned char **buf, size_t *cap,
+			 struct probe_result *r)
+{
+	rfb_err e = { 0 };
+	struct rfb_jpeg_info info;
+
+	if (sf->shard != c->shard) {
+		if (sf->fd >= 0)
+			close(sf->fd);
+		sf->shard = c->shard;
+		sf->fd = open(l->shards[c->shard - 1].full,
+			      O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (sf->fd < 0) {
+			rfb_err_sys(&e, errno, NULL, "cannot open the shard");
+			fail_result(r, &e);
+			sf->shard = RFB_INDEX_NO_SHARD;
+			return;
+		}
+	}
+	if (probe_bytes(jp, sf->fd, c->offset, c->bytes, max_pixels, buf, cap,
+			&info, &e) == 0)
+		set_result(r, c->bytes, &info);
+	else
+		fail_result(r, &e);
+}
+
+/* One candidate: bad already, a shard member or a file. */
+static void probe_one(struct probe_job *j, size_t i, rfb_jpeg_probe *jp,
+		      int dirfd, struct shard_fd *sf, unsigned char **buf,
+		      size_t *cap)
+{
+	const struct candidate *c = &j->list->v[i];
+	struct probe_result *r = &j->res[i];
+
+	if (c->code) {
+		r->code = c->code;
+		r->why = c->why ? strdup(c->why) : NULL;
+	} else if (c->shard != RFB_INDEX_NO_SHARD) {
+		probe_member(jp, j->list, c, sf, j->opts->max_pixels, buf, cap, r);
+	} else {
+		probe_file(jp, dirfd, cand_path(j->list, i), j->opts->max_pixels,
+			   buf, cap, r);
+	}
 }
 
 /* Take candidates until none are left.  The calling thread passes
@@ -146,6 +207,7 @@ static void probe_loop(struct probe_job *j, int report)
 	size_t cap = 0;
 	rfb_jpeg_probe *jp = rfb_jpeg_probe_new(NULL);
 	int dirfd = open(j->list->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct shard_fd sf = { RFB_INDEX_NO_SHARD, -1 };
 
 	for (;;) {
 		size_t i = atomic_fetch_add(&j->next, 1);
@@ -158,8 +220,7 @@ static void probe_loop(struct probe_job *j, int report)
 			rfb_err_set(&e, RFB_ENOMEM, NULL, "cannot start a reader");
 			fail_result(r, &e);
 		} else {
-			probe_file(jp, dirfd, cand_path(j->list, i),
-				   j->opts->max_pixels, &buf, &cap, r);
+			probe_one(j, i, jp, dirfd, &sf, &buf, &cap);
 		}
 		if (r->code && j->opts->strict)
 			atomic_store(&j->stop, 1);
@@ -169,6 +230,8 @@ static void probe_loop(struct probe_job *j, int report)
 	}
 	if (dirfd >= 0)
 		close(dirfd);
+	if (sf.fd >= 0)
+		close(sf.fd);
 	rfb_jpeg_probe_free(jp);
 	free(buf);
 }
@@ -195,6 +258,23 @@ static void run_probes(struct probe_job *j, int threads)
 				     j->list->n);
 }
 
+/* The error of a bad candidate: a file names itself, a shard member
+ * names its shard, and the member in the message. */
+static void name_bad(const struct cand_list *l, size_t i,
+		     const struct probe_result *r, rfb_err *why)
+{
+	const char *reason = r->why ? r->why : rfb_strerror(r->code);
+	uint32_t k = l->v[i].shard;
+
+	if (k == RFB_INDEX_NO_SHARD)
+		rfb_err_set(why, r->code, cand_path(l, i), "%s", reason);
+	else if (l->v[i].whole)
+		rfb_err_set(why, r->code, l->shards[k - 1].full, "%s", reason);
+	else
+		rfb_err_set(why, r->code, l->shards[k - 1].full, "member %s: %s",
+			    cand_path(l, i), reason);
+}
+
 /* Add the good results to a new builder, reporting the bad ones. */
 static int build(const struct cand_list *l, const struct rfb_scan_opts *o,
 		 const struct probe_result *res, rfb_index_builder *b,
@@ -205,16 +285,20 @@ static int build(const struct cand_list *l, const struct rfb_scan_opts *o,
 	for (uint32_t c = 0; c < l->class_count; c++)
 		if ((rc = rfb_index_builder_add_class(b, l->classes[c], err)))
 			return rc;
+	for (uint32_t k = 0; k < l->shard_count; k++)
+		if ((rc = rfb_index_builder_add_shard(b, l->shards[k].path,
+						      l->shards[k].size,
+						      l->shards[k].mtime_ns, err)))
+			return rc;
 	for (size_t i = 0; i < l->n; i++) {
 		const struct probe_result *r = &res[i];
 		rfb_sample_info s = { 0 };
 		if (r->code) {
 			rfb_err why;
-			rfb_err_set(&why, r->code, cand_path(l, i), "%s",
-				    r->why ? r->why : rfb_strerror(r->code));
+			name_bad(l, i, r, &why);
 			st->bad++;
 			if (o->on_bad)
-				o->on_bad(o->ctx, cand_path(l, i), &why);
+				o->on_bad(o->ctx, why.path, &why);
 			if (o->strict) {
 				*err = why;
 				return r->code;
@@ -229,6 +313,8 @@ static int build(const struct cand_list *l, const struct rfb_scan_opts *o,
 		s.colorspace = r->colorspace;
 		s.subsampling = r->subsampling;
 		s.path = cand_path(l, i);
+		s.shard = l->v[i].shard;
+		s.offset = l->v[i].offset;
 		if ((rc = rfb_index_builder_add(b, &s, err)))
 			return rc;
 		st->indexed++;

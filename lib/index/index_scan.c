@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,7 @@ int cand_add(struct cand_list *l, const char *path, size_t len,
 	}
 	memcpy(l->text + l->text_len, path, len);
 	l->text[l->text_len + len] = '\0';
+	memset(&l->v[l->n], 0, sizeof l->v[l->n]);
 	l->v[l->n].path_off = l->text_len;
 	l->v[l->n].label = label;
 	l->text_len += len + 1;
@@ -71,8 +73,31 @@ int cand_add(struct cand_list *l, const char *path, size_t len,
 	return 0;
 }
 
+int cand_set_bad(struct cand_list *l, size_t i, int code, const char *fmt, ...)
+{
+	struct candidate *c = &l->v[i];
+	va_list ap;
+	char msg[1024];
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	c->code = code;
+	free(c->why);
+	if (!(c->why = strdup(msg)))
+		return RFB_ENOMEM;
+	return 0;
+}
+
 void cand_free(struct cand_list *l)
 {
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].why);
+	for (uint32_t k = 0; k < l->shard_count; k++) {
+		free(l->shards[k].path);
+		free(l->shards[k].full);
+	}
+	free(l->shards);
 	for (uint32_t c = 0; c < l->class_count; c++)
 		free(l->classes[c]);
 	free(l->classes);

@@ -14,6 +14,19 @@
 struct candidate {
 	size_t path_off;  /* into cand_list.text */
 	uint32_t label;
+	uint32_t shard;   /* 1-based shard, or RFB_INDEX_NO_SHARD */
+	uint64_t offset, bytes;  /* a shard member's data */
+	int code;         /* found bad before probing: its RFB_E* code */
+	int whole;        /* why names no member (a damaged shard header) */
+	char *why;        /* and the reason (malloc'ed), else NULL */
+};
+
+/* A tar shard of the list (index_scan_shards.c). */
+struct cand_shard {
+	char *path;       /* as stored: relative to root, or absolute */
+	char *full;       /* to open */
+	uint64_t size;
+	int64_t mtime_ns;
 };
 
 struct cand_list {
@@ -24,12 +37,25 @@ struct cand_list {
 	size_t n, cap;
 	char *text;           /* NUL-terminated paths, back to back */
 	size_t text_len, text_cap;
+	struct cand_shard *shards;  /* shard k is shards[k - 1] */
+	uint32_t shard_count;
 };
 
 int cand_add_class(struct cand_list *l, const char *name, rfb_err *err);
 int cand_add(struct cand_list *l, const char *path, size_t len,
 	     uint32_t label, rfb_err *err);
 void cand_free(struct cand_list *l);
+
+/* Mark candidate i bad before probing (reported in order). */
+int cand_set_bad(struct cand_list *l, size_t i, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* The top-level field of the JSON object text: a non-negative integer
+ * (*number, *name = NULL) or a non-empty string (*name malloc'ed, *number
+ * = -1).  Returns 0, or -1 when text is not an object, has no such field,
+ * or the value is neither (index_json.c). */
+int json_field(const char *text, const char *field, long *number,
+	       char **name);
 
 static inline const char *cand_path(const struct cand_list *l, size_t i)
 {

@@ -16,10 +16,12 @@ struct rfb_plan {
 	const rfb_sched *s;
 	rfb_plan_params p;
 	uint32_t n, reuse, batches;
+	uint32_t m;        /* samples per epoch: n, n+1 (pad) or n-1 (drop) */
+	int pad, drop;     /* --even changes this shard's epochs */
 	const uint32_t *ids;
 	const uint16_t *phases;
-	uint32_t *order;   /* the current epoch: positions, batch after batch */
-	uint32_t *work;    /* misses then hits, each shuffled */
+	uint32_t *order;   /* the current epoch: m positions, batch after batch */
+	uint32_t *work;    /* misses then hits, each shuffled (n+1 entries) */
 	/* balance = pixels only */
 	uint32_t *pixels;  /* by position */
 	uint64_t *keys;    /* misses sorted by pixels */
@@ -59,6 +61,7 @@ const char *rfb_plan_balance_name(int balance)
 	switch (balance) {
 	case RFB_PLAN_BALANCE_NONE: return "none";
 	case RFB_PLAN_BALANCE_PIXELS: return "pixels";
+	case RFB_PLAN_BALANCE_COST: return "cost";
 	}
 	return "?";
 }
@@ -69,7 +72,41 @@ int rfb_plan_balance_parse(const char *name)
 		return RFB_PLAN_BALANCE_NONE;
 	if (strcmp(name, "pixels") == 0)
 		return RFB_PLAN_BALANCE_PIXELS;
+	if (strcmp(name, "cost") == 0)
+		return RFB_PLAN_BALANCE_COST;
 	return -1;
+}
+
+const char *rfb_plan_even_name(int even)
+{
+	switch (even) {
+	case RFB_PLAN_EVEN_NONE: return "none";
+	case RFB_PLAN_EVEN_PAD: return "pad";
+	case RFB_PLAN_EVEN_DROP: return "drop";
+	}
+	return "?";
+}
+
+int rfb_plan_even_parse(const char *name)
+{
+	if (strcmp(name, "none") == 0)
+		return RFB_PLAN_EVEN_NONE;
+	if (strcmp(name, "pad") == 0)
+		return RFB_PLAN_EVEN_PAD;
+	if (strcmp(name, "drop") == 0)
+		return RFB_PLAN_EVEN_DROP;
+	return -1;
+}
+
+uint32_t rfb_plan_epoch_samples(const rfb_plan_header *h)
+{
+	uint32_t n_shards = h->shard_count ? h->shard_count : 1;
+
+	if (h->even == RFB_PLAN_EVEN_PAD)
+		return (uint32_t)(((uint64_t)h->total + n_shards - 1) / n_shards);
+	if (h->even == RFB_PLAN_EVEN_DROP)
+		return h->total / n_shards;
+	return h->samples;
 }
 
 static int check_params(const rfb_plan_params *p, const uint32_t *pixels,
@@ -87,9 +124,19 @@ static int check_params(const rfb_plan_params *p, const uint32_t *pixels,
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "unknown shuffle mode %d", p->shuffle);
 	if (p->balance != RFB_PLAN_BALANCE_NONE &&
-	    p->balance != RFB_PLAN_BALANCE_PIXELS)
+	    p->balance != RFB_PLAN_BALANCE_PIXELS &&
+	    p->balance != RFB_PLAN_BALANCE_COST)
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "unknown balance mode %d", p->balance);
+	if (p->even != RFB_PLAN_EVEN_NONE && p->even != RFB_PLAN_EVEN_PAD &&
+	    p->even != RFB_PLAN_EVEN_DROP)
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "unknown --even mode %d", p->even);
+	if (p->balance == RFB_PLAN_BALANCE_COST &&
+	    (p->shuffle != RFB_PLAN_CACHE_AWARE || !p->miss_cost))
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "balancing costs needs the cache-aware "
+				   "shuffle and a cost model");
 	if (p->balance == RFB_PLAN_BALANCE_PIXELS &&
 	    (p->shuffle != RFB_PLAN_CACHE_AWARE || !pixels))
 		return rfb_err_set(err, RFB_EINVAL, NULL,
@@ -103,7 +150,7 @@ static int alloc_pixel_state(rfb_plan *pl, const uint32_t *pixels)
 	size_t n = pl->n, nb = pl->batches;
 
 	pl->pixels = malloc(n * sizeof *pl->pixels);
-	pl->keys = malloc(n * sizeof *pl->keys);
+	pl->keys = malloc((n + 1) * sizeof *pl->keys); /* + a pad */
 	pl->heap = malloc(nb * sizeof *pl->heap);
 	pl->sum = malloc(nb * sizeof *pl->sum);
 	pl->tie = malloc(nb * sizeof *pl->tie);
@@ -111,8 +158,22 @@ static int alloc_pixel_state(rfb_plan *pl, const uint32_t *pixels)
 	if (!pl->pixels || !pl->keys || !pl->heap || !pl->sum || !pl->tie ||
 	    !pl->fill)
 		return -1;
-	memcpy(pl->pixels, pixels, n * sizeof *pl->pixels);
+	if (pixels)
+		memcpy(pl->pixels, pixels, n * sizeof *pl->pixels);
 	return 0;
+}
+
+/* m, and whether this shard pads or drops: the shards of N have floor or
+ * ceil(T/N) samples; pad lifts the smaller ones, drop cuts the larger. */
+static void set_epoch_size(rfb_plan *pl)
+{
+	const rfb_sched_params *sp = rfb_sched_params_of(pl->s);
+	uint32_t lo = sp->total / sp->shard_count;
+	uint32_t hi = lo + (sp->total % sp->shard_count != 0);
+
+	pl->pad = pl->p.even == RFB_PLAN_EVEN_PAD && pl->n < hi;
+	pl->drop = pl->p.even == RFB_PLAN_EVEN_DROP && pl->n > lo;
+	pl->m = pl->n + (uint32_t)pl->pad - (uint32_t)pl->drop;
 }
 
 rfb_plan *rfb_plan_new(const rfb_sched *s, const rfb_plan_params *p,
@@ -128,18 +189,20 @@ rfb_plan *rfb_plan_new(const rfb_sched *s, const rfb_plan_params *p,
 	pl->p = *p;
 	pl->n = rfb_sched_count(s);
 	pl->reuse = rfb_sched_params_of(s)->reuse;
-	pl->batches = (uint32_t)(((uint64_t)pl->n + p->batch_size - 1) /
+	set_epoch_size(pl);
+	pl->batches = (uint32_t)(((uint64_t)pl->m + p->batch_size - 1) /
 				 p->batch_size);
 	pl->ids = rfb_sched_ids(s);
 	pl->phases = rfb_sched_phases(s);
 	pl->epoch = p->first_epoch;
-	pl->order = malloc((size_t)pl->n * sizeof *pl->order + 1);
-	pl->work = malloc((size_t)pl->n * sizeof *pl->work + 1);
+	pl->order = malloc(((size_t)pl->n + 1) * sizeof *pl->order);
+	pl->work = malloc(((size_t)pl->n + 1) * sizeof *pl->work);
 	pl->batch = malloc((size_t)p->batch_size * sizeof *pl->batch);
 	if (!pl->order || !pl->work || !pl->batch)
 		goto nomem;
-	if (p->balance == RFB_PLAN_BALANCE_PIXELS &&
-	    alloc_pixel_state(pl, pixels) < 0)
+	if (p->balance != RFB_PLAN_BALANCE_NONE &&
+	    alloc_pixel_state(pl, p->balance == RFB_PLAN_BALANCE_PIXELS ?
+			      pixels : NULL) < 0)
 		goto nomem;
 	return pl;
 nomem:
@@ -169,7 +232,7 @@ void rfb_plan_header_of(const rfb_plan *pl, rfb_plan_header *h)
 	const rfb_sched_params *sp = rfb_sched_params_of(pl->s);
 
 	memset(h, 0, sizeof *h);
-	h->version = RFB_PLAN_VERSION;
+	h->version = pl->p.even ? 2 : 1; /* plans without --even stay 1 */
 	h->schedule_identity = rfb_sched_identity(pl->s);
 	h->index_identity = sp->index_identity;
 	h->samples = pl->n;
@@ -187,6 +250,7 @@ void rfb_plan_header_of(const rfb_plan *pl, rfb_plan_header *h)
 	h->drop_last = pl->p.drop_last;
 	h->shard_index = sp->shard_index;
 	h->shard_count = sp->shard_count;
+	h->even = pl->p.even;
 }
 
 /* ---- one epoch ---- */
@@ -199,33 +263,72 @@ static uint32_t batch_start(const rfb_plan *pl, uint32_t b)
 static uint32_t batch_end(const rfb_plan *pl, uint32_t b)
 {
 	uint64_t end = (uint64_t)(b + 1) * pl->p.batch_size;
-	return end < pl->n ? (uint32_t)end : pl->n;
+	return end < pl->m ? (uint32_t)end : pl->m;
 }
 
 /* Misses of batch b: its share of the epoch's misses, proportional to
- * its size, so full batches get floor or ceil(misses * B / n). */
+ * its size, so full batches get floor or ceil(misses * B / m). */
 static uint32_t batch_misses(const rfb_plan *pl, uint32_t misses, uint32_t b)
 {
-	return (uint32_t)((uint64_t)misses * batch_end(pl, b) / pl->n -
-			  (uint64_t)misses * batch_start(pl, b) / pl->n);
+	return (uint32_t)((uint64_t)misses * batch_end(pl, b) / pl->m -
+			  (uint64_t)misses * batch_start(pl, b) / pl->m);
 }
 
-/* work = the epoch's misses (positions, ascending) then its hits.
+/* Can epoch leave a sample of this phase out at no cost?  A hit, or a
+ * miss whose record would serve this epoch only. */
+static int free_to_drop(uint32_t epoch, uint32_t phase, uint32_t reuse)
+{
+	return !rfb_sched_is_miss(epoch, phase, reuse) ||
+	       rfb_sched_death(epoch, phase, reuse) == (uint64_t)epoch + 1;
+}
+
+uint32_t rfb_plan_drop_position(const rfb_sched *s, uint32_t epoch)
+{
+	const uint16_t *phases = rfb_sched_phases(s);
+	uint32_t n = rfb_sched_count(s), r = rfb_sched_params_of(s)->reuse;
+	uint32_t q = epoch % r, in_phase = 0, k, start = epoch % n;
+
+	/* Phase e mod r: a hit in epoch e >= 1 when r >= 2, and otherwise a
+	 * miss that dies at e+1; its samples take turns, one per r epochs. */
+	for (uint32_t i = 0; i < n; i++)
+		in_phase += phases[i] == q;
+	if (in_phase && free_to_drop(epoch, q, r)) {
+		k = epoch / r % in_phase;
+		for (uint32_t i = 0; i < n; i++)
+			if (phases[i] == q && k-- == 0)
+				return i;
+	}
+	/* Fewer samples than phases, or refcount: the next free sample from
+	 * position e mod n; if none is free, that one (its record is then
+	 * recomputed when it is next used: the cache's recovery rule). */
+	for (uint32_t i = 0; i < n; i++)
+		if (free_to_drop(epoch, phases[(start + i) % n], r))
+			return (start + i) % n;
+	return start;
+}
+
+/* work = the epoch's misses (positions, ascending) then its hits, without
+ * the dropped position (UINT32_MAX: none).  *len = entries in work.
  * Returns the number of misses. */
-static uint32_t split_misses(rfb_plan *pl, uint32_t epoch)
+static uint32_t split_misses(rfb_plan *pl, uint32_t epoch, uint32_t dropped,
+			     uint32_t *len)
 {
 	uint32_t m = 0, h;
 
 	for (uint32_t i = 0; i < pl->n; i++)
-		if (rfb_sched_is_miss(epoch, pl->phases[i], pl->reuse))
+		if (i != dropped &&
+		    rfb_sched_is_miss(epoch, pl->phases[i], pl->reuse))
 			m++;
 	h = m;
 	for (uint32_t i = 0, mi = 0; i < pl->n; i++) {
+		if (i == dropped)
+			continue;
 		if (rfb_sched_is_miss(epoch, pl->phases[i], pl->reuse))
 			pl->work[mi++] = i;
 		else
 			pl->work[h++] = i;
 	}
+	*len = h;
 	return m;
 }
 
@@ -312,6 +415,18 @@ static void deal_by_pixels(rfb_plan *pl, uint32_t misses, uint32_t *order,
 	}
 }
 
+/* Balance cost: this epoch's weight of every miss is its predicted cost
+ * in nanoseconds (saturated), dealt as pixels are. */
+static void cost_weights(rfb_plan *pl, uint32_t misses, uint32_t epoch)
+{
+	for (uint32_t i = 0; i < misses; i++) {
+		uint32_t pos = pl->work[i];
+		double ns = pl->p.miss_cost(pl->p.cost_ctx, pl->ids[pos], epoch) * 1e9;
+		pl->pixels[pos] = !(ns > 0) ? 0 : ns >= UINT32_MAX ? UINT32_MAX
+				  : (uint32_t)(ns + 0.5);
+	}
+}
+
 static void fill_hits(rfb_plan *pl, uint32_t misses, uint32_t *order,
 		      rfb_rng *rng)
 {
@@ -327,23 +442,56 @@ static void fill_hits(rfb_plan *pl, uint32_t misses, uint32_t *order,
 	}
 }
 
+/* random and none: the positions (without the dropped one), shuffled
+ * for random; the pad repeats the first hit of them (the first of them
+ * if the epoch has no hit) at the end. */
+static void plain_order(rfb_plan *pl, uint32_t epoch, uint32_t dropped,
+			uint32_t *order, rfb_rng *rng)
+{
+	uint32_t len = 0;
+
+	for (uint32_t i = 0; i < pl->n; i++)
+		if (i != dropped)
+			order[len++] = i;
+	if (pl->p.shuffle == RFB_PLAN_RANDOM)
+		rfb_rng_shuffle_u32(rng, order, len);
+	if (!pl->pad)
+		return;
+	order[len] = order[0];
+	for (uint32_t i = 0; i < len; i++) {
+		if (!rfb_sched_is_miss(epoch, pl->phases[order[i]], pl->reuse)) {
+			order[len] = order[i];
+			break;
+		}
+	}
+}
+
 void rfb_plan_epoch_order(rfb_plan *pl, uint32_t epoch, uint32_t *order)
 {
+	uint32_t dropped = pl->drop ? rfb_plan_drop_position(pl->s, epoch)
+				    : UINT32_MAX;
+	uint32_t misses, len;
 	rfb_rng rng;
-	uint32_t misses;
 
 	rfb_rng_init(&rng, pl->p.seed, epoch, 0, RFB_STAGE_PLAN);
 	if (pl->p.shuffle != RFB_PLAN_CACHE_AWARE) {
-		for (uint32_t i = 0; i < pl->n; i++)
-			order[i] = i;
-		if (pl->p.shuffle == RFB_PLAN_RANDOM)
-			rfb_rng_shuffle_u32(&rng, order, pl->n);
+		plain_order(pl, epoch, dropped, order, &rng);
 		return;
 	}
-	misses = split_misses(pl, epoch);
+	misses = split_misses(pl, epoch, dropped, &len);
 	rfb_rng_shuffle_u32(&rng, pl->work, misses);
-	rfb_rng_shuffle_u32(&rng, pl->work + misses, pl->n - misses);
-	if (pl->p.balance == RFB_PLAN_BALANCE_PIXELS) {
+	rfb_rng_shuffle_u32(&rng, pl->work + misses, len - misses);
+	if (pl->pad) {
+		/* the first hit drawn (a cached record; if the epoch has no
+		 * hit, the first miss) is used again as the last of its kind,
+		 * so the repeat falls in the epoch's last batches */
+		int no_hits = len == misses;
+		pl->work[len] = pl->work[no_hits ? 0 : misses];
+		misses += (uint32_t)no_hits;
+	}
+	if (pl->p.balance == RFB_PLAN_BALANCE_COST)
+		cost_weights(pl, misses, epoch);
+	if (pl->p.balance != RFB_PLAN_BALANCE_NONE) {
 		deal_by_pixels(pl, misses, order, &rng);
 		fill_hits(pl, misses, order, &rng);
 	} else {
@@ -397,7 +545,7 @@ int rfb_plan_next(rfb_plan *pl, rfb_plan_item *item)
 	item->type = RFB_PLAN_LINE_EPOCH;
 	item->epoch.epoch = pl->epoch;
 	item->epoch.batches = pl->batches;
-	item->epoch.samples = pl->n;
+	item->epoch.samples = pl->m;
 	item->epoch.misses = pl->epoch_misses;
 	if (pl->epoch == pl->p.last_epoch)
 		pl->done = 1;

@@ -28,6 +28,8 @@ struct rfb_plan_reader {
 	uint32_t *epoch_ids;      /* ids seen this epoch, to clear seen */
 	size_t epoch_ids_cap;     /* grows with the samples read */
 	uint32_t epoch, step, epoch_samples, epoch_misses;
+	uint32_t per_epoch;       /* m: samples per epoch (--even: n +- 1) */
+	uint32_t repeats, repeats_left; /* one pad per epoch may repeat */
 	int finished;             /* the last epoch's E line was read */
 };
 
@@ -127,6 +129,10 @@ static int read_header(rfb_plan_reader *r, rfb_err *err)
 	if (rfb_plan_parse_header(r->line, r->line_len, &r->h, &why) < 0)
 		return line_error(r, &why, err);
 	r->epoch = r->h.first_epoch;
+	r->per_epoch = rfb_plan_epoch_samples(&r->h);
+	r->repeats = r->per_epoch > r->h.samples ? r->per_epoch - r->h.samples
+						  : 0;
+	r->repeats_left = r->repeats;
 	return 0;
 }
 
@@ -159,8 +165,8 @@ static int epoch_ids_reserve(rfb_plan_reader *r, uint32_t count)
 	cap = cap ? cap * 2 : 1024;
 	if (cap < need)
 		cap = need;
-	if (cap > r->h.samples)
-		cap = r->h.samples > need ? r->h.samples : need;
+	if (cap > r->per_epoch)
+		cap = r->per_epoch > need ? r->per_epoch : need;
 	if (!(ids = realloc(r->epoch_ids, cap * sizeof *ids)))
 		return -1;
 	r->epoch_ids = ids;
@@ -223,10 +229,12 @@ uint64_t rfb_plan_reader_line_number(const rfb_plan_reader *r)
 
 /* ---- sequence checks ---- */
 
-static uint32_t expected_size(const rfb_plan_header *h, uint32_t step)
+static uint32_t expected_size(const rfb_plan_reader *r, uint32_t step)
 {
+	const rfb_plan_header *h = &r->h;
+
 	return step + 1 < h->batches ? h->batch_size
-				     : h->samples - (h->batches - 1) * h->batch_size;
+				     : r->per_epoch - (h->batches - 1) * h->batch_size;
 }
 
 static int check_batch_place(rfb_plan_reader *r, const rfb_plan_batch *b,
@@ -245,7 +253,7 @@ static int check_batch_place(rfb_plan_reader *r, const rfb_plan_batch *b,
 				   "batch %u of epoch %u, expected batch %u of "
 				   "epoch %u", b->step, b->epoch, r->step,
 				   r->epoch);
-	size = expected_size(h, r->step);
+	size = expected_size(r, r->step);
 	dropped = h->drop_last && size < h->batch_size;
 	if (b->global_step != (uint64_t)b->epoch * h->batches + b->step)
 		return rfb_err_set(why, RFB_EFORMAT, NULL,
@@ -303,10 +311,15 @@ static int check_samples(rfb_plan_reader *r, const rfb_plan_batch *b,
 			return rfb_err_set(why, RFB_EFORMAT, NULL,
 					   "sample id %u, the index has %u",
 					   s->id, r->h.total);
-		if (r->seen[s->id / 8] & 1u << s->id % 8)
+		if ((r->seen[s->id / 8] & 1u << s->id % 8) &&
+		    r->repeats_left == 0)
 			return rfb_err_set(why, RFB_EFORMAT, NULL,
-					   "sample %u appears twice in epoch %u",
-					   s->id, b->epoch);
+					   r->repeats ? "sample %u is the second "
+					   "repeat in epoch %u (even=pad repeats "
+					   "one sample)" : "sample %u appears "
+					   "twice in epoch %u", s->id, b->epoch);
+		if (r->seen[s->id / 8] & 1u << s->id % 8)
+			r->repeats_left--;
 		if ((rc = check_mark(&r->h, b->epoch, s, why)))
 			return rc;
 		r->seen[s->id / 8] |= (uint8_t)(1u << s->id % 8);
@@ -323,6 +336,11 @@ static int check_epoch_end(rfb_plan_reader *r, const rfb_plan_epoch_end *e,
 	const rfb_plan_header *h = &r->h;
 	uint32_t lo = h->samples / h->reuse, hi = lo + (h->samples % h->reuse != 0);
 
+	/* --even: the pad may be one more miss, the dropped one fewer */
+	if (r->per_epoch > h->samples)
+		hi++;
+	if (r->per_epoch < h->samples && lo > 0)
+		lo--;
 	if (e->epoch != r->epoch || r->step != h->batches)
 		return rfb_err_set(why, RFB_EFORMAT, NULL,
 				   "end of epoch %u after %u batches, expected "
@@ -344,6 +362,7 @@ static int check_epoch_end(rfb_plan_reader *r, const rfb_plan_epoch_end *e,
 	for (uint32_t i = 0; i < r->epoch_samples; i++)
 		r->seen[r->epoch_ids[i] / 8] = 0;
 	r->epoch_samples = r->epoch_misses = 0;
+	r->repeats_left = r->repeats;
 	r->step = 0;
 	if (r->epoch == h->last_epoch)
 		r->finished = 1;

@@ -60,6 +60,13 @@ size_t rfb_plan_format_header(char *buf, size_t n, const rfb_plan_header *h)
 		h->first_epoch, h->last_epoch, rfb_plan_shuffle_name(h->shuffle),
 		rfb_plan_balance_name(h->balance), h->drop_last ? 1 : 0,
 		h->shard_index, h->shard_count);
+	if (len >= 0 && h->version >= 2) {
+		/* version 2: the even= key, before the line's end */
+		size_t at = (size_t)len - 1;
+		int more = snprintf(at < n ? buf + at : NULL, at < n ? n - at : 0,
+				    " even=%s\n", rfb_plan_even_name(h->even));
+		len = more < 0 ? -1 : (int)at + more;
+	}
 	return len < 0 ? 0 : (size_t)len;
 }
 
@@ -360,13 +367,15 @@ int rfb_plan_parse_epoch_end(const char *line, size_t len,
 enum header_key {
 	K_SCHEDULE, K_INDEX, K_SAMPLES, K_TOTAL, K_REUSE, K_POLICY,
 	K_EVICT_SEED, K_SEED, K_BATCH, K_BATCHES, K_EPOCHS, K_SHUFFLE,
-	K_BALANCE, K_DROP_LAST, K_SHARD, K_COUNT
+	K_BALANCE, K_DROP_LAST, K_SHARD, K_EVEN, K_COUNT
 };
+
+#define K_VERSION2_ONLY (1u << K_EVEN) /* keys version 1 does not have */
 
 static const char *const header_keys[K_COUNT] = {
 	"schedule", "index", "samples", "total", "reuse", "policy",
 	"evict-seed", "seed", "batch", "batches", "epochs", "shuffle",
-	"balance", "drop-last", "shard",
+	"balance", "drop-last", "shard", "even",
 };
 
 /* A value word (up to the next space) into buf of size n. */
@@ -394,6 +403,8 @@ static int parse_named(struct cursor *c, int key, rfb_plan_header *h)
 		v = h->policy = rfb_sched_policy_parse(word);
 	else if (key == K_SHUFFLE)
 		v = h->shuffle = rfb_plan_shuffle_parse(word);
+	else if (key == K_EVEN)
+		v = 1 + (h->even = rfb_plan_even_parse(word));
 	else
 		v = 1 + (h->balance = rfb_plan_balance_parse(word));
 	if (!v)
@@ -490,7 +501,7 @@ static int parse_field(struct cursor *c, rfb_plan_header *h, unsigned *seen)
 
 static int check_header(const rfb_plan_header *h, rfb_err *err)
 {
-	uint64_t batches;
+	uint64_t batches, m;
 
 	if (h->samples < 1 || h->total < h->samples || h->reuse < 1 ||
 	    h->batch_size < 1)
@@ -498,21 +509,6 @@ static int check_header(const rfb_plan_header *h, rfb_err *err)
 				   "samples %u, total %u, reuse %u, batch %u: "
 				   "all must be >= 1, samples <= total",
 				   h->samples, h->total, h->reuse, h->batch_size);
-	/* only now: batch=0 would divide by zero */
-	batches = ((uint64_t)h->samples + h->batch_size - 1) / h->batch_size;
-	if (h->batches != batches)
-		return rfb_err_set(err, RFB_EFORMAT, NULL,
-				   "batches=%u, but %u samples in batches of "
-				   "%u make %" PRIu64, h->batches, h->samples,
-				   h->batch_size, batches);
-	if (h->first_epoch > h->last_epoch)
-		return rfb_err_set(err, RFB_EFORMAT, NULL,
-				   "epoch range %u-%u is reversed",
-				   h->first_epoch, h->last_epoch);
-	if (h->balance == RFB_PLAN_BALANCE_PIXELS &&
-	    h->shuffle != RFB_PLAN_CACHE_AWARE)
-		return rfb_err_set(err, RFB_EFORMAT, NULL,
-				   "balance=pixels needs shuffle=cache-aware");
 	if (h->shard_count < 1 || h->shard_index >= h->shard_count ||
 	    h->shard_count > h->total ||
 	    rfb_sched_shard_size(h->total, h->shard_count, h->shard_index) !=
@@ -521,6 +517,23 @@ static int check_header(const rfb_plan_header *h, rfb_err *err)
 				   "shard %u/%u of %u samples cannot have %u",
 				   h->shard_index, h->shard_count, h->total,
 				   h->samples);
+	/* only now: batch=0 would divide by zero; m needs a valid shard */
+	m = rfb_plan_epoch_samples(h);
+	batches = (m + h->batch_size - 1) / h->batch_size;
+	if (h->batches != batches)
+		return rfb_err_set(err, RFB_EFORMAT, NULL,
+				   "batches=%u, but %" PRIu64 " samples per "
+				   "epoch in batches of %u make %" PRIu64,
+				   h->batches, m, h->batch_size, batches);
+	if (h->first_epoch > h->last_epoch)
+		return rfb_err_set(err, RFB_EFORMAT, NULL,
+				   "epoch range %u-%u is reversed",
+				   h->first_epoch, h->last_epoch);
+	if (h->balance != RFB_PLAN_BALANCE_NONE &&
+	    h->shuffle != RFB_PLAN_CACHE_AWARE)
+		return rfb_err_set(err, RFB_EFORMAT, NULL,
+				   "balance=%s needs shuffle=cache-aware",
+				   rfb_plan_balance_name(h->balance));
 	return 0;
 }
 
@@ -543,14 +556,21 @@ int rfb_plan_parse_header(const char *line, size_t len, rfb_plan_header *h,
 	c.p += sizeof HEADER_TAG;
 	if ((rc = parse_u32(&c, UINT32_MAX, &h->version, "the format version")))
 		return rc;
-	if (h->version != RFB_PLAN_VERSION)
+	if (h->version < 1 || h->version > RFB_PLAN_VERSION)
 		return rfb_err_set(err, RFB_EVERSION, NULL,
 				   "plan format version %u (this build reads "
-				   "version %u)", h->version, RFB_PLAN_VERSION);
+				   "versions 1 to %u)", h->version,
+				   RFB_PLAN_VERSION);
 	while (!at_end(&c)) {
 		if ((rc = expect(&c, ' ', "' '")) || (rc = parse_field(&c, h, &seen)))
 			return rc;
 	}
+	if (h->version == 1 && (seen & K_VERSION2_ONLY))
+		return rfb_err_set(err, RFB_EFORMAT, NULL,
+				   "key 'even' in a version 1 header (even= "
+				   "came with version 2)");
+	if (h->version == 1)
+		seen |= K_VERSION2_ONLY;
 	for (int k = 0; k < K_COUNT; k++)
 		if (!(seen & 1u << k))
 			return rfb_err_set(err, RFB_EFORMAT, NULL,

@@ -31,6 +31,7 @@
 #include "refurb/progress.h"
 #include "refurb/record.h"
 #include "refurb/rng.h"
+#include "refurb/source.h"
 #include "refurb/stream.h"
 
 #define MAX_IMAGE_FILE ((size_t)1 << 30)
@@ -83,6 +84,7 @@ struct final {
 	const rfb_plan_header *h;
 	struct rfb_annot_header annot;
 	rfb_index *idx;
+	rfb_source *src;          /* reads images to heal bad records */
 	rfb_cache_view *view;
 	rfb_pipeline *final_pipe, *partial_pipe;
 	uint64_t seed;
@@ -151,7 +153,6 @@ static int source_image(struct fworker *w, struct ftask *t, rfb_image *img)
 	struct rfb_pipe_key key = { F->annot.aug_seed, t->write_epoch, t->sample,
 				    RFB_STAGE_PARTIAL };
 	struct rfb_pipe_out out;
-	char path[8192];
 	size_t len = 0;
 	double t0 = rfb_now();
 	int rc;
@@ -172,15 +173,12 @@ static int source_image(struct fworker *w, struct ftask *t, rfb_image *img)
 	if (F->o->strict)
 		return t->rec->status ? t->rec->status : RFB_EFORMAT;
 	t->healed = 1;
-	if ((rc = rfb_index_full_path(F->idx, t->sample,
-				      F->annot.root[0] ? F->annot.root : NULL,
-				      path, sizeof path)) ||
-	    (rc = rfb_file_read_into(path, MAX_IMAGE_FILE, &w->file, &w->file_cap,
-				     &len, &t->why)) ||
+	if ((rc = rfb_source_read(F->src, t->sample, MAX_IMAGE_FILE, &w->file,
+				  &w->file_cap, &len, &t->why)) ||
 	    (rc = rfb_pipe_run_jpeg(w->heal, F->partial_pipe, w->file, len, &key,
 				    &out, &t->why))) {
 		if (!t->why.path[0])
-			snprintf(t->why.path, sizeof t->why.path, "%.500s", path);
+			rfb_source_blame(F->src, t->sample, &t->why);
 		return rc ? rc : RFB_EIO;
 	}
 	*img = out.img;
@@ -191,12 +189,7 @@ static int source_image(struct fworker *w, struct ftask *t, rfb_image *img)
 /* Put the path of t's image into t->why (messages name the file). */
 static void name_image(const struct final *F, struct ftask *t)
 {
-	char path[8192];
-
-	if (rfb_index_full_path(F->idx, t->sample,
-				F->annot.root[0] ? F->annot.root : NULL, path,
-				sizeof path) == 0)
-		snprintf(t->why.path, sizeof t->why.path, "%.500s", path);
+	rfb_source_blame(F->src, t->sample, &t->why);
 }
 
 /* The final pipeline's view v of img into the slot; 0 or an error. */
@@ -391,7 +384,8 @@ static void stats_line(struct final *F, const struct fslot *s, double decode,
 static uint64_t stream_global_step(const struct final *F,
 				   const rfb_plan_batch *b)
 {
-	int dropping = F->h->drop_last && F->h->samples % F->h->batch_size;
+	int dropping = F->h->drop_last &&
+		       rfb_plan_epoch_samples(F->h) % F->h->batch_size;
 
 	return b->global_step - (dropping ? b->epoch : 0);
 }
@@ -488,7 +482,9 @@ static int open_inputs(struct final *F, const char *in_name, rfb_err *err)
 	struct rfb_pipe_shape in = { 256, 256, 3 }, partial_out;
 	int rc;
 
-	if (!(F->idx = rfb_index_open(F->annot.index_file, err)))
+	if (!(F->idx = rfb_index_open(F->annot.index_file, err)) ||
+	    !(F->src = rfb_source_open(F->idx, F->annot.root[0] ? F->annot.root
+				       : NULL, err)))
 		return err->code;
 	if (rfb_index_identity(F->idx) != F->h->index_identity)
 		return rfb_err_set(err, RFB_EMISMATCH, in_name,
@@ -573,6 +569,7 @@ static int write_stream_header(struct final *F, rfb_err *err)
 	uint32_t nc = rfb_index_class_count(F->idx);
 	const char **names = calloc(nc ? nc : 1, sizeof *names);
 	char extra[RFB_ANNOT_MAX_VALUE + 128];
+	uint32_t per_epoch;
 	int rc;
 
 	if (!names)
@@ -593,8 +590,9 @@ static int write_stream_header(struct final *F, rfb_err *err)
 	info.shard_k = F->h->shard_index;
 	info.shard_n = F->h->shard_count;
 	/* with --drop-last the incomplete last batch is not trained on */
+	per_epoch = rfb_plan_epoch_samples(F->h);
 	info.epoch_images = F->h->drop_last
-		? F->h->samples - F->h->samples % F->h->batch_size : F->h->samples;
+		? per_epoch - per_epoch % F->h->batch_size : per_epoch;
 	info.plan_seed = F->h->seed;
 	info.augment_seed = F->seed;
 	info.index_identity = F->h->index_identity;
@@ -696,6 +694,7 @@ int rfb_final_run(const struct rfb_final_opts *o, int in_fd,
 	rfb_pipeline_free(F.final_pipe);
 	rfb_pipeline_free(F.partial_pipe);
 	rfb_cache_view_close(F.view);
+	rfb_source_close(F.src);
 	rfb_index_close(F.idx);
 	return rc;
 }

@@ -20,6 +20,7 @@
 
 #include "refurb/annotate.h"
 #include "refurb/cache.h"
+#include "refurb/costs.h"
 #include "refurb/index.h"
 #include "refurb/io.h"
 #include "refurb/partial.h"
@@ -29,6 +30,7 @@
 #include "refurb/progress.h"
 #include "refurb/rng.h"
 #include "refurb/sched.h"
+#include "refurb/source.h"
 
 #define MAX_IMAGE_FILE ((size_t)1 << 30)
 
@@ -66,9 +68,11 @@ struct partial {
 	const struct rfb_partial_opts *o;
 	struct rfb_partial_stats *st;
 	rfb_index *idx;
+	rfb_source *src;         /* reads the images (files or shard members) */
 	rfb_sched *sched;
 	rfb_pipeline *pipe;
 	rfb_cache *cache;
+	rfb_costs_writer *costs;   /* --costs, or NULL */
 	rfb_plan_reader *reader;
 	const rfb_plan_header *h;
 	uint64_t seed;
@@ -142,24 +146,17 @@ static void run_job(void *ctx, struct rfb_task *t)
 	struct rfb_pipe_key key = { P->seed, j->write_epoch, j->sample,
 				    RFB_STAGE_PARTIAL };
 	struct rfb_pipe_out out;
-	char path[8192];
 	size_t len = 0;
 	double t0 = rfb_now(), c0 = thread_cpu_now();
 
 	rfb_err_clear(&j->why);
-	j->status = rfb_index_full_path(P->idx, j->sample, P->o->root, path,
-					sizeof path);
-	if (j->status)
-		rfb_err_set(&j->why, j->status, NULL, "sample %u: path too long",
-			    j->sample);
-	if (!j->status)
-		j->status = rfb_file_read_into(path, MAX_IMAGE_FILE, &w->file,
-					       &w->file_cap, &len, &j->why);
+	j->status = rfb_source_read(P->src, j->sample, MAX_IMAGE_FILE, &w->file,
+				    &w->file_cap, &len, &j->why);
 	if (!j->status) {
 		j->status = rfb_pipe_run_jpeg(w->pipe, P->pipe, w->file, len,
 					      &key, &out, &j->why);
 		if (j->status && !j->why.path[0])
-			snprintf(j->why.path, sizeof j->why.path, "%.500s", path);
+			rfb_source_blame(P->src, j->sample, &j->why);
 	}
 	if (!j->status)
 		j->status = rfb_record_encode(w->codec, &P->o->codec, &out.img,
@@ -289,6 +286,9 @@ static int settle_job(struct partial *P, struct slot *s, uint32_t i,
 	    (rc = rfb_cache_append(P->cache, j->rec.data, j->rec_len, &m, &a, err)))
 		return rc;
 	rfb_annot_set(&s->samples[i], &a, j->write_epoch);
+	if (P->costs)
+		rfb_costs_writer_add(P->costs, j->sample, j->write_epoch,
+				     j->cpu_seconds);
 	P->st->record_bytes += j->rec_len;
 	P->st->computed += s->samples[i].miss;
 	s->bs.computed += s->samples[i].miss;
@@ -318,7 +318,8 @@ static int finish_oldest(struct partial *P, rfb_err *err)
 	for (uint32_t i = 0; i < s->batch.count; i++)
 		if (s->has_job[i] && (rc = settle_job(P, s, i, err)))
 			return rc;
-	if ((rc = rfb_cache_flush(P->cache, err)))
+	if ((rc = rfb_cache_flush(P->cache, err)) ||
+	    (P->costs && (rc = rfb_costs_writer_flush(P->costs, err))))
 		return rc;
 	if (need > P->line_cap) {
 		char *nl = realloc(P->line, need);
@@ -446,6 +447,24 @@ static int write_header(struct partial *P, rfb_err *err)
 	return rc;
 }
 
+/* --costs: append to the cost file, made (or checked) for this index,
+ * seed and pipeline. */
+static int open_costs(struct partial *P, rfb_err *err)
+{
+	struct rfb_costs_header h = { 0 };
+
+	if (!P->o->costs_path)
+		return 0;
+	h.version = RFB_COSTS_VERSION;
+	h.index_identity = P->h->index_identity;
+	h.seed = P->seed;
+	snprintf(h.pipeline, sizeof h.pipeline, "%s",
+		 rfb_pipeline_canonical(P->pipe));
+	if (!(P->costs = rfb_costs_writer_open(P->o->costs_path, &h, err)))
+		return err->code;
+	return 0;
+}
+
 static int make_slots(struct partial *P, rfb_err *err)
 {
 	uint32_t bs = P->h->batch_size;
@@ -486,7 +505,8 @@ static int setup(struct partial *P, int in_fd, const char *in_name,
 	const struct rfb_partial_opts *o = P->o;
 	int rc;
 
-	if (!(P->idx = rfb_index_open(o->index_path, err)))
+	if (!(P->idx = rfb_index_open(o->index_path, err)) ||
+	    !(P->src = rfb_source_open(P->idx, o->root, err)))
 		return err ? err->code : RFB_EIO;
 	if ((rc = rfb_pipeline_parse(o->pipeline, &P->pipe, err)))
 		return rc;
@@ -499,7 +519,8 @@ static int setup(struct partial *P, int in_fd, const char *in_name,
 	P->h = rfb_plan_reader_header(P->reader);
 	P->seed = o->have_seed ? o->seed : P->h->seed;
 	if ((rc = rebuild_schedule(P, in_name, err)) ||
-	    (rc = make_slots(P, err)) || (rc = open_cache(P, err)))
+	    (rc = make_slots(P, err)) || (rc = open_cache(P, err)) ||
+	    (rc = open_costs(P, err)))
 		return rc;
 	if (!(P->pool = rfb_pool_new(o->threads > 0 ? o->threads : 1, worker_new,
 				     worker_free, P, err)))
@@ -576,11 +597,19 @@ int rfb_partial_run(const struct rfb_partial_opts *o, int in_fd,
 			rc = crc;
 		}
 	}
+	if (P.costs) {
+		int crc = rfb_costs_writer_close(P.costs, &close_err);
+		if (crc && rc == 0) {
+			*err = close_err;
+			rc = crc;
+		}
+	}
 	free_slots(&P);
 	free(P.line);
 	rfb_plan_reader_close(P.reader);
 	rfb_pipeline_free(P.pipe);
 	rfb_sched_free(P.sched);
+	rfb_source_close(P.src);
 	rfb_index_close(P.idx);
 	return rc;
 }

@@ -11,6 +11,12 @@
 
     python3 -m refurb_stream check STREAM    # '-' = stdin; exit 0 ok, 1 bad
 
+    from refurb_stream import launch    # a distributed rank's own chain
+    with launch(index, cache_dir, partial, final, reuse=3, epochs=90,
+                batch_size=64, seed=7) as chain:  # RANK, WORLD_SIZE from env
+        for images, labels, ids, epoch, step in chain:
+            ...   # the same number of steps on every rank (launch.py)
+
 The stream is read in order, never seeked, so pipes and FIFOs work.  Every
 frame header and every head (labels, ids, everything but pixels) is
 checksummed; pixel checksums cost a numpy pass (about 0.4 GB/s), so they
@@ -501,3 +507,7 @@ def main(argv):
         print("refurb_stream: %s: %s" % (argv[2], e.strerror or e), file=sys.stderr)
         return 1
 
+
+
+# the launcher of a distributed rank's chain (refurb_stream/launch.py)
+from .launch import ChainError, RankChain, launch, rank_from_env  # noqa: E402

@@ -62,8 +62,9 @@ static double time_build(const struct args *a)
 static double time_order(const struct args *a, const rfb_sched *s,
 			 int shuffle, const uint32_t *pixels)
 {
-	rfb_plan_params p = { a->batch, 1, 1, 3, shuffle,
-			      pixels ? RFB_PLAN_BALANCE_PIXELS : 0, 0 };
+	rfb_plan_params p = { .batch_size = a->batch, .first_epoch = 1,
+			      .last_epoch = 1, .seed = 3, .shuffle = shuffle,
+			      .balance = pixels ? RFB_PLAN_BALANCE_PIXELS : 0 };
 	rfb_plan *pl = rfb_plan_new(s, &p, pixels, NULL);
 	uint32_t *order = malloc((size_t)a->n * sizeof *order);
 	double t[MAX_RUNS];
@@ -83,7 +84,9 @@ static double time_order(const struct args *a, const rfb_sched *s,
  * returns the bytes. */
 static size_t epoch_text(const struct args *a, const rfb_sched *s, FILE *f)
 {
-	rfb_plan_params p = { a->batch, 1, 1, 3, RFB_PLAN_CACHE_AWARE, 0, 0 };
+	rfb_plan_params p = { .batch_size = a->batch, .first_epoch = 1,
+			      .last_epoch = 1, .seed = 3,
+			      .shuffle = RFB_PLAN_CACHE_AWARE };
 	rfb_plan *pl = rfb_plan_new(s, &p, NULL, NULL);
 	char *line = malloc(rfb_plan_batch_text_max(a->batch)), head[1024];
 	rfb_plan_header h;

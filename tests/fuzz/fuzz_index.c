@@ -6,13 +6,34 @@
  */
 #include "fuzz.h"
 #include "refurb/index.h"
+#include "../../lib/index/index_internal.h"
 
-/* Identity (hash of everything after the root), body CRC, header CRC:
- * in that order, since each covers the one before. */
+/* Version 2: the identity (classes, then the content of each record) when
+ * the sections it covers are inside the file, then the two CRCs. */
+static void index_fix_v2(unsigned char *d, size_t len)
+{
+	uint64_t root = rfb_get_le32(d + 24), classes = rfb_get_le64(d + 32);
+	uint64_t n = rfb_get_le64(d + 8);
+
+	if (root <= len - 80 && classes <= len - 80 - root &&
+	    n <= (len - 80 - root - classes) / INDEX_RECORD_SIZE)
+		rfb_put_le64(d + 56, index_identity_v2(d + 80 + root, classes,
+						       d + 80 + root + classes,
+						       (uint32_t)n));
+	fuzz_fix_crc(d, len, 64, 80, len - 80);
+	fuzz_fix_crc(d, len, 76, 0, 76);
+}
+
+/* Identity (version 1: hash of everything after the root), body CRC,
+ * header CRC: in that order, since each covers the one before. */
 static void index_fix(unsigned char *d, size_t len)
 {
 	size_t root;
 
+	if (len >= 80 && d[7] == 2) {
+		index_fix_v2(d, len);
+		return;
+	}
 	if (len < 64)
 		return;
 	root = rfb_get_le32(d + 24);
@@ -21,6 +42,22 @@ static void index_fix(unsigned char *d, size_t len)
 						(uint32_t)rfb_get_le64(d + 8)));
 	fuzz_fix_crc(d, len, 56, 64, len - 64);
 	fuzz_fix_crc(d, len, 60, 0, 60);
+}
+
+/* Every shard entry, and every shard sample's byte range inside it. */
+static void shard_walk(const rfb_index *idx, const rfb_sample_info *s)
+{
+	rfb_shard_info sh;
+	char path[2 * RFB_INDEX_MAX_PATH + 2];
+
+	if (s->shard == RFB_INDEX_NO_SHARD) {
+		FUZZ_ASSERT(s->offset == 0);
+		return;
+	}
+	FUZZ_ASSERT(rfb_index_shard(idx, s->shard, &sh) == 0);
+	FUZZ_ASSERT(s->offset <= sh.size && s->bytes <= sh.size - s->offset);
+	FUZZ_ASSERT(strlen(sh.path) >= 1 && strlen(sh.path) <= RFB_INDEX_MAX_PATH);
+	(void)rfb_index_shard_path(idx, s->shard, "/x", path, sizeof path);
 }
 
 static void index_walk(const rfb_index *idx)
@@ -44,8 +81,12 @@ static void index_walk(const rfb_index *idx)
 			    strlen(s.path) <= RFB_INDEX_MAX_PATH);
 		(void)rfb_index_full_path(idx, i, NULL, path, sizeof path);
 		(void)rfb_index_full_path(idx, i, "/x", path, 8);
+		shard_walk(idx, &s);
 	}
 	FUZZ_ASSERT(rfb_index_get(idx, n, &s) == RFB_ENOTFOUND);
+	FUZZ_ASSERT(rfb_index_shard(idx, 0, NULL) == RFB_ENOTFOUND);
+	FUZZ_ASSERT(rfb_index_shard(idx, rfb_index_shard_count(idx) + 1, NULL) ==
+		    RFB_ENOTFOUND);
 }
 
 FUZZ_TARGET(index)

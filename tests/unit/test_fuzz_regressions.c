@@ -16,6 +16,7 @@
 
 #define FUZZ_NO_MAIN
 #include "../fuzz/fuzz_checkpoint.c"
+#include "../fuzz/fuzz_costs.c"
 #include "../fuzz/fuzz_index.c"
 #include "../fuzz/fuzz_jpeg.c"
 #include "../fuzz/fuzz_manifest.c"
@@ -124,6 +125,7 @@ TARGET_TEST(pipeline)
 TARGET_TEST(stream)
 TARGET_TEST(jpeg)
 TARGET_TEST(png)
+TARGET_TEST(costs)
 
 /* Without AddressSanitizer (which maps terabytes of shadow), cap the
  * address space: an allocation sized by what an input claims then fails
@@ -146,6 +148,7 @@ int main(void)
 	cap_memory();
 	RUN(test_index);
 	RUN(test_schedule);
+	RUN(test_costs);
 	RUN(test_plan);
 	RUN(test_record);
 	RUN(test_manifest);

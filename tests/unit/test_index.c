@@ -3,6 +3,7 @@
  * every kind of damage.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "refurb/bytes.h"
 #include "refurb/checksum.h"
@@ -133,15 +134,20 @@ static void test_forged_counts(void)
 	rfb_err err = { 0 };
 
 	rfb_put_le64(d + 8, (uint64_t)1 << 40);  /* sample count */
-	rfb_put_le32(d + 60, rfb_crc32c(0, d, 60));
+	rfb_put_le32(d + 76, rfb_crc32c(0, d, 76));
 	CHECK(rfb_index_open_mem(d, len, "mem", &err) == NULL);
 	CHECK(err.code == RFB_ELIMIT);
 	rfb_put_le64(d + 8, 4);                  /* one more than present */
-	rfb_put_le32(d + 60, rfb_crc32c(0, d, 60));
+	rfb_put_le32(d + 76, rfb_crc32c(0, d, 76));
 	CHECK(rfb_index_open_mem(d, len, "mem", &err) == NULL);
 	CHECK(err.code == RFB_ETRUNC);
+	rfb_put_le32(d + 28, 2000000);           /* shard count */
 	rfb_put_le64(d + 8, 3);
-	d[7] = 2;
+	rfb_put_le32(d + 76, rfb_crc32c(0, d, 76));
+	CHECK(rfb_index_open_mem(d, len, "mem", &err) == NULL);
+	CHECK(err.code == RFB_ELIMIT);
+	rfb_put_le32(d + 28, 0);
+	d[7] = 3;
 	CHECK(rfb_index_open_mem(d, len, "mem", &err) == NULL);
 	CHECK(err.code == RFB_EVERSION);
 	free(d);
@@ -166,6 +172,75 @@ static void test_builder_limits(void)
 	rfb_index_close(NULL);
 }
 
+/* Shard samples: the shard table and each sample's shard and byte
+ * range survive the round trip; ranges outside a shard are refused. */
+static void test_shards(void)
+{
+	rfb_err err = { 0 };
+	rfb_index_builder *b = rfb_index_builder_new("/data", &err);
+	rfb_sample_info s = { .label = 0, .bytes = 100, .width = 8,
+			      .height = 8, .channels = 3, .path = "k1.jpg",
+			      .shard = 2, .offset = 512 };
+	rfb_shard_info sh;
+	unsigned char *d;
+	size_t len;
+	char full[64];
+
+	CHECK(rfb_index_builder_add_class(b, "0", &err) == 0);
+	CHECK(rfb_index_builder_add(b, &s, &err) == RFB_EINVAL); /* no shard 2 */
+	CHECK(rfb_index_builder_add_shard(b, "a.tar", 10240, 7, &err) == 0);
+	CHECK(rfb_index_builder_add_shard(b, "/abs/b.tar", 2048, -5, &err) == 0);
+	CHECK(rfb_index_builder_add(b, &s, &err) == 0);
+	s.offset = 2000;                      /* 2000 + 100 > 2048 */
+	CHECK(rfb_index_builder_add(b, &s, &err) == RFB_EINVAL);
+	s.shard = RFB_INDEX_NO_SHARD;         /* a file has offset 0 */
+	CHECK(rfb_index_builder_add(b, &s, &err) == RFB_EINVAL);
+	s.offset = 0;
+	s.path = "file.jpg";
+	CHECK(rfb_index_builder_add(b, &s, &err) == 0);
+	CHECK(rfb_index_builder_finish(b, &d, &len, &err) == 0);
+	rfb_index_builder_free(b);
+	rfb_index *x = rfb_index_open_mem(d, len, "mem", &err);
+	CHECK(x != NULL);
+	CHECK(rfb_index_version(x) == 2);
+	CHECK(rfb_index_shard_count(x) == 2);
+	CHECK(rfb_index_shard(x, 0, &sh) == RFB_ENOTFOUND);
+	CHECK(rfb_index_shard(x, 3, &sh) == RFB_ENOTFOUND);
+	CHECK(rfb_index_shard(x, 2, &sh) == 0);
+	CHECK(strcmp(sh.path, "/abs/b.tar") == 0);
+	CHECK(sh.size == 2048 && sh.mtime_ns == -5);
+	CHECK(rfb_index_get(x, 0, &s) == 0);
+	CHECK(s.shard == 2 && s.offset == 512 && s.bytes == 100);
+	CHECK(strcmp(s.path, "k1.jpg") == 0);
+	CHECK(rfb_index_full_path(x, 0, NULL, full, sizeof full) == 0);
+	CHECK(strcmp(full, "/abs/b.tar") == 0);
+	CHECK(rfb_index_shard_path(x, 1, "/moved", full, sizeof full) == 0);
+	CHECK(strcmp(full, "/moved/a.tar") == 0);
+	CHECK(rfb_index_get(x, 1, &s) == 0);
+	CHECK(s.shard == RFB_INDEX_NO_SHARD && s.offset == 0);
+	rfb_index_close(x);
+	free(d);
+}
+
+/* Version 1 files (written before shards) are still read. */
+static void test_version1(void)
+{
+	rfb_err err = { 0 };
+	rfb_index *x = rfb_index_open("tests/fuzz/corpus/index/tree.idx",
+				      &err);
+	rfb_sample_info s;
+
+	CHECKF(x != NULL, "%s", err.msg);
+	if (!x)
+		return;
+	CHECK(rfb_index_version(x) == 1);
+	CHECK(rfb_index_count(x) > 0);
+	CHECK(rfb_index_shard_count(x) == 0);
+	CHECK(rfb_index_get(x, 0, &s) == 0);
+	CHECK(s.shard == RFB_INDEX_NO_SHARD && s.offset == 0 && s.width > 0);
+	rfb_index_close(x);
+}
+
 int main(void)
 {
 	RUN(test_round_trip);
@@ -174,5 +249,7 @@ int main(void)
 	RUN(test_corruptions);
 	RUN(test_forged_counts);
 	RUN(test_builder_limits);
+	RUN(test_shards);
+	RUN(test_version1);
 	return test_done();
 }

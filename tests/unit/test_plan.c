@@ -35,8 +35,15 @@ static rfb_sched *build(uint32_t total, uint32_t r, uint64_t seed, int policy,
 static rfb_plan_params pparams(uint32_t batch, uint32_t first, uint32_t last,
 			       uint64_t seed, int shuffle, int drop_last)
 {
-	rfb_plan_params p = { batch, first, last, seed, shuffle,
-			      RFB_PLAN_BALANCE_NONE, drop_last };
+	rfb_plan_params p = { 0 };
+
+	p.batch_size = batch;
+	p.first_epoch = first;
+	p.last_epoch = last;
+	p.seed = seed;
+	p.shuffle = shuffle;
+	p.balance = RFB_PLAN_BALANCE_NONE;
+	p.drop_last = drop_last;
 	return p;
 }
 
@@ -357,6 +364,140 @@ static void test_balance_pixels(void)
 	rfb_sched_free(s);
 }
 
+/* A cost that depends on the sample and the epoch: a base of 0.5 to 5 ms
+ * per sample, times 1 to 3 by (id, epoch) - what the ops drawn do. */
+struct fake_costs {
+	double *base;
+	uint32_t salt;
+};
+
+static double fake_cost(const void *ctx, uint32_t id, uint32_t epoch)
+{
+	const struct fake_costs *f = ctx;
+	uint32_t h = (id * 2654435761u) ^ (epoch * 40503u) ^ f->salt;
+
+	h ^= h >> 13;
+	h *= 0x5bd1e995u;
+	h ^= h >> 15;
+	return f->base[id] * (1 + h % 3);
+}
+
+/* Predicted miss cost per full batch of one epoch: max - min, and mean. */
+static void cost_spread(const rfb_sched *s, const rfb_plan_params *p,
+			uint32_t epoch, double *spread, double *mean)
+{
+	rfb_plan *pl = rfb_plan_new(s, p, NULL, NULL);
+	uint32_t n = rfb_sched_count(s), *order = malloc(n * 4);
+	uint32_t r = rfb_sched_params_of(s)->reuse;
+	uint64_t full = n / p->batch_size;
+	double lo = 1e300, hi = 0, sum = 0;
+
+	rfb_plan_epoch_order(pl, epoch, order);
+	for (uint64_t b = 0; b < full; b++) {
+		double t = 0;
+		for (uint32_t i = 0; i < p->batch_size; i++) {
+			uint32_t pos = order[b * p->batch_size + i];
+			if (rfb_sched_is_miss(epoch, rfb_sched_phases(s)[pos], r))
+				t += p->miss_cost(p->cost_ctx,
+						  rfb_sched_ids(s)[pos], epoch);
+		}
+		lo = t < lo ? t : lo;
+		hi = t > hi ? t : hi;
+		sum += t;
+	}
+	*spread = hi - lo;
+	*mean = sum / (double)full;
+	free(order);
+	rfb_plan_free(pl);
+}
+
+static void test_balance_cost(void)
+{
+	rfb_sched *s = build(6000, 3, 9, RFB_SCHED_BALANCED, 0, 1);
+	struct fake_costs f = { malloc(6000 * sizeof(double)), 0 };
+	rfb_plan_params p = pparams(64, 0, 6, 4, RFB_PLAN_CACHE_AWARE, 0);
+	double plain, plain_mean, bal, bal_mean;
+	rfb_rng g;
+	rfb_err err = { 0 };
+
+	rfb_rng_init(&g, 14, 0, 0, 99);
+	for (int i = 0; i < 6000; i++)
+		f.base[i] = draw(&g, 500, 5000) * 1e-6;
+	p.miss_cost = fake_cost;
+	p.cost_ctx = &f;
+	p.balance = RFB_PLAN_BALANCE_COST;
+	check_plan(s, &p, NULL);
+	for (uint32_t e = 0; e < 4; e++) {
+		p.balance = RFB_PLAN_BALANCE_NONE;
+		cost_spread(s, &p, e, &plain, &plain_mean);
+		p.balance = RFB_PLAN_BALANCE_COST;
+		cost_spread(s, &p, e, &bal, &bal_mean);
+		printf("# epoch %u: miss cost per batch varies by %.3f ms "
+		       "(mean %.1f ms), without balancing by %.1f ms\n", e,
+		       bal * 1e3, bal_mean * 1e3, plain * 1e3);
+		CHECKF(bal < plain / 20 && bal < 0.02 * bal_mean,
+		       "epoch %u: miss cost per batch varies by %g (mean %g), "
+		       "without balancing %g", e, bal, bal_mean, plain);
+	}
+	/* cost without cache-aware, or without a cost function, is refused */
+	p.shuffle = RFB_PLAN_RANDOM;
+	CHECK(rfb_plan_new(s, &p, NULL, &err) == NULL && err.code == RFB_EINVAL);
+	p.shuffle = RFB_PLAN_CACHE_AWARE;
+	p.miss_cost = NULL;
+	CHECK(rfb_plan_new(s, &p, NULL, &err) == NULL && err.code == RFB_EINVAL);
+	free(f.base);
+	rfb_sched_free(s);
+}
+
+/* The invariants hold under cost balance for any (N, r, batch, seed);
+ * the same costs give the same plan, other costs another one. */
+static void test_balance_cost_properties(void)
+{
+	rfb_rng g;
+
+	rfb_rng_init(&g, 15, 0, 0, 99);
+	for (int iter = 0; iter < 150; iter++) {
+		uint32_t total = draw(&g, 1, 700), r = draw(&g, 1, 6);
+		uint32_t batch = draw(&g, 1, 150);
+		struct fake_costs f = { malloc((total + 1) * sizeof(double)),
+					rfb_rng_u32(&g) };
+		rfb_plan_params p = pparams(batch, 0, draw(&g, 0, 2 * r + 1),
+					    rfb_rng_u64(&g), RFB_PLAN_CACHE_AWARE,
+					    (int)draw(&g, 0, 1));
+		rfb_sched *s = build(total, r, rfb_rng_u64(&g),
+				     RFB_SCHED_BALANCED, 0, 1);
+		struct text a, b, c;
+
+		for (uint32_t i = 0; i < total; i++)
+			f.base[i] = draw(&g, 1, 1000) * 1e-5;
+		p.balance = RFB_PLAN_BALANCE_COST;
+		p.miss_cost = fake_cost;
+		p.cost_ctx = &f;
+		check_plan(s, &p, NULL);
+		a = plan_text(s, &p, NULL);
+		b = plan_text(s, &p, NULL);
+		CHECK(a.len == b.len && memcmp(a.data, b.data, a.len) == 0);
+		CHECK(strstr(a.data, " balance=cost ") != NULL);
+		if (total >= 200 && r > 1 && batch * 4 < total) {
+			f.salt ^= 0x9e3779b9u;
+			c = plan_text(s, &p, NULL);
+			CHECKF(strcmp(a.data, c.data) != 0,
+			       "other costs, same plan (N %u r %u batch %u)",
+			       total, r, batch);
+			free(c.data);
+		}
+		free(a.data);
+		free(b.data);
+		free(f.base);
+		rfb_sched_free(s);
+		if (test_current_failed) {
+			printf("# failed for total=%u r=%u batch=%u epochs 0-%u\n",
+			       total, r, batch, p.last_epoch);
+			return;
+		}
+	}
+}
+
 static void test_bad_params(void)
 {
 	rfb_sched *s = build(10, 2, 1, RFB_SCHED_BALANCED, 0, 1);
@@ -552,9 +693,13 @@ static void test_parse_header(void)
 	strcat(text, " cache=/scratch/c future-key=1");
 	CHECK(parse_header_text(text, &g, &err) == 0); /* unknown keys */
 	rfb_plan_format_header(text, sizeof text, &h);
-	text[13] = '2';
+	text[13] = '3';
 	CHECK(parse_header_text(text, &g, &err) == RFB_EVERSION &&
-	      strstr(err.msg, "version 2"));
+	      strstr(err.msg, "version 3"));
+	text[13] = '2'; /* version 2 has the key even= */
+	text[strlen(text) - 1] = '\0';
+	CHECK(parse_header_text(text, &g, &err) == RFB_EFORMAT &&
+	      strstr(err.msg, "lacks the key 'even'"));
 	header_with(&h, "shuffle=", "", text, sizeof text);
 	CHECK(parse_header_text(text, &g, &err) == RFB_EFORMAT &&
 	      strstr(err.msg, "lacks the key 'shuffle'"));
@@ -800,6 +945,8 @@ int main(void)
 	RUN(test_determinism_and_tail);
 	RUN(test_seed_changes_order);
 	RUN(test_balance_pixels);
+	RUN(test_balance_cost);
+	RUN(test_balance_cost_properties);
 	RUN(test_bad_params);
 	RUN(test_parse_batch_good);
 	RUN(test_parse_batch_bad);

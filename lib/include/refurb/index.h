@@ -21,19 +21,39 @@
 #define RFB_INDEX_MAX_CLASSES 1000000u
 #define RFB_INDEX_MAX_PATH 4096u          /* bytes of one path */
 #define RFB_INDEX_MAX_CLASS_NAME 1024u    /* bytes of one class name */
+#define RFB_INDEX_MAX_SHARDS 1000000u     /* tar shards of one index */
+
+/* rfb_sample_info.shard of a sample that is a file of its own (shards
+ * are numbered from 1, so that a zeroed rfb_sample_info is a file). */
+#define RFB_INDEX_NO_SHARD 0u
 
 /* What the index knows about one sample. */
 typedef struct rfb_sample_info {
 	uint32_t id;
 	uint32_t label;        /* index into the class table */
-	uint64_t bytes;        /* file size */
+	uint64_t bytes;        /* file size, or size of the member's data */
 	uint32_t width, height;
 	uint8_t channels;      /* JPEG components: 1 gray, 3 YCbCr/RGB, 4 CMYK/YCCK */
 	uint8_t colorspace;    /* TurboJPEG TJCS_* value */
 	uint8_t subsampling;   /* TurboJPEG TJSAMP_* value */
-	const char *path;      /* as stored (relative to the root, or absolute);
+	const char *path;      /* as stored (relative to the root, or absolute;
+				* a shard sample's member name in its tar);
 				* NUL-terminated, owned by the index */
+	uint32_t shard;        /* tar shard holding the sample (1 .. shard
+				* count), or RFB_INDEX_NO_SHARD (0) for a
+				* file of its own */
+	uint64_t offset;       /* byte offset of the data in the shard (0 for
+				* a file) */
 } rfb_sample_info;
+
+/* What the index knows about one tar shard (format version 2). */
+typedef struct rfb_shard_info {
+	const char *path;      /* relative to the root, or absolute; owned
+				* by the index */
+	uint64_t size;         /* bytes when indexed */
+	int64_t mtime_ns;      /* modification time when indexed, ns since
+				* the epoch */
+} rfb_shard_info;
 
 typedef struct rfb_index rfb_index;
 
@@ -63,6 +83,15 @@ const char *rfb_index_class_name(const rfb_index *idx, uint32_t label);
  * they can refuse to be used with another index. */
 uint64_t rfb_index_identity(const rfb_index *idx);
 
+/* Format version the index was read from (1 or 2). */
+unsigned rfb_index_version(const rfb_index *idx);
+
+/* Number of tar shards (0 for a tree or a list). */
+uint32_t rfb_index_shard_count(const rfb_index *idx);
+
+/* Fill *out for shard k (1 .. shard count).  Returns 0, or RFB_ENOTFOUND. */
+int rfb_index_shard(const rfb_index *idx, uint32_t k, rfb_shard_info *out);
+
 /* Directory that relative paths are relative to (absolute path). */
 const char *rfb_index_root(const rfb_index *idx);
 
@@ -76,13 +105,19 @@ uint32_t rfb_index_label(const rfb_index *idx, uint32_t id);
 uint64_t rfb_index_pixels(const rfb_index *idx, uint32_t id);
 
 /*
- * Full path of sample id: root + "/" + path for relative paths, or root
+ * Full path of the file that holds sample id (a shard sample: its shard):
+ * root + "/" + path for relative paths, or root
  * replaced by root_override when not NULL (the dataset was moved).
  * Writes into buf of size n; returns 0 or RFB_ELIMIT if it does not fit,
  * RFB_ENOTFOUND if id >= count.
  */
 int rfb_index_full_path(const rfb_index *idx, uint32_t id,
 			const char *root_override, char *buf, size_t n);
+
+/* Full path of shard k (1 .. count), as rfb_index_full_path() makes it.  Returns 0,
+ * RFB_ELIMIT or RFB_ENOTFOUND. */
+int rfb_index_shard_path(const rfb_index *idx, uint32_t k,
+			 const char *root_override, char *buf, size_t n);
 
 /* ---- building ---- */
 
@@ -99,7 +134,15 @@ void rfb_index_builder_free(rfb_index_builder *b);
 int rfb_index_builder_add_class(rfb_index_builder *b, const char *name,
 				rfb_err *err) RFB_MUST_CHECK;
 
-/* Append a sample (info->id is ignored: ids are positions). */
+/* Append a tar shard (its path relative to the root or absolute, its
+ * size and mtime); its number is the number of shards with it (the first
+ * is shard 1). */
+int rfb_index_builder_add_shard(rfb_index_builder *b, const char *path,
+				uint64_t size, int64_t mtime_ns,
+				rfb_err *err) RFB_MUST_CHECK;
+
+/* Append a sample (info->id is ignored: ids are positions; info->shard
+ * is RFB_INDEX_NO_SHARD or the number of a shard added before). */
 int rfb_index_builder_add(rfb_index_builder *b, const rfb_sample_info *info,
 			  rfb_err *err) RFB_MUST_CHECK;
 

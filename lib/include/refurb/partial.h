@@ -62,6 +62,8 @@ struct rfb_partial_opts {
 	uint64_t max_pixels;     /* 0: default */
 	int inflight;            /* batches being worked on at once (>= 1) */
 	const char *out_name;    /* the output, for messages; NULL: "(output)" */
+	const char *costs_path;  /* append every computed sample's thread CPU
+				  * time there (refurb-costs(5)), or NULL */
 	/* Called from the calling thread for each image left out (or, with
 	 * strict, the one that stops the run). */
 	void (*on_bad)(void *ctx, uint32_t sample, const rfb_err *why);

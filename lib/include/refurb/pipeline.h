@@ -241,4 +241,34 @@ struct rfb_pipe_decode {
 };
 void rfb_pipe_ctx_last_decode(const rfb_pipe_ctx *ctx, struct rfb_pipe_decode *d);
 
+/* ---- what the layers draw (pipeline_space.c) ---- */
+
+/* Filter name of layer ("resize", "randaug" ...; a randaug=n=2 filter is
+ * two "randaug" layers; static storage), or NULL when layer is out of
+ * range. */
+const char *rfb_pipeline_layer_name(const rfb_pipeline *p, int layer);
+
+/*
+ * Number of distinct outcomes of layer for a width x height input: its
+ * parameter space, for Theorem 1's |A| (the product over all layers) and
+ * |A_F| (over the final layers).  resize, centercrop, normalize, gray,
+ * rgb: 1; flip with 0 < p < 1: 2; crop: the positions (W - w + 1)(H - h
+ * + 1) of the padded input; rrcrop: the integer boxes whose area fraction
+ * and aspect ratio are in range, at every position; randaug: the 14 ops,
+ * two signs for each signed op whose magnitude is not 0; trivialaug: the
+ * distinct signed magnitudes of each op over its bins; autoaug: per
+ * sub-policy, (1 + signs) for each of its two steps, summed (an upper
+ * bound).  1 when layer is out of range.
+ */
+double rfb_pipeline_layer_choices(const rfb_pipeline *p, int layer, int width,
+				  int height);
+
+/*
+ * The op (enum rfb_op) that a randaug or trivialaug layer at position
+ * layer draws under key (the same draw the executor makes), or -1 for
+ * any other layer.
+ */
+int rfb_pipeline_layer_op(const rfb_pipeline *p, int layer,
+			  const struct rfb_pipe_key *key);
+
 #endif

@@ -28,7 +28,8 @@
 #include "refurb/error.h"
 #include "refurb/sched.h"
 
-#define RFB_PLAN_VERSION 1
+#define RFB_PLAN_VERSION 2      /* the newest version written and read;
+				 * plans without --even are written as 1 */
 #define RFB_PLAN_MAX_BATCH 65536u
 #define RFB_PLAN_MAX_ADDR 6          /* fields of a cache address */
 /* Longest sample token: id:m<death>@ and six 16-digit hex fields. */
@@ -47,6 +48,17 @@ enum rfb_plan_shuffle {
 enum rfb_plan_balance {
 	RFB_PLAN_BALANCE_NONE = 0,
 	RFB_PLAN_BALANCE_PIXELS = 1, /* even miss pixels per batch */
+	RFB_PLAN_BALANCE_COST = 2,   /* even predicted miss cost per batch */
+};
+
+/* Equal steps on every shard of N (refurb-plan --even): the shards of N
+ * differ by at most one sample; pad repeats one sample in every epoch of
+ * the smaller shards, drop leaves one out of every epoch of the larger
+ * ones, so that every shard has the same samples and batches per epoch. */
+enum rfb_plan_even {
+	RFB_PLAN_EVEN_NONE = 0,
+	RFB_PLAN_EVEN_PAD = 1,
+	RFB_PLAN_EVEN_DROP = 2,
 };
 
 /* The header line: what the plan was made from and with. */
@@ -61,12 +73,14 @@ typedef struct rfb_plan_header {
 	uint64_t evict_seed;    /* the schedule's seed */
 	uint64_t seed;          /* the plan's seed */
 	uint32_t batch_size;
-	uint32_t batches;       /* batch lines per epoch: ceil(n / batch) */
+	uint32_t batches;       /* batch lines per epoch: ceil(m / batch),
+				 * m = rfb_plan_epoch_samples() */
 	uint32_t first_epoch, last_epoch; /* inclusive */
 	int shuffle;            /* enum rfb_plan_shuffle */
 	int balance;            /* enum rfb_plan_balance */
 	int drop_last;
 	uint32_t shard_index, shard_count;
+	int even;               /* enum rfb_plan_even (version 2; none in 1) */
 } rfb_plan_header;
 
 /* One sample of a batch line. */
@@ -117,10 +131,21 @@ typedef struct rfb_plan_item {
 const char *rfb_plan_shuffle_name(int shuffle);
 /* enum value of a name ("sequential" is accepted for "none"), 0 if none. */
 int rfb_plan_shuffle_parse(const char *name);
-/* "none", "pixels"; "?" for an unknown value. */
+/* "none", "pixels", "cost"; "?" for an unknown value. */
 const char *rfb_plan_balance_name(int balance);
 /* enum value of a name, or -1 if it names no balance mode. */
 int rfb_plan_balance_parse(const char *name);
+/* "none", "pad", "drop"; "?" for an unknown value. */
+const char *rfb_plan_even_name(int even);
+/* enum value of a name, or -1 if it names no mode. */
+int rfb_plan_even_parse(const char *name);
+
+/*
+ * Samples in every epoch of a plan with this header, m: n without --even;
+ * with pad ceil(T/N), with drop floor(T/N) (T = total, N = shard_count),
+ * so that every shard of N has the same m.
+ */
+uint32_t rfb_plan_epoch_samples(const rfb_plan_header *h);
 
 /* ---- generating ---- */
 
@@ -130,8 +155,15 @@ typedef struct rfb_plan_params {
 	uint64_t seed;
 	int shuffle;           /* enum rfb_plan_shuffle */
 	int balance;           /* enum rfb_plan_balance; pixels needs
-				* cache-aware and a pixel table */
+				* cache-aware and a pixel table, cost
+				* cache-aware and miss_cost */
 	int drop_last;
+	int even;              /* enum rfb_plan_even */
+	/* balance = cost: the predicted seconds of computing sample id as a
+	 * miss in epoch (a pure function: the plan must stay one); called
+	 * for every miss of every epoch. */
+	double (*miss_cost)(const void *ctx, uint32_t id, uint32_t epoch);
+	const void *cost_ctx;
 } rfb_plan_params;
 
 typedef struct rfb_plan rfb_plan;
@@ -163,11 +195,20 @@ void rfb_plan_header_of(const rfb_plan *pl, rfb_plan_header *h);
 int rfb_plan_next(rfb_plan *pl, rfb_plan_item *item);
 
 /*
- * The order of one whole epoch: fill order (rfb_sched_count(s) entries)
- * with positions into rfb_sched_ids(s), batch after batch.  This is what
+ * The order of one whole epoch: fill order (rfb_plan_epoch_samples() of
+ * the plan's header entries; with --even one more or one fewer than
+ * rfb_sched_count(s)) with positions into rfb_sched_ids(s), batch after
+ * batch; with pad, one position appears twice.  This is what
  * rfb_plan_next walks through; exposed for tests and statistics.
  */
 void rfb_plan_epoch_order(rfb_plan *pl, uint32_t epoch, uint32_t *order);
+
+/*
+ * The sample --even drop leaves out of epoch e of schedule s: a position
+ * into rfb_sched_ids(s) (refurb-plan(5), HOW THE PLAN IS MADE).  Defined
+ * for any schedule; the plan uses it only in the larger shards of N.
+ */
+uint32_t rfb_plan_drop_position(const rfb_sched *s, uint32_t epoch);
 
 /*
  * Miss pixels of each sample of s's shard (by position), saturated to

@@ -24,6 +24,7 @@ enum {
 	RFB_STAGE_SHARD = 1,       /* shard membership (sample = 0) */
 	RFB_STAGE_EVICT = 2,       /* eviction permutation (sample = 0) */
 	RFB_STAGE_PLAN = 3,        /* per-epoch batch shuffle (sample = 0) */
+	RFB_STAGE_ADVISE = 4,      /* refurb-advise's sample (sample = 0) */
 	RFB_STAGE_PARTIAL = 0x10000, /* + filter position in the partial spec */
 	RFB_STAGE_FINAL = 0x20000,   /* + filter position in the final spec */
 	RFB_STAGE_VIEW = 0x100,      /* + view * this in the final spec (view

@@ -1,0 +1,316 @@
+/*
+ * refurb-advise - choose r and the split policy from measurements: time
+ * every layer of a full pipeline on a sample of the index, predict every
+ * (split, r)'s images per CPU-second and unique fraction, recommend.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "refurb/advise.h"
+#include "refurb/pipeline.h"
+
+static const char usage[] = "refurb-advise [OPTIONS] -p FULLSPEC INDEX";
+
+static const char help[] =
+	"Time every layer of the full augmentation pipeline FULLSPEC (decode\n"
+	"included) on a sample of INDEX, and print for every split point (1 to L\n"
+	"final layers) and every r in 1..R the predicted images per CPU-second of\n"
+	"the whole chain and the expected fraction of unique samples (Theorem\n"
+	"1), as TSV; then, after '#', the measured costs and a recommendation.\n"
+	"\n"
+	"  -p, --pipeline SPEC   the whole pipeline, partial and final parts in\n"
+	"                        order (e.g. resize=256,randaug=n=2:m=9,crop=224,flip)\n"
+	"  -n, --sample K        images to time (default 200), drawn with --seed\n"
+	"      --repeat N        runs per image and split, median taken (default 3)\n"
+	"  -s, --seed SEED       draws the sample and the augmentations (default 0)\n"
+	"  -R, --max-r R         reuse factors 1..R (default 6)\n"
+	"  -e, --epochs E        epochs of training (default 90)\n"
+	"      --rates MODE      steady (default): rates once every record is\n"
+	"                        reused r times; epochs: means over the E epochs\n"
+	"      --rate IMG/S      the trainer's consumption rate: recommend the most\n"
+	"                        diverse configuration that sustains it\n"
+	"      --cores N         CPUs for the chain (default: online CPUs)\n"
+	"      --codec CODEC     the cache's codec: raw (default), zstd[:LEVEL],\n"
+	"                        jpeg[:QUALITY]\n"
+	"      --root DIR        read the images under DIR instead of the\n"
+	"                        index's root\n"
+	"      --tmp-dir DIR     where the timed cache record is written\n"
+	"                        (default $TMPDIR or /tmp: put it on the cache's disk)\n"
+	"  -o, --output FILE     write to FILE instead of stdout\n"
+	CLI_COMMON_HELP
+	"\nWithout --rate the '# pareto' lines name the rows no other row beats\n"
+	"in both speed and diversity.  -j threads time images at once (default:\n"
+	"--cores), as the chain's workers run at once.\n"
+	"\nExit status: 0 ok, 1 bad index or images, write error, 2 usage error.\n"
+	"See refurb-advise(1).\n";
+
+enum { OPT_REPEAT = 0x2000, OPT_RATES, OPT_RATE, OPT_CORES, OPT_CODEC,
+       OPT_ROOT, OPT_TMP_DIR };
+
+struct options {
+	struct rfb_advise_opts a;
+	struct rfb_advise_target t;
+	const char *output;
+	int max_r;
+	double rate;      /* 0: not given */
+	int cores_given;
+	int threads_given;
+};
+
+/* A real number > 0 or a usage error. */
+static double parse_positive(const struct cli *c, const char *opt,
+			     const char *arg)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (end == arg || *end || errno == ERANGE || !isfinite(v) || v <= 0)
+		cli_usage_error(c, "%s: '%s' is not a number > 0", opt, arg);
+	return v;
+}
+
+static void parse_option(struct cli *c, struct options *o, int opt)
+{
+	rfb_err err = { 0 };
+
+	switch (opt) {
+	case 'p': o->a.spec = optarg; break;
+	case 'n':
+		o->a.sample = (uint32_t)cli_parse_u64(c, "--sample", optarg, 1,
+						      1000000);
+		break;
+	case OPT_REPEAT:
+		o->a.repeat = (int)cli_parse_u64(c, "--repeat", optarg, 1, 99);
+		break;
+	case 's': o->a.seed = cli_parse_u64(c, "--seed", optarg, 0, UINT64_MAX);
+		break;
+	case 'R': o->max_r = (int)cli_parse_u64(c, "--max-r", optarg, 1, 100);
+		break;
+	case 'e':
+		o->t.epochs = (double)cli_parse_u64(c, "--epochs", optarg, 1,
+						    1000000);
+		break;
+	case OPT_RATES:
+		if (strcmp(optarg, "steady") && strcmp(optarg, "epochs"))
+			cli_usage_error(c, "--rates: '%s' is not steady or epochs",
+					optarg);
+		o->t.steady = !strcmp(optarg, "steady");
+		break;
+	case OPT_RATE: o->rate = parse_positive(c, "--rate", optarg); break;
+	case OPT_CORES:
+		o->t.cores = parse_positive(c, "--cores", optarg);
+		o->cores_given = 1;
+		break;
+	case OPT_CODEC:
+		if (rfb_codec_parse(optarg, &o->a.codec, &err))
+			cli_usage_error(c, "--codec: %s", err.msg);
+		break;
+	case OPT_ROOT: o->a.root = optarg; break;
+	case OPT_TMP_DIR: o->a.tmp_dir = optarg; break;
+	case 'o': o->output = optarg; break;
+	case 'j':
+		o->threads_given = 1;
+		cli_common_option(c, opt, optarg);
+		break;
+	default:
+		if (!cli_common_option(c, opt, optarg))
+			cli_usage_error(c, "unexpected option");
+	}
+}
+
+/* A spec that cannot be split and batched is a usage error. */
+static void check_spec(const struct cli *c, const char *spec)
+{
+	rfb_pipeline *p = NULL;
+	struct rfb_pipe_shape shape;
+	rfb_err err = { 0 };
+
+	if (rfb_pipeline_parse(spec, &p, &err))
+		cli_usage_error(c, "%s", err.msg);
+	if (rfb_pipeline_layers(p) < 1)
+		cli_usage_error(c, "the pipeline has no layer to split");
+	if (rfb_pipeline_fixed_shape(p, 3, &shape, &err))
+		cli_usage_error(c, "%s", err.msg);
+	rfb_pipeline_free(p);
+}
+
+static void parse(struct cli *c, struct options *o, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "pipeline", required_argument, NULL, 'p' },
+		{ "sample", required_argument, NULL, 'n' },
+		{ "repeat", required_argument, NULL, OPT_REPEAT },
+		{ "seed", required_argument, NULL, 's' },
+		{ "max-r", required_argument, NULL, 'R' },
+		{ "epochs", required_argument, NULL, 'e' },
+		{ "rates", required_argument, NULL, OPT_RATES },
+		{ "rate", required_argument, NULL, OPT_RATE },
+		{ "cores", required_argument, NULL, OPT_CORES },
+		{ "codec", required_argument, NULL, OPT_CODEC },
+		{ "root", required_argument, NULL, OPT_ROOT },
+		{ "tmp-dir", required_argument, NULL, OPT_TMP_DIR },
+		{ "output", required_argument, NULL, 'o' },
+		CLI_COMMON_LONGOPTS,
+		{ NULL, 0, NULL, 0 }
+	};
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "p:n:s:R:e:o:"
+				  CLI_COMMON_SHORTOPTS, longopts, NULL)) != -1)
+		parse_option(c, o, opt);
+	if (!o->a.spec)
+		cli_usage_error(c, "the full pipeline is missing (-p SPEC)");
+	o->a.index_path = cli_one_operand(c, argc, argv, "index");
+	check_spec(c, o->a.spec);
+}
+
+static void on_bad(void *ctx, uint32_t sample, const rfb_err *why)
+{
+	char text[1200];
+
+	cli_warn(ctx, "%s (sample %u left out of the timing)",
+		 rfb_err_text(why, text, sizeof text), sample);
+}
+
+static void on_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	cli_progress(ctx, done, total, "images");
+}
+
+static void print_row(FILE *out, const rfb_advice *a,
+		      const struct rfb_advise_row *r)
+{
+	const struct rfb_advise_split *s = &a->split[r->split];
+
+	fprintf(out, "%d\t%s\t%s\t%d\t%.1f\t%.1f\t%.4f\t%.0f\n", r->final_layers,
+		s->partial_spec, s->final_spec, r->reuse, r->img_per_cpu_s,
+		r->img_per_s, r->unique_fraction, r->cache_bytes);
+}
+
+static void print_costs(FILE *out, const rfb_advice *a, const struct options *o)
+{
+	char codec[32];
+
+	fprintf(out, "# measured: %u images of %u (%u left out), median of %d "
+		"runs each, %d threads, seed %llu, codec %s; thread CPU ms per "
+		"image\n", a->measured, a->images, a->failed, o->a.repeat,
+		o->a.threads,
+		(unsigned long long)o->a.seed,
+		rfb_codec_text(&o->a.codec, codec, sizeof codec));
+	fprintf(out, "# rates: %s on %g cores; unique fraction after %g epochs; "
+		"|A| = %.4g\n", o->t.steady ? "steady state" : "mean over the "
+		"epochs", o->t.cores, o->t.epochs, a->choices);
+	fprintf(out, "# layer\tname\tinput\tpartial_ms\tfinal_ms\tchoices\n");
+	fprintf(out, "# 0\tdecode\t-\t%.3f\t-\t1\n", a->decode_s * 1e3);
+	for (int j = 0; j < a->layers; j++) {
+		const struct rfb_advise_layer *l = &a->layer[j];
+		fprintf(out, "# %d\t%s\t%dx%d\t", j + 1, l->name, l->in_width,
+			l->in_height);
+		if (isnan(l->partial_s))
+			fprintf(out, "-");
+		else
+			fprintf(out, "%.3f", l->partial_s * 1e3);
+		fprintf(out, "\t%.3f\t%.6g\n", l->final_s * 1e3, l->choices);
+	}
+	fprintf(out, "# final_layers\tpartial_ms\twrite_ms\tread_ms\tfinal_ms\t"
+		"transfer_ms\trecord_bytes\tfinal_choices\n");
+	for (int k = a->splits - 1; k >= 0; k--) {
+		const struct rfb_advise_split *s = &a->split[k];
+		fprintf(out, "# %d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.0f\t%.6g\n",
+			s->final_layers, s->partial_s * 1e3, s->write_s * 1e3,
+			s->read_s * 1e3, s->final_s * 1e3, s->transfer_s * 1e3,
+			s->record_bytes, s->final_choices);
+	}
+}
+
+static void print_choice(struct cli *c, FILE *out, const rfb_advice *a,
+			 const struct options *o,
+			 const struct rfb_advise_row *rows, int n)
+{
+	unsigned char *front;
+	int best;
+
+	if (o->rate) {
+		best = rfb_advise_recommend(rows, n, o->rate);
+		if (best < 0) {
+			cli_warn(c, "no configuration sustains %g images/s on %g "
+				 "cores", o->rate, o->t.cores);
+			fprintf(out, "# recommended: none sustains %g images/s on "
+				"%g cores\n", o->rate, o->t.cores);
+			return;
+		}
+		fprintf(out, "# recommended for %g images/s on %g cores:\t",
+			o->rate, o->t.cores);
+		print_row(out, a, &rows[best]);
+		return;
+	}
+	if (!(front = malloc((size_t)n)))
+		cli_die(c, "out of memory");
+	rfb_advise_pareto(rows, n, front);
+	for (int i = 0; i < n; i++)
+		if (front[i]) {
+			fprintf(out, "# pareto\t");
+			print_row(out, a, &rows[i]);
+		}
+	free(front);
+}
+
+static void report(struct cli *c, const rfb_advice *a, const struct options *o)
+{
+	int n = a->splits * o->max_r, i = 0;
+	struct rfb_advise_row *rows = calloc((size_t)n, sizeof *rows);
+	FILE *out;
+
+	if (!rows)
+		cli_die(c, "out of memory");
+	for (int k = a->splits - 1; k >= 0; k--)
+		for (int r = 1; r <= o->max_r; r++)
+			rfb_advise_predict(a, k, r, &o->t, &rows[i++]);
+	out = cli_open_output(c, o->output, 0, 0);
+	fprintf(out, "final_layers\tpartial\tfinal\tr\timg_per_cpu_s\timg_per_s\t"
+		"unique_fraction\tcache_bytes\n");
+	for (i = 0; i < n; i++)
+		print_row(out, a, &rows[i]);
+	print_costs(out, a, o);
+	print_choice(c, out, a, o, rows, n);
+	cli_close_output(c, out, o->output);
+	free(rows);
+}
+
+int main(int argc, char **argv)
+{
+	struct cli c;
+	struct options o = { .output = "-", .max_r = 6 };
+	rfb_err err = { 0 };
+	rfb_advice *a;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	o.a.sample = 200;
+	o.a.repeat = 3;
+	o.a.codec.kind = RFB_CODEC_RAW;
+	o.a.tmp_dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR")
+							      : "/tmp";
+	o.t.epochs = 90;
+	o.t.steady = 1;
+	o.t.cores = cpus > 0 ? (double)cpus : 1;
+	cli_init(&c, "refurb-advise", usage, help);
+	parse(&c, &o, argc, argv);
+	o.a.threads = o.threads_given ? c.threads
+				      : o.t.cores < 1.5 ? 1
+				      : o.t.cores > 256 ? 256 : (int)(o.t.cores + 0.5);
+	o.a.on_bad = on_bad;
+	o.a.on_progress = on_progress;
+	o.a.ctx = &c;
+	if (!(a = rfb_advise_measure(&o.a, &err)))
+		cli_die_err(&c, &err);
+	cli_progress_clear(&c);
+	report(&c, a, &o);
+	rfb_advice_free(a);
+	return 0;
+}

@@ -1,0 +1,149 @@
+/*
+ * advise.h - the cost model behind refurb-advise: time every split point
+ * of a full augmentation pipeline on a sample of the index, then predict
+ * for every (split, r) the chain's images per CPU-second and the expected
+ * fraction of unique samples (Theorem 1), and pick a configuration.
+ *
+ * Measuring (rfb_advise_measure) splits the sample among `threads`
+ * threads timing at once (the chain's workers run at once too, sharing
+ * caches and memory bandwidth) and reads thread CPU time
+ * (CLOCK_THREAD_CPUTIME_ID), so other load on the machine changes little.  For every sampled image and every split point
+ * k (the first k layers partial, the other L - k final; k = 0 .. L-1) it
+ * takes the median of `repeat` runs of:
+ *   partial  reading the file and rfb_pipe_run_jpeg with the first k
+ *            layers (decode included, with its decode-time shortcuts, as
+ *            refurb-partial does)
+ *   write    encoding the result as a cache record with the codec and
+ *            writing it to a file in tmp_dir
+ *   read     reading that record back and decoding it
+ *   final    rfb_pipe_run of the last L - k layers on it
+ * and once per split the transfer of its output through a pipe (the
+ * batch stream, both ends).  The model (rfb_advise_predict) then adds
+ * these up per image: misses pay partial + write, every use pays read +
+ * final + transfer.
+ */
+#ifndef REFURB_ADVISE_H
+#define REFURB_ADVISE_H
+
+#include <stdint.h>
+
+#include "refurb/error.h"
+#include "refurb/record.h"
+
+struct rfb_advise_opts {
+	const char *index_path;
+	const char *root;          /* dataset root override, or NULL */
+	const char *spec;          /* the full pipeline */
+	struct rfb_codec codec;    /* of the cache */
+	uint32_t sample;           /* images to time (at most the index's) */
+	int repeat;                /* runs per image and split (>= 1) */
+	uint64_t seed;             /* draws the sample and the augmentations */
+	const char *tmp_dir;       /* where the record files are written */
+	int threads;               /* timing at once (>= 1), like the chain's
+				    * workers: they share caches and memory */
+	/* Called after every image (may be NULL). */
+	void (*on_progress)(void *ctx, uint64_t done, uint64_t total);
+	/* Called for each image that cannot be read or decoded (may be
+	 * NULL); the image is left out of the sample. */
+	void (*on_bad)(void *ctx, uint32_t sample, const rfb_err *why);
+	void *ctx;
+};
+
+/* One layer of the full pipeline. */
+struct rfb_advise_layer {
+	const char *name;          /* filter name; owned by the advice */
+	double partial_s;          /* what adding it to the partial part costs
+				    * per miss (may be < 0: a resize folded
+				    * into the decode saves time) */
+	double final_s;            /* what it costs per use in the final part */
+	double choices;            /* distinct outcomes (|A| factor) */
+	int in_width, in_height;   /* median input size */
+};
+
+/* One split point: the first layers partial, the last final_layers final.
+ * Times are means over the sampled images of per-image medians, seconds
+ * of thread CPU time. */
+struct rfb_advise_split {
+	int final_layers;          /* 1 .. L */
+	char *partial_spec;        /* canonical text ("" when empty) */
+	char *final_spec;
+	double partial_s;          /* read the file, decode, partial layers */
+	double write_s;            /* encode the record, write it */
+	double read_s;             /* read the record, decode it */
+	double final_s;            /* final layers */
+	double transfer_s;         /* the output through a pipe, both ends */
+	double record_bytes;       /* mean record size */
+	double final_choices;      /* |A_F| */
+};
+
+typedef struct rfb_advice {
+	uint32_t images;           /* samples in the index */
+	uint32_t measured;         /* images timed */
+	uint32_t failed;           /* sampled images left out */
+	int layers;                /* L */
+	struct rfb_advise_layer *layer;   /* L */
+	int splits;                /* L: final_layers = L - k for k = 0 .. L-1 */
+	struct rfb_advise_split *split;   /* by k */
+	double decode_s;           /* read + decode alone (k = 0's partial) */
+	double choices;            /* |A| */
+	char *spec;                /* canonical full pipeline */
+} rfb_advice;
+
+/*
+ * Measure.  Returns the advice (free with rfb_advice_free) or NULL with
+ * err filled: a bad spec (RFB_ESPEC), an unreadable index, no image of
+ * the sample readable, a pipeline that cannot give one output size
+ * (RFB_ESPEC: a batch needs it), tmp_dir not writable (RFB_EIO).
+ */
+rfb_advice *rfb_advise_measure(const struct rfb_advise_opts *o, rfb_err *err);
+
+/* Free an advice.  NULL accepted. */
+void rfb_advice_free(rfb_advice *a);
+
+/* What to predict for. */
+struct rfb_advise_target {
+	double epochs;             /* E (>= 1) */
+	int steady;                /* 1: rates of the steady state (epochs >=
+				    * r: misses 1/r); 0: means over E epochs
+				    * (epoch 0 all misses) */
+	double cores;              /* CPUs for the chain (> 0) */
+};
+
+/* One row of the table. */
+struct rfb_advise_row {
+	int split;                 /* index into advice->split */
+	int final_layers;
+	int reuse;                 /* r */
+	double img_per_cpu_s;
+	double img_per_s;          /* img_per_cpu_s * cores */
+	double unique_fraction;    /* E(U) / E, Theorem 1 */
+	double cache_bytes;        /* images * record bytes */
+	double miss_fraction;      /* misses per use */
+};
+
+/*
+ * The prediction for split k (0 .. splits-1) and reuse factor r (>= 1):
+ * misses per use m = 1/r (steady) or (1 + (E - 1)/r) / E; CPU seconds
+ * per image = m (partial + write) + read + final + transfer.
+ */
+void rfb_advise_predict(const rfb_advice *a, int k, int r,
+			const struct rfb_advise_target *t,
+			struct rfb_advise_row *row);
+
+/*
+ * Rows on the Pareto front of (img_per_cpu_s, unique_fraction): no other
+ * row is at least as good in both and better in one (unique fractions
+ * within 1e-9 count as equal).  Sets on_front[i]
+ * to 1 or 0 for each of the n rows.
+ */
+void rfb_advise_pareto(const struct rfb_advise_row *rows, int n,
+		       unsigned char *on_front);
+
+/*
+ * The row with the highest unique fraction whose img_per_s sustains rate
+ * (ties, within 1e-9: the higher img_per_cpu_s), or -1 when none does.
+ */
+int rfb_advise_recommend(const struct rfb_advise_row *rows, int n,
+			 double rate);
+
+#endif

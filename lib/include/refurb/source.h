@@ -1,0 +1,54 @@
+/*
+ * source.h - reading the bytes of an index's samples: a file of its own
+ * (one open and read) or a member of a tar shard (one pread at the offset
+ * the index recorded, on a descriptor opened once per shard).
+ *
+ * A shard is opened the first time one of its samples is read, and is
+ * refused (RFB_EMISMATCH) when it vanished or its size or mtime differ
+ * from what the index recorded: its offsets would no longer be right.
+ * One rfb_source is shared by all threads without locking on the read
+ * path.
+ */
+#ifndef REFURB_SOURCE_H
+#define REFURB_SOURCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "refurb/error.h"
+#include "refurb/index.h"
+
+typedef struct rfb_source rfb_source;
+
+/*
+ * A reader of idx's samples (idx must outlive it).  root_override, when
+ * not NULL, replaces the index's root (the dataset was moved).  Returns
+ * the handle (free with rfb_source_close) or NULL with err filled.
+ */
+rfb_source *rfb_source_open(const rfb_index *idx, const char *root_override,
+			    rfb_err *err);
+
+/* Close every shard descriptor and free.  NULL accepted. */
+void rfb_source_close(rfb_source *src);
+
+/*
+ * Read the bytes of sample id into *buf, which grows (realloc) when *cap
+ * is too small and never shrinks; one more byte than the data is
+ * allocated.  Samples over max_len bytes are refused (RFB_ELIMIT).
+ * Returns 0 with *len set, or a negative RFB_E* code with err naming the
+ * file (a shard sample: the shard, and the member in the message):
+ * RFB_EMISMATCH for a shard that vanished or changed since indexing,
+ * RFB_ETRUNC for a shard now shorter than the sample's range, RFB_EIO,
+ * RFB_EINVAL, RFB_ELIMIT, RFB_ENOMEM.
+ */
+int rfb_source_read(rfb_source *src, uint32_t id, size_t max_len,
+		    unsigned char **buf, size_t *cap, size_t *len,
+		    rfb_err *err) RFB_MUST_CHECK;
+
+/*
+ * Make err name sample id: its file, or its shard with "member NAME: "
+ * before the message.  For errors found after reading (a bad JPEG).
+ */
+void rfb_source_blame(const rfb_source *src, uint32_t id, rfb_err *err);
+
+#endif

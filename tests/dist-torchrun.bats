@@ -1,0 +1,144 @@
+#!/usr/bin/env bats
+# DistributedDataParallel over per-rank refurb chains, started by the real
+# torchrun (Debian's python3-torch, gloo on CPU): 2 ranks train a small CNN
+# for 3 epochs through refurb_stream.launch.  Checks equal steps on every
+# rank, that the ranks together see every sample once per epoch (plus the
+# pad), that a job whose rank lost its refurb-partial to kill -9 resumes
+# from its last epoch with the same batches, and that no refurb process
+# outlives the job, whether it ends, fails or is killed.
+#
+# Debian's torchrun (torch 1.13 on Python 3.11) crashes before it starts
+# any rank with its default --redirects 0 --tee 0 ('NoneType' object has no
+# attribute 'get' in to_map: Python 3.11's IntFlag no longer lists the
+# zero member, so Std.from_str("0") is None); --redirects 2 --tee 2 (the
+# ranks' stderr to log files and to the console) avoids that code path.
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+TORCHRUN_FIX="--redirects 2 --tee 2"
+
+need_torchrun() {
+	need_numpy
+	/usr/bin/python3 -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null ||
+		skip "python3-torch with gloo is not installed (scripts/deps --dist)"
+	command -v torchrun > /dev/null ||
+		skip "torchrun is not installed (python3-torch; scripts/deps --dist)"
+}
+
+# train OUT CACHE [ddp_train options]: one torchrun job of 2 ranks.
+train() {
+	local out="$1" cache="$2"
+	shift 2
+	mkdir -p "$out"
+	PYTHONPATH="$TOP/python" timeout 300 torchrun --standalone --nproc_per_node 2 \
+		$TORCHRUN_FIX "$TOP/tests/dist/ddp_train.py" \
+		"$out" "$IDX" "$cache" "$@"
+}
+
+setup_file() {
+	need_torchrun
+	make_dataset "$BATS_FILE_TMPDIR/ds" 65 3
+	refurb-index -q -o "$BATS_FILE_TMPDIR/ds.idx" "$BATS_FILE_TMPDIR/ds"
+	IDX="$BATS_FILE_TMPDIR/ds.idx"
+	# the reference: an uninterrupted job
+	train "$BATS_FILE_TMPDIR/ref" "$BATS_FILE_TMPDIR/ref-cache" \
+		> "$BATS_FILE_TMPDIR/ref.out" 2>&1 || true
+}
+
+setup() {
+	set -o pipefail
+	need_torchrun
+	IDX="$BATS_FILE_TMPDIR/ds.idx"
+	REF="$BATS_FILE_TMPDIR/ref"
+	T="$BATS_TEST_TMPDIR"
+}
+
+# no_chain_left DIR: no refurb program names DIR (waits up to 10 s).
+no_chain_left() {
+	for _ in $(seq 100); do
+		pgrep -f -- "refurb-[a-z]+ .*$1" > /dev/null || return 0
+		sleep 0.1
+	done
+	pgrep -a -f -- "refurb-[a-z]+ .*$1" >&2
+	return 1
+}
+
+# wait_for FILE PATTERN: FILE gets a line matching PATTERN (60 s at most).
+wait_for() {
+	for _ in $(seq 600); do
+		grep -qE -- "$2" "$1" 2> /dev/null && return 0
+		sleep 0.1
+	done
+	echo "no '$2' in $1" >&2
+	return 1
+}
+
+@test "torchrun, 2 ranks, 3 epochs: the same steps on every rank, every sample once per epoch plus one pad" {
+	# 65 samples in 2 shards of 32 and 33: 4 and 5 batches of 8 without
+	# --even, a DDP job that hangs; with --even pad: 33 each, 5 steps
+	[ "$(cat "$REF/rank-0.done")" = "steps 15 epochs 0-2" ]
+	[ "$(cat "$REF/rank-1.done")" = "steps 15 epochs 0-2" ]
+	for k in 0 1; do
+		[ "$(awk '{ print $1 }' "$REF/rank-$k.log" | uniq -c | awk '{ print $1 }' | sort -u)" = 5 ]
+	done
+	for e in 0 1 2; do
+		awk -v e=$e '$1 == e { print $4 }' "$REF"/rank-?.log | tr ',' '\n' | sort -n > "$T/ids"
+		[ "$(wc -l < "$T/ids")" -eq 66 ]                  # 2 x 33
+		[ "$(sort -u "$T/ids" | wc -l)" -eq 65 ]          # every sample
+		[ "$(seq 0 64)" = "$(sort -nu "$T/ids")" ]
+		[ "$(uniq -d "$T/ids" | wc -l)" -eq 1 ]           # the one pad
+	done
+	no_chain_left "$BATS_FILE_TMPDIR/ref-cache"
+}
+
+@test "torchrun: kill -9 of one rank's chain fails the job, no refurb process is left; the rerun resumes from the last epoch with the same batches" {
+	# 30 epochs planned, a slow trainer: the chains are running at epoch 1
+	train "$T/run" "$T/cache" --epochs 30 --step-sleep 0.2 --chain-log "$T/chains" \
+		> "$T/out" 2>&1 &
+	job=$!
+	wait_for "$T/run/rank-1.log" '^1 1 '
+	[ -s "$T/run/checkpoint.pt" ]
+	# rank 1's chain: refurb-plan, -partial, -final (those still running:
+	# refurb-final at least, which waits for the trainer to read)
+	pids=$(awk '$1 == 1 { print $2, $3, $4 }' "$T/chains")
+	[ "$(ps -o args= -p "${pids##* }" | grep -c '^[^ ]*refurb-final ')" -eq 1 ]
+	kill -9 $pids 2> /dev/null || true
+	status=0
+	wait $job || status=$?
+	[ "$status" -ne 0 ]
+	grep -qE "rank 1: refurb-(plan|partial|final) was killed by signal 9" "$T/out"
+	no_chain_left "$T/cache"
+	# nothing was read from a segment deleted under refurb-final's feet
+	run ! grep -q 'segment is gone' "$T/out"
+	# resume: the same command with --resume, the same caches; it starts
+	# after the last epoch rank 0 saved (1 or 2 by then)
+	mkdir "$T/killed"
+	mv "$T"/run/rank-*.log "$T/killed"
+	train "$T/run" "$T/cache" --epochs 30 --resume > "$T/out2" 2>&1
+	start=$(sed -n 's/^steps [0-9]* epochs \([0-9]*\)-29$/\1/p' "$T/run/rank-0.done")
+	[ "$start" -ge 1 ]
+	[ "$start" -le 2 ]
+	[ "$(cat "$T/run/rank-0.done")" = "steps $(( (30 - start) * 5 )) epochs $start-29" ]
+	[ "$(cat "$T/run/rank-1.done")" = "$(cat "$T/run/rank-0.done")" ]
+	# the epochs it redid are those of the uninterrupted job, byte for byte
+	for k in 0 1; do
+		diff <(awk -v s=$start '$1 >= s' "$REF/rank-$k.log") <(awk '$1 <= 2' "$T/run/rank-$k.log")
+	done
+	no_chain_left "$T/cache"
+}
+
+@test "torchrun: kill -9 of a rank's trainer ends the job and every chain with it" {
+	train "$T/run" "$T/cache" --epochs 40 --chain-log "$T/chains" > "$T/out" 2>&1 &
+	job=$!
+	wait_for "$T/run/rank-0.log" '^0 1 '
+	final=$(awk '$1 == 0 { print $4 }' "$T/chains")
+	trainer=$(ps -o ppid= -p "$final" | tr -d ' ')
+	[ "$(ps -o args= -p "$trainer" | grep -c 'ddp_train.py')" -eq 1 ]
+	kill -9 "$trainer"
+	status=0
+	wait $job || status=$?
+	[ "$status" -ne 0 ]
+	no_chain_left "$T/cache"
+	[ ! -e "$T/run/rank-1.done" ]
+}

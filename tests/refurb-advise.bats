@@ -1,0 +1,146 @@
+#!/usr/bin/env bats
+# refurb-advise: the table's shape and what its numbers must satisfy
+# whatever the machine (the times themselves are never asserted), the
+# recommendation, bad input.
+
+load helpers
+bats_require_minimum_version 1.5.0
+set -o pipefail
+
+FULL='resize=64,randaug=n=2:m=9,crop=56,flip'
+HEAD='final_layers	partial	final	r	img_per_cpu_s	img_per_s	unique_fraction	cache_bytes'
+
+setup_file() {
+	cd "$BATS_FILE_TMPDIR"
+	make_dataset ds 24 3
+	refurb-index -q -o train.idx ds
+	refurb-advise -q -n 12 --repeat 1 -R 4 -p "$FULL" train.idx > table.tsv
+}
+
+setup() {
+	cd "$BATS_FILE_TMPDIR"
+	T="$BATS_TEST_TMPDIR"
+}
+
+@test "--help, --version, usage errors" {
+	run refurb-advise --help
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == "Usage: refurb-advise"* ]]
+	[[ "$output" == *"--max-r"* ]]
+	run refurb-advise --version
+	[ "$status" -eq 0 ]
+	run refurb-advise train.idx
+	expect_fail 2 "refurb-advise: the full pipeline is missing"
+	run refurb-advise -p "$FULL"
+	expect_fail 2 "refurb-advise: "
+	[[ "$output" == *"index"* ]]
+	run refurb-advise -p "$FULL" --rates fast train.idx
+	expect_fail 2 "refurb-advise: --rates: 'fast' is not steady or epochs"
+	run refurb-advise -p "$FULL" --rate 0 train.idx
+	expect_fail 2 "refurb-advise: --rate: '0' is not a number > 0"
+	run refurb-advise -p "$FULL" --cores -1 train.idx
+	expect_fail 2 "refurb-advise: --cores: '-1' is not a number > 0"
+	run refurb-advise -p "$FULL" -R 0 train.idx
+	expect_fail 2 "refurb-advise: --max-r: 0 is out of range"
+	run refurb-advise -p "$FULL" --codec gzip train.idx
+	expect_fail 2 "refurb-advise: --codec: "
+}
+
+@test "a bad spec, or one without a fixed output size: exit 2 naming it" {
+	run refurb-advise -p 'resize=64,blur' train.idx
+	expect_fail 2 "refurb-advise: bad pipeline spec at column 11: unknown filter \"blur\""
+	run refurb-advise -p 'resize=64,flip' train.idx
+	expect_fail 2 "refurb-advise: pipeline "
+	[[ "${lines[0]}" == *"output size depends on the input"* ]]
+	run refurb-advise -p '' train.idx
+	expect_fail 2 "refurb-advise: the pipeline has no layer to split"
+}
+
+@test "one row per (split, r): L final-layer counts times R, 8 fields" {
+	[ "$(head -1 table.tsv)" = "$HEAD" ]
+	# 5 layers (randaug=n=2 is two) x r = 1..4
+	[ "$(grep -vc '^#' table.tsv)" -eq 21 ]
+	grep -v '^#' table.tsv | tail -n +2 | awk -F'\t' '
+		NF != 8 { print "fields: " $0; bad = 1 }
+		{ n[$1]++; if ($4 < 1 || $4 > 4) { print "r: " $0; bad = 1 } }
+		END { for (f = 1; f <= 5; f++) if (n[f] != 4) { print "split " f ": " n[f]; bad = 1 }
+		      exit bad }'
+	# the splits of the spec: first layers partial, the rest final
+	grep -q "^1	resize=64:[^	]*,crop=56x56:[^	]*	flip=p=0.5,centercrop=56x56	1	" table.tsv
+	grep -q "^5		resize=64:[^	]*,flip=p=0.5	1	" table.tsv
+	grep -q "^3	resize=64:[^	]*,randaug=n=1:[^	]*	randaug=n=1:" table.tsv
+}
+
+@test "what the numbers must satisfy: faster with r, diversity in [0, 1]" {
+	grep -v '^#' table.tsv | tail -n +2 | awk -F'\t' '
+		$7 < 0 || $7 > 1 { print "unique fraction: " $0; bad = 1 }
+		$5 <= 0 || $8 <= 0 { print "rate or bytes: " $0; bad = 1 }
+		$4 == 1 && $7 < 0.999 { print "r = 1 is not all unique: " $0; bad = 1 }
+		$4 > 1 && $1 == prev_split && $5 <= prev_rate { print "not faster with r: " $0; bad = 1 }
+		$4 > 1 && $1 == prev_split && $7 > prev_unique + 1e-9 { print "more unique with r: " $0; bad = 1 }
+		{ prev_split = $1; prev_rate = $5; prev_unique = $7 }
+		END { exit bad }'
+	# only flip final (|A_F| = 2): r = 4 repeats most augmentations
+	awk -F'\t' '$1 == 1 && $4 == 4 { exit !($7 < 0.6) }' table.tsv
+	# the costs and choices behind the rows are printed
+	grep -q '^# layer	name	input	partial_ms	final_ms	choices$' table.tsv
+	grep -q '^# 2	randaug	.*	23$' table.tsv
+	grep -q '^# 5	flip	56x56	-	' table.tsv
+	grep -q '^# pareto	' table.tsv
+}
+
+@test "--cores scales img_per_s; --rates epochs -e 1: every use a miss" {
+	refurb-advise -q -n 4 --repeat 1 -R 3 --cores 4 -e 1 --rates epochs \
+		-p "$FULL" train.idx > "$T/t"
+	grep -v '^#' "$T/t" | tail -n +2 | awk -F'\t' '
+		{ d = $6 - 4 * $5; if (d > 1e-4 * $6 || d < -1e-4 * $6) { print "cores: " $0; bad = 1 } }
+		$1 == prev && $5 != prev_rate { print "r changes a 1-epoch run: " $0; bad = 1 }
+		{ prev = $1; prev_rate = $5 }
+		END { exit bad }'
+	grep -q '^# rates: mean over the epochs on 4 cores; unique fraction after 1 epochs' "$T/t"
+}
+
+@test "--rate: the most diverse row that sustains it, or none" {
+	refurb-advise -q -n 4 --repeat 1 -R 3 --cores 2 --rate 1 -p "$FULL" \
+		train.idx > "$T/t"
+	run grep -c '^# recommended for 1 images/s on 2 cores:	' "$T/t"
+	[ "$output" -eq 1 ]
+	# at 1 image/s everything sustains it: the most diverse row of the
+	# same table
+	awk -F'\t' '
+		!/^#/ && NR > 1 { u[NR] = $7; v[NR] = $5; if ($7 > max) max = $7 }
+		/^# recommended/ { ru = $8; rv = $6 }
+		END { if (ru != max) { print "unique " ru ", max " max; exit 1 } }' "$T/t"
+	run ! grep -q '^# pareto' "$T/t"
+	run refurb-advise -n 4 --repeat 1 --rate 1e12 -p "$FULL" train.idx
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"refurb-advise: no configuration sustains 1e+12 images/s"* ]]
+	[[ "$output" == *"# recommended: none sustains"* ]]
+}
+
+@test "broken images are named and left out; none readable: exit 1" {
+	mkdir -p "$T/ds"
+	cp -r ds/class000 "$T/ds/"
+	refurb-index -q -o "$T/x.idx" "$T/ds"
+	first=$(ls "$T/ds/class000" | head -1)
+	head -c 100 "ds/class000/$first" > "$T/ds/class000/$first"
+	run refurb-advise -n 100 --repeat 1 -R 1 -p "$FULL" "$T/x.idx"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"$first"*"left out of the timing"* ]]
+	[[ "$output" == *"# measured: 7 images of 8 (1 left out)"* ]]
+	for f in "$T"/ds/class000/*.jpg; do echo junk > "$f"; done
+	run refurb-advise -n 100 --repeat 1 -p "$FULL" "$T/x.idx"
+	[ "$status" -eq 1 ]
+	[[ "${lines[-1]}" == "refurb-advise: $T/x.idx: none of the 8 sampled images could be read" ]]
+}
+
+@test "bad index, unwritable --tmp-dir: exit 1 naming the file" {
+	run refurb-advise -p "$FULL" "$T/none.idx"
+	expect_fail 1 "refurb-advise: $T/none.idx: "
+	echo garbage > "$T/bad.idx"
+	run refurb-advise -p "$FULL" "$T/bad.idx"
+	expect_fail 1 "refurb-advise: $T/bad.idx: "
+	run refurb-advise -p "$FULL" --tmp-dir "$T/nodir" train.idx
+	expect_fail 1 "refurb-advise: $T/nodir/refurb-advise."
+	[[ "${lines[0]}" == *"cannot create the record file"* ]]
+}

@@ -1,0 +1,119 @@
+/*
+ * test_advise.c - the cost model of refurb-advise: the layers' parameter
+ * spaces, the prediction formula, the Pareto front and the choice.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "refurb/advise.h"
+#include "refurb/pipeline.h"
+#include "refurb/sched.h"
+#include "test.h"
+
+static void test_choices(void)
+{
+	rfb_pipeline *p = NULL;
+	rfb_err err = { 0 };
+
+	CHECK(rfb_pipeline_parse("resize=256,randaug=n=2:m=9,crop=224,flip,"
+				 "crop=32:pad=4,rrcrop=8,randaug=n=1:m=0",
+				 &p, &err) == 0);
+	CHECK(rfb_pipeline_layers(p) == 8);
+	CHECK(strcmp(rfb_pipeline_layer_name(p, 1), "randaug") == 0);
+	CHECK(rfb_pipeline_layer_name(p, 8) == NULL);
+	CHECK(rfb_pipeline_layer_choices(p, 0, 640, 480) == 1);
+	/* 14 ops, the 9 signed ones (ShearX .. Sharpness) with two signs */
+	CHECK(rfb_pipeline_layer_choices(p, 1, 341, 256) == 23);
+	/* magnitude 0: no sign to draw */
+	CHECK(rfb_pipeline_layer_choices(p, 7, 8, 8) == 14);
+	CHECK(rfb_pipeline_layer_choices(p, 3, 341, 256) == 33.0 * 118);
+	CHECK(rfb_pipeline_layer_choices(p, 4, 224, 224) == 2);
+	/* padding 4 around 224: (232 - 32 + 1)^2 */
+	CHECK(rfb_pipeline_layer_choices(p, 5, 224, 224) == 201.0 * 201);
+	/* rrcrop of a 2x2 image, scale 0.08-1, ratio 3/4-4/3: 1x1 (4
+	 * places), 2x2 (1) */
+	CHECK(rfb_pipeline_layer_choices(p, 6, 2, 2) == 5);
+	rfb_pipeline_free(p);
+}
+
+static void test_ops_drawn(void)
+{
+	rfb_pipeline *p = NULL;
+	rfb_err err = { 0 };
+	struct rfb_pipe_key key = { 7, 0, 0, RFB_STAGE_PARTIAL };
+	int seen[16] = { 0 }, kinds = 0;
+
+	CHECK(rfb_pipeline_parse("resize=64,randaug=n=2:m=9", &p, &err) == 0);
+	CHECK(rfb_pipeline_layer_op(p, 0, &key) == -1);
+	for (key.sample = 0; key.sample < 500; key.sample++) {
+		int op = rfb_pipeline_layer_op(p, 1, &key);
+		CHECK(op >= 0 && op < 14);
+		if (op >= 0 && op < 16 && !seen[op]++)
+			kinds++;
+	}
+	CHECK(kinds == 14);
+	rfb_pipeline_free(p);
+}
+
+/* A hand-made advice of two splits. */
+static rfb_advice *fake(void)
+{
+	rfb_advice *a = calloc(1, sizeof *a);
+
+	a->images = 1000;
+	a->splits = a->layers = 2;
+	a->split = calloc(2, sizeof *a->split);
+	a->layer = calloc(2, sizeof *a->layer);
+	a->choices = 1e6;
+	/* k = 0: everything final */
+	a->split[0] = (struct rfb_advise_split){ 2, NULL, NULL, 1e-3, 0, 0,
+		4e-3, 0, 1e6, 1e6 };
+	/* k = 1: 4 ms partial, 1 ms per use, 100 final choices */
+	a->split[1] = (struct rfb_advise_split){ 1, NULL, NULL, 3e-3, 5e-4,
+		2e-4, 3e-4, 0, 1.5e5, 100 };
+	return a;
+}
+
+static void test_predict(void)
+{
+	rfb_advice *a = fake();
+	struct rfb_advise_target steady = { 90, 1, 2 }, whole = { 10, 0, 2 };
+	struct rfb_advise_row row[4];
+	unsigned char front[4];
+
+	rfb_advise_predict(a, 1, 3, &steady, &row[0]);
+	/* (3 + 0.5) / 3 + 0.2 + 0.3 ms per image */
+	CHECK(fabs(row[0].img_per_cpu_s - 1 / (3.5e-3 / 3 + 5e-4)) < 1e-6);
+	CHECK(fabs(row[0].img_per_s - 2 * row[0].img_per_cpu_s) < 1e-6);
+	CHECK(row[0].cache_bytes == 1.5e8 && row[0].final_layers == 1);
+	CHECK(fabs(row[0].unique_fraction -
+		   rfb_sched_diversity(1e6, 100, 3, 90) / 90) < 1e-12);
+	/* over 10 epochs: 1 + 9/3 = 4 computations per 10 uses */
+	rfb_advise_predict(a, 1, 3, &whole, &row[1]);
+	CHECK(fabs(row[1].miss_fraction - 0.4) < 1e-12);
+	CHECK(fabs(row[1].img_per_cpu_s - 1 / (0.4 * 3.5e-3 + 5e-4)) < 1e-6);
+	rfb_advise_predict(a, 0, 1, &steady, &row[2]);
+	CHECK(fabs(row[2].img_per_cpu_s - 200) < 1e-9);
+	CHECK(row[2].unique_fraction > 0.99);
+	rfb_advise_predict(a, 1, 1, &steady, &row[3]);
+	/* with r = 1 both splits give every use a fresh augmentation: the
+	 * cheaper one (row 3) beats row 2; row 0 is the fastest */
+	CHECK(fabs(row[3].unique_fraction - row[2].unique_fraction) < 1e-12);
+	row[1] = row[3];
+	rfb_advise_pareto(row, 3, front);
+	CHECK(front[0] && front[1] && !front[2]);
+	/* the most diverse row that sustains the rate */
+	CHECK(rfb_advise_recommend(row, 3, 100) == 1);
+	CHECK(rfb_advise_recommend(row, 3, 600) == 0);
+	CHECK(rfb_advise_recommend(row, 3, 1e9) == -1);
+	rfb_advice_free(a);
+}
+
+int main(void)
+{
+	RUN(test_choices);
+	RUN(test_ops_drawn);
+	RUN(test_predict);
+	return test_done();
+}
