@@ -375,7 +375,7 @@ static void test_even_tail_and_reader(void)
 		rfb_plan_params full = { draw(&g, 1, 40), 0, last, iter,
 					 (int)draw(&g, 1, 3), 0,
 					 (int)draw(&g, 0, 1),
-					 (int)draw(&g, 1, 2) };
+					 (int)draw(&g, 1, 2), NULL, NULL };
 		rfb_plan_params tail = full;
 		rfb_sched *s;
 		struct text a, c;
@@ -490,7 +490,7 @@ static void test_even_none_and_one_shard(void)
 {
 	rfb_sched *s = build(50, 2, 4, RFB_SCHED_BALANCED, 0, 1);
 	rfb_plan_params p = { 8, 0, 3, 5, RFB_PLAN_CACHE_AWARE, 0, 0,
-			      RFB_PLAN_EVEN_NONE };
+			      RFB_PLAN_EVEN_NONE, NULL, NULL };
 	struct text a = plan_text(s, &p, NULL), b;
 
 	CHECK(strncmp(a.data, "#refurb-plan 1 ", 15) == 0);
