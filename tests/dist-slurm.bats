@@ -180,10 +180,12 @@ no_chain_left() {
 	[ "$(pgrep -c -f -- "refurb-final .*$T/cache")" -eq 2 ]
 	scancel "$job"
 	for _ in $(seq 300); do
-		[ -z "$(squeue -h -j "$job" 2> /dev/null)" ] && break
+		queued=$(squeue -h -j "$job" 2> /dev/null) || queued=
+		[ -z "$queued" ] && break
 		sleep 0.1
 	done
-	[ -z "$(squeue -h -j "$job" 2> /dev/null)" ]
+	queued=$(squeue -h -j "$job" 2> /dev/null) || queued=
+	[ -z "$queued" ]
 	no_chain_left "$T/cache"
 	[ ! -e "$T/out/rank-0.done" ]
 }

@@ -64,9 +64,10 @@ no_chain_left() {
 	return 1
 }
 
-# wait_for FILE PATTERN: FILE gets a line matching PATTERN (60 s at most).
+# wait_for FILE PATTERN: FILE gets a line matching PATTERN (300 s at most:
+# torch starts slowly on a loaded machine).
 wait_for() {
-	for _ in $(seq 600); do
+	for _ in $(seq 3000); do
 		grep -qE -- "$2" "$1" 2> /dev/null && return 0
 		sleep 0.1
 	done

@@ -103,7 +103,7 @@ setup() {
 @test "--rate: the most diverse row that sustains it, or none" {
 	refurb-advise -q -n 4 --repeat 1 -R 3 --cores 2 --rate 1 -p "$FULL" \
 		train.idx > "$T/t"
-	run grep -c '^# recommended for 1 images/s on 2 cores:	' "$T/t"
+	run -0 grep -c '^# recommended for 1 images/s on 2 cores:	' "$T/t"
 	[ "$output" -eq 1 ]
 	# at 1 image/s everything sustains it: the most diverse row of the
 	# same table

@@ -225,10 +225,12 @@ bad_shards() {
 	[[ "${lines[1]}" == "refurb-index: indexed 1 of 2 samples"*"(1 bad, left out)"* ]]
 	head -c 4700 "$T/t.tar" > "$T/trunc2.tar"
 	run refurb-index -o "$T/x.idx" "$T/trunc2.tar"
+	[ "$status" -eq 0 ]
 	[ "${lines[0]}" = "refurb-index: $T/trunc2.tar: truncated shard: it ends inside the tar header at offset 4608 (after member b.cls): the rest of the shard is left out" ]
 	"$TARMAKE" "$T/pax.tar" --format pax "$(printf 'l%.0s' {1..150}).jpg=$JPG"
 	head -c 700 "$T/pax.tar" > "$T/trunc3.tar"
 	run refurb-index -o "$T/x.idx" "$T/trunc3.tar"
+	[ "$status" -eq 1 ]
 	[ "${lines[0]}" = "refurb-index: $T/trunc3.tar: truncated shard: it ends after an extension header, before its member (after member (none)): the rest of the shard is left out" ]
 	cp "$T/t.tar" "$T/corrupt.tar"
 	printf 'X' | dd of="$T/corrupt.tar" bs=1 seek=3587 conv=notrunc 2> /dev/null
