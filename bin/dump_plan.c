@@ -110,6 +110,10 @@ static void print_header(const rfb_plan_header *h, const rfb_index *idx,
 		h->drop_last ? ", the incomplete last one dropped" : "",
 		h->first_epoch, h->last_epoch, rfb_plan_shuffle_name(h->shuffle),
 		(unsigned long long)h->seed, rfb_plan_balance_name(h->balance));
+	if (h->even)
+		fprintf(out, "even         %s (%u samples per epoch in every shard "
+			"of %u)\n", rfb_plan_even_name(h->even),
+			rfb_plan_epoch_samples(h), h->shard_count);
 	fprintf(out, "# misses per full batch (miss_*) and miss pixels per full "
 		"batch (px_*)\n# epoch\tbatches\tsamples\tmisses\tmiss_min\t"
 		"miss_max\tmiss_sd%s\n",

@@ -90,6 +90,16 @@ shard_sizes() {
 	done
 }
 
+@test "refurb-dump --stats of an even plan: the mode, samples per epoch, the shard's own size" {
+	refurb-plan -b 5 -e 0-2 --even pad "$D/s2.evict" > "$T/p"
+	refurb-dump --stats "$T/p" > "$T/stats"
+	[ "$(grep -c '^even         pad (8 samples per epoch in every shard of 4)$' "$T/stats")" -eq 1 ]
+	[ "$(grep -c '^samples      [78] (shard 2/4 of 30)$' "$T/stats")" -eq 1 ]
+	[ "$(awk '$1 ~ /^[0-9]+$/ && NF == 7 { print $3 }' "$T/stats" | sort -u)" = 8 ]
+	refurb-plan -b 5 -e 0-2 "$D/s2.evict" | refurb-dump --stats - > "$T/plain"
+	[ "$(grep -c '^even' "$T/plain")" -eq 0 ]
+}
+
 @test "--even with one shard changes nothing but the header" {
 	refurb-evict -q -r 2 -s 3 -o "$T/one.evict" "$IDX"
 	refurb-plan -b 8 -e 0-3 "$T/one.evict" > "$T/a"

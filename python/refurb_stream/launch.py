@@ -44,7 +44,6 @@ import ctypes
 import os
 import shutil
 import signal
-import struct
 import subprocess
 import tempfile
 import time
@@ -110,10 +109,16 @@ def split_threads(cpus):
     return partial, max(1, cpus - partial)
 
 
-def _pdeathsig():
-    """In the child before exec: die with the parent."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+def _pdeathsig(parent):
+    """What the child runs before exec: SIGTERM when the parent dies, and
+    exit if it died already (before prctl could take effect)."""
+    libc = ctypes.CDLL(None, use_errno=True)   # loaded here, in the parent
+
+    def child():
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+    return child
 
 
 def _program(bin_dir, name):
@@ -152,8 +157,7 @@ class RankChain:
         self.schedule = self.cache + ".evict"
         self.threads = threads or split_threads(cpus_for_rank(self.rank.local_world_size))
         self.verify, self.stop_timeout = verify, stop_timeout
-        self.even, self.batch_size = even, batch_size
-        self.header, self.procs, self._errs, self._stream = None, [], [], None
+        self.header, self.procs, self._errs = None, [], []
         self._stopping, self._iterated = False, False
         bin_dir = bin_dir or os.environ.get("REFURB_BIN")
         prog = {p: _program(bin_dir, p) for p in PROGRAMS}
@@ -178,21 +182,19 @@ class RankChain:
     # ---- starting ----
 
     def _start(self):
-        evict = self.commands[0]
+        evict, die_with_me = self.commands[0], _pdeathsig(os.getpid())
         with tempfile.TemporaryFile() as err:
             status = subprocess.run(evict, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                    stderr=err, preexec_fn=_pdeathsig).returncode
+                                    stderr=err, preexec_fn=die_with_me).returncode
             if status:
                 raise ChainError("refurb-evict", status, _tail(err))
-        if "--grace" not in self.commands[2]:
-            self.commands[2][1:1] = ["--grace", str(self._grace())]
         stdin = subprocess.DEVNULL
         try:
             for i, cmd in enumerate(self.commands[1:]):
                 err = tempfile.TemporaryFile()
                 self._errs.append(err)
                 p = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=err,
-                                     bufsize=0, preexec_fn=_pdeathsig)
+                                     bufsize=0, preexec_fn=die_with_me)
                 if stdin is not subprocess.DEVNULL:
                     stdin.close()   # the next program holds it now
                 stdin = p.stdout if i < 2 else None
@@ -200,21 +202,6 @@ class RankChain:
         except BaseException:
             self.close()
             raise
-
-    def _grace(self):
-        """refurb-partial --grace: its default (one epoch's batches, at
-        least 64) plus the batches that can wait in the pipe to
-        refurb-final (64 KiB of annotated lines, 12 bytes a sample at
-        least) and in both programs: with a trainer slower than the chain,
-        refurb-partial runs that far ahead, and a dead segment must
-        outlive the lines that point into it (refurb-cache(5))."""
-        with open(self.schedule, "rb") as f:
-            head = f.read(64)
-        total, n, k_of_n = struct.unpack_from("<I", head, 24)[0], \
-            struct.unpack_from("<I", head, 28)[0], struct.unpack_from("<I", head, 52)[0]
-        per_epoch = {"pad": -(-total // k_of_n), "drop": total // k_of_n}.get(self.even, n)
-        batches = -(-per_epoch // self.batch_size)
-        return max(64, batches) + 65536 // (12 * self.batch_size) + 8
 
     # ---- reading ----
 
@@ -227,7 +214,6 @@ class RankChain:
         try:
             try:
                 with open_stream(self.procs[-1].stdout, self.verify) as stream:
-                    self._stream = stream
                     self.header = stream.header
                     for batch in stream:
                         yield batch

@@ -209,8 +209,10 @@ static void check_shard_epoch(const struct even_case *c, const rfb_sched *s,
 		CHECKF(!hits || !pad_miss, "epoch %u pads with a miss", e);
 		CHECK(x->misses == sm + (uint32_t)pad_miss);
 		/* no hit to repeat: the first miss drawn, repeated last, so
-		 * that refurb-partial finds its record already written */
-		if (!hits && c->p.shuffle == RFB_PLAN_CACHE_AWARE && !c->pixels)
+		 * that refurb-partial finds its record already written (the
+		 * balance modes deal misses by weight: not there) */
+		if (!hits && c->p.shuffle == RFB_PLAN_CACHE_AWARE &&
+		    c->p.balance == RFB_PLAN_BALANCE_NONE)
 			CHECKF(x->first_use_batch == 0 &&
 			       x->repeat_batch == x->batches - 1,
 			       "epoch %u: pad of a miss in batches %u and %u",
@@ -300,6 +302,16 @@ static void check_case(const struct even_case *c)
 	free(first_batch);
 }
 
+/* A miss cost for balance=cost: a function of (id, epoch) alone. */
+static double even_cost(const void *ctx, uint32_t id, uint32_t epoch)
+{
+	uint32_t h = (id * 2654435761u) ^ (epoch * 40503u);
+
+	(void)ctx;
+	h ^= h >> 15;
+	return (1 + h % 1000) * 1e-6;
+}
+
 static void test_even_properties(void)
 {
 	rfb_rng g;
@@ -324,13 +336,19 @@ static void test_even_properties(void)
 		c.pixels = c.p.shuffle == RFB_PLAN_CACHE_AWARE && draw(&g, 0, 2) == 0;
 		c.p.balance = c.pixels ? RFB_PLAN_BALANCE_PIXELS
 				       : RFB_PLAN_BALANCE_NONE;
+		if (c.p.shuffle == RFB_PLAN_CACHE_AWARE && !c.pixels &&
+		    draw(&g, 0, 1)) {
+			c.p.balance = RFB_PLAN_BALANCE_COST;
+			c.p.miss_cost = even_cost;
+		}
 		check_case(&c);
 		if (test_current_failed)
 			printf("# failed for T=%u N=%u r=%u policy=%d batch=%u "
-			       "epochs %u-%u shuffle=%d pixels=%d even=%s\n",
+			       "epochs %u-%u shuffle=%d balance=%s even=%s\n",
 			       c.total, c.shards, c.r, c.policy, c.p.batch_size,
 			       c.p.first_epoch, c.p.last_epoch, c.p.shuffle,
-			       c.pixels, rfb_plan_even_name(c.p.even));
+			       rfb_plan_balance_name(c.p.balance),
+			       rfb_plan_even_name(c.p.even));
 	}
 }
 
@@ -372,10 +390,13 @@ static void test_even_tail_and_reader(void)
 	for (int iter = 0; iter < 80; iter++) {
 		uint32_t total = draw(&g, 2, 400), shards = draw(&g, 2, 5);
 		uint32_t last = draw(&g, 0, 9), first = draw(&g, 0, last);
-		rfb_plan_params full = { draw(&g, 1, 40), 0, last, iter,
-					 (int)draw(&g, 1, 3), 0,
-					 (int)draw(&g, 0, 1),
-					 (int)draw(&g, 1, 2), NULL, NULL };
+		rfb_plan_params full = { .batch_size = draw(&g, 1, 40),
+					 .first_epoch = 0, .last_epoch = last,
+					 .seed = iter,
+					 .shuffle = (int)draw(&g, 1, 3),
+					 .balance = 0,
+					 .drop_last = (int)draw(&g, 0, 1),
+					 .even = (int)draw(&g, 1, 2) };
 		rfb_plan_params tail = full;
 		rfb_sched *s;
 		struct text a, c;
@@ -489,8 +510,10 @@ static void test_header_version2(void)
 static void test_even_none_and_one_shard(void)
 {
 	rfb_sched *s = build(50, 2, 4, RFB_SCHED_BALANCED, 0, 1);
-	rfb_plan_params p = { 8, 0, 3, 5, RFB_PLAN_CACHE_AWARE, 0, 0,
-			      RFB_PLAN_EVEN_NONE, NULL, NULL };
+	rfb_plan_params p = { .batch_size = 8, .first_epoch = 0,
+			      .last_epoch = 3, .seed = 5,
+			      .shuffle = RFB_PLAN_CACHE_AWARE,
+			      .even = RFB_PLAN_EVEN_NONE };
 	struct text a = plan_text(s, &p, NULL), b;
 
 	CHECK(strncmp(a.data, "#refurb-plan 1 ", 15) == 0);
