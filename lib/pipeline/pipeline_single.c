@@ -211,7 +211,7 @@ static int run_erasing(struct rfb_run *r, const struct rfb_layer *l,
 	int slot, rc;
 
 	if (l->after_norm)
-		return 0; /* on the tensor, after normalize (rfbi_run_finish) */
+		return 0; /* on the tensor, after normalize (run_finish in pipeline_exec.c) */
 	if (!draw_p(rng, l->p))
 		return 0;
 	if (!erase_rect(rng, l, r->cur.width, r->cur.height, &rect))
