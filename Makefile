@@ -12,7 +12,10 @@ PREFIX   ?= /usr/local
 BUILD    ?= build
 CC       ?= cc
 OPT      ?= -O2 -g
-PKGS      = libturbojpeg libjpeg libzstd libpng
+# LIB_SRC, LIB_PKGS, LIB_SYSLIBS: shared with tests/fuzz/fuzz.mk and
+# scripts/compare-ops.py
+include lib/sources.mk
+PKGS      = $(LIB_PKGS)
 # Read when make reads this file: `make check` and `make demo` install the
 # packages first and then build in a second make, which reads it again.
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -22,13 +25,12 @@ PKG_MISSING = $(error pkg-config finds no $(PKGS): run 'make deps' (or 'make che
 endif
 CPPFLAGS += -Ilib/include -Ibin -D_GNU_SOURCE
 CFLAGS   += -std=c11 $(OPT) -Wall -Wextra -Werror -pthread $(PKG_CFLAGS)
-LDLIBS   += $(PKG_LIBS) -laio -lm -pthread
+LDLIBS   += $(PKG_LIBS) $(LIB_SYSLIBS)
 
 VERSION   = 0.1.0
 # the Python reader goes where Debian's /usr/bin/python3 looks for PREFIX
 PYVER    := $(shell /usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo 3)
 PYTHONDIR ?= $(PREFIX)/lib/python$(PYVER)/dist-packages
-LIB_SRC   = $(sort $(wildcard lib/*/*.c))
 LIB_OBJ   = $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB       = $(BUILD)/librefurb.a
 CLI_OBJ   = $(BUILD)/bin/cli.o
@@ -39,30 +41,41 @@ TOOLS     = $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(sort $(filter-out %_sh
 SHIMS     = $(patsubst tests/tools/%.c,$(BUILD)/tools/%.so,$(sort $(wildcard tests/tools/*_shim.c)))
 BENCHES   = $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(sort $(wildcard tests/bench/*.c)))
 UNITS     = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
-HEADERS   = $(wildcard lib/include/refurb/*.h lib/*/*_internal.h bin/*.h)
 # the library's own headers beside the API (refurb.h does not include them)
 LIB_ONLY_H = lib/include/refurb/aio.h lib/include/refurb/annotate.h lib/include/refurb/pool.h
 INSTALL_H = $(filter-out $(LIB_ONLY_H),$(wildcard lib/include/refurb/*.h))
 MAN       = $(wildcard man/man1/*.1 man/man5/*.5 man/man7/*.7)
 
-# keep objects of tests and tools (make would delete them as intermediate)
-.SECONDARY:
+OBJ_SRC   = $(LIB_SRC) $(wildcard bin/*.c) $(UNIT_SRC) $(wildcard tests/tools/*.c tests/bench/*.c)
+DEPS      = $(patsubst %.c,$(BUILD)/%.d,$(OBJ_SRC))
+
+# keep objects of tests and tools (make would delete them as intermediate);
+# not the .d files, so that a missing one rebuilds its object
+.SECONDARY: $(patsubst %.c,$(BUILD)/%.o,$(OBJ_SRC))
 
 .PHONY: all check bench asan deps demo install uninstall clean fuzz
 all: $(LIB) $(PROGS) $(TOOLS) $(SHIMS)
 
-$(BUILD)/%.o: %.c $(HEADERS)
+# every object depends on the headers it includes, as the compiler lists
+# them (-MMD -MP: BUILD/X.d beside BUILD/X.o); an object without its .d
+# (built before) is rebuilt once
+$(BUILD)/%.o: %.c $(BUILD)/%.d
 	$(PKG_MISSING)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	@$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	@$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+# named here, the .d files are not intermediate: a missing one rebuilds
+$(DEPS): ;
+-include $(wildcard $(DEPS))
 
 # objects of lib/ files that were renamed or removed would mislead
 # tests/check-layout: delete them with the archive
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(@D)
 	@echo "  AR      $@"
-	@rm -f $(filter-out $(LIB_OBJ),$(wildcard $(BUILD)/lib/*/*.o))
+	@rm -f $(filter-out $(LIB_OBJ),$(wildcard $(BUILD)/lib/*/*.o)) \
+		$(filter-out $(LIB_OBJ:.o=.d),$(wildcard $(BUILD)/lib/*/*.d))
 	@rm -f $@ && $(AR) rcs $@ $^
 
 $(BUILD)/bin/refurb-dump: $(BUILD)/bin/refurb-dump.o $(DUMP_OBJ) $(CLI_OBJ) $(LIB)

@@ -33,7 +33,8 @@ static void print_tsv(const rfb_index *idx, FILE *out)
 		shards ? "\tshard\toffset" : "");
 	for (uint32_t i = 0; i < n; i++) {
 		rfb_sample_info s;
-		(void)rfb_index_get(idx, i, &s);
+		if (rfb_index_get(idx, i, &s))
+			continue; /* i < n: never */
 		fprintf(out, "%u\t%u\t", i, s.label);
 		dump_tsv_field(out, rfb_index_class_name(idx, s.label));
 		fprintf(out, "\t%llu\t%u\t%u\t%u\t", (unsigned long long)s.bytes,
@@ -97,7 +98,8 @@ static int print_stats(const rfb_index *idx, FILE *out)
 		goto fail;
 	for (uint32_t i = 0; i < n; i++) {
 		rfb_sample_info s;
-		(void)rfb_index_get(idx, i, &s);
+		if (rfb_index_get(idx, i, &s))
+			goto fail; /* i < n: never */
 		bytes[i] = s.bytes;
 		pixels[i] = (uint64_t)s.width * s.height;
 		per_class[s.label]++;

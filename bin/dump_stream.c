@@ -13,6 +13,7 @@
 #include "dump_stream.h"
 #include "refurb/encode.h"
 #include "refurb/io.h"
+#include "refurb/sheet.h"
 #include "refurb/stream.h"
 
 #define SHEET_GAP 2        /* pixels between images and around them */
@@ -271,41 +272,58 @@ static unsigned char sample_u8(const struct rfb_stream_info *in,
 	return v >= 255 ? 255 : (unsigned char)lrintf(v);
 }
 
-static void render(const struct rfb_stream_info *in,
-		   const struct rfb_stream_batch *b, int cols,
-		   const rfb_image *sheet)
+/* The batch's images as 8-bit HWC images in buf (one after the other),
+ * then, up to cols, cells of background: a sheet is cols wide even when
+ * the batch has fewer images. */
+static int batch_images(const struct rfb_stream_info *in,
+			const struct rfb_stream_batch *b, int cols,
+			rfb_imgbuf *buf, rfb_image **images, int *n, rfb_err *err)
 {
+	size_t one = (size_t)in->width * in->height * in->channels;
+	int cells = (int)b->n < cols ? cols : (int)b->n;
 	float lo = 0, hi = 0;
+	unsigned char *p;
+	int rc;
 
+	/* one more image's room: the background cell */
+	if ((rc = rfb_imgbuf_reserve(buf, one * ((size_t)b->n + 1), err)))
+		return rc;
+	if (!(*images = calloc((size_t)cells, sizeof **images)))
+		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
 	if (in->dtype == RFB_STREAM_F32 && !in->normalized)
 		f32_range(b, &lo, &hi);
-	memset(sheet->data, SHEET_GRAY, sheet->stride * (size_t)sheet->height);
-	for (uint32_t j = 0; j < b->n; j++) {
-		int x0 = SHEET_GAP + (int)(j % (uint32_t)cols) * ((int)in->width + SHEET_GAP);
-		int y0 = SHEET_GAP + (int)(j / (uint32_t)cols) * ((int)in->height + SHEET_GAP);
-		for (uint32_t y = 0; y < in->height; y++) {
-			unsigned char *row = rfb_image_px(sheet, x0, y0 + (int)y);
+	p = buf->data;
+	for (int j = 0; j < cells; j++) {
+		unsigned char *px = p + one * (size_t)((uint32_t)j < b->n ? j : (int)b->n);
+		(*images)[j] = (rfb_image){ px, (size_t)in->width * in->channels,
+					    (int)in->width, (int)in->height,
+					    (int)in->channels };
+	}
+	memset(p + one * b->n, SHEET_GRAY, one);
+	for (uint32_t j = 0; j < b->n; j++)
+		for (uint32_t y = 0; y < in->height; y++)
 			for (uint32_t x = 0; x < in->width; x++)
 				for (uint32_t ch = 0; ch < in->channels; ch++)
-					*row++ = sample_u8(in, b, j, y, x, ch,
-							   lo, hi);
-		}
-	}
+					*p++ = sample_u8(in, b, j, y, x, ch, lo, hi);
+	*n = cells;
+	return 0;
 }
 
 static int write_sheet(struct cli *c, const struct dump_stream_opts *so,
 		       const struct rfb_stream_info *in,
 		       const struct rfb_stream_batch *b, int cols)
 {
+	const struct rfb_sheet_opts opts = { cols, SHEET_GAP,
+					     { SHEET_GRAY, SHEET_GRAY, SHEET_GRAY } };
 	int rows = (int)((b->n + (uint32_t)cols - 1) / (uint32_t)cols);
 	uint64_t w = SHEET_GAP + (uint64_t)cols * (in->width + SHEET_GAP);
 	uint64_t h = SHEET_GAP + (uint64_t)rows * (in->height + SHEET_GAP);
-	rfb_imgbuf buf = { 0 }, jpeg = { 0 };
+	rfb_imgbuf pixels = { 0 }, buf = { 0 }, jpeg = { 0 };
+	rfb_image *images = NULL, sheet;
 	rfb_err err = { 0 };
 	rfb_encoder *enc = NULL;
-	rfb_image sheet;
 	size_t len;
-	int rc = 1;
+	int rc = 1, n = 0;
 
 	if (w > RFB_IMAGE_MAX_SIDE || h > RFB_IMAGE_MAX_SIDE) {
 		cli_warn(c, "%s: a sheet of %llux%llu pixels is too large for "
@@ -313,11 +331,12 @@ static int write_sheet(struct cli *c, const struct dump_stream_opts *so,
 			 (unsigned long long)w, (unsigned long long)h);
 		return 1;
 	}
-	if (rfb_image_alloc(&sheet, &buf, (int)w, (int)h, (int)in->channels,
-			    &err) ||
+	/* the library lays the sheet out (image/contact_sheet.c); the
+	 * encoding keeps full chroma (4:4:4) for looking at pixels */
+	if (batch_images(in, b, cols, &pixels, &images, &n, &err) ||
+	    rfb_sheet_build(images, n, &opts, &sheet, &buf, &err) ||
 	    !(enc = rfb_encoder_new(&err)))
 		goto fail;
-	render(in, b, cols, &sheet);
 	if (rfb_jpeg_encode(enc, &sheet, so->quality ? so->quality : 90,
 			    RFB_ENCODE_444, &jpeg, &len, &err) ||
 	    rfb_file_replace(so->sheet, jpeg.data, len, &err))
@@ -327,6 +346,8 @@ fail:
 	if (rc)
 		cli_warn_err(c, &err);
 	rfb_encoder_free(enc);
+	free(images);
+	rfb_imgbuf_free(&pixels);
 	rfb_imgbuf_free(&buf);
 	rfb_imgbuf_free(&jpeg);
 	return rc;

@@ -16,6 +16,7 @@
 #include "dump.h"
 #include "dump_preview.h"
 #include "dump_stream.h"
+#include "refurb/format.h"
 #include "refurb/io.h"
 
 static const char usage[] =
@@ -132,7 +133,7 @@ static ssize_t sniff_stdin(struct cli *c, unsigned char *magic, size_t n)
 /* Recognise a file by its first bytes. */
 static enum kind file_kind(struct cli *c, const char *path)
 {
-	unsigned char magic[16] = { 0 };
+	unsigned char magic[RFB_FORMAT_SNIFF] = { 0 };
 	struct stat st;
 	ssize_t got;
 	int fd;
@@ -153,14 +154,13 @@ static enum kind file_kind(struct cli *c, const char *path)
 	if (got < 0)
 		cli_die(c, "%s: read failed: %s", path, strerror(errno));
 classify:
-	if (got >= 7 && memcmp(magic, "RFBINDX", 7) == 0)
-		return KIND_INDEX;
-	if (got >= 7 && memcmp(magic, "RFBSCHD", 7) == 0)
-		return KIND_SCHEDULE;
-	if (got >= 7 && memcmp(magic, "RFBSTRM", 7) == 0)
-		return KIND_STREAM;
-	if (got >= 13 && memcmp(magic, "#refurb-plan ", 13) == 0)
-		return KIND_PLAN;
+	switch (rfb_format_detect(magic, got > 0 ? (size_t)got : 0)) {
+	case RFB_FORMAT_INDEX: return KIND_INDEX;
+	case RFB_FORMAT_SCHEDULE: return KIND_SCHEDULE;
+	case RFB_FORMAT_STREAM: return KIND_STREAM;
+	case RFB_FORMAT_PLAN: return KIND_PLAN;
+	case RFB_FORMAT_UNKNOWN: break;
+	}
 	return KIND_UNKNOWN;
 }
 

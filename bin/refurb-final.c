@@ -3,8 +3,10 @@
  * pipeline, write the batch stream a trainer reads.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -56,19 +58,26 @@ struct args {
 	int force;
 };
 
+struct run_ctx {
+	struct cli *c;
+	FILE *stats;             /* --stats, or NULL */
+};
+
 static void on_heal(void *ctx, uint32_t sample, const rfb_err *why)
 {
+	struct run_ctx *r = ctx;
 	char text[1200];
 
-	cli_warn(ctx, "sample %u: record recomputed from its image (%s)", sample,
+	cli_warn(r->c, "sample %u: record recomputed from its image (%s)", sample,
 		 rfb_err_text(why, text, sizeof text));
 }
 
 static void on_bad(void *ctx, uint32_t sample, const rfb_err *why)
 {
+	struct run_ctx *r = ctx;
 	char text[1200];
 
-	cli_warn(ctx, "%s (sample %u left out of its batch: its record is bad "
+	cli_warn(r->c, "%s (sample %u left out of its batch: its record is bad "
 		 "and its image cannot be read)",
 		 rfb_err_text(why, text, sizeof text), sample);
 }
@@ -76,7 +85,35 @@ static void on_bad(void *ctx, uint32_t sample, const rfb_err *why)
 static void on_progress(void *ctx, const struct rfb_final_stats *st,
 			uint64_t total)
 {
-	cli_progress(ctx, st->batches, total, "batches");
+	struct run_ctx *r = ctx;
+
+	cli_progress(r->c, st->batches, total, "batches");
+}
+
+/* --stats: one line per batch; a write error is found at fclose. */
+static void on_batch(void *ctx, const struct rfb_final_batch_stats *b)
+{
+	struct run_ctx *r = ctx;
+
+	fprintf(r->stats, "%u\t%u\t%u\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
+		"\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\n", b->epoch, b->step,
+		b->images, b->misses, b->healed, b->bytes_read, b->read_s * 1e6,
+		b->decompress_s * 1e6, b->augment_s * 1e6, b->heal_s * 1e6,
+		b->output_wait_s * 1e6, b->interval_s * 1e6, b->cpu_s * 1e6);
+}
+
+/* The --stats file, its header written. */
+static FILE *open_stats(struct cli *c, const char *path)
+{
+	int fd = cli_open_fd(c, path, 1, 1);
+	FILE *f = fdopen(fd, "w");
+
+	if (!f)
+		cli_die(c, "%s: cannot open: %s", path, strerror(errno));
+	fputs("epoch\tstep\timages\tmisses\thealed\tbytes_read\tread_us\t"
+	      "decompress_us\taugment_us\theal_us\toutput_wait_us\t"
+	      "interval_us\tcpu_us\n", f);
+	return f;
 }
 
 static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
@@ -169,6 +206,7 @@ int main(int argc, char **argv)
 	struct rfb_final_opts o = { 0 };
 	struct rfb_final_stats st;
 	struct args a = { 0 };
+	struct run_ctx r = { &c, NULL };
 	rfb_err err = { 0 };
 	int in_fd, out_fd, rc;
 
@@ -177,12 +215,15 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN); /* a closed reader is EPIPE, handled */
 	in_fd = cli_open_fd(&c, a.in, 0, 0);
 	out_fd = cli_open_fd(&c, a.out, 1, a.force);
-	o.stats_fd = a.stats ? cli_open_fd(&c, a.stats, 1, 1) : -1;
+	if (a.stats) {
+		r.stats = open_stats(&c, a.stats);
+		o.on_batch = on_batch;
+	}
 	o.out_name = a.out && strcmp(a.out, "-") ? a.out : NULL;
 	o.on_heal = on_heal;
 	o.on_bad = on_bad;
 	o.on_progress = on_progress;
-	o.ctx = &c;
+	o.ctx = &r;
 	rc = rfb_final_run(&o, in_fd, a.in && strcmp(a.in, "-") ? a.in : "(stdin)",
 			   out_fd, &st, &err);
 	cli_progress_clear(&c);
@@ -192,7 +233,7 @@ int main(int argc, char **argv)
 		cli_die_err(&c, &err);
 	if (out_fd != STDOUT_FILENO && close(out_fd) < 0)
 		cli_die(&c, "%s: write failed: %s", a.out, strerror(errno));
-	if (o.stats_fd >= 0 && close(o.stats_fd) < 0)
+	if (r.stats && fclose(r.stats) != 0)
 		cli_die(&c, "%s: write failed: %s", a.stats, strerror(errno));
 	if (!c.quiet)
 		summary(&st);

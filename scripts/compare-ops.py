@@ -4,7 +4,7 @@ torchvision 0.14's autoaugment._apply_op on PIL 9.4 images.
 
 Usage: scripts/compare-ops.py [--seed S] [--cases N] [--asan]
 
-Builds lib/*/*.c into a shared library under build/compare/ (with
+Builds librefurb's sources (lib/sources.mk) into a shared library under build/compare/ (with
 AddressSanitizer and UBSan when --asan is given; then run it as
   LD_PRELOAD="$(cc -print-file-name=libasan.so) $(cc -print-file-name=libubsan.so)"
   ASAN_OPTIONS=detect_leaks=0 scripts/compare-ops.py --asan)
@@ -17,7 +17,6 @@ summary; exit status 1 if any case differs.  The golden tests
 """
 import argparse
 import ctypes
-import glob
 import os
 import subprocess
 import sys
@@ -44,16 +43,24 @@ class RfbImage(ctypes.Structure):
                 ("channels", ctypes.c_int)]
 
 
+def sources_mk(what):
+    """A list lib/sources.mk gives (lib-src, lib-pkgs, lib-syslibs)."""
+    return subprocess.run(["make", "-s", "--no-print-directory", "-f",
+                           "lib/sources.mk", what], cwd=ROOT,
+                          stdout=subprocess.PIPE, text=True,
+                          check=True).stdout.split()
+
+
 def build_library(asan):
     out_dir = os.path.join(ROOT, "build", "compare")
     os.makedirs(out_dir, exist_ok=True)
     lib = os.path.join(out_dir, "librefurb_ops%s.so" % ("_asan" if asan else ""))
     flags = ["-O1", "-g", "-fsanitize=address,undefined"] if asan else ["-O2"]
-    srcs = sorted(glob.glob(os.path.join(ROOT, "lib", "*", "*.c")))
-    # every library the whole of lib/ links with (decode, encode, zstd, aio)
-    libs = subprocess.run(["pkg-config", "--libs", "libturbojpeg", "libjpeg",
-                           "libzstd"], stdout=subprocess.PIPE, text=True,
-                          check=True).stdout.split() + ["-laio", "-pthread", "-lm"]
+    # the sources and libraries of lib/sources.mk, as the Makefile builds
+    srcs = [os.path.join(ROOT, f) for f in sources_mk("lib-src")]
+    libs = subprocess.run(["pkg-config", "--libs"] + sources_mk("lib-pkgs"),
+                          stdout=subprocess.PIPE, text=True,
+                          check=True).stdout.split() + sources_mk("lib-syslibs")
     subprocess.run(["cc", "-std=c11", "-D_GNU_SOURCE", "-fPIC", "-shared",
                     "-I" + os.path.join(ROOT, "lib", "include")] + flags +
                    ["-o", lib] + srcs + libs, check=True)

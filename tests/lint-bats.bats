@@ -338,7 +338,7 @@ EOF
 
 @test "a missing file or one it cannot parse: exit 2 naming it" {
 	run "$LINT" "$T/none.bats"
-	expect_fail 2 "lint-bats: $T/none.bats: cannot parse: No such file or directory"
+	expect_fail 2 "lint-bats: $T/none.bats: cannot read: No such file or directory"
 	bats_file broken <<'EOF'
 @TEST "x" {
 	if true; then
@@ -346,6 +346,12 @@ EOF
 EOF
 	run "$LINT" "$T/broken.bats"
 	expect_fail 2 "lint-bats: $T/broken.bats: cannot parse: line 3: unexpected \`}\`"
+}
+
+@test "an unknown option is a usage error" {
+	run "$LINT" --strict
+	expect_fail 2 "lint-bats: unknown option --strict"
+	[ "${lines[1]}" = "Usage: tests/lint-bats [FILE...]  (--help says more)" ]
 }
 
 @test "--help says what each rule means" {

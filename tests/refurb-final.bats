@@ -182,6 +182,12 @@ PY
 	cmp "$T/m1" "$T/m2"
 }
 
+@test "--stats: a write error is reported (exit 1, the file named)" {
+	[ -w /dev/full ] || skip "no /dev/full"
+	run refurb-final -q -p "$FINAL" --stats /dev/full -o "$T/out" < ann.txt
+	expect_fail 1 "refurb-final: /dev/full: write failed: No space left on device"
+}
+
 @test "memory stays flat for a 10x larger dataset" {
 	make_dataset "$T/big" 600 3
 	refurb-index -q -o "$T/big.idx" "$T/big"

@@ -2,7 +2,7 @@
  * cache_checkpoint.c - the record index checkpoint (refurb-cache(5),
  * "Durability"): its encoder, the job that fsyncs the segments and
  * replaces the file (in a thread or in place), and its reader, which
- * recovery (cache_recover.c) and rfb_cache_read_checkpoint use.
+ * recovery (rfbi_cache_recover.c) and rfb_cache_read_checkpoint use.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -22,7 +22,7 @@
 static int build(const rfb_cache *c, unsigned char **data, size_t *len_out,
 		 rfb_err *err)
 {
-	size_t ne = cache_live_entries(c), len;
+	size_t ne = rfbi_cache_live_entries(c), len;
 	unsigned char *b, *p;
 
 	len = CKPT_HEADER + c->nsegs * CKPT_SEG + ne * CKPT_ENTRY + 4;
@@ -67,7 +67,7 @@ static int build(const rfb_cache *c, unsigned char **data, size_t *len_out,
 
 /* ---- reading it ---- */
 
-int cache_ckpt_load(const char *dir, struct ckpt *k, rfb_err *err)
+int rfbi_cache_ckpt_load(const char *dir, struct ckpt *k, rfb_err *err)
 {
 	char path[4200];
 	unsigned char *b;
@@ -122,7 +122,7 @@ int rfb_cache_read_checkpoint(const char *dir,
 			      rfb_err *err)
 {
 	struct ckpt k;
-	int rc = cache_ckpt_load(dir, &k, err);
+	int rc = rfbi_cache_ckpt_load(dir, &k, err);
 
 	if (rc == 0 && info) {
 		info->epoch = k.epoch;
@@ -188,7 +188,7 @@ static int ckpt_finish(rfb_cache *c, rfb_err *err)
 
 	k->running = 0;
 	for (size_t i = 0; rc && i < k->nfds; i++)
-		if ((s = cache_find_seg(c, k->ids[i])))
+		if ((s = rfbi_cache_find_seg(c, k->ids[i])))
 			s->synced = 0;
 	ckpt_release(k);
 	if (rc && err)
@@ -196,7 +196,7 @@ static int ckpt_finish(rfb_cache *c, rfb_err *err)
 	return rc;
 }
 
-int cache_ckpt_join(rfb_cache *c, rfb_err *err)
+int rfbi_cache_ckpt_join(rfb_cache *c, rfb_err *err)
 {
 	if (!c->ck.running)
 		return 0;
@@ -204,7 +204,7 @@ int cache_ckpt_join(rfb_cache *c, rfb_err *err)
 	return ckpt_finish(c, err);
 }
 
-int cache_ckpt_begin(rfb_cache *c, int background, rfb_err *err)
+int rfbi_cache_ckpt_begin(rfb_cache *c, int background, rfb_err *err)
 {
 	struct ckpt_job *k = &c->ck;
 	size_t n = 0;

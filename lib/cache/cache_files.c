@@ -44,7 +44,7 @@ static size_t manifest_encode(const struct rfb_cache_manifest *m,
 	return MANIFEST_FIXED + len + 4;
 }
 
-uint64_t cache_manifest_hash(const struct rfb_cache_manifest *m)
+uint64_t rfbi_cache_manifest_hash(const struct rfb_cache_manifest *m)
 {
 	unsigned char b[MANIFEST_FIXED + RFB_CACHE_MAX_SPEC + 4];
 	size_t n = manifest_encode(m, b);
@@ -52,8 +52,8 @@ uint64_t cache_manifest_hash(const struct rfb_cache_manifest *m)
 	return rfb_hash64(b, n, 0);
 }
 
-int cache_write_manifest(const char *dir, const struct rfb_cache_manifest *m,
-			 rfb_err *err)
+int rfbi_cache_write_manifest(const char *dir, const struct rfb_cache_manifest *m,
+			      rfb_err *err)
 {
 	unsigned char b[MANIFEST_FIXED + RFB_CACHE_MAX_SPEC + 4];
 	char path[4200];
@@ -132,7 +132,7 @@ const char *rfb_cache_manifest_diff(const struct rfb_cache_manifest *a,
 
 /* ---- segments ---- */
 
-void cache_put_segment_header(unsigned char *h, uint32_t id, uint32_t death)
+void rfbi_cache_put_segment_header(unsigned char *h, uint32_t id, uint32_t death)
 {
 	memset(h, 0, RFB_CACHE_SEGMENT_HEADER);
 	memcpy(h, SEGMENT_MAGIC, 8);
@@ -141,8 +141,8 @@ void cache_put_segment_header(unsigned char *h, uint32_t id, uint32_t death)
 	rfb_put_le32(h + 60, rfb_crc32c(0, h, 60));
 }
 
-int cache_parse_segment_header(const unsigned char *h, uint32_t *id,
-			       uint32_t *death)
+int rfbi_cache_parse_segment_header(const unsigned char *h, uint32_t *id,
+				    uint32_t *death)
 {
 	if (memcmp(h, SEGMENT_MAGIC, 8) != 0 ||
 	    rfb_crc32c(0, h, 60) != rfb_get_le32(h + 60))
@@ -182,8 +182,8 @@ static int segment_name(const char *name, uint32_t *id)
 	return end == name + 8 && *id != RFB_CACHE_NO_SEGMENT;
 }
 
-int cache_list_segments(const char *dir, uint32_t **ids, size_t *n,
-			rfb_err *err)
+int rfbi_cache_list_segments(const char *dir, uint32_t **ids, size_t *n,
+			     rfb_err *err)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -214,7 +214,7 @@ int cache_list_segments(const char *dir, uint32_t **ids, size_t *n,
 	return 0;
 }
 
-void cache_remove_temporaries(const char *dir)
+void rfbi_cache_remove_temporaries(const char *dir)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -388,7 +388,7 @@ static int scan_segment(const char *dir, uint32_t id, rfb_cache_visit_fn fn,
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return rfb_err_sys(err, errno, path, "cannot open segment");
 	if (rfb_pread_full(fd, h, sizeof h, 0) != (ssize_t)sizeof h ||
-	    cache_parse_segment_header(h, &hid, &death) || hid != id) {
+	    rfbi_cache_parse_segment_header(h, &hid, &death) || hid != id) {
 		rfb_err_set(&why, RFB_EFORMAT, path, "bad segment header");
 		struct rfb_cache_addr a = { id, 0, 0 };
 		rc = fn(ctx, id, 0, &a, NULL, &why);
@@ -441,7 +441,7 @@ int rfb_cache_scan(const char *dir, rfb_cache_visit_fn fn, void *ctx,
 	rfb_imgbuf buf = { 0 };
 	int rc;
 
-	if ((rc = cache_list_segments(dir, &ids, &n, err)))
+	if ((rc = rfbi_cache_list_segments(dir, &ids, &n, err)))
 		return rc;
 	rc = rfb_imgbuf_reserve(&buf, 1 << 20, err);
 	for (size_t i = 0; rc == 0 && i < n; i++)

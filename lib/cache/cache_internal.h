@@ -1,7 +1,7 @@
 /*
  * cache_internal.h - the writer's state, shared by cache_writer.c (appending,
  * eviction, compaction), cache_table.c (segments and entries),
- * cache_checkpoint.c (the checkpoint), cache_recover.c (recovery) and
+ * cache_checkpoint.c (the checkpoint), rfbi_cache_recover.c (recovery) and
  * cache_files.c (manifest, segment headers, listing).
  */
 #ifndef REFURB_CACHE_INTERNAL_H
@@ -84,29 +84,29 @@ struct rfb_cache {
 };
 
 /* cache_files.c */
-uint64_t cache_manifest_hash(const struct rfb_cache_manifest *m);
-int cache_write_manifest(const char *dir, const struct rfb_cache_manifest *m,
-			 rfb_err *err);
-void cache_put_segment_header(unsigned char *h, uint32_t id, uint32_t death);
-int cache_parse_segment_header(const unsigned char *h, uint32_t *id,
-			       uint32_t *death);
+uint64_t rfbi_cache_manifest_hash(const struct rfb_cache_manifest *m);
+int rfbi_cache_write_manifest(const char *dir, const struct rfb_cache_manifest *m,
+			      rfb_err *err) RFB_MUST_CHECK;
+void rfbi_cache_put_segment_header(unsigned char *h, uint32_t id, uint32_t death);
+int rfbi_cache_parse_segment_header(const unsigned char *h, uint32_t *id,
+				    uint32_t *death);
 /* Sorted ids of the DIR/XXXXXXXX.seg files; *ids malloc'ed. */
-int cache_list_segments(const char *dir, uint32_t **ids, size_t *n,
-			rfb_err *err);
+int rfbi_cache_list_segments(const char *dir, uint32_t **ids, size_t *n,
+			     rfb_err *err) RFB_MUST_CHECK;
 
 /* Delete the temporary files of checkpoints and manifests that a writer
  * killed while writing them left (call with the lock held). */
-void cache_remove_temporaries(const char *dir);
+void rfbi_cache_remove_temporaries(const char *dir);
 
 /* cache_table.c */
-struct seg *cache_find_seg(rfb_cache *c, uint32_t id);
-struct seg *cache_add_seg(rfb_cache *c, uint32_t id, uint32_t death,
-			  rfb_err *err);
-void cache_set_entry(rfb_cache *c, uint32_t sample, uint32_t seg,
-		     uint64_t offset, uint32_t length, uint32_t write_epoch,
-		     uint32_t death);
+struct seg *rfbi_cache_find_seg(rfb_cache *c, uint32_t id);
+struct seg *rfbi_cache_add_seg(rfb_cache *c, uint32_t id, uint32_t death,
+			       rfb_err *err) RFB_MUST_CHECK;
+void rfbi_cache_set_entry(rfb_cache *c, uint32_t sample, uint32_t seg,
+			  uint64_t offset, uint32_t length, uint32_t write_epoch,
+			  uint32_t death);
 /* How many samples have a record. */
-size_t cache_live_entries(const rfb_cache *c);
+size_t rfbi_cache_live_entries(const rfb_cache *c);
 
 /* cache_checkpoint.c */
 
@@ -123,14 +123,14 @@ struct ckpt {
 
 /* Load DIR's checkpoint into *k: 0, RFB_ENOTFOUND when there is none, or
  * a negative RFB_E* code with err filled (k->data freed by the caller). */
-int cache_ckpt_load(const char *dir, struct ckpt *k, rfb_err *err);
+int rfbi_cache_ckpt_load(const char *dir, struct ckpt *k, rfb_err *err) RFB_MUST_CHECK;
 /* Wait for the background checkpoint job, if any; its result. */
-int cache_ckpt_join(rfb_cache *c, rfb_err *err);
+int rfbi_cache_ckpt_join(rfb_cache *c, rfb_err *err) RFB_MUST_CHECK;
 /* Hand the fsyncs and the checkpoint of c as it is now to a job (run by
  * a thread when background, else here); c is flushed and has no job. */
-int cache_ckpt_begin(rfb_cache *c, int background, rfb_err *err);
+int rfbi_cache_ckpt_begin(rfb_cache *c, int background, rfb_err *err) RFB_MUST_CHECK;
 
-/* cache_recover.c */
-int cache_recover(rfb_cache *c, struct rfb_cache_recovery *rec, rfb_err *err);
+/* rfbi_cache_recover.c */
+int rfbi_cache_recover(rfb_cache *c, struct rfb_cache_recovery *rec, rfb_err *err) RFB_MUST_CHECK;
 
 #endif

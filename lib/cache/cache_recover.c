@@ -1,5 +1,5 @@
 /*
- * cache_recover.c - recovery after a crash (refurb-cache(5),
+ * rfbi_cache_recover.c - recovery after a crash (refurb-cache(5),
  * "Durability"): load the last checkpoint (cache_checkpoint.c), scan
  * what segments gained after it, cut torn tails, drop what is gone.
  */
@@ -25,7 +25,7 @@ static int adopt_checkpoint(rfb_cache *c, const struct ckpt *k, rfb_err *err)
 {
 	for (uint32_t i = 0; i < k->segments; i++) {
 		const unsigned char *p = k->seg_table + (size_t)i * CKPT_SEG;
-		struct seg *s = cache_add_seg(c, rfb_get_le32(p),
+		struct seg *s = rfbi_cache_add_seg(c, rfb_get_le32(p),
 					      rfb_get_le32(p + 4), err);
 		if (!s)
 			return RFB_ENOMEM;
@@ -38,14 +38,14 @@ static int adopt_checkpoint(rfb_cache *c, const struct ckpt *k, rfb_err *err)
 		uint32_t sample = rfb_get_le32(p), sid = rfb_get_le32(p + 4);
 		uint64_t off = rfb_get_le64(p + 8);
 		uint32_t len = rfb_get_le32(p + 16);
-		struct seg *s = cache_find_seg(c, sid);
+		struct seg *s = rfbi_cache_find_seg(c, sid);
 		/* off + len could wrap: compare without adding */
 		if (sample >= c->man.samples || !s || s->dead ||
 		    off < RFB_CACHE_SEGMENT_HEADER ||
 		    len < RFB_RECORD_HEADER_SIZE || len > s->durable ||
 		    off > s->durable - len)
 			continue;
-		cache_set_entry(c, sample, sid, off, len, rfb_get_le32(p + 20),
+		rfbi_cache_set_entry(c, sample, sid, off, len, rfb_get_le32(p + 20),
 				s->death);
 	}
 	if (k->next_id > c->next_id)
@@ -90,7 +90,7 @@ static int scan_tail(rfb_cache *c, struct seg *s, int fd, uint64_t from,
 			break;
 		const struct entry *e = &c->entries[m.sample];
 		if (e->seg == RFB_CACHE_NO_SEGMENT || e->write_epoch <= m.write_epoch)
-			cache_set_entry(c, m.sample, s->id, off, (uint32_t)len,
+			rfbi_cache_set_entry(c, m.sample, s->id, off, (uint32_t)len,
 					m.write_epoch, m.death_epoch);
 		rec->scanned++;
 		off += len;
@@ -115,7 +115,7 @@ static void drop_entries(rfb_cache *c, uint32_t sid, uint64_t beyond,
 	for (uint32_t i = 0; i < c->man.samples; i++) {
 		const struct entry *e = &c->entries[i];
 		if (e->seg == sid && e->offset + e->length > beyond) {
-			cache_set_entry(c, i, RFB_CACHE_NO_SEGMENT, 0, 0, 0, 0);
+			rfbi_cache_set_entry(c, i, RFB_CACHE_NO_SEGMENT, 0, 0, 0, 0);
 			rec->lost++;
 		}
 	}
@@ -129,7 +129,7 @@ static int recover_segment(rfb_cache *c, uint32_t id,
 	char path[4200];
 	struct stat st;
 	uint32_t hid, death;
-	struct seg *s = cache_find_seg(c, id);
+	struct seg *s = rfbi_cache_find_seg(c, id);
 	int fd, rc = 0;
 
 	rfb_cache_segment_path(c->dir, id, path, sizeof path);
@@ -138,7 +138,7 @@ static int recover_segment(rfb_cache *c, uint32_t id,
 		goto out;
 	}
 	if (rfb_pread_full(fd, h, sizeof h, 0) != (ssize_t)sizeof h ||
-	    cache_parse_segment_header(h, &hid, &death) || hid != id ||
+	    rfbi_cache_parse_segment_header(h, &hid, &death) || hid != id ||
 	    (s && s->death != death)) {
 		/* torn at creation or damaged: nothing in it can be trusted */
 		if (s)
@@ -150,7 +150,7 @@ static int recover_segment(rfb_cache *c, uint32_t id,
 		goto out;
 	}
 	rec->segments++;
-	if (!s && !(s = cache_add_seg(c, id, death, err))) {
+	if (!s && !(s = rfbi_cache_add_seg(c, id, death, err))) {
 		rc = RFB_ENOMEM;
 		goto out;
 	}
@@ -167,13 +167,13 @@ out:
 	return rc;
 }
 
-int cache_recover(rfb_cache *c, struct rfb_cache_recovery *rec, rfb_err *err)
+int rfbi_cache_recover(rfb_cache *c, struct rfb_cache_recovery *rec, rfb_err *err)
 {
 	struct ckpt k;
 	rfb_err why = { 0 };
 	uint32_t *ids = NULL;
 	size_t n = 0, j = 0;
-	int rc = cache_ckpt_load(c->dir, &k, &why);
+	int rc = rfbi_cache_ckpt_load(c->dir, &k, &why);
 
 	if (rc == 0 && k.manifest_hash == c->manifest_hash &&
 	    k.samples == c->man.samples) {
@@ -182,7 +182,7 @@ int cache_recover(rfb_cache *c, struct rfb_cache_recovery *rec, rfb_err *err)
 		rec->from_checkpoint = 1;
 	}
 	/* no, foreign or corrupt checkpoint: every segment is scanned whole */
-	if ((rc = cache_list_segments(c->dir, &ids, &n, err)))
+	if ((rc = rfbi_cache_list_segments(c->dir, &ids, &n, err)))
 		goto out;
 	for (size_t i = 0; i < c->nsegs; i++) {
 		struct seg *s = &c->segs[i];
@@ -196,7 +196,7 @@ int cache_recover(rfb_cache *c, struct rfb_cache_recovery *rec, rfb_err *err)
 	}
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		rc = recover_segment(c, ids[i], rec, err);
-	rec->records = cache_live_entries(c);
+	rec->records = rfbi_cache_live_entries(c);
 out:
 	free(ids);
 	free(k.data);

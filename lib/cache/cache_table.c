@@ -2,7 +2,7 @@
  * cache_table.c - the writer's table: its segments, sorted by id, and
  * one entry per sample with its record's address; each segment counts
  * the live bytes its entries point to.  The writer (cache_writer.c), the
- * checkpoint (cache_checkpoint.c) and recovery (cache_recover.c) change
+ * checkpoint (cache_checkpoint.c) and recovery (rfbi_cache_recover.c) change
  * it only through here.
  */
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 
 #include "cache_internal.h"
 
-struct seg *cache_find_seg(rfb_cache *c, uint32_t id)
+struct seg *rfbi_cache_find_seg(rfb_cache *c, uint32_t id)
 {
 	size_t lo = 0, hi = c->nsegs;
 
@@ -27,8 +27,8 @@ struct seg *cache_find_seg(rfb_cache *c, uint32_t id)
 }
 
 /* Insert a segment in id order (ids are usually appended in order). */
-struct seg *cache_add_seg(rfb_cache *c, uint32_t id, uint32_t death,
-			  rfb_err *err)
+struct seg *rfbi_cache_add_seg(rfb_cache *c, uint32_t id, uint32_t death,
+			       rfb_err *err)
 {
 	size_t pos = c->nsegs;
 	struct seg *s;
@@ -59,25 +59,25 @@ struct seg *cache_add_seg(rfb_cache *c, uint32_t id, uint32_t death,
 	return s;
 }
 
-void cache_set_entry(rfb_cache *c, uint32_t sample, uint32_t seg,
-		     uint64_t offset, uint32_t length, uint32_t write_epoch,
-		     uint32_t death)
+void rfbi_cache_set_entry(rfb_cache *c, uint32_t sample, uint32_t seg,
+			  uint64_t offset, uint32_t length, uint32_t write_epoch,
+			  uint32_t death)
 {
 	struct entry *e = &c->entries[sample];
 	struct seg *s;
 
-	if (e->seg != RFB_CACHE_NO_SEGMENT && (s = cache_find_seg(c, e->seg)))
+	if (e->seg != RFB_CACHE_NO_SEGMENT && (s = rfbi_cache_find_seg(c, e->seg)))
 		s->live -= e->length;
 	e->seg = seg;
 	e->offset = offset;
 	e->length = length;
 	e->write_epoch = write_epoch;
 	e->death = death;
-	if (seg != RFB_CACHE_NO_SEGMENT && (s = cache_find_seg(c, seg)))
+	if (seg != RFB_CACHE_NO_SEGMENT && (s = rfbi_cache_find_seg(c, seg)))
 		s->live += length;
 }
 
-size_t cache_live_entries(const rfb_cache *c)
+size_t rfbi_cache_live_entries(const rfb_cache *c)
 {
 	size_t n = 0;
 

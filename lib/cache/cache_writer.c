@@ -42,7 +42,7 @@ int rfb_cache_lookup(const rfb_cache *c, uint32_t sample,
 void rfb_cache_forget(rfb_cache *c, uint32_t sample)
 {
 	if (sample < c->man.samples)
-		cache_set_entry(c, sample, RFB_CACHE_NO_SEGMENT, 0, 0, 0, 0);
+		rfbi_cache_set_entry(c, sample, RFB_CACHE_NO_SEGMENT, 0, 0, 0, 0);
 }
 
 /* ---- writing ---- */
@@ -104,14 +104,14 @@ static struct seg *seg_create(rfb_cache *c, uint32_t death, rfb_err *err)
 		rfb_err_sys(err, errno, path, "cannot create segment");
 		return NULL;
 	}
-	cache_put_segment_header(h, c->next_id, death);
+	rfbi_cache_put_segment_header(h, c->next_id, death);
 	if (rfb_write_full(fd, h, sizeof h) < 0) {
 		rfb_err_sys(err, errno, path, "cannot write segment");
 		close(fd);
 		unlink(path);
 		return NULL;
 	}
-	if (!(s = cache_add_seg(c, c->next_id, death, err))) {
+	if (!(s = rfbi_cache_add_seg(c, c->next_id, death, err))) {
 		close(fd);
 		unlink(path);
 		return NULL;
@@ -176,7 +176,7 @@ static int append_record(rfb_cache *c, const unsigned char *rec, size_t len,
 	off = s->size;
 	if ((rc = seg_queue(s, rec, len, err)))
 		return rc;
-	cache_set_entry(c, m->sample, s->id, off, (uint32_t)len, m->write_epoch,
+	rfbi_cache_set_entry(c, m->sample, s->id, off, (uint32_t)len, m->write_epoch,
 			m->death_epoch);
 	addr->segment = s->id;
 	addr->offset = off;
@@ -243,8 +243,8 @@ static void kill_segments(rfb_cache *c, uint32_t epoch, uint64_t step)
 		struct entry *e = &c->entries[i];
 		struct seg *s;
 		if (e->seg != RFB_CACHE_NO_SEGMENT &&
-		    (s = cache_find_seg(c, e->seg)) && s->dead)
-			cache_set_entry(c, i, RFB_CACHE_NO_SEGMENT, 0, 0, 0, 0);
+		    (s = rfbi_cache_find_seg(c, e->seg)) && s->dead)
+			rfbi_cache_set_entry(c, i, RFB_CACHE_NO_SEGMENT, 0, 0, 0, 0);
 	}
 }
 
@@ -284,7 +284,7 @@ static int compact_segment(rfb_cache *c, uint32_t sid, uint64_t step,
 		struct entry e = c->entries[i];
 		struct rfb_record_meta m;
 		struct rfb_cache_addr a;
-		struct seg *s = cache_find_seg(c, sid);
+		struct seg *s = rfbi_cache_find_seg(c, sid);
 		if (e.seg != sid)
 			continue;
 		if ((rc = seg_open_fd(c, s, err)) ||
@@ -304,7 +304,7 @@ static int compact_segment(rfb_cache *c, uint32_t sid, uint64_t step,
 		c->st.compacted_records++;
 	}
 	rfb_imgbuf_free(&buf);
-	struct seg *s = cache_find_seg(c, sid);
+	struct seg *s = rfbi_cache_find_seg(c, sid);
 	if (rc == 0 && s) {
 		s->dead = 1;
 		s->dead_since = step;
@@ -429,7 +429,7 @@ static int empty_cache(rfb_cache *c, rfb_err *err)
 	uint32_t *ids;
 	size_t n;
 	char path[4200];
-	int rc = cache_list_segments(c->dir, &ids, &n, err);
+	int rc = rfbi_cache_list_segments(c->dir, &ids, &n, err);
 
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		rfb_cache_segment_path(c->dir, ids[i], path, sizeof path);
@@ -514,7 +514,7 @@ static int check_manifest(rfb_cache *c, const struct rfb_cache_manifest *want,
 	rec->created = 1;
 	if ((rc = empty_cache(c, err)))
 		return rc;
-	return cache_write_manifest(c->dir, want, err);
+	return rfbi_cache_write_manifest(c->dir, want, err);
 }
 
 rfb_cache *rfb_cache_open(const char *dir, const struct rfb_cache_manifest *want,
@@ -547,11 +547,11 @@ rfb_cache *rfb_cache_open(const char *dir, const struct rfb_cache_manifest *want
 	}
 	if (refuse_foreign(c, err) || take_lock(c, err))
 		goto fail;
-	cache_remove_temporaries(c->dir);
+	rfbi_cache_remove_temporaries(c->dir);
 	if (check_manifest(c, &c->man, flags, rec, err))
 		goto fail;
-	c->manifest_hash = cache_manifest_hash(&c->man);
-	if (cache_recover(c, rec, err) || delete_inherited(c, err))
+	c->manifest_hash = rfbi_cache_manifest_hash(&c->man);
+	if (rfbi_cache_recover(c, rec, err) || delete_inherited(c, err))
 		goto fail;
 	return c;
 fail:
@@ -574,9 +574,9 @@ static int checkpoint(rfb_cache *c, int background, rfb_err *err)
 {
 	int rc;
 
-	if ((rc = cache_ckpt_join(c, err)) || (rc = rfb_cache_flush(c, err)))
+	if ((rc = rfbi_cache_ckpt_join(c, err)) || (rc = rfb_cache_flush(c, err)))
 		return rc;
-	return cache_ckpt_begin(c, background, err);
+	return rfbi_cache_ckpt_begin(c, background, err);
 }
 
 int rfb_cache_checkpoint_start(rfb_cache *c, rfb_err *err)

@@ -1,6 +1,6 @@
 /*
- * io.c - full reads and writes, bounded whole-file loads and atomic
- * replacement of small files (see io.h).
+ * io.c - full reads and writes, bounded whole-file loads, atomic
+ * replacement of small files and absolute paths (see io.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -297,4 +297,22 @@ int rfb_file_replace(const char *path, const void *data, size_t len,
 				   tmp);
 	}
 	return rfb_fsync_parent(path, err);
+}
+
+char *rfb_path_absolute(const char *path, int must_exist)
+{
+	char *abs = realpath(path, NULL);
+	char cwd[PATH_MAX];
+	size_t n;
+
+	if (abs || must_exist)
+		return abs;
+	if (path[0] == '/')
+		return strdup(path);
+	if (!getcwd(cwd, sizeof cwd))
+		return NULL;
+	n = strlen(cwd) + strlen(path) + 2;
+	if ((abs = malloc(n)))
+		snprintf(abs, n, "%s/%s", cwd, path);
+	return abs;
 }

@@ -11,7 +11,9 @@
 
 #include "refurb/bytes.h"
 #include "refurb/checksum.h"
+#include "refurb/format.h"
 #include "refurb/index.h"
+#include "refurb/io.h"
 #include "index_internal.h"
 
 /* Writes format version 2 (index_read.c reads 1 and 2). */
@@ -52,31 +54,11 @@ static int vec_append(struct bytevec *v, const void *p, size_t n, rfb_err *err)
 	return 0;
 }
 
-static char *absolute_root(const char *root)
-{
-	char *abs = realpath(root, NULL);
-	char cwd[PATH_MAX];
-	size_t n;
-
-	if (abs)
-		return abs;
-	/* not (yet) existing: make it absolute textually */
-	if (root[0] == '/')
-		return strdup(root);
-	if (!getcwd(cwd, sizeof cwd))
-		return NULL;
-	n = strlen(cwd) + strlen(root) + 2;
-	abs = malloc(n);
-	if (abs)
-		snprintf(abs, n, "%s/%s", cwd, root);
-	return abs;
-}
-
 rfb_index_builder *rfb_index_builder_new(const char *root, rfb_err *err)
 {
 	rfb_index_builder *b = calloc(1, sizeof *b);
 
-	if (!b || !(b->root = absolute_root(root))) {
+	if (!b || !(b->root = rfb_path_absolute(root, 0))) {
 		free(b);
 		rfb_err_set(err, RFB_ENOMEM, root, "out of memory");
 		return NULL;
@@ -238,7 +220,7 @@ int rfb_index_builder_finish(rfb_index_builder *b, unsigned char **data,
 		at += part[i]->len;
 	}
 	memset(d, 0, HEADER_SIZE);
-	memcpy(d, "RFBINDX\x02", 8);
+	memcpy(d, RFB_INDEX_MAGIC "\x02", 8);
 	rfb_put_le64(d + 8, b->count);
 	rfb_put_le32(d + 16, b->class_count);
 	rfb_put_le32(d + 20, RECORD_SIZE);
@@ -247,7 +229,7 @@ int rfb_index_builder_finish(rfb_index_builder *b, unsigned char **data,
 	rfb_put_le64(d + 32, b->classes.len);
 	rfb_put_le64(d + 40, b->paths.len);
 	rfb_put_le64(d + 48, b->shards.len);
-	rfb_put_le64(d + 56, index_identity_v2(b->classes.data ? b->classes.data
+	rfb_put_le64(d + 56, rfbi_index_identity_v2(b->classes.data ? b->classes.data
 					       : d, b->classes.len,
 					       b->records.data, b->count));
 	rfb_put_le32(d + 64, rfb_crc32c(0, p, body));

@@ -17,7 +17,7 @@
  * the first INDEX_RECORD_CONTENT bytes of each of the n records (what the
  * samples are, not where they are stored), seeded with n.
  */
-uint64_t index_identity_v2(const unsigned char *classes, size_t classes_len,
-			   const unsigned char *records, uint32_t n);
+uint64_t rfbi_index_identity_v2(const unsigned char *classes, size_t classes_len,
+				const unsigned char *records, uint32_t n);
 
 #endif

@@ -136,7 +136,7 @@ static int take_value(const char *s, long *number, char **name)
 	return -1;
 }
 
-int json_field(const char *text, const char *field, long *number, char **name)
+int rfbi_json_field(const char *text, const char *field, long *number, char **name)
 {
 	const char *s = ws(text);
 	char key[256];

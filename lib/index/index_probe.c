@@ -340,9 +340,9 @@ static void count_empty_classes(const struct cand_list *l,
 	free(seen);
 }
 
-int probe_and_build(const struct cand_list *l, const struct rfb_scan_opts *o,
-		    rfb_index_builder **out, struct rfb_scan_stats *st,
-		    rfb_err *err)
+int rfbi_probe_and_build(const struct cand_list *l, const struct rfb_scan_opts *o,
+			 rfb_index_builder **out, struct rfb_scan_stats *st,
+			 rfb_err *err)
 {
 	struct probe_job j = { .list = l, .opts = o };
 	rfb_index_builder *b = NULL;

@@ -11,11 +11,11 @@
 
 #include "refurb/bytes.h"
 #include "refurb/checksum.h"
+#include "refurb/format.h"
 #include "refurb/index.h"
 #include "refurb/io.h"
 #include "index_internal.h"
 
-#define INDEX_MAGIC "RFBINDX"
 #define INDEX_VERSION 2          /* the version written; 1 is still read */
 #define HEADER_SIZE_V1 64
 #define RECORD_SIZE_V1 40
@@ -38,8 +38,8 @@ struct rfb_index {
 	rfb_shard_info *shards;  /* shard_count entries */
 };
 
-uint64_t index_identity_v2(const unsigned char *classes, size_t classes_len,
-			   const unsigned char *records, uint32_t n)
+uint64_t rfbi_index_identity_v2(const unsigned char *classes, size_t classes_len,
+				const unsigned char *records, uint32_t n)
 {
 	uint64_t h = rfb_hash64(classes, classes_len, n);
 
@@ -56,7 +56,7 @@ static int check_header(rfb_index *x, const unsigned char *d, size_t len,
 {
 	size_t crc_at;
 
-	if (len < 8 || memcmp(d, INDEX_MAGIC, 7) != 0)
+	if (len < 8 || memcmp(d, RFB_INDEX_MAGIC, 7) != 0)
 		return rfb_err_set(err, len == 0 ? RFB_ETRUNC : RFB_EFORMAT,
 				   name, len == 0 ? "empty file, not a refurb index"
 				   : "bad magic (not a refurb index)");
@@ -262,7 +262,7 @@ static rfb_index *open_owned(unsigned char *data, size_t len, const char *name,
 		goto fail;
 	if ((x->version == 1
 	     ? rfb_hash64(p, len - x->header_size - root_len, x->count)
-	     : index_identity_v2(p, classes_len, x->records, x->count)) !=
+	     : rfbi_index_identity_v2(p, classes_len, x->records, x->count)) !=
 	    x->identity) {
 		rfb_err_set(err, RFB_ECHECKSUM, name, "index identity mismatch");
 		goto fail;

@@ -27,7 +27,7 @@ static const char *const image_ext[] = { ".jpg", ".jpeg", ".png", ".ppm",
 
 /* ---- candidate list ---- */
 
-int cand_add_class(struct cand_list *l, const char *name, rfb_err *err)
+int rfbi_cand_add_class(struct cand_list *l, const char *name, rfb_err *err)
 {
 	char **nc;
 
@@ -44,8 +44,8 @@ int cand_add_class(struct cand_list *l, const char *name, rfb_err *err)
 	return 0;
 }
 
-int cand_add(struct cand_list *l, const char *path, size_t len,
-	     uint32_t label, rfb_err *err)
+int rfbi_cand_add(struct cand_list *l, const char *path, size_t len,
+		  uint32_t label, rfb_err *err)
 {
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 1024;
@@ -73,7 +73,7 @@ int cand_add(struct cand_list *l, const char *path, size_t len,
 	return 0;
 }
 
-int cand_set_bad(struct cand_list *l, size_t i, int code, const char *fmt, ...)
+int rfbi_cand_set_bad(struct cand_list *l, size_t i, int code, const char *fmt, ...)
 {
 	struct candidate *c = &l->v[i];
 	va_list ap;
@@ -89,7 +89,7 @@ int cand_set_bad(struct cand_list *l, size_t i, int code, const char *fmt, ...)
 	return 0;
 }
 
-void cand_free(struct cand_list *l)
+void rfbi_cand_free(struct cand_list *l)
 {
 	for (size_t i = 0; i < l->n; i++)
 		free(l->v[i].why);
@@ -272,7 +272,7 @@ static int add_class_files(int rootfd, struct cand_list *l, uint32_t label,
 	for (size_t i = 0; rc == 0 && i < files.n; i++) {
 		char *sep = strchr(files.v[i], '\x01');
 		*sep = '/';
-		rc = cand_add(l, files.v[i], strlen(files.v[i]), label, err);
+		rc = rfbi_cand_add(l, files.v[i], strlen(files.v[i]), label, err);
 	}
 	strvec_free(&files);
 	return rc;
@@ -294,14 +294,14 @@ int rfb_scan_folder(const char *dir, const struct rfb_scan_opts *o,
 	rootfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
 		return rfb_err_sys(err, errno, dir, "cannot open dataset directory");
-	if (!(l.root = realpath(dir, NULL))) {
+	if (!(l.root = rfb_path_absolute(dir, 1))) {
 		rc = rfb_err_sys(err, errno, dir, "cannot resolve path");
 		goto fail;
 	}
 	if ((rc = list_classes(rootfd, dir, &classes, err)))
 		goto fail;
 	for (size_t c = 0; rc == 0 && c < classes.n; c++)
-		rc = cand_add_class(&l, classes.v[c], err);
+		rc = rfbi_cand_add_class(&l, classes.v[c], err);
 	for (uint32_t c = 0; rc == 0 && c < l.class_count; c++)
 		rc = add_class_files(rootfd, &l, c, err);
 	if (rc == 0 && l.n == 0)
@@ -310,11 +310,11 @@ int rfb_scan_folder(const char *dir, const struct rfb_scan_opts *o,
 				 "directories" : "no class directories (expected "
 				 "ImageFolder layout: DIR/CLASS/IMAGE.jpg)");
 	if (rc == 0)
-		rc = probe_and_build(&l, o, out, st, err);
+		rc = rfbi_probe_and_build(&l, o, out, st, err);
 fail:
 	close(rootfd);
 	strvec_free(&classes);
-	cand_free(&l);
+	rfbi_cand_free(&l);
 	return rc;
 }
 
@@ -393,7 +393,7 @@ static int parse_comment(char *line, struct cand_list *l, const char *name,
 			return rfb_err_set(err, RFB_EFORMAT, name,
 					   "line %zu: class %s out of order", lineno,
 					   f[1]);
-		return cand_add_class(l, f[2], err);
+		return rfbi_cand_add_class(l, f[2], err);
 	}
 	return 0;
 }
@@ -479,7 +479,7 @@ static int derive_classes(struct cand_list *l, struct list_line *v, size_t n,
 		for (unsigned long c = 0; rc == 0 && c <= max && n; c++) {
 			char buf[16];
 			snprintf(buf, sizeof buf, "%lu", c);
-			rc = cand_add_class(l, buf, err);
+			rc = rfbi_cand_add_class(l, buf, err);
 		}
 		return rc;
 	}
@@ -490,7 +490,7 @@ static int derive_classes(struct cand_list *l, struct list_line *v, size_t n,
 		qsort(names.v, names.n, sizeof *names.v, cmp_str);
 	for (size_t i = 0; rc == 0 && i < names.n; i++)
 		if (i == 0 || strcmp(names.v[i], names.v[i - 1]))
-			rc = cand_add_class(l, names.v[i], err);
+			rc = rfbi_cand_add_class(l, names.v[i], err);
 	strvec_free(&names);
 	return rc;
 }
@@ -533,7 +533,7 @@ static int set_list_root(struct cand_list *l, const struct rfb_scan_opts *o,
 			return rfb_err_sys(err, errno, ".", "cannot get cwd");
 		base = cwd;
 	}
-	char *abs = realpath(base, NULL);
+	char *abs = rfb_path_absolute(base, 1);
 	if (!abs)
 		return rfb_err_sys(err, errno, base, "root directory");
 	free(l->root);
@@ -570,16 +570,16 @@ int rfb_scan_list(const char *list, const struct rfb_scan_opts *o,
 					 "line %zu: unknown class '%s'", v[i].lineno,
 					 v[i].class_name ? v[i].class_name : v[i].label);
 		else
-			rc = cand_add(&l, v[i].path, strlen(v[i].path),
+			rc = rfbi_cand_add(&l, v[i].path, strlen(v[i].path),
 				      (uint32_t)c, err);
 	}
 	if (rc == 0 && l.n == 0)
 		rc = rfb_err_set(err, RFB_ENOTFOUND, name, "no images listed");
 	if (rc == 0 && (rc = set_list_root(&l, o, err)) == 0)
-		rc = probe_and_build(&l, o, out, st, err);
+		rc = rfbi_probe_and_build(&l, o, out, st, err);
 fail:
 	free(v);
 	free(text);
-	cand_free(&l);
+	rfbi_cand_free(&l);
 	return rc;
 }

@@ -41,21 +41,21 @@ struct cand_list {
 	uint32_t shard_count;
 };
 
-int cand_add_class(struct cand_list *l, const char *name, rfb_err *err);
-int cand_add(struct cand_list *l, const char *path, size_t len,
-	     uint32_t label, rfb_err *err);
-void cand_free(struct cand_list *l);
+int rfbi_cand_add_class(struct cand_list *l, const char *name, rfb_err *err) RFB_MUST_CHECK;
+int rfbi_cand_add(struct cand_list *l, const char *path, size_t len,
+		  uint32_t label, rfb_err *err) RFB_MUST_CHECK;
+void rfbi_cand_free(struct cand_list *l);
 
 /* Mark candidate i bad before probing (reported in order). */
-int cand_set_bad(struct cand_list *l, size_t i, int code, const char *fmt, ...)
+int rfbi_cand_set_bad(struct cand_list *l, size_t i, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
 /* The top-level field of the JSON object text: a non-negative integer
  * (*number, *name = NULL) or a non-empty string (*name malloc'ed, *number
  * = -1).  Returns 0, or -1 when text is not an object, has no such field,
  * or the value is neither (index_json.c). */
-int json_field(const char *text, const char *field, long *number,
-	       char **name);
+int rfbi_json_field(const char *text, const char *field, long *number,
+		    char **name);
 
 static inline const char *cand_path(const struct cand_list *l, size_t i)
 {
@@ -64,8 +64,8 @@ static inline const char *cand_path(const struct cand_list *l, size_t i)
 
 /* Read every candidate's header (o->threads threads) and build the index
  * from the good ones, in candidate order. */
-int probe_and_build(const struct cand_list *l, const struct rfb_scan_opts *o,
-		    rfb_index_builder **out, struct rfb_scan_stats *st,
-		    rfb_err *err);
+int rfbi_probe_and_build(const struct cand_list *l, const struct rfb_scan_opts *o,
+			 rfb_index_builder **out, struct rfb_scan_stats *st,
+			 rfb_err *err) RFB_MUST_CHECK;
 
 #endif

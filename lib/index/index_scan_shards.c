@@ -154,7 +154,7 @@ static int check_tar(int fd, const char *path, rfb_err *err)
 
 	if (got < 0)
 		return rfb_err_sys(err, errno, path, "cannot read the shard");
-	return tar_check_kind(tar_sniff(b, (size_t)got), path, err);
+	return rfbi_tar_check_kind(rfbi_tar_sniff(b, (size_t)got), path, err);
 }
 
 /* Where the index keeps shard k: relative to the root when inside it. */
@@ -164,7 +164,7 @@ static int add_shard(struct cand_list *l, const char *path,
 	struct cand_shard *ns = realloc(l->shards,
 					(l->shard_count + 1) * sizeof *ns);
 	struct cand_shard *s;
-	char *abs = realpath(path, NULL);
+	char *abs = rfb_path_absolute(path, 1);
 	size_t rl = strlen(l->root);
 
 	if (!ns || !abs) {
@@ -207,11 +207,11 @@ static int add_walk_error(struct scan *sc, const struct tar_reader *r,
 
 	if (named)  /* index_tar.c names the member: keep one "member X: " */
 		msg += 7 + len + 2;
-	if ((rc = cand_add(l, what, strlen(what), 0, NULL)))
+	if ((rc = rfbi_cand_add(l, what, strlen(what), 0, NULL)))
 		return rc;
 	l->v[l->n - 1].shard = l->shard_count;
 	l->v[l->n - 1].whole = !named;
-	return cand_set_bad(l, l->n - 1, why->code, "%s%s", msg, named ? ""
+	return rfbi_cand_set_bad(l, l->n - 1, why->code, "%s%s", msg, named ? ""
 			    : ": the rest of the shard is left out");
 }
 
@@ -224,8 +224,8 @@ static int walk_shard(struct scan *sc, int fd, const char *path,
 	rfb_err why = { 0 };
 	int rc;
 
-	tar_open(&r, fd, path, size);
-	while ((rc = tar_next(&r, &t, &why)) == 1) {
+	rfbi_tar_open(&r, fd, path, size);
+	while ((rc = rfbi_tar_next(&r, &t, &why)) == 1) {
 		size_t key_len;
 		const char *ext;
 		enum kind kind;
@@ -240,7 +240,7 @@ static int walk_shard(struct scan *sc, int fd, const char *path,
 	if (rc < 0 && why.code)  /* the shard is damaged from here on */
 		rc = why.code == RFB_ENOMEM ? (*err = why, why.code)
 					    : add_walk_error(sc, &r, &why);
-	tar_close(&r);
+	rfbi_tar_close(&r);
 	return rc < 0 ? rc : 0;
 }
 
@@ -324,7 +324,7 @@ static int group_label(struct scan *sc, int fd, const struct member *img,
 					 "'%s' is not a class number", lab->name,
 					 shown);
 		}
-	} else if (json_field(text, sc->o->label_field, &out->number,
+	} else if (rfbi_json_field(text, sc->o->label_field, &out->number,
 			      &out->name)) {
 		rc = rfb_err_set(why, RFB_EFORMAT, NULL, "bad label in %s: no "
 				 "field \"%s\" holding a class number or name",
@@ -369,7 +369,7 @@ static int add_group(struct scan *sc, int fd, const struct member *g,
 		rfb_err why = { 0 };
 		if (g[i].kind != K_IMAGE)
 			continue;
-		if ((rc = cand_add(sc->l, g[i].name, strlen(g[i].name), 0, err)))
+		if ((rc = rfbi_cand_add(sc->l, g[i].name, strlen(g[i].name), 0, err)))
 			return rc;
 		c = &sc->l->v[sc->l->n - 1];
 		c->shard = sc->l->shard_count;
@@ -383,7 +383,7 @@ static int add_group(struct scan *sc, int fd, const struct member *g,
 			(void)group_label(sc, fd, &g[i], lab, &raw, &why);
 		if (why.code == RFB_ENOMEM)
 			return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-		if (why.code && (rc = cand_set_bad(sc->l, sc->l->n - 1, why.code,
+		if (why.code && (rc = rfbi_cand_set_bad(sc->l, sc->l->n - 1, why.code,
 						   "%s", why.msg)))
 			return rc;
 		if ((rc = raw_push(sc, &raw, err)))
@@ -500,7 +500,7 @@ static int load_classes(struct cand_list *l, const char *path, rfb_err *err)
 			rc = rfb_err_set(err, RFB_EFORMAT, path, "class %u: empty "
 					 "name", l->class_count);
 		else
-			rc = cand_add_class(l, line, err);
+			rc = rfbi_cand_add_class(l, line, err);
 	}
 	if (rc == 0 && l->class_count == 0)
 		rc = rfb_err_set(err, RFB_EFORMAT, path, "no class names");
@@ -529,7 +529,7 @@ static int sorted_classes(struct scan *sc, rfb_err *err)
 	qsort(names, n, sizeof *names, cmp_str);
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		if (i == 0 || strcmp(names[i], names[i - 1]))
-			rc = cand_add_class(l, names[i], err);
+			rc = rfbi_cand_add_class(l, names[i], err);
 	free(names);
 	return rc;
 }
@@ -541,22 +541,22 @@ static int assign_label(struct scan *sc, size_t i, int by_name)
 	const struct raw_label *r = &sc->raw[i];
 
 	if (r->name && !by_name && !sc->o->classes)
-		return cand_set_bad(l, i, RFB_EFORMAT, "bad label: the class "
+		return rfbi_cand_set_bad(l, i, RFB_EFORMAT, "bad label: the class "
 				    "name '%s' where most samples have class "
 				    "numbers", r->name);
 	if (r->name) {
 		for (uint32_t c = 0; c < l->class_count; c++)
 			if (strcmp(l->classes[c], r->name) == 0)
 				return l->v[i].label = c, 0;
-		return cand_set_bad(l, i, RFB_EFORMAT, "bad label: class '%s' is "
+		return rfbi_cand_set_bad(l, i, RFB_EFORMAT, "bad label: class '%s' is "
 				    "not in --classes %s", r->name, sc->o->classes);
 	}
 	if (by_name)
-		return cand_set_bad(l, i, RFB_EFORMAT, "bad label: the number %ld "
+		return rfbi_cand_set_bad(l, i, RFB_EFORMAT, "bad label: the number %ld "
 				    "where most samples have class names",
 				    r->number);
 	if ((uint64_t)r->number >= l->class_count)
-		return cand_set_bad(l, i, RFB_EFORMAT, "bad label: class %ld, but "
+		return rfbi_cand_set_bad(l, i, RFB_EFORMAT, "bad label: class %ld, but "
 				    "--classes %s names %u classes", r->number,
 				    sc->o->classes, l->class_count);
 	l->v[i].label = (uint32_t)r->number;
@@ -592,7 +592,7 @@ static int make_classes(struct scan *sc, rfb_err *err)
 	for (long c = 0; rc == 0 && !sc->o->classes && !by_name &&
 	     c <= sc->max_number; c++) {
 		snprintf(buf, sizeof buf, "%ld", c);
-		rc = cand_add_class(l, buf, err);
+		rc = rfbi_cand_add_class(l, buf, err);
 	}
 	for (size_t i = 0; rc == 0 && i < l->n; i++)
 		if (!l->v[i].code)
@@ -614,7 +614,7 @@ int rfb_scan_shards(char *const *paths, size_t n,
 		return rfb_err_set(err, RFB_EINVAL, NULL, "no shards given");
 	sc.label_ext = o->label_from == RFB_LABEL_CLS ? "cls"
 		       : o->label_from == RFB_LABEL_JSON ? "json" : NULL;
-	if (!(dir = realpath(paths[0], NULL)))
+	if (!(dir = rfb_path_absolute(paths[0], 1)))
 		return rfb_err_sys(err, errno, paths[0], "cannot open the shard");
 	*strrchr(dir, '/') = 0;
 	l.root = dir[0] ? dir : (free(dir), strdup("/"));
@@ -630,10 +630,10 @@ int rfb_scan_shards(char *const *paths, size_t n,
 		rc = rfb_err_set(err, RFB_ENOTFOUND, paths[0], "no KEY.jpg or "
 				 "KEY.png members in the %zu shard%s", n, n == 1 ? "" : "s");
 	if (rc == 0)
-		rc = probe_and_build(&l, o, out, st, err);
+		rc = rfbi_probe_and_build(&l, o, out, st, err);
 	for (size_t i = 0; i < l.n && i < sc.raw_cap; i++)
 		free(sc.raw[i].name);
 	free(sc.raw);
-	cand_free(&l);
+	rfbi_cand_free(&l);
 	return rc;
 }

@@ -156,9 +156,9 @@ int rfb_shard_sniff(const char *path, rfb_err *err)
 	close(fd);
 	if (got < 0)
 		return rfb_err_sys(err, errno, path, "cannot read");
-	k = tar_sniff(b, (size_t)got);
+	k = rfbi_tar_sniff(b, (size_t)got);
 	if (k == TAR_NOT)
 		return 0;
-	rc = tar_check_kind(k, path, err);
+	rc = rfbi_tar_check_kind(k, path, err);
 	return rc ? rc : 1;
 }

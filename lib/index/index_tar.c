@@ -69,7 +69,7 @@ static int checksum_ok(const unsigned char *b)
 	return (long)want == sum_u || (long)want == sum_s;
 }
 
-enum tar_kind tar_sniff(const unsigned char *b, size_t n)
+enum tar_kind rfbi_tar_sniff(const unsigned char *b, size_t n)
 {
 	if (n >= 2 && b[0] == 0x1f && b[1] == 0x8b)
 		return TAR_GZIP;
@@ -88,7 +88,7 @@ enum tar_kind tar_sniff(const unsigned char *b, size_t n)
 	return !all_zero(b, TAR_BLOCK) && checksum_ok(b) ? TAR_PLAIN : TAR_NOT;
 }
 
-const char *tar_kind_name(enum tar_kind k)
+const char *rfbi_tar_kind_name(enum tar_kind k)
 {
 	static const char *const names[] = { [TAR_GZIP] = "gzip",
 		[TAR_BZIP2] = "bzip2", [TAR_XZ] = "xz", [TAR_ZSTD] = "zstd",
@@ -97,21 +97,21 @@ const char *tar_kind_name(enum tar_kind k)
 	return k >= TAR_GZIP && k <= TAR_LZ4 ? names[k] : NULL;
 }
 
-int tar_check_kind(enum tar_kind k, const char *path, rfb_err *err)
+int rfbi_tar_check_kind(enum tar_kind k, const char *path, rfb_err *err)
 {
-	if (tar_kind_name(k))
+	if (rfbi_tar_kind_name(k))
 		return rfb_err_set(err, RFB_EFORMAT, path, "compressed shard "
 				   "(%s): refurb reads shards in place, so they "
 				   "must be uncompressed tar files (decompress "
-				   "it first)", tar_kind_name(k));
+				   "it first)", rfbi_tar_kind_name(k));
 	if (k != TAR_PLAIN)
 		return rfb_err_set(err, RFB_EFORMAT, path, "not a tar file (no "
 				   "valid tar header at its start)");
 	return 0;
 }
 
-void tar_open(struct tar_reader *r, int fd, const char *path,
-	      uint64_t file_size)
+void rfbi_tar_open(struct tar_reader *r, int fd, const char *path,
+		   uint64_t file_size)
 {
 	memset(r, 0, sizeof *r);
 	r->fd = fd;
@@ -119,7 +119,7 @@ void tar_open(struct tar_reader *r, int fd, const char *path,
 	r->file_size = file_size;
 }
 
-void tar_close(struct tar_reader *r)
+void rfbi_tar_close(struct tar_reader *r)
 {
 	free(r->name);
 	free(r->long_name);
@@ -245,7 +245,7 @@ static int read_header(struct tar_reader *r, size_t *got_out, rfb_err *err)
 	return 1;
 }
 
-int tar_next(struct tar_reader *r, struct tar_member *m, rfb_err *err)
+int rfbi_tar_next(struct tar_reader *r, struct tar_member *m, rfb_err *err)
 {
 	for (;;) {
 		const unsigned char *b = r->buf;

@@ -22,17 +22,17 @@ enum tar_kind {
 
 /* Kind of a file from its first n bytes (an empty tar is TAR_PLAIN when
  * its first block is zeros and n >= 1024). */
-enum tar_kind tar_sniff(const unsigned char *b, size_t n);
+enum tar_kind rfbi_tar_sniff(const unsigned char *b, size_t n);
 
 /* Name of a compressed kind ("gzip" ...), or NULL. */
-const char *tar_kind_name(enum tar_kind k);
+const char *rfbi_tar_kind_name(enum tar_kind k);
 
 /* 0 for TAR_PLAIN; otherwise RFB_EFORMAT with err saying, for path, that
  * a compressed shard must be uncompressed, or that it is not a tar. */
-int tar_check_kind(enum tar_kind k, const char *path, rfb_err *err);
+int rfbi_tar_check_kind(enum tar_kind k, const char *path, rfb_err *err) RFB_MUST_CHECK;
 
 struct tar_member {
-	const char *name;      /* owned by the reader, valid until tar_next */
+	const char *name;      /* owned by the reader, valid until rfbi_tar_next */
 	char type;             /* '0' regular file, '5' directory, ... */
 	uint64_t header_off;   /* offset of its (last) header */
 	uint64_t data_off, size;
@@ -53,11 +53,11 @@ struct tar_reader {
 };
 
 /* Start walking fd (file_size bytes) from its first header. */
-void tar_open(struct tar_reader *r, int fd, const char *path,
-	      uint64_t file_size);
+void rfbi_tar_open(struct tar_reader *r, int fd, const char *path,
+		   uint64_t file_size);
 
 /* Free what the reader holds (not the fd). */
-void tar_close(struct tar_reader *r);
+void rfbi_tar_close(struct tar_reader *r);
 
 /*
  * The next member of any type (extension headers are applied, not
@@ -68,6 +68,6 @@ void tar_close(struct tar_reader *r);
  * RFB_EFORMAT (a header checksum or field is corrupt), RFB_EIO.
  * The walk cannot go on after an error.
  */
-int tar_next(struct tar_reader *r, struct tar_member *m, rfb_err *err);
+int rfbi_tar_next(struct tar_reader *r, struct tar_member *m, rfb_err *err) RFB_MUST_CHECK;
 
 #endif

@@ -11,8 +11,8 @@
  * evaluate the matrix per pixel (ImagingGenericTransform).  The
  * fixed-point engine solves the range of valid x of a row in closed form
  * so that its inner loop is a branch-free gather.  The NEAREST engines
- * also compute windows of their result (rfb_ops_affine with places) and
- * the source window a result window reads (rfb_ops_affine_need).
+ * also compute windows of their result (rfbi_ops_affine with places) and
+ * the source window a result window reads (rfbi_ops_affine_need).
  */
 #include <math.h>
 #include <stdint.h>
@@ -175,7 +175,7 @@ static void copy_runs_fixed(const rfb_image *src, unsigned char *out,
  * Every NEAREST engine below computes a window of the transformed image:
  * the output dst is the part of the full_w x full_h result at (dx, dy),
  * read from src, the part of the input at (sx, sy), which must contain
- * every source pixel those outputs read (rfb_ops_geometry_need).  The
+ * every source pixel those outputs read (rfbi_ops_geometry_need).  The
  * whole-image op is the frame with all offsets 0.  Coordinates are those
  * of the full images, so every pixel gets PIL's value.
  */
@@ -442,8 +442,8 @@ static void nearest_bounds(const double a[6], enum nearest_engine e, int fw,
 	}
 }
 
-void rfb_ops_affine_need(const double a[6], int full_w, int full_h,
-			 const struct rfb_rect *out, struct rfb_rect *need)
+void rfbi_ops_affine_need(const double a[6], int full_w, int full_h,
+			  const struct rfb_rect *out, struct rfb_rect *need)
 {
 	int64_t b[4];
 
@@ -582,9 +582,9 @@ static inline void affine_filtered(const rfb_image *src, rfb_image *dst,
 	}
 }
 
-void rfb_ops_affine(const rfb_image *src, const struct rfb_place *sp,
-		    rfb_image *dst, const struct rfb_place *dp, const double a[6],
-		    enum rfb_interp interp, const unsigned char *fill)
+void rfbi_ops_affine(const rfb_image *src, const struct rfb_place *sp,
+		     rfb_image *dst, const struct rfb_place *dp, const double a[6],
+		     enum rfb_interp interp, const unsigned char *fill)
 {
 	struct frame f = { sp->x, sp->y, dp->x, dp->y, dp->full_w, dp->full_h };
 
@@ -610,9 +610,9 @@ static int nearest_px(const rfb_image *im, double xin, double yin,
 	return 1;
 }
 
-void rfb_ops_perspective(const rfb_image *src, rfb_image *dst,
-			 const double a[8], enum rfb_interp interp,
-			 const unsigned char *fill)
+void rfbi_ops_perspective(const rfb_image *src, rfb_image *dst,
+			  const double a[8], enum rfb_interp interp,
+			  const unsigned char *fill)
 {
 	filter_fn filter = interp == RFB_INTERP_NEAREST ? nearest_px :
 			   interp == RFB_INTERP_BILINEAR ? bilinear_px : bicubic_px;
@@ -670,7 +670,7 @@ static inline void quarter_tile(const rfb_image *src, rfb_image *dst,
 }
 
 /* ROTATE_90 / ROTATE_270 of a square image. */
-void rfb_ops_quarter_turn(const rfb_image *src, rfb_image *dst, int quarter)
+void rfbi_ops_quarter_turn(const rfb_image *src, rfb_image *dst, int quarter)
 {
 	int n = src->width;
 
@@ -684,7 +684,7 @@ void rfb_ops_quarter_turn(const rfb_image *src, rfb_image *dst, int quarter)
 }
 
 /* ROTATE_180: every row reversed into the mirrored row. */
-void rfb_ops_rotate180(const rfb_image *src, rfb_image *dst)
+void rfbi_ops_rotate180(const rfb_image *src, rfb_image *dst)
 {
 	int w = src->width, h = src->height;
 

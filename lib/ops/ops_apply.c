@@ -101,15 +101,15 @@ static void apply_color(enum rfb_op op, double magnitude,
 	float factor = (float)(1.0 + magnitude);
 
 	switch (op) {
-	case RFB_OP_BRIGHTNESS: rfb_ops_brightness(src, dst, factor); break;
-	case RFB_OP_COLOR: rfb_ops_color(src, dst, factor); break;
-	case RFB_OP_CONTRAST: rfb_ops_contrast(src, dst, factor); break;
-	case RFB_OP_SHARPNESS: rfb_ops_sharpness(src, dst, factor); break;
-	case RFB_OP_POSTERIZE: rfb_ops_posterize(src, dst, (int)magnitude); break;
-	case RFB_OP_SOLARIZE: rfb_ops_solarize(src, dst, magnitude); break;
-	case RFB_OP_AUTOCONTRAST: rfb_ops_autocontrast(src, dst); break;
-	case RFB_OP_EQUALIZE: rfb_ops_equalize(src, dst); break;
-	case RFB_OP_INVERT: rfb_ops_invert(src, dst); break;
+	case RFB_OP_BRIGHTNESS: rfbi_ops_brightness(src, dst, factor); break;
+	case RFB_OP_COLOR: rfbi_ops_color(src, dst, factor); break;
+	case RFB_OP_CONTRAST: rfbi_ops_contrast(src, dst, factor); break;
+	case RFB_OP_SHARPNESS: rfbi_ops_sharpness(src, dst, factor); break;
+	case RFB_OP_POSTERIZE: rfbi_ops_posterize(src, dst, (int)magnitude); break;
+	case RFB_OP_SOLARIZE: rfbi_ops_solarize(src, dst, magnitude); break;
+	case RFB_OP_AUTOCONTRAST: rfbi_ops_autocontrast(src, dst); break;
+	case RFB_OP_EQUALIZE: rfbi_ops_equalize(src, dst); break;
+	case RFB_OP_INVERT: rfbi_ops_invert(src, dst); break;
 	default: rfb_image_copy(dst, src); break;
 	}
 }
@@ -129,19 +129,19 @@ int rfb_op_apply(enum rfb_op op, double magnitude, enum rfb_interp interp,
 		fill = black;
 	switch (op) {
 	case RFB_OP_SHEAR_X:
-		rfb_ops_shear(src, dst, magnitude, 0.0, interp, fill);
+		rfbi_ops_shear(src, dst, magnitude, 0.0, interp, fill);
 		break;
 	case RFB_OP_SHEAR_Y:
-		rfb_ops_shear(src, dst, 0.0, magnitude, interp, fill);
+		rfbi_ops_shear(src, dst, 0.0, magnitude, interp, fill);
 		break;
 	case RFB_OP_TRANSLATE_X:
-		rfb_ops_translate(src, dst, magnitude, 0.0, interp, fill);
+		rfbi_ops_translate(src, dst, magnitude, 0.0, interp, fill);
 		break;
 	case RFB_OP_TRANSLATE_Y:
-		rfb_ops_translate(src, dst, 0.0, magnitude, interp, fill);
+		rfbi_ops_translate(src, dst, 0.0, magnitude, interp, fill);
 		break;
 	case RFB_OP_ROTATE:
-		rfb_ops_rotate(src, dst, magnitude, interp, fill);
+		rfbi_ops_rotate(src, dst, magnitude, interp, fill);
 		break;
 	default:
 		apply_color(op, magnitude, src, dst);

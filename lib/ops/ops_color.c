@@ -119,8 +119,8 @@ static void identity_lut(unsigned char lut[256])
 /* Blend of a constant degenerate image (level) with src: one value per
  * input level, so a 256-entry table (measured faster than the vectorized
  * float blend of every sample). */
-void rfb_ops_blend_level_scalar(const rfb_image *src, rfb_image *dst,
-				int level, float factor)
+void rfbi_ops_blend_level_scalar(const rfb_image *src, rfb_image *dst,
+				 int level, float factor)
 {
 	unsigned char lut[256];
 
@@ -132,20 +132,20 @@ void rfb_ops_blend_level_scalar(const rfb_image *src, rfb_image *dst,
 static void blend_level(const rfb_image *src, rfb_image *dst, int level,
 			float factor)
 {
-	if (rfb_ops_have_avx2())
-		rfb_ops_blend_level_avx2(src, dst, level, factor);
+	if (rfbi_ops_have_avx2())
+		rfbi_ops_blend_level_avx2(src, dst, level, factor);
 	else
-		rfb_ops_blend_level_scalar(src, dst, level, factor);
+		rfbi_ops_blend_level_scalar(src, dst, level, factor);
 }
 
-void rfb_ops_brightness(const rfb_image *src, rfb_image *dst, float factor)
+void rfbi_ops_brightness(const rfb_image *src, rfb_image *dst, float factor)
 {
 	blend_level(src, dst, 0, factor); /* degenerate: a black image */
 }
 
 /* Mean of the L image, rounded as ImageEnhance.Contrast does:
  * int(ImageStat.Stat(image.convert("L")).mean[0] + 0.5). */
-uint64_t rfb_ops_luma_sum_scalar(const rfb_image *img)
+uint64_t rfbi_ops_luma_sum_scalar(const rfb_image *img)
 {
 	uint64_t sum = 0;
 
@@ -164,14 +164,14 @@ uint64_t rfb_ops_luma_sum_scalar(const rfb_image *img)
 
 static int luma_mean(const rfb_image *img)
 {
-	uint64_t sum = rfb_ops_have_avx2() ? rfb_ops_luma_sum_avx2(img)
-					   : rfb_ops_luma_sum_scalar(img);
+	uint64_t sum = rfbi_ops_have_avx2() ? rfbi_ops_luma_sum_avx2(img)
+					   : rfbi_ops_luma_sum_scalar(img);
 
 	/* exact below 2^53; Python divides the same two numbers */
 	return (int)((double)sum / ((double)img->width * img->height) + 0.5);
 }
 
-void rfb_ops_contrast(const rfb_image *src, rfb_image *dst, float factor)
+void rfbi_ops_contrast(const rfb_image *src, rfb_image *dst, float factor)
 {
 	/* degenerate: Image.new("L", size, mean).convert(mode) */
 	blend_level(src, dst, luma_mean(src), factor);
@@ -193,7 +193,7 @@ static void blend_span(unsigned char *restrict out,
 
 #define COLOR_CHUNK 256 /* pixels of gray kept on the stack */
 
-void rfb_ops_color_scalar(const rfb_image *src, rfb_image *dst, float factor)
+void rfbi_ops_color_scalar(const rfb_image *src, rfb_image *dst, float factor)
 {
 	unsigned char gray3[3 * COLOR_CHUNK];
 
@@ -270,8 +270,8 @@ static void whole(const rfb_image *img, struct rfb_place *p)
 	*p = (struct rfb_place){ 0, 0, img->width, img->height };
 }
 
-void rfb_ops_sharpness_scalar(const rfb_image *src, rfb_image *dst,
-			      float factor)
+void rfbi_ops_sharpness_scalar(const rfb_image *src, rfb_image *dst,
+			       float factor)
 {
 	struct rfb_place p;
 
@@ -279,37 +279,37 @@ void rfb_ops_sharpness_scalar(const rfb_image *src, rfb_image *dst,
 	sharpness_window(src, &p, dst, &p, factor, rfb_ops_sharpen_block_scalar);
 }
 
-void rfb_ops_sharpness_avx2(const rfb_image *src, rfb_image *dst, float factor)
+void rfbi_ops_sharpness_avx2(const rfb_image *src, rfb_image *dst, float factor)
 {
 	struct rfb_place p;
 
 	whole(src, &p);
-	sharpness_window(src, &p, dst, &p, factor, rfb_ops_sharpen_block_avx2);
+	sharpness_window(src, &p, dst, &p, factor, rfbi_ops_sharpen_block_avx2);
 }
 
-void rfb_ops_sharpness_window(const rfb_image *src, const struct rfb_place *sp,
-			      rfb_image *dst, const struct rfb_place *dp,
-			      float factor)
+void rfbi_ops_sharpness_window(const rfb_image *src, const struct rfb_place *sp,
+			       rfb_image *dst, const struct rfb_place *dp,
+			       float factor)
 {
 	sharpness_window(src, sp, dst, dp, factor,
-			 rfb_ops_have_avx2() ? rfb_ops_sharpen_block_avx2
+			 rfbi_ops_have_avx2() ? rfbi_ops_sharpen_block_avx2
 					     : rfb_ops_sharpen_block_scalar);
 }
 
-void rfb_ops_color(const rfb_image *src, rfb_image *dst, float factor)
+void rfbi_ops_color(const rfb_image *src, rfb_image *dst, float factor)
 {
-	if (rfb_ops_have_avx2())
-		rfb_ops_color_avx2(src, dst, factor);
+	if (rfbi_ops_have_avx2())
+		rfbi_ops_color_avx2(src, dst, factor);
 	else
-		rfb_ops_color_scalar(src, dst, factor);
+		rfbi_ops_color_scalar(src, dst, factor);
 }
 
-void rfb_ops_sharpness(const rfb_image *src, rfb_image *dst, float factor)
+void rfbi_ops_sharpness(const rfb_image *src, rfb_image *dst, float factor)
 {
 	struct rfb_place p;
 
 	whole(src, &p);
-	rfb_ops_sharpness_window(src, &p, dst, &p, factor);
+	rfbi_ops_sharpness_window(src, &p, dst, &p, factor);
 }
 
 /* ---- ImageOps ---- */
@@ -327,7 +327,7 @@ static void posterize_span(unsigned char *restrict out,
 		out[i] = in[i] & mask;
 }
 
-void rfb_ops_posterize(const rfb_image *src, rfb_image *dst, int bits)
+void rfbi_ops_posterize(const rfb_image *src, rfb_image *dst, int bits)
 {
 	/* ImageOps.posterize: lut[i] = i & ~(2 ** (8 - bits) - 1) */
 	unsigned char mask = (unsigned char)(0xff00u >> bits);
@@ -354,7 +354,7 @@ static void solarize_span(unsigned char *restrict out,
 		out[i] = solarize_px(in[i], first);
 }
 
-void rfb_ops_solarize(const rfb_image *src, rfb_image *dst, double threshold)
+void rfbi_ops_solarize(const rfb_image *src, rfb_image *dst, double threshold)
 {
 	/* ImageOps.solarize keeps i where i < threshold (a float here):
 	 * find the first integer that is inverted */
@@ -383,7 +383,7 @@ static void invert_span(unsigned char *restrict out,
 		out[i] = (unsigned char)(255 - in[i]);
 }
 
-void rfb_ops_invert(const rfb_image *src, rfb_image *dst)
+void rfbi_ops_invert(const rfb_image *src, rfb_image *dst)
 {
 	for (int y = 0; y < src->height; y++)
 		invert_span(dst_row(dst, y), src_row(src, y), row_len(src));
@@ -412,8 +412,8 @@ static void autocontrast_lut(const uint32_t hist[256], unsigned char lut[256])
 	}
 }
 
-void rfb_ops_autocontrast_scalar(const rfb_image *stats, const rfb_image *src,
-				 rfb_image *dst)
+void rfbi_ops_autocontrast_scalar(const rfb_image *stats, const rfb_image *src,
+				  rfb_image *dst)
 {
 	uint32_t hist[6][256];
 	unsigned char lut[3][256];
@@ -427,13 +427,13 @@ void rfb_ops_autocontrast_scalar(const rfb_image *stats, const rfb_image *src,
 static void autocontrast(const rfb_image *stats, const rfb_image *src,
 			 rfb_image *dst)
 {
-	if (rfb_ops_have_avx2())
-		rfb_ops_autocontrast_avx2(stats, src, dst);
+	if (rfbi_ops_have_avx2())
+		rfbi_ops_autocontrast_avx2(stats, src, dst);
 	else
-		rfb_ops_autocontrast_scalar(stats, src, dst);
+		rfbi_ops_autocontrast_scalar(stats, src, dst);
 }
 
-void rfb_ops_autocontrast(const rfb_image *src, rfb_image *dst)
+void rfbi_ops_autocontrast(const rfb_image *src, rfb_image *dst)
 {
 	autocontrast(src, src, dst);
 }
@@ -476,13 +476,13 @@ static void equalize(const rfb_image *stats, const rfb_image *src,
 	apply_lut3(src, dst, lut);
 }
 
-void rfb_ops_equalize(const rfb_image *src, rfb_image *dst)
+void rfbi_ops_equalize(const rfb_image *src, rfb_image *dst)
 {
 	equalize(src, src, dst);
 }
 
-void rfb_ops_stat_window(enum rfb_op op, float factor, const rfb_image *stats,
-			 const rfb_image *src, rfb_image *dst)
+void rfbi_ops_stat_window(enum rfb_op op, float factor, const rfb_image *stats,
+			  const rfb_image *src, rfb_image *dst)
 {
 	if (op == RFB_OP_CONTRAST)
 		blend_level(src, dst, luma_mean(stats), factor);

@@ -21,7 +21,7 @@
 
 #define AVX2 __attribute__((target("avx2")))
 
-int rfb_ops_have_avx2(void)
+int rfbi_ops_have_avx2(void)
 {
 	return __builtin_cpu_supports("avx2");
 }
@@ -71,8 +71,8 @@ AVX2 static inline __m256i pack32(__m256i a, __m256i b, __m256i c, __m256i d)
 
 /* ---- blend with a constant level (Brightness, Contrast) ---- */
 
-AVX2 void rfb_ops_blend_level_avx2(const rfb_image *src, rfb_image *dst, int level,
-			      float factor)
+AVX2 void rfbi_ops_blend_level_avx2(const rfb_image *src, rfb_image *dst, int level,
+				    float factor)
 {
 	const __m256i lv = _mm256_set1_epi32(level);
 	const __m256 lvf = _mm256_set1_ps((float)level), a = _mm256_set1_ps(factor);
@@ -138,7 +138,7 @@ AVX2 static inline __m256i luma8(__m256i v)
 	return _mm256_srli_epi32(s, 16);
 }
 
-AVX2 uint64_t rfb_ops_luma_sum_avx2(const rfb_image *img)
+AVX2 uint64_t rfbi_ops_luma_sum_avx2(const rfb_image *img)
 {
 	uint64_t sum = 0;
 
@@ -197,7 +197,7 @@ AVX2 static inline __m256i color8(__m256i v, __m256 alpha)
 	return _mm256_permutevar8x32_epi32(px, _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 3, 7));
 }
 
-AVX2 void rfb_ops_color_avx2(const rfb_image *src, rfb_image *dst, float factor)
+AVX2 void rfbi_ops_color_avx2(const rfb_image *src, rfb_image *dst, float factor)
 {
 	const __m256 a = _mm256_set1_ps(factor);
 	int w = src->width;
@@ -318,8 +318,8 @@ AVX2 static inline void stretch48(const unsigned char *in, unsigned char *out,
 	}
 }
 
-AVX2 void rfb_ops_autocontrast_avx2(const rfb_image *stats,
-				    const rfb_image *src, rfb_image *dst)
+AVX2 void rfbi_ops_autocontrast_avx2(const rfb_image *stats,
+				     const rfb_image *src, rfb_image *dst)
 {
 	const int c = src->channels;
 	size_t n = (size_t)src->width * (size_t)c;
@@ -434,9 +434,9 @@ AVX2 static void sharpen_strip(const unsigned char *in, size_t in_stride,
 	}
 }
 
-AVX2 void rfb_ops_sharpen_block_avx2(const unsigned char *in, size_t in_stride,
-				     unsigned char *out, size_t out_stride,
-				     int rows, size_t m, size_t d, float factor)
+AVX2 void rfbi_ops_sharpen_block_avx2(const unsigned char *in, size_t in_stride,
+				      unsigned char *out, size_t out_stride,
+				      int rows, size_t m, size_t d, float factor)
 {
 	const __m256 alpha = _mm256_set1_ps(factor);
 	size_t vec = m & ~(size_t)7, i;
@@ -451,39 +451,39 @@ AVX2 void rfb_ops_sharpen_block_avx2(const unsigned char *in, size_t in_stride,
 
 #else
 
-int rfb_ops_have_avx2(void)
+int rfbi_ops_have_avx2(void)
 {
 	return 0;
 }
 
-void rfb_ops_blend_level_avx2(const rfb_image *src, rfb_image *dst, int level,
-			      float factor)
+void rfbi_ops_blend_level_avx2(const rfb_image *src, rfb_image *dst, int level,
+			       float factor)
 {
-	rfb_ops_blend_level_scalar(src, dst, level, factor);
+	rfbi_ops_blend_level_scalar(src, dst, level, factor);
 }
 
-uint64_t rfb_ops_luma_sum_avx2(const rfb_image *img)
+uint64_t rfbi_ops_luma_sum_avx2(const rfb_image *img)
 {
-	return rfb_ops_luma_sum_scalar(img);
+	return rfbi_ops_luma_sum_scalar(img);
 }
 
-void rfb_ops_color_avx2(const rfb_image *src, rfb_image *dst, float factor)
+void rfbi_ops_color_avx2(const rfb_image *src, rfb_image *dst, float factor)
 {
-	rfb_ops_color_scalar(src, dst, factor);
+	rfbi_ops_color_scalar(src, dst, factor);
 }
 
-void rfb_ops_sharpen_block_avx2(const unsigned char *in, size_t in_stride,
-				unsigned char *out, size_t out_stride, int rows,
-				size_t m, size_t d, float factor)
+void rfbi_ops_sharpen_block_avx2(const unsigned char *in, size_t in_stride,
+				 unsigned char *out, size_t out_stride, int rows,
+				 size_t m, size_t d, float factor)
 {
 	rfb_ops_sharpen_block_scalar(in, in_stride, out, out_stride, rows, m, d,
 				     factor);
 }
 
-void rfb_ops_autocontrast_avx2(const rfb_image *stats, const rfb_image *src,
-			       rfb_image *dst)
+void rfbi_ops_autocontrast_avx2(const rfb_image *stats, const rfb_image *src,
+				rfb_image *dst)
 {
-	rfb_ops_autocontrast_scalar(stats, src, dst);
+	rfbi_ops_autocontrast_scalar(stats, src, dst);
 }
 
 #endif

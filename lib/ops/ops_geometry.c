@@ -164,19 +164,19 @@ static void run_job(const struct job *j, const rfb_image *src, rfb_image *dst,
 {
 	switch (j->kind) {
 	case JOB_COPY: rfb_image_copy(dst, src); break;
-	case JOB_ROTATE180: rfb_ops_rotate180(src, dst); break;
-	case JOB_QUARTER: rfb_ops_quarter_turn(src, dst, j->quarter); break;
+	case JOB_ROTATE180: rfbi_ops_rotate180(src, dst); break;
+	case JOB_QUARTER: rfbi_ops_quarter_turn(src, dst, j->quarter); break;
 	case JOB_AFFINE: {
 		struct rfb_place p = { 0, 0, dst->width, dst->height };
-		rfb_ops_affine(src, &p, dst, &p, j->m, interp, fill);
+		rfbi_ops_affine(src, &p, dst, &p, j->m, interp, fill);
 		break;
 	}
 	}
 }
 
-void rfb_ops_shear(const rfb_image *src, rfb_image *dst, double shear_x,
-		   double shear_y, enum rfb_interp interp,
-		   const unsigned char *fill)
+void rfbi_ops_shear(const rfb_image *src, rfb_image *dst, double shear_x,
+		    double shear_y, enum rfb_interp interp,
+		    const unsigned char *fill)
 {
 	struct job j;
 
@@ -184,9 +184,9 @@ void rfb_ops_shear(const rfb_image *src, rfb_image *dst, double shear_x,
 	run_job(&j, src, dst, interp, fill);
 }
 
-void rfb_ops_translate(const rfb_image *src, rfb_image *dst, double tx,
-		       double ty, enum rfb_interp interp,
-		       const unsigned char *fill)
+void rfbi_ops_translate(const rfb_image *src, rfb_image *dst, double tx,
+			double ty, enum rfb_interp interp,
+			const unsigned char *fill)
 {
 	struct job j;
 
@@ -194,8 +194,8 @@ void rfb_ops_translate(const rfb_image *src, rfb_image *dst, double tx,
 	run_job(&j, src, dst, interp, fill);
 }
 
-void rfb_ops_rotate(const rfb_image *src, rfb_image *dst, double degrees,
-		    enum rfb_interp interp, const unsigned char *fill)
+void rfbi_ops_rotate(const rfb_image *src, rfb_image *dst, double degrees,
+		     enum rfb_interp interp, const unsigned char *fill)
 {
 	struct job j;
 
@@ -266,7 +266,7 @@ int rfb_perspective(const rfb_image *src, rfb_image *dst,
 				   "perspective: degenerate corner points");
 	for (int i = 0; i < 8; i++)
 		a[i] = (float)a[i]; /* torch's float32 solution, res.tolist() */
-	rfb_ops_perspective(src, dst, a, interp, fill);
+	rfbi_ops_perspective(src, dst, a, interp, fill);
 	return 0;
 }
 
@@ -290,9 +290,9 @@ static int window_job(enum rfb_op op, double magnitude, enum rfb_interp interp,
 	return j->kind == JOB_AFFINE && interp == RFB_INTERP_NEAREST;
 }
 
-int rfb_ops_geometry_need(enum rfb_op op, double magnitude,
-			  enum rfb_interp interp, int full_w, int full_h,
-			  const struct rfb_rect *out, struct rfb_rect *need)
+int rfbi_ops_geometry_need(enum rfb_op op, double magnitude,
+			   enum rfb_interp interp, int full_w, int full_h,
+			   const struct rfb_rect *out, struct rfb_rect *need)
 {
 	struct job j;
 
@@ -301,14 +301,14 @@ int rfb_ops_geometry_need(enum rfb_op op, double magnitude,
 	if (j.kind == JOB_COPY)
 		*need = *out;
 	else
-		rfb_ops_affine_need(j.m, full_w, full_h, out, need);
+		rfbi_ops_affine_need(j.m, full_w, full_h, out, need);
 	return 1;
 }
 
-void rfb_ops_geometry_window(enum rfb_op op, double magnitude,
-			     enum rfb_interp interp, const unsigned char *fill,
-			     const rfb_image *src, const struct rfb_place *sp,
-			     rfb_image *dst, const struct rfb_place *dp)
+void rfbi_ops_geometry_window(enum rfb_op op, double magnitude,
+			      enum rfb_interp interp, const unsigned char *fill,
+			      const rfb_image *src, const struct rfb_place *sp,
+			      rfb_image *dst, const struct rfb_place *dp)
 {
 	struct job j;
 
@@ -322,5 +322,5 @@ void rfb_ops_geometry_window(enum rfb_op op, double magnitude,
 		rfb_image_copy(dst, &view);
 		return;
 	}
-	rfb_ops_affine(src, sp, dst, dp, j.m, interp, fill);
+	rfbi_ops_affine(src, sp, dst, dp, j.m, interp, fill);
 }

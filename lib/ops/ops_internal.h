@@ -67,30 +67,30 @@ static inline unsigned char rfb_pil_sharpen(const unsigned char *above,
 /* ---- ops_color.c ---- */
 
 /* ImageEnhance.Brightness(img).enhance(factor); factor as PIL's float. */
-void rfb_ops_brightness(const rfb_image *src, rfb_image *dst, float factor);
+void rfbi_ops_brightness(const rfb_image *src, rfb_image *dst, float factor);
 /* ImageEnhance.Color: blend of the L (ITU-R 601-2) image and src. */
-void rfb_ops_color(const rfb_image *src, rfb_image *dst, float factor);
+void rfbi_ops_color(const rfb_image *src, rfb_image *dst, float factor);
 /* ImageEnhance.Contrast: blend of the rounded mean of the L image. */
-void rfb_ops_contrast(const rfb_image *src, rfb_image *dst, float factor);
+void rfbi_ops_contrast(const rfb_image *src, rfb_image *dst, float factor);
 /* ImageEnhance.Sharpness: blend of ImageFilter.SMOOTH's output and src. */
-void rfb_ops_sharpness(const rfb_image *src, rfb_image *dst, float factor);
+void rfbi_ops_sharpness(const rfb_image *src, rfb_image *dst, float factor);
 /* ImageOps.posterize: keep the bits high bits (0 <= bits <= 8). */
-void rfb_ops_posterize(const rfb_image *src, rfb_image *dst, int bits);
+void rfbi_ops_posterize(const rfb_image *src, rfb_image *dst, int bits);
 /* ImageOps.solarize: invert samples v with !(v < threshold). */
-void rfb_ops_solarize(const rfb_image *src, rfb_image *dst, double threshold);
+void rfbi_ops_solarize(const rfb_image *src, rfb_image *dst, double threshold);
 /* ImageOps.autocontrast(cutoff=0), per channel. */
-void rfb_ops_autocontrast(const rfb_image *src, rfb_image *dst);
+void rfbi_ops_autocontrast(const rfb_image *src, rfb_image *dst);
 /* ImageOps.equalize, per channel. */
-void rfb_ops_equalize(const rfb_image *src, rfb_image *dst);
+void rfbi_ops_equalize(const rfb_image *src, rfb_image *dst);
 /* ImageOps.invert. */
-void rfb_ops_invert(const rfb_image *src, rfb_image *dst);
+void rfbi_ops_invert(const rfb_image *src, rfb_image *dst);
 
 /* The scalar kernels (the reference) and the AVX2 ones behind the
  * dispatchers above: same float operations in the same order per sample,
- * so identical bytes.  Call the _avx2 ones only when rfb_ops_have_avx2(). */
-int rfb_ops_have_avx2(void);
-void rfb_ops_sharpness_scalar(const rfb_image *src, rfb_image *dst, float factor);
-void rfb_ops_sharpness_avx2(const rfb_image *src, rfb_image *dst, float factor);
+ * so identical bytes.  Call the _avx2 ones only when rfbi_ops_have_avx2(). */
+int rfbi_ops_have_avx2(void);
+void rfbi_ops_sharpness_scalar(const rfb_image *src, rfb_image *dst, float factor);
+void rfbi_ops_sharpness_avx2(const rfb_image *src, rfb_image *dst, float factor);
 /* Sharpness's interior: rows [0, rows) of m samples at out (out_stride
  * apart) from the input samples under them at in (in_stride apart), the
  * rows above and below and the samples d (channels) left and right of
@@ -120,66 +120,66 @@ static inline void rfb_ops_sharpen_block_scalar(const unsigned char *in,
 			o[i] = rfb_pil_sharpen(above, row, below, i, d, factor);
 	}
 }
-void rfb_ops_sharpen_block_avx2(const unsigned char *in, size_t in_stride,
-				unsigned char *out, size_t out_stride, int rows,
-				size_t m, size_t d, float factor);
-void rfb_ops_color_scalar(const rfb_image *src, rfb_image *dst, float factor);
-void rfb_ops_color_avx2(const rfb_image *src, rfb_image *dst, float factor);
+void rfbi_ops_sharpen_block_avx2(const unsigned char *in, size_t in_stride,
+				 unsigned char *out, size_t out_stride, int rows,
+				 size_t m, size_t d, float factor);
+void rfbi_ops_color_scalar(const rfb_image *src, rfb_image *dst, float factor);
+void rfbi_ops_color_avx2(const rfb_image *src, rfb_image *dst, float factor);
 /* Blend of the constant image level with src (Brightness, Contrast). */
-void rfb_ops_blend_level_scalar(const rfb_image *src, rfb_image *dst,
-				int level, float factor);
-void rfb_ops_blend_level_avx2(const rfb_image *src, rfb_image *dst,
-			      int level, float factor);
+void rfbi_ops_blend_level_scalar(const rfb_image *src, rfb_image *dst,
+				 int level, float factor);
+void rfbi_ops_blend_level_avx2(const rfb_image *src, rfb_image *dst,
+			       int level, float factor);
 /* AutoContrast with the ranges of stats applied to src (stats itself
  * for the op; the whole image when src is a part of it): the scalar one
  * from histograms and tables, the AVX2 one from per-channel minima and
  * maxima and the table's formula in double (the same two roundings,
  * i * scale then + offset). */
-void rfb_ops_autocontrast_scalar(const rfb_image *stats, const rfb_image *src,
-				 rfb_image *dst);
-void rfb_ops_autocontrast_avx2(const rfb_image *stats, const rfb_image *src,
-			       rfb_image *dst);
+void rfbi_ops_autocontrast_scalar(const rfb_image *stats, const rfb_image *src,
+				  rfb_image *dst);
+void rfbi_ops_autocontrast_avx2(const rfb_image *stats, const rfb_image *src,
+				rfb_image *dst);
 /* Sum of the L image's samples (rgb2l of each pixel, or the samples). */
-uint64_t rfb_ops_luma_sum_scalar(const rfb_image *img);
-uint64_t rfb_ops_luma_sum_avx2(const rfb_image *img);
+uint64_t rfbi_ops_luma_sum_scalar(const rfb_image *img);
+uint64_t rfbi_ops_luma_sum_avx2(const rfb_image *img);
 
 /* ---- ops_affine.c: PIL's Geometry.c ---- */
 
 /*
  * Image.transform(AFFINE, a, resample=interp, fillcolor=fill) of an image
  * the size of dp's full one, computed for the window dst placed at dp
- * from src placed at sp (which holds every pixel rfb_ops_affine_need
+ * from src placed at sp (which holds every pixel rfbi_ops_affine_need
  * names).  Windows only with NEAREST: the filters need whole images
  * (sp and dp at 0, 0).  fill has one value per channel.
  */
-void rfb_ops_affine(const rfb_image *src, const struct rfb_place *sp,
-		    rfb_image *dst, const struct rfb_place *dp, const double a[6],
-		    enum rfb_interp interp, const unsigned char *fill);
+void rfbi_ops_affine(const rfb_image *src, const struct rfb_place *sp,
+		     rfb_image *dst, const struct rfb_place *dp, const double a[6],
+		     enum rfb_interp interp, const unsigned char *fill);
 /* The source window NEAREST reads for the output window out: inside the
  * image, never empty. */
-void rfb_ops_affine_need(const double a[6], int full_w, int full_h,
-			 const struct rfb_rect *out, struct rfb_rect *need);
+void rfbi_ops_affine_need(const double a[6], int full_w, int full_h,
+			  const struct rfb_rect *out, struct rfb_rect *need);
 /* Image.transform(PERSPECTIVE, a, resample=interp, fillcolor=fill) of
  * whole images (ImagingGenericTransform with perspective_transform). */
-void rfb_ops_perspective(const rfb_image *src, rfb_image *dst,
-			 const double a[8], enum rfb_interp interp,
-			 const unsigned char *fill);
+void rfbi_ops_perspective(const rfb_image *src, rfb_image *dst,
+			  const double a[8], enum rfb_interp interp,
+			  const unsigned char *fill);
 /* Image.rotate's ROTATE_180, and ROTATE_90 (quarter 1) / ROTATE_270 (3)
  * of a square image. */
-void rfb_ops_rotate180(const rfb_image *src, rfb_image *dst);
-void rfb_ops_quarter_turn(const rfb_image *src, rfb_image *dst, int quarter);
+void rfbi_ops_rotate180(const rfb_image *src, rfb_image *dst);
+void rfbi_ops_quarter_turn(const rfb_image *src, rfb_image *dst, int quarter);
 
 /* ---- ops_geometry.c ---- */
 
 /* fill has one value per channel (never NULL here). */
-void rfb_ops_shear(const rfb_image *src, rfb_image *dst, double shear_x,
-		   double shear_y, enum rfb_interp interp,
-		   const unsigned char *fill);
-void rfb_ops_translate(const rfb_image *src, rfb_image *dst, double tx,
-		       double ty, enum rfb_interp interp,
-		       const unsigned char *fill);
-void rfb_ops_rotate(const rfb_image *src, rfb_image *dst, double degrees,
-		    enum rfb_interp interp, const unsigned char *fill);
+void rfbi_ops_shear(const rfb_image *src, rfb_image *dst, double shear_x,
+		    double shear_y, enum rfb_interp interp,
+		    const unsigned char *fill);
+void rfbi_ops_translate(const rfb_image *src, rfb_image *dst, double tx,
+			double ty, enum rfb_interp interp,
+			const unsigned char *fill);
+void rfbi_ops_rotate(const rfb_image *src, rfb_image *dst, double degrees,
+		     enum rfb_interp interp, const unsigned char *fill);
 
 /* ---- ops on windows (ops_window.c; the geometry in ops_geometry.c) ---- */
 
@@ -190,13 +190,13 @@ void rfb_ops_rotate(const rfb_image *src, rfb_image *dst, double degrees,
  * with a filter other than NEAREST, Rotate's transposes).  Contrast,
  * AutoContrast and Equalize need the whole image (their statistics).
  */
-int rfb_op_window_need(enum rfb_op op, double magnitude, enum rfb_interp interp,
-		       int full_w, int full_h, const struct rfb_rect *out,
-		       struct rfb_rect *need);
+int rfbi_op_window_need(enum rfb_op op, double magnitude, enum rfb_interp interp,
+			int full_w, int full_h, const struct rfb_rect *out,
+			struct rfb_rect *need);
 
 /*
  * rfb_op_apply on windows: src holds the part of the input placed at sp,
- * which contains rfb_op_window_need() of dst's rectangle; dst (width x
+ * which contains rfbi_op_window_need() of dst's rectangle; dst (width x
  * height, not overlapping src) receives the part of the output placed at
  * dp; sp and dp have the same full size.  fill NULL is black.  The
  * arguments are trusted (the pipeline plans the windows, the parameters
@@ -204,29 +204,29 @@ int rfb_op_window_need(enum rfb_op op, double magnitude, enum rfb_interp interp,
  * checks); the result is the bytes of rfb_op_apply on the full images,
  * cut to dp.  Returns 0 or a negative RFB_E* code.
  */
-int rfb_op_apply_window(enum rfb_op op, double magnitude,
-			enum rfb_interp interp, const unsigned char *fill,
-			const rfb_image *src, const struct rfb_place *sp,
-			rfb_image *dst, const struct rfb_place *dp, rfb_err *err);
+int rfbi_op_apply_window(enum rfb_op op, double magnitude,
+			 enum rfb_interp interp, const unsigned char *fill,
+			 const rfb_image *src, const struct rfb_place *sp,
+			 rfb_image *dst, const struct rfb_place *dp, rfb_err *err) RFB_MUST_CHECK;
 
 /* Contrast, AutoContrast or Equalize with the statistics of stats (the
  * whole input) applied to src (a part of it, dst's size) into dst. */
-void rfb_ops_stat_window(enum rfb_op op, float factor, const rfb_image *stats,
-			 const rfb_image *src, rfb_image *dst);
+void rfbi_ops_stat_window(enum rfb_op op, float factor, const rfb_image *stats,
+			  const rfb_image *src, rfb_image *dst);
 
 /* Sharpness of the part of src (placed at sp) under dst (at dp). */
-void rfb_ops_sharpness_window(const rfb_image *src, const struct rfb_place *sp,
-			      rfb_image *dst, const struct rfb_place *dp,
-			      float factor);
+void rfbi_ops_sharpness_window(const rfb_image *src, const struct rfb_place *sp,
+			       rfb_image *dst, const struct rfb_place *dp,
+			       float factor);
 
 /* The geometric ops' parts of the two above (0 from need: not on
  * windows). */
-int rfb_ops_geometry_need(enum rfb_op op, double magnitude,
-			  enum rfb_interp interp, int full_w, int full_h,
-			  const struct rfb_rect *out, struct rfb_rect *need);
-void rfb_ops_geometry_window(enum rfb_op op, double magnitude,
-			     enum rfb_interp interp, const unsigned char *fill,
-			     const rfb_image *src, const struct rfb_place *sp,
-			     rfb_image *dst, const struct rfb_place *dp);
+int rfbi_ops_geometry_need(enum rfb_op op, double magnitude,
+			   enum rfb_interp interp, int full_w, int full_h,
+			   const struct rfb_rect *out, struct rfb_rect *need);
+void rfbi_ops_geometry_window(enum rfb_op op, double magnitude,
+			      enum rfb_interp interp, const unsigned char *fill,
+			      const rfb_image *src, const struct rfb_place *sp,
+			      rfb_image *dst, const struct rfb_place *dp);
 
 #endif

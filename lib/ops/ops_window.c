@@ -24,9 +24,9 @@ static void grow_one(const struct rfb_rect *r, int w, int h,
 	*out = (struct rfb_rect){ y0, x0, y1 - y0, x1 - x0 };
 }
 
-int rfb_op_window_need(enum rfb_op op, double magnitude, enum rfb_interp interp,
-		       int full_w, int full_h, const struct rfb_rect *out,
-		       struct rfb_rect *need)
+int rfbi_op_window_need(enum rfb_op op, double magnitude, enum rfb_interp interp,
+			int full_w, int full_h, const struct rfb_rect *out,
+			struct rfb_rect *need)
 {
 	switch (op) {
 	case RFB_OP_SHEAR_X:
@@ -34,7 +34,7 @@ int rfb_op_window_need(enum rfb_op op, double magnitude, enum rfb_interp interp,
 	case RFB_OP_TRANSLATE_X:
 	case RFB_OP_TRANSLATE_Y:
 	case RFB_OP_ROTATE:
-		return rfb_ops_geometry_need(op, magnitude, interp, full_w, full_h,
+		return rfbi_ops_geometry_need(op, magnitude, interp, full_w, full_h,
 					     out, need);
 	case RFB_OP_SHARPNESS:
 		grow_one(out, full_w, full_h, need);
@@ -62,10 +62,10 @@ static rfb_image under(const rfb_image *src, const struct rfb_place *sp,
 	return v;
 }
 
-int rfb_op_apply_window(enum rfb_op op, double magnitude,
-			enum rfb_interp interp, const unsigned char *fill,
-			const rfb_image *src, const struct rfb_place *sp,
-			rfb_image *dst, const struct rfb_place *dp, rfb_err *err)
+int rfbi_op_apply_window(enum rfb_op op, double magnitude,
+			 enum rfb_interp interp, const unsigned char *fill,
+			 const rfb_image *src, const struct rfb_place *sp,
+			 rfb_image *dst, const struct rfb_place *dp, rfb_err *err)
 {
 	static const unsigned char black[3] = { 0, 0, 0 };
 	rfb_image part = under(src, sp, dst, dp);
@@ -78,16 +78,16 @@ int rfb_op_apply_window(enum rfb_op op, double magnitude,
 	case RFB_OP_TRANSLATE_X:
 	case RFB_OP_TRANSLATE_Y:
 	case RFB_OP_ROTATE:
-		rfb_ops_geometry_window(op, magnitude, interp, fill ? fill : black,
+		rfbi_ops_geometry_window(op, magnitude, interp, fill ? fill : black,
 					src, sp, dst, dp);
 		break;
 	case RFB_OP_SHARPNESS:
-		rfb_ops_sharpness_window(src, sp, dst, dp, factor);
+		rfbi_ops_sharpness_window(src, sp, dst, dp, factor);
 		break;
 	case RFB_OP_CONTRAST:
 	case RFB_OP_AUTOCONTRAST:
 	case RFB_OP_EQUALIZE:
-		rfb_ops_stat_window(op, factor, src, &part, dst);
+		rfbi_ops_stat_window(op, factor, src, &part, dst);
 		break;
 	default:
 		/* point ops: the op itself on the part (checked there) */

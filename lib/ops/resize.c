@@ -39,13 +39,13 @@ rfb_resizer *rfb_resizer_new(rfb_err *err)
 	if (!rz)
 		rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory for a resizer");
 	else
-		rz->simd = rfb_resize_have_avx2();
+		rz->simd = rfbi_resize_have_avx2();
 	return rz;
 }
 
 int rfb_resizer_set_simd(rfb_resizer *rz, int on)
 {
-	rz->simd = on && rfb_resize_have_avx2();
+	rz->simd = on && rfbi_resize_have_avx2();
 	return rz->simd; /* both kernels use the same tables */
 }
 
@@ -288,7 +288,7 @@ static int hpass(rfb_resizer *rz, const rfb_image *src, int y0, int rows,
 		int rc = rfb_imgbuf_reserve(&rz->strip, need, err);
 		if (rc)
 			return rc;
-		rfb_resize_hpass_avx2(src, y0, rows, c, dst, rz->strip.data);
+		rfbi_resize_hpass_avx2(src, y0, rows, c, dst, rz->strip.data);
 		return 0;
 	}
 	for (int y = 0; y < rows; y++) {
@@ -317,7 +317,7 @@ static void vpass(const rfb_resizer *rz, const rfb_image *src, int row0,
 		unsigned char *out = dst->data + (size_t)yy * dst->stride;
 		int n = c->bounds[2 * yy + 1];
 		if (rz->simd)
-			rfb_resize_vrow_avx2(in, src->stride, n, k, out, len);
+			rfbi_resize_vrow_avx2(in, src->stride, n, k, out, len);
 		else
 			rfb_resize_vrow(in, src->stride, n, k, out, len);
 	}

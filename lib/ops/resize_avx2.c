@@ -11,7 +11,7 @@
 #include <immintrin.h>
 #include <string.h>
 
-int rfb_resize_have_avx2(void)
+int rfbi_resize_have_avx2(void)
 {
 	return __builtin_cpu_supports("avx2");
 }
@@ -23,8 +23,8 @@ int rfb_resize_have_avx2(void)
 
 /* The vertical pass: 32 samples at a time in four registers. */
 __attribute__((target("avx2"))) void
-rfb_resize_vrow_avx2(const unsigned char *in, size_t stride, int n,
-		     const int32_t *k, unsigned char *out, size_t len)
+rfbi_resize_vrow_avx2(const unsigned char *in, size_t stride, int n,
+		      const int32_t *k, unsigned char *out, size_t len)
 {
 	const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
 	size_t x0 = 0;
@@ -373,9 +373,9 @@ __attribute__((target("avx2"))) static void hpass1(const rfb_image *src, int y0,
 }
 
 __attribute__((target("avx2"))) void
-rfb_resize_hpass_avx2(const rfb_image *src, int y0, int rows,
-		      const struct coeffs *c, rfb_image *dst,
-		      unsigned char *scratch)
+rfbi_resize_hpass_avx2(const rfb_image *src, int y0, int rows,
+		       const struct coeffs *c, rfb_image *dst,
+		       unsigned char *scratch)
 {
 	if (src->channels == 3)
 		hpass3(src, y0, rows, c, dst, scratch);
@@ -385,20 +385,20 @@ rfb_resize_hpass_avx2(const rfb_image *src, int y0, int rows,
 
 #else
 
-int rfb_resize_have_avx2(void)
+int rfbi_resize_have_avx2(void)
 {
 	return 0;
 }
 
-void rfb_resize_hpass_avx2(const rfb_image *src, int y0, int rows,
-			   const struct coeffs *c, rfb_image *dst,
-			   unsigned char *scratch)
+void rfbi_resize_hpass_avx2(const rfb_image *src, int y0, int rows,
+			    const struct coeffs *c, rfb_image *dst,
+			    unsigned char *scratch)
 {
 	(void)src, (void)y0, (void)rows, (void)c, (void)dst, (void)scratch;
 }
 
-void rfb_resize_vrow_avx2(const unsigned char *in, size_t stride, int n,
-			  const int32_t *k, unsigned char *out, size_t len)
+void rfbi_resize_vrow_avx2(const unsigned char *in, size_t stride, int n,
+			   const int32_t *k, unsigned char *out, size_t len)
 {
 	rfb_resize_vrow(in, stride, n, k, out, len);
 }

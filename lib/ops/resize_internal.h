@@ -99,18 +99,18 @@ static inline void rfb_resize_vrow(const unsigned char *in, size_t stride,
 }
 
 /* 1 if the CPU runs the AVX2 kernels (always 0 off x86-64). */
-int rfb_resize_have_avx2(void);
+int rfbi_resize_have_avx2(void);
 
-/* The AVX2 kernels (call only when rfb_resize_have_avx2()).  The
+/* The AVX2 kernels (call only when rfbi_resize_have_avx2()).  The
  * horizontal pass needs (src->width + c->ksize + dst->width) *
  * RFB_RESIZE_STRIP_BYTES + 32 bytes of scratch (a column of 8 rows side
  * by side in 32 bytes - 8 for one channel - for the input with ksize
  * columns of padding and for the output; aligned inside to 32). */
 #define RFB_RESIZE_STRIP_BYTES 32
-void rfb_resize_hpass_avx2(const rfb_image *src, int y0, int rows,
-			   const struct coeffs *c, rfb_image *dst,
-			   unsigned char *scratch);
-void rfb_resize_vrow_avx2(const unsigned char *in, size_t stride, int n,
-			  const int32_t *k, unsigned char *out, size_t len);
+void rfbi_resize_hpass_avx2(const rfb_image *src, int y0, int rows,
+			    const struct coeffs *c, rfb_image *dst,
+			    unsigned char *scratch);
+void rfbi_resize_vrow_avx2(const unsigned char *in, size_t stride, int n,
+			   const int32_t *k, unsigned char *out, size_t len);
 
 #endif

@@ -193,12 +193,12 @@ static void flip_row(const unsigned char *in, unsigned char *out, int w, int ch,
 
 void rfb_hflip(const rfb_image *src, rfb_image *dst)
 {
-	int simd = rfb_transform_have_ssse3();
+	int simd = rfbi_transform_have_ssse3();
 
 	for (int y = 0; y < src->height; y++) {
 		const unsigned char *in = src->data + (size_t)y * src->stride;
 		unsigned char *out = dst->data + (size_t)y * dst->stride;
-		int done = simd ? rfb_flip_row_ssse3(in, out, src->width,
+		int done = simd ? rfbi_flip_row_ssse3(in, out, src->width,
 						     src->channels) : 0;
 		flip_row(in, out, src->width, src->channels, done);
 	}
@@ -206,11 +206,11 @@ void rfb_hflip(const rfb_image *src, rfb_image *dst)
 
 void rfb_hflip_inplace(rfb_image *img)
 {
-	int ch = img->channels, simd = rfb_transform_have_ssse3();
+	int ch = img->channels, simd = rfbi_transform_have_ssse3();
 
 	for (int y = 0; y < img->height; y++) {
 		unsigned char *row = img->data + (size_t)y * img->stride, t[3];
-		int a = simd ? rfb_flip_inplace_ssse3(row, img->width, ch) : 0;
+		int a = simd ? rfbi_flip_inplace_ssse3(row, img->width, ch) : 0;
 		for (int b = img->width - 1 - a; a < b; a++, b--) {
 			memcpy(t, row + a * ch, ch == 3 ? 3 : 1);
 			memcpy(row + a * ch, row + b * ch, ch == 3 ? 3 : 1);
@@ -259,7 +259,7 @@ int rfb_to_gray(const rfb_image *src, rfb_image *dst, rfb_err *err)
 int rfb_to_rgb(const rfb_image *src, rfb_image *dst, rfb_err *err)
 {
 	int rc = check_same_size(src, dst, 3, err);
-	int simd = rfb_transform_have_ssse3();
+	int simd = rfbi_transform_have_ssse3();
 
 	if (rc)
 		return rc;
@@ -270,7 +270,7 @@ int rfb_to_rgb(const rfb_image *src, rfb_image *dst, rfb_err *err)
 	for (int y = 0; y < src->height; y++) {
 		const unsigned char *in = src->data + (size_t)y * src->stride;
 		unsigned char *out = dst->data + (size_t)y * dst->stride;
-		int x = simd ? rfb_gray_to_rgb_ssse3(in, out, src->width) : 0;
+		int x = simd ? rfbi_gray_to_rgb_ssse3(in, out, src->width) : 0;
 		for (; x < src->width; x++)
 			out[3 * x] = out[3 * x + 1] = out[3 * x + 2] = in[x];
 	}

@@ -13,7 +13,7 @@
 
 #define SSSE3 __attribute__((target("ssse3")))
 
-int rfb_transform_have_ssse3(void)
+int rfbi_transform_have_ssse3(void)
 {
 	return __builtin_cpu_supports("ssse3");
 }
@@ -49,7 +49,7 @@ SSSE3 static inline void store16(unsigned char *p, __m128i v)
 	_mm_storeu_si128((__m128i *)p, v);
 }
 
-SSSE3 int rfb_flip_row_ssse3(const unsigned char *in, unsigned char *out,
+SSSE3 int rfbi_flip_row_ssse3(const unsigned char *in, unsigned char *out,
 			     int w, int ch)
 {
 	int x = 0;
@@ -67,7 +67,7 @@ SSSE3 int rfb_flip_row_ssse3(const unsigned char *in, unsigned char *out,
 	return x;
 }
 
-SSSE3 int rfb_flip_inplace_ssse3(unsigned char *row, int w, int ch)
+SSSE3 int rfbi_flip_inplace_ssse3(unsigned char *row, int w, int ch)
 {
 	int a = 0;
 
@@ -97,7 +97,7 @@ SSSE3 int rfb_flip_inplace_ssse3(unsigned char *row, int w, int ch)
 	return a;
 }
 
-SSSE3 int rfb_gray_to_rgb_ssse3(const unsigned char *in, unsigned char *out,
+SSSE3 int rfbi_gray_to_rgb_ssse3(const unsigned char *in, unsigned char *out,
 				int w)
 {
 	const __m128i m0 = _mm_setr_epi8(0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4,
@@ -119,25 +119,25 @@ SSSE3 int rfb_gray_to_rgb_ssse3(const unsigned char *in, unsigned char *out,
 
 #else
 
-int rfb_gray_to_rgb_ssse3(const unsigned char *in, unsigned char *out, int w)
+int rfbi_gray_to_rgb_ssse3(const unsigned char *in, unsigned char *out, int w)
 {
 	(void)in, (void)out, (void)w;
 	return 0;
 }
 
-int rfb_transform_have_ssse3(void)
+int rfbi_transform_have_ssse3(void)
 {
 	return 0;
 }
 
-int rfb_flip_row_ssse3(const unsigned char *in, unsigned char *out, int w,
-		       int ch)
+int rfbi_flip_row_ssse3(const unsigned char *in, unsigned char *out, int w,
+			int ch)
 {
 	(void)in, (void)out, (void)w, (void)ch;
 	return 0;
 }
 
-int rfb_flip_inplace_ssse3(unsigned char *row, int w, int ch)
+int rfbi_flip_inplace_ssse3(unsigned char *row, int w, int ch)
 {
 	(void)row, (void)w, (void)ch;
 	return 0;

@@ -67,11 +67,11 @@ static int run_resize(struct rfb_run *r, const struct rfb_layer *l, rfb_err *err
 	}
 	if (w == r->cur.width && h == r->cur.height)
 		return 0; /* torchvision returns the image unchanged */
-	rc = rfb_run_target(r, w, h, r->cur.channels, &dst, &slot, err);
+	rc = rfbi_run_target(r, w, h, r->cur.channels, &dst, &slot, err);
 	if (!rc)
 		rc = rfb_resize(r->ctx->rz, &r->cur, &dst, l->interp, err);
 	if (!rc)
-		rfb_run_take(r, &dst, slot);
+		rfbi_run_take(r, &dst, slot);
 	return rc;
 }
 
@@ -85,12 +85,12 @@ static int run_rrcrop(struct rfb_run *r, const struct rfb_layer *l,
 	rfb_rrcrop_rect(rng, r->cur.width, r->cur.height, l->scale[0],
 			l->scale[1], l->ratio[0], l->ratio[1], &rect);
 	view = rfb_crop_view(&r->cur, &rect);
-	rc = rfb_run_target(r, l->width, l->height, r->cur.channels, &dst, &slot,
+	rc = rfbi_run_target(r, l->width, l->height, r->cur.channels, &dst, &slot,
 			    err);
 	if (!rc)
 		rc = rfb_resize(r->ctx->rz, &view, &dst, l->interp, err);
 	if (!rc)
-		rfb_run_take(r, &dst, slot);
+		rfbi_run_take(r, &dst, slot);
 	return rc;
 }
 
@@ -105,11 +105,11 @@ static int run_flip(struct rfb_run *r, const struct rfb_layer *l, rfb_rng *rng,
 	/* into the other buffer, also for a whole buffer: the mirrored copy
 	 * (SSSE3) is several times faster than swapping in place, and a view
 	 * (a crop) is copied out by the output anyway */
-	rc = rfb_run_target(r, r->cur.width, r->cur.height, r->cur.channels, &dst,
+	rc = rfbi_run_target(r, r->cur.width, r->cur.height, r->cur.channels, &dst,
 			    &slot, err);
 	if (!rc) {
 		rfb_hflip(&r->cur, &dst);
-		rfb_run_take(r, &dst, slot);
+		rfbi_run_take(r, &dst, slot);
 	}
 	return rc;
 }
@@ -122,13 +122,13 @@ static int apply_op(struct rfb_run *r, const struct rfb_layer *l,
 
 	if (op->op == RFB_OP_IDENTITY)
 		return 0;
-	rc = rfb_run_target(r, r->cur.width, r->cur.height, r->cur.channels, &dst,
+	rc = rfbi_run_target(r, r->cur.width, r->cur.height, r->cur.channels, &dst,
 			    &slot, err);
 	if (!rc)
 		rc = rfb_op_apply(op->op, op->magnitude, l->interp, l->fill, &r->cur,
 				  &dst, err);
 	if (!rc)
-		rfb_run_take(r, &dst, slot);
+		rfbi_run_take(r, &dst, slot);
 	return rc;
 }
 
@@ -138,11 +138,11 @@ static int run_augment(struct rfb_run *r, const struct rfb_layer *l,
 	struct rfb_aug_op ops[2];
 	int n, rc = 0;
 
-	if (!rfb_run_gray_fill(l->fill) && (rc = rfb_run_expand(r, err)))
+	if (!rfb_run_gray_fill(l->fill) && (rc = rfbi_run_expand(r, err)))
 		return rc;
 	if (r->win && position >= r->win->first && position < r->win->crop)
-		return rfb_win_augment(r, l, position, err);
-	n = rfb_run_draw_ops(r, l, position, r->cur.width, r->cur.height, ops);
+		return rfbi_win_augment(r, l, position, err);
+	n = rfbi_run_draw_ops(r, l, position, r->cur.width, r->cur.height, ops);
 	for (int i = 0; i < n && !rc; i++)
 		rc = apply_op(r, l, &ops[i], err);
 	return rc;
@@ -165,45 +165,46 @@ static int run_channels(struct rfb_run *r, int channels, rfb_err *err)
 	}
 	if (r->cur.channels == channels)
 		return 0;
-	rc = rfb_run_target(r, r->cur.width, r->cur.height, channels, &dst, &slot,
+	rc = rfbi_run_target(r, r->cur.width, r->cur.height, channels, &dst, &slot,
 			    err);
 	if (!rc)
 		rc = channels == 1 ? rfb_to_gray(&r->cur, &dst, err)
 				   : rfb_to_rgb(&r->cur, &dst, err);
 	if (!rc)
-		rfb_run_take(r, &dst, slot);
+		rfbi_run_take(r, &dst, slot);
 	return rc;
 }
 
-int rfb_run_layer(struct rfb_run *r, const struct rfb_layer *l, int position,
-		  rfb_err *err)
+/* Run layer l as layer number position (its RNG stream). */
+static int run_layer(struct rfb_run *r, const struct rfb_layer *l, int position,
+		     rfb_err *err)
 {
 	const struct rfb_pipe_key *k = r->key;
 	struct rfb_rect rect;
 	rfb_rng rng;
 	int rc;
 
-	rfb_layer_rng(k, position, &rng);
+	rfbi_layer_rng(k, position, &rng);
 	switch (l->kind) {
 	case RFB_F_RESIZE:
 		return run_resize(r, l, err);
 	case RFB_F_CENTERCROP:
 		if (r->win && position == r->win->crop) {
-			rfb_win_crop(r);
+			rfbi_win_crop(r);
 			return 0;
 		}
 		rect = rfb_centercrop_rect(r->cur.width, r->cur.height, l->height,
 					   l->width);
-		return rfb_run_crop(r, &rect, NULL, err);
+		return rfbi_run_crop(r, &rect, NULL, err);
 	case RFB_F_CROP:
 		if (r->win && position == r->win->crop) {
-			rfb_win_crop(r);
+			rfbi_win_crop(r);
 			return 0;
 		}
 		rc = rfb_randcrop_rect(&rng, r->cur.width, r->cur.height, l->height,
 				       l->width, &l->pad, l->pad_if_needed, &rect,
 				       err);
-		return rc ? rc : rfb_run_crop(r, &rect, l->fill, err);
+		return rc ? rc : rfbi_run_crop(r, &rect, l->fill, err);
 	case RFB_F_RRCROP:
 		return run_rrcrop(r, l, &rng, err);
 	case RFB_F_FLIP:
@@ -221,7 +222,7 @@ int rfb_run_layer(struct rfb_run *r, const struct rfb_layer *l, int position,
 	case RFB_F_COUNT:
 		break;
 	default:
-		return rfb_run_single(r, l, &rng, err);
+		return rfbi_run_single(r, l, &rng, err);
 	}
 	return 0; /* normalize is applied to the output, apply by the loop */
 }
@@ -282,25 +283,27 @@ static int normalize_output(rfb_pipe_ctx *ctx, const struct rfb_layer *l,
 	return rc;
 }
 
-int rfb_run_finish(struct rfb_run *r, const rfb_pipeline *p,
-		   struct rfb_pipe_out *out, rfb_err *err)
+/* Make cur contiguous in a context buffer and fill out (normalising if p
+ * ends in normalize). */
+static int run_finish(struct rfb_run *r, const rfb_pipeline *p,
+		      struct rfb_pipe_out *out, rfb_err *err)
 {
 	size_t row;
 	rfb_image dst;
 	int slot, rc;
 
-	rc = rfb_run_expand(r, err); /* also the copy out of a view */
+	rc = rfbi_run_expand(r, err); /* also the copy out of a view */
 	if (rc)
 		return rc;
 	row = (size_t)r->cur.width * r->cur.channels;
 	if (r->cur_buf < 0 || r->cur.stride != row ||
 	    r->cur.data != r->ctx->buf[r->cur_buf].data) {
-		rc = rfb_run_target(r, r->cur.width, r->cur.height, r->cur.channels,
+		rc = rfbi_run_target(r, r->cur.width, r->cur.height, r->cur.channels,
 				    &dst, &slot, err);
 		if (rc)
 			return rc;
 		rfb_image_copy(&dst, &r->cur);
-		rfb_run_take(r, &dst, slot);
+		rfbi_run_take(r, &dst, slot);
 	}
 	memset(out, 0, sizeof *out);
 	out->img = r->cur;
@@ -315,8 +318,8 @@ int rfb_run_finish(struct rfb_run *r, const rfb_pipeline *p,
 	return 0;
 }
 
-int rfb_run_layers(struct rfb_run *r, const rfb_pipeline *p, int from,
-		   struct rfb_pipe_out *out, rfb_err *err)
+int rfbi_run_layers(struct rfb_run *r, const rfb_pipeline *p, int from,
+		    struct rfb_pipe_out *out, rfb_err *err)
 {
 	for (int i = from; i < p->nlayers; i++) {
 		const struct rfb_layer *l = &p->layers[i];
@@ -324,15 +327,15 @@ int rfb_run_layers(struct rfb_run *r, const rfb_pipeline *p, int from,
 		if (l->kind == RFB_F_APPLY) {
 			/* RandomApply: skip its layers when p < torch.rand(1) */
 			rfb_rng rng;
-			rfb_layer_rng(r->key, i, &rng);
+			rfbi_layer_rng(r->key, i, &rng);
 			if (l->p < rfb_rng_uniform(&rng))
 				i += l->count;
 			continue;
 		}
-		if ((rc = rfb_run_layer(r, l, i, err)))
+		if ((rc = run_layer(r, l, i, err)))
 			return rc;
 	}
-	return rfb_run_finish(r, p, out, err);
+	return run_finish(r, p, out, err);
 }
 
 int rfb_pipe_run(rfb_pipe_ctx *ctx, const rfb_pipeline *p, const rfb_image *in,
@@ -346,5 +349,5 @@ int rfb_pipe_run(rfb_pipe_ctx *ctx, const rfb_pipeline *p, const rfb_image *in,
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "pipeline input %dx%dx%d: need 1 or 3 channels",
 				   in->width, in->height, in->channels);
-	return rfb_run_layers(&r, p, 0, out, err);
+	return rfbi_run_layers(&r, p, 0, out, err);
 }

@@ -88,38 +88,25 @@ struct rfb_pipeline {
 };
 
 /* Filter names, indexed by enum rfb_filter. */
-extern const char *const rfb_filter_names[RFB_F_COUNT];
-
-/* 1 if a and b are the same layer. */
-int rfb_layer_equal(const struct rfb_layer *a, const struct rfb_layer *b);
+extern const char *const rfbi_filter_names[RFB_F_COUNT];
 
 /* The random stream of the layer at position under key. */
-void rfb_layer_rng(const struct rfb_pipe_key *key, int position, rfb_rng *rng);
+void rfbi_layer_rng(const struct rfb_pipe_key *key, int position, rfb_rng *rng);
 
 /*
  * The rectangle crop layer l (centercrop or crop, at position) cuts from a
  * w x h image into *r: 1 if it lies inside the image, 0 if it needs
  * padding or l is no crop (*r may be filled all the same).
  */
-int rfb_layer_crop_rect(const struct rfb_layer *l, int position, int w, int h,
-			const struct rfb_pipe_key *key, struct rfb_rect *r);
+int rfbi_layer_crop_rect(const struct rfb_layer *l, int position, int w, int h,
+			 const struct rfb_pipe_key *key, struct rfb_rect *r);
 
-/* Build a pipeline owning a copy of layers[0..n) and its canonical text.
- * NULL with err filled on failure. */
-rfb_pipeline *rfb_pipeline_from_layers(const struct rfb_layer *layers, int n,
-				       rfb_err *err);
-
-/* rfb_pipeline_from_layers for a new pipeline (parse, join) into *out:
+/* A new pipeline owning a copy of layers[0..n) and its canonical text
+ * (for parse, join) into *out:
  * 0, RFB_ENOMEM, or RFB_ESPEC when its canonical text is longer than a
  * spec may be (RFB_PIPELINE_MAX_SPEC - 1 bytes, what cache manifests
  * hold): defaults spelled out make it longer than the spec given. */
-int rfb_pipeline_make(const struct rfb_layer *layers, int n,
-		      rfb_pipeline **out, rfb_err *err);
-
-/* Output size of one layer for a w x h x c input (no randomness needed:
- * every filter's output size depends only on its input's).  0 or a
- * negative code with err filled. */
-int rfb_layer_out_shape(const struct rfb_layer *l, struct rfb_pipe_shape *s,
-			rfb_err *err);
+int rfbi_pipeline_make(const struct rfb_layer *layers, int n,
+		       rfb_pipeline **out, rfb_err *err) RFB_MUST_CHECK;
 
 #endif

@@ -99,12 +99,12 @@ static void plan_resize(rfb_pipe_ctx *ctx, const rfb_pipeline *p, int s, int w,
 		return; /* an identity resize: nothing to fold */
 	out_w = win.width;
 	out_h = win.height;
-	/* rfb_layer_crop_rect fills its rectangle even when it says "outside":
+	/* rfbi_layer_crop_rect fills its rectangle even when it says "outside":
 	 * win must not get a crop that pads */
 	if (s + 1 < p->nlayers &&
-	    rfb_layer_crop_rect(&p->layers[s + 1], s + 1, out_w, out_h, key, &crop))
+	    rfbi_layer_crop_rect(&p->layers[s + 1], s + 1, out_w, out_h, key, &crop))
 		folded = 2, win = crop;
-	else if (rfb_win_plan_make(p, s + 1, out_w, out_h, key, &pl->win))
+	else if (rfbi_win_plan_make(p, s + 1, out_w, out_h, key, &pl->win))
 		pl->windowed = 1, win = pl->win.in;
 	sx = (double)w / out_w;
 	sy = (double)h / out_h;
@@ -136,7 +136,7 @@ static void plan_rrcrop(rfb_pipe_ctx *ctx, const struct rfb_layer *l, int s,
 	double box[4];
 	int d;
 
-	rfb_layer_rng(key, s, &rng);
+	rfbi_layer_rng(key, s, &rng);
 	rfb_rrcrop_rect(&rng, w, h, l->scale[0], l->scale[1], l->ratio[0],
 			l->ratio[1], &r);
 	d = pick_denom(ctx, w, h, r.width, r.height, l->width, l->height);
@@ -165,12 +165,12 @@ static void make_plan(rfb_pipe_ctx *ctx, const rfb_pipeline *p, int s, int w,
 		plan_resize(ctx, p, s, w, h, key, pl);
 	} else if (l->kind == RFB_F_RRCROP) {
 		plan_rrcrop(ctx, l, s, w, h, key, pl);
-	} else if (rfb_layer_crop_rect(l, s, w, h, key, &r)) {
+	} else if (rfbi_layer_crop_rect(l, s, w, h, key, &r)) {
 		double box[4];
 		if (rfb_decode_map_region(w, h, 1, r.left, r.top, r.width,
 					  r.height, &pl->opts, box) == 0)
 			pl->folded = 1;
-	} else if (rfb_win_plan_make(p, s, w, h, key, &pl->win)) {
+	} else if (rfbi_win_plan_make(p, s, w, h, key, &pl->win)) {
 		/* augment layers first: decode the window they read */
 		double box[4];
 		r = pl->win.in;
@@ -192,7 +192,7 @@ static int finish_plan(struct rfb_run *r, const struct plan *pl, rfb_err *err)
 
 	if (pl->finish == FIN_NONE)
 		return 0;
-	rc = rfb_run_target(r, pl->out_w, pl->out_h, r->cur.channels, &dst, &slot,
+	rc = rfbi_run_target(r, pl->out_w, pl->out_h, r->cur.channels, &dst, &slot,
 			    err);
 	if (rc)
 		return rc;
@@ -203,7 +203,7 @@ static int finish_plan(struct rfb_run *r, const struct plan *pl, rfb_err *err)
 		rc = rfb_resize_box(r->ctx->rz, &r->cur, &pl->box, &dst,
 				    pl->interp, err);
 	if (!rc)
-		rfb_run_take(r, &dst, slot);
+		rfbi_run_take(r, &dst, slot);
 	return rc;
 }
 
@@ -233,7 +233,7 @@ static int run_png(rfb_pipe_ctx *ctx, const rfb_pipeline *p, const void *data,
 	if (rc)
 		return rc;
 	r.gray3 = r.cur.channels == 1;
-	return rfb_run_layers(&r, p, 0, out, err);
+	return rfbi_run_layers(&r, p, 0, out, err);
 }
 
 static int run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
@@ -280,7 +280,7 @@ static int run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 		r.win_x = pl.win_x;
 		r.win_y = pl.win_y;
 	}
-	return rc ? rc : rfb_run_layers(&r, p, start + pl.folded, out, err);
+	return rc ? rc : rfbi_run_layers(&r, p, start + pl.folded, out, err);
 }
 
 int rfb_pipe_run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,

@@ -743,7 +743,7 @@ static int keys_of(int kind, const char **names)
 static int unknown_key(struct parser *ps, const struct tok *a, const struct tok *k)
 {
 	const char *names[MAX_KEYS];
-	const char *kind = rfb_filter_names[ps->cur.kind];
+	const char *kind = rfbi_filter_names[ps->cur.kind];
 	char near[80];
 	int n = keys_of(ps->cur.kind, names);
 
@@ -801,7 +801,7 @@ static int parse_arg(struct parser *ps, const struct tok *a, int index)
 static int check_filter(struct parser *ps)
 {
 	struct rfb_layer *l = &ps->cur;
-	const char *name = rfb_filter_names[l->kind];
+	const char *name = rfbi_filter_names[l->kind];
 
 	if (needs_first_key(l->kind) &&
 	    !(ps->seen & (UINT64_C(1) << filter_keys[l->kind][0])))
@@ -862,7 +862,7 @@ static const struct {
 
 static int unknown_filter(struct parser *ps, const struct tok *name)
 {
-	const char *near = closest(name, rfb_filter_names, RFB_F_COUNT);
+	const char *near = closest(name, rfbi_filter_names, RFB_F_COUNT);
 	int best = 99;
 
 	/* a torchvision name (any case) or one a letter or two off */
@@ -870,10 +870,10 @@ static int unknown_filter(struct parser *ps, const struct tok *name)
 		int d = distance(name->s, name->n, tv_names[i].tv);
 		if (d < best && d <= 2) {
 			best = d;
-			near = rfb_filter_names[tv_names[i].kind];
+			near = rfbi_filter_names[tv_names[i].kind];
 		}
 	}
-	set_hint(ps, "filters", rfb_filter_names, RFB_F_COUNT);
+	set_hint(ps, "filters", rfbi_filter_names, RFB_F_COUNT);
 	if (near)
 		return spec_error(ps, name->at,
 				  "unknown filter \"%.*s\" (did you mean \"%s\"?)",
@@ -885,7 +885,7 @@ static int unknown_filter(struct parser *ps, const struct tok *name)
 static int lookup_filter(struct parser *ps, const struct tok *name)
 {
 	for (int i = 0; i < RFB_F_COUNT; i++)
-		if (tok_is(name, rfb_filter_names[i]))
+		if (tok_is(name, rfbi_filter_names[i]))
 			return i;
 	if (name->n == 0)
 		return spec_error(ps, name->at, "empty filter");
@@ -933,7 +933,7 @@ static int check_apply(struct parser *ps, const size_t *name_at)
 						  "apply cannot gate %s (only "
 						  "filters that keep the image's "
 						  "size and channels)",
-						  rfb_filter_names[ps->layers[k].kind]);
+						  rfbi_filter_names[ps->layers[k].kind]);
 	}
 	return 0;
 }
@@ -961,11 +961,11 @@ static int parse_filter(struct parser *ps, size_t at, size_t end)
 	at += name.n;
 	if (at < end && s[at] != '=')
 		return spec_error(ps, at, "unexpected '%c' after %s", s[at],
-				  rfb_filter_names[kind]);
+				  rfbi_filter_names[kind]);
 	if (at < end) {
 		if (filter_keys[kind][0] == K_NONE && filter_keys[kind][1] == K_NONE)
 			return spec_error(ps, at, "%s takes no arguments",
-					  rfb_filter_names[kind]);
+					  rfbi_filter_names[kind]);
 		struct tok args = { s + at + 1, end - at - 1, at + 1 }, a[12];
 		int n = split(&args, ':', a, 12);
 		if (n < 0)
@@ -1015,7 +1015,7 @@ int rfb_pipeline_parse(const char *spec, rfb_pipeline **out, rfb_err *err)
 	if (!rc)
 		rc = check_apply(ps, name_at);
 	if (!rc)
-		rc = rfb_pipeline_make(ps->layers, ps->n, out, err);
+		rc = rfbi_pipeline_make(ps->layers, ps->n, out, err);
 	free(ps);
 	return rc;
 }

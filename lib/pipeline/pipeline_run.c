@@ -7,8 +7,8 @@
 #include "pipeline_run_internal.h"
 
 /* A fresh w x h x c image in a buffer that does not hold the current one. */
-int rfb_run_target(struct rfb_run *r, int w, int h, int c, rfb_image *dst,
-		   int *slot, rfb_err *err)
+int rfbi_run_target(struct rfb_run *r, int w, int h, int c, rfb_image *dst,
+		    int *slot, rfb_err *err)
 {
 	int i = 0;
 
@@ -18,32 +18,32 @@ int rfb_run_target(struct rfb_run *r, int w, int h, int c, rfb_image *dst,
 	return rfb_image_alloc(dst, &r->ctx->buf[i], w, h, c, err);
 }
 
-void rfb_run_take(struct rfb_run *r, const rfb_image *img, int slot)
+void rfbi_run_take(struct rfb_run *r, const rfb_image *img, int slot)
 {
 	r->cur = *img;
 	r->cur_buf = slot;
 }
 
-int rfb_run_expand(struct rfb_run *r, rfb_err *err)
+int rfbi_run_expand(struct rfb_run *r, rfb_err *err)
 {
 	rfb_image dst;
 	int slot, rc;
 
 	if (!r->gray3)
 		return 0;
-	rc = rfb_run_target(r, r->cur.width, r->cur.height, 3, &dst, &slot, err);
+	rc = rfbi_run_target(r, r->cur.width, r->cur.height, 3, &dst, &slot, err);
 	if (!rc)
 		rc = rfb_to_rgb(&r->cur, &dst, err);
 	if (!rc) {
-		rfb_run_take(r, &dst, slot);
+		rfbi_run_take(r, &dst, slot);
 		r->gray3 = 0;
 	}
 	return rc;
 }
 
 /* Crop the current image to rect: a view when inside, else a padded copy. */
-int rfb_run_crop(struct rfb_run *r, const struct rfb_rect *rect,
-		 const unsigned char *fill, rfb_err *err)
+int rfbi_run_crop(struct rfb_run *r, const struct rfb_rect *rect,
+		  const unsigned char *fill, rfb_err *err)
 {
 	rfb_image dst;
 	int slot, rc;
@@ -52,32 +52,32 @@ int rfb_run_crop(struct rfb_run *r, const struct rfb_rect *rect,
 		r->cur = rfb_crop_view(&r->cur, rect);
 		return 0;
 	}
-	if (!rfb_run_gray_fill(fill) && (rc = rfb_run_expand(r, err)))
+	if (!rfb_run_gray_fill(fill) && (rc = rfbi_run_expand(r, err)))
 		return rc;
-	rc = rfb_run_target(r, rect->width, rect->height, r->cur.channels, &dst,
+	rc = rfbi_run_target(r, rect->width, rect->height, r->cur.channels, &dst,
 			    &slot, err);
 	if (!rc)
 		rc = rfb_crop(&r->cur, rect, fill, &dst, err);
 	if (!rc)
-		rfb_run_take(r, &dst, slot);
+		rfbi_run_take(r, &dst, slot);
 	return rc;
 }
 
-void rfb_layer_rng(const struct rfb_pipe_key *k, int position, rfb_rng *rng)
+void rfbi_layer_rng(const struct rfb_pipe_key *k, int position, rfb_rng *rng)
 {
 	rfb_rng_init(rng, k->seed, k->epoch, k->sample,
 		     k->stage_base + (uint32_t)position);
 }
 
-int rfb_layer_crop_rect(const struct rfb_layer *l, int position, int w, int h,
-			const struct rfb_pipe_key *key, struct rfb_rect *r)
+int rfbi_layer_crop_rect(const struct rfb_layer *l, int position, int w, int h,
+			 const struct rfb_pipe_key *key, struct rfb_rect *r)
 {
 	rfb_rng rng;
 
 	if (l->kind == RFB_F_CENTERCROP) {
 		*r = rfb_centercrop_rect(w, h, l->height, l->width);
 	} else if (l->kind == RFB_F_CROP) {
-		rfb_layer_rng(key, position, &rng);
+		rfbi_layer_rng(key, position, &rng);
 		if (rfb_randcrop_rect(&rng, w, h, l->height, l->width, &l->pad,
 				      l->pad_if_needed, r, NULL))
 			return 0;

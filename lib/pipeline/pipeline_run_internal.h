@@ -50,7 +50,7 @@ struct rfb_win_plan {
  * channel in all three (a grayscale JPEG as torchvision's loader gives
  * it); every layer gives the same result on either form as long as its
  * fill colour is gray, so the work is done once per pixel and the
- * channels are replicated at the end (rfb_run_expand). */
+ * channels are replicated at the end (rfbi_run_expand). */
 struct rfb_run {
 	rfb_pipe_ctx *ctx;
 	const struct rfb_pipe_key *key;
@@ -66,23 +66,23 @@ struct rfb_run {
 
 /* The ops augment layer l (number position) draws on a w x h image, into
  * ops[0..2); returns how many (1, or 2 for AutoAugment). */
-int rfb_run_draw_ops(const struct rfb_run *r, const struct rfb_layer *l,
-		     int position, int w, int h, struct rfb_aug_op ops[2]);
+int rfbi_run_draw_ops(const struct rfb_run *r, const struct rfb_layer *l,
+		      int position, int w, int h, struct rfb_aug_op ops[2]);
 
 /* A window plan for the layers from first of p on an image of w x h
  * there: 1 with *pl filled when augment layers followed by a crop inside
  * the image start at first and every op they draw runs on windows, and
  * some window is smaller than the image; 0 otherwise. */
-int rfb_win_plan_make(const rfb_pipeline *p, int first, int w, int h,
-		      const struct rfb_pipe_key *key, struct rfb_win_plan *pl);
+int rfbi_win_plan_make(const rfb_pipeline *p, int first, int w, int h,
+		       const struct rfb_pipe_key *key, struct rfb_win_plan *pl);
 
 /* Run augment layer l (number position) on the current window. */
-int rfb_win_augment(struct rfb_run *r, const struct rfb_layer *l, int position,
-		    rfb_err *err);
+int rfbi_win_augment(struct rfb_run *r, const struct rfb_layer *l, int position,
+		     rfb_err *err) RFB_MUST_CHECK;
 
 /* The plan's crop: the current window cut to the crop's rectangle (a
  * view); the run leaves window mode. */
-void rfb_win_crop(struct rfb_run *r);
+void rfbi_win_crop(struct rfb_run *r);
 
 /* ---- pipeline_run.c ---- */
 
@@ -93,35 +93,26 @@ static inline int rfb_run_gray_fill(const unsigned char *fill)
 }
 
 /* Replicate a gray3 image into three real channels (nothing otherwise). */
-int rfb_run_expand(struct rfb_run *r, rfb_err *err);
+int rfbi_run_expand(struct rfb_run *r, rfb_err *err) RFB_MUST_CHECK;
 
 /* Allocate dst (w x h x c) in a buffer other than cur's; *slot says which. */
-int rfb_run_target(struct rfb_run *r, int w, int h, int c, rfb_image *dst,
-		   int *slot, rfb_err *err);
+int rfbi_run_target(struct rfb_run *r, int w, int h, int c, rfb_image *dst,
+		    int *slot, rfb_err *err) RFB_MUST_CHECK;
 
 /* Make img (in buffer slot) the current image. */
-void rfb_run_take(struct rfb_run *r, const rfb_image *img, int slot);
+void rfbi_run_take(struct rfb_run *r, const rfb_image *img, int slot);
 
 /* Crop cur to rect (view if inside, padded copy with fill otherwise). */
-int rfb_run_crop(struct rfb_run *r, const struct rfb_rect *rect,
-		 const unsigned char *fill, rfb_err *err);
-
-/* Run layer l as layer number position (its RNG stream). */
-int rfb_run_layer(struct rfb_run *r, const struct rfb_layer *l, int position,
-		  rfb_err *err);
+int rfbi_run_crop(struct rfb_run *r, const struct rfb_rect *rect,
+		  const unsigned char *fill, rfb_err *err) RFB_MUST_CHECK;
 
 /* Run layers [from, n) of p, then produce the output. */
-int rfb_run_layers(struct rfb_run *r, const rfb_pipeline *p, int from,
-		   struct rfb_pipe_out *out, rfb_err *err);
-
-/* Make cur contiguous in a context buffer and fill out (normalising if p
- * ends in normalize). */
-int rfb_run_finish(struct rfb_run *r, const rfb_pipeline *p,
-		   struct rfb_pipe_out *out, rfb_err *err);
+int rfbi_run_layers(struct rfb_run *r, const rfb_pipeline *p, int from,
+		    struct rfb_pipe_out *out, rfb_err *err) RFB_MUST_CHECK;
 
 /* Run one of torchvision's single transforms (pipeline_single.c): layer
  * l with its random stream rng. */
-int rfb_run_single(struct rfb_run *r, const struct rfb_layer *l, rfb_rng *rng,
-		   rfb_err *err);
+int rfbi_run_single(struct rfb_run *r, const struct rfb_layer *l, rfb_rng *rng,
+		    rfb_err *err) RFB_MUST_CHECK;
 
 #endif

@@ -37,13 +37,13 @@ static int expand_for(struct rfb_run *r, const unsigned char *fill, rfb_err *err
 {
 	if (fill[0] == fill[1] && fill[1] == fill[2])
 		return 0;
-	return rfb_run_expand(r, err);
+	return rfbi_run_expand(r, err);
 }
 
 /* dst = a fresh image of cur's shape in the other buffer. */
 static int target(struct rfb_run *r, rfb_image *dst, int *slot, rfb_err *err)
 {
-	return rfb_run_target(r, r->cur.width, r->cur.height, r->cur.channels,
+	return rfbi_run_target(r, r->cur.width, r->cur.height, r->cur.channels,
 			      dst, slot, err);
 }
 
@@ -57,7 +57,7 @@ static int run_op(struct rfb_run *r, enum rfb_op op, double magnitude,
 		rc = rfb_op_apply(op, magnitude, l->interp, l->fill, &r->cur, &dst,
 				  err);
 	if (!rc)
-		rfb_run_take(r, &dst, slot);
+		rfbi_run_take(r, &dst, slot);
 	return rc;
 }
 
@@ -68,7 +68,7 @@ static int run_hue(struct rfb_run *r, double factor, rfb_err *err)
 
 	if (!rc) {
 		rfb_hue(&r->cur, &dst, factor);
-		rfb_run_take(r, &dst, slot);
+		rfbi_run_take(r, &dst, slot);
 	}
 	return rc;
 }
@@ -113,11 +113,11 @@ static int run_grayscale(struct rfb_run *r, const struct rfb_layer *l,
 
 	if (!draw_p(rng, l->p) || r->cur.channels == 1)
 		return 0;
-	rc = rfb_run_target(r, r->cur.width, r->cur.height, 1, &dst, &slot, err);
+	rc = rfbi_run_target(r, r->cur.width, r->cur.height, 1, &dst, &slot, err);
 	if (!rc)
 		rc = rfb_to_gray(&r->cur, &dst, err);
 	if (!rc) {
-		rfb_run_take(r, &dst, slot);
+		rfbi_run_take(r, &dst, slot);
 		r->gray3 = 1;
 	}
 	return rc;
@@ -146,7 +146,7 @@ static int run_blur(struct rfb_run *r, const struct rfb_layer *l, rfb_rng *rng,
 		rc = rfb_gaussian_blur(&r->cur, &dst, l->kernel[1], l->kernel[0],
 				       sigma, sigma, ctx->scratch, err);
 	if (!rc)
-		rfb_run_take(r, &dst, slot);
+		rfbi_run_take(r, &dst, slot);
 	return rc;
 }
 
@@ -193,7 +193,7 @@ static int run_erasing(struct rfb_run *r, const struct rfb_layer *l,
 	if (!rc) {
 		rfb_image_copy(&dst, &r->cur);
 		rfb_erase(&dst, &rect, l->fill);
-		rfb_run_take(r, &dst, slot);
+		rfbi_run_take(r, &dst, slot);
 	}
 	return rc;
 }
@@ -209,7 +209,7 @@ static int run_vflip(struct rfb_run *r, const struct rfb_layer *l, rfb_rng *rng,
 	rc = target(r, &dst, &slot, err);
 	if (!rc) {
 		rfb_vflip(&r->cur, &dst);
-		rfb_run_take(r, &dst, slot);
+		rfbi_run_take(r, &dst, slot);
 	}
 	return rc;
 }
@@ -272,7 +272,7 @@ static int run_affine(struct rfb_run *r, const struct rfb_layer *l,
 	if (!rc) {
 		rfb_affine(&r->cur, &dst, angle, translate, scale, shear, l->interp,
 			   l->fill);
-		rfb_run_take(r, &dst, slot);
+		rfbi_run_take(r, &dst, slot);
 	}
 	return rc;
 }
@@ -325,12 +325,12 @@ static int run_perspective(struct rfb_run *r, const struct rfb_layer *l,
 		rc = rfb_perspective(&r->cur, &dst, start, end, l->interp, l->fill,
 				     err);
 	if (!rc)
-		rfb_run_take(r, &dst, slot);
+		rfbi_run_take(r, &dst, slot);
 	return rc;
 }
 
-int rfb_run_single(struct rfb_run *r, const struct rfb_layer *l, rfb_rng *rng,
-		   rfb_err *err)
+int rfbi_run_single(struct rfb_run *r, const struct rfb_layer *l, rfb_rng *rng,
+		    rfb_err *err)
 {
 	switch (l->kind) {
 	case RFB_F_VFLIP: return run_vflip(r, l, rng, err);

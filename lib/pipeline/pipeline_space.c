@@ -12,7 +12,7 @@ const char *rfb_pipeline_layer_name(const rfb_pipeline *p, int layer)
 {
 	if (layer < 0 || layer >= p->nlayers)
 		return NULL;
-	return rfb_filter_names[p->layers[layer].kind];
+	return rfbi_filter_names[p->layers[layer].kind];
 }
 
 /* Distinct signed magnitudes of an op over a space's bins. */
@@ -125,7 +125,7 @@ int rfb_pipeline_layer_op(const rfb_pipeline *p, int layer,
 	if (layer < 0 || layer >= p->nlayers)
 		return -1;
 	l = &p->layers[layer];
-	rfb_layer_rng(key, layer, &rng);
+	rfbi_layer_rng(key, layer, &rng);
 	/* the op is the first draw; the image size only scales magnitudes */
 	if (l->kind == RFB_F_RANDAUG)
 		rfb_randaug_draw(&rng, l->magnitude, l->bins, 256, 256, &op);

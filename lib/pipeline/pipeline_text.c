@@ -12,7 +12,7 @@
 /* The filters' names, which the parser reads and the canonical text
  * writes (here, so that the parser depends on this file and not the
  * other way round). */
-const char *const rfb_filter_names[RFB_F_COUNT] = {
+const char *const rfbi_filter_names[RFB_F_COUNT] = {
 	"resize", "centercrop", "crop", "rrcrop", "flip", "randaug",
 	"autoaug", "trivialaug", "normalize", "gray", "rgb", "vflip",
 	"grayscale", "colorjitter", "gaussblur", "erasing", "solarize",
@@ -162,7 +162,7 @@ static void put_single(struct out *o, const struct rfb_layer *l)
 
 static void put_layer(struct out *o, const struct rfb_layer *l, int repeat)
 {
-	put(o, "%s", rfb_filter_names[l->kind]);
+	put(o, "%s", rfbi_filter_names[l->kind]);
 	switch (l->kind) {
 	case RFB_F_RESIZE:
 		if (l->shorter)
@@ -220,7 +220,8 @@ static void put_layer(struct out *o, const struct rfb_layer *l, int repeat)
 	}
 }
 
-int rfb_layer_equal(const struct rfb_layer *a, const struct rfb_layer *b)
+/* 1 if a and b are the same layer. */
+static int layer_equal(const struct rfb_layer *a, const struct rfb_layer *b)
 {
 	return a->kind == b->kind && a->height == b->height &&
 	       a->width == b->width && a->shorter == b->shorter &&
@@ -262,7 +263,7 @@ static char *canonical_text(const struct rfb_layer *layers, int n)
 		/* merged runs stay within what the parser takes back */
 		if (layers[i].kind == RFB_F_RANDAUG)
 			while (i + run < n && run < RFB_RANDAUG_MAX_N &&
-			       rfb_layer_equal(&layers[i], &layers[i + run]))
+			       layer_equal(&layers[i], &layers[i + run]))
 				run++;
 		if (i)
 			put(&o, ",");
@@ -276,8 +277,10 @@ static char *canonical_text(const struct rfb_layer *layers, int n)
 	return o.buf;
 }
 
-rfb_pipeline *rfb_pipeline_from_layers(const struct rfb_layer *layers, int n,
-				       rfb_err *err)
+/* Build a pipeline owning a copy of layers[0..n) and its canonical text.
+ * NULL with err filled on failure. */
+static rfb_pipeline *from_layers(const struct rfb_layer *layers, int n,
+				 rfb_err *err)
 {
 	rfb_pipeline *p = calloc(1, sizeof *p);
 
@@ -299,12 +302,12 @@ fail:
 	return NULL;
 }
 
-int rfb_pipeline_make(const struct rfb_layer *layers, int n,
-		      rfb_pipeline **out, rfb_err *err)
+int rfbi_pipeline_make(const struct rfb_layer *layers, int n,
+		       rfb_pipeline **out, rfb_err *err)
 {
 	size_t len;
 
-	if (!(*out = rfb_pipeline_from_layers(layers, n, err)))
+	if (!(*out = from_layers(layers, n, err)))
 		return RFB_ENOMEM;
 	len = strlen((*out)->canonical);
 	if (len < RFB_PIPELINE_MAX_SPEC)
@@ -369,9 +372,9 @@ int rfb_pipeline_split(const rfb_pipeline *p, int k, rfb_pipeline **head,
 			return rfb_err_set(err, RFB_EINVAL, NULL,
 					   "split after layer %d cuts apply (layer "
 					   "%d) from the layers it gates", k, i + 1);
-	*head = rfb_pipeline_from_layers(p->layers, k, err);
+	*head = from_layers(p->layers, k, err);
 	if (*head)
-		*tail = rfb_pipeline_from_layers(p->layers + k, p->nlayers - k, err);
+		*tail = from_layers(p->layers + k, p->nlayers - k, err);
 	if (!*tail) {
 		rfb_pipeline_free(*head);
 		*head = NULL;
@@ -394,7 +397,7 @@ int rfb_pipeline_join(const rfb_pipeline *a, const rfb_pipeline *b,
 				   RFB_PIPELINE_MAX_LAYERS);
 	memcpy(layers, a->layers, (size_t)a->nlayers * sizeof *layers);
 	memcpy(layers + a->nlayers, b->layers, (size_t)b->nlayers * sizeof *layers);
-	return rfb_pipeline_make(layers, a->nlayers + b->nlayers, out, err);
+	return rfbi_pipeline_make(layers, a->nlayers + b->nlayers, out, err);
 }
 
 /* ---- shapes ---- */
@@ -417,8 +420,11 @@ static int crop_shape(const struct rfb_layer *l, struct rfb_pipe_shape *s,
 	return 0;
 }
 
-int rfb_layer_out_shape(const struct rfb_layer *l, struct rfb_pipe_shape *s,
-			rfb_err *err)
+/* Output size of one layer for a w x h x c input (no randomness needed:
+ * every filter's output size depends only on its input's).  0 or a
+ * negative code with err filled. */
+static int layer_out_shape(const struct rfb_layer *l, struct rfb_pipe_shape *s,
+			   rfb_err *err)
 {
 	switch (l->kind) {
 	case RFB_F_RESIZE:
@@ -461,7 +467,7 @@ int rfb_pipeline_out_shape(const rfb_pipeline *p, const struct rfb_pipe_shape *i
 		return rfb_err_set(err, RFB_EINVAL, NULL, "bad input shape %dx%dx%d",
 				   s.width, s.height, s.channels);
 	for (int i = 0; i < p->nlayers; i++) {
-		int rc = rfb_layer_out_shape(&p->layers[i], &s, err);
+		int rc = layer_out_shape(&p->layers[i], &s, err);
 		if (rc)
 			return rc;
 	}
@@ -485,7 +491,7 @@ int rfb_pipeline_fixed_shape(const rfb_pipeline *p, int in_channels,
 			fixed = 1;
 			s.width = l->width;
 			s.height = l->height;
-		} else if (rfb_layer_out_shape(l, &s, err)) {
+		} else if (layer_out_shape(l, &s, err)) {
 			if (err)
 				err->code = RFB_ESPEC;
 			return RFB_ESPEC;

@@ -10,11 +10,11 @@
  * through the augment layers, and every layer draws its parameters from
  * its own random stream with the full image's size, so the crop's
  * rectangle and every op are known.  Going backwards from the crop, each
- * op's output window gives its input window (rfb_op_window_need: the
+ * op's output window gives its input window (rfbi_op_window_need: the
  * same pixels for point ops, one more around for Sharpness, the whole
  * image for Contrast, AutoContrast and Equalize, the source pixels for
  * the geometry).  The ops then run forwards on windows placed in the
- * full image (rfb_op_apply_window), giving the bytes of the whole run.
+ * full image (rfbi_op_apply_window), giving the bytes of the whole run.
  */
 #include <string.h>
 
@@ -27,12 +27,12 @@ static int is_augment(const struct rfb_layer *l)
 	       l->kind == RFB_F_TRIVIALAUG;
 }
 
-int rfb_run_draw_ops(const struct rfb_run *r, const struct rfb_layer *l,
-		     int position, int w, int h, struct rfb_aug_op ops[2])
+int rfbi_run_draw_ops(const struct rfb_run *r, const struct rfb_layer *l,
+		      int position, int w, int h, struct rfb_aug_op ops[2])
 {
 	rfb_rng rng;
 
-	rfb_layer_rng(r->key, position, &rng);
+	rfbi_layer_rng(r->key, position, &rng);
 	if (l->kind == RFB_F_RANDAUG) {
 		rfb_randaug_draw(&rng, l->magnitude, l->bins, w, h, &ops[0]);
 		return 1;
@@ -58,7 +58,7 @@ static int plan_ops(const rfb_pipeline *p, const struct rfb_run *r,
 	struct rfb_rect win = pl->rect;
 
 	for (int i = pl->first; i < pl->crop; i++) {
-		int k = rfb_run_draw_ops(r, &p->layers[i], i, pl->full_w,
+		int k = rfbi_run_draw_ops(r, &p->layers[i], i, pl->full_w,
 					 pl->full_h, ops + n);
 		for (int j = 0; j < k; j++)
 			layer_of[n + j] = i;
@@ -69,7 +69,7 @@ static int plan_ops(const rfb_pipeline *p, const struct rfb_run *r,
 		struct rfb_rect need;
 		pl->out[k] = win;
 		gain |= smaller(&win, pl->full_w, pl->full_h);
-		if (!rfb_op_window_need(ops[k].op, ops[k].magnitude, l->interp,
+		if (!rfbi_op_window_need(ops[k].op, ops[k].magnitude, l->interp,
 					pl->full_w, pl->full_h, &win, &need))
 			return 0;
 		win = need;
@@ -79,8 +79,8 @@ static int plan_ops(const rfb_pipeline *p, const struct rfb_run *r,
 	return gain;
 }
 
-int rfb_win_plan_make(const rfb_pipeline *p, int first, int w, int h,
-		      const struct rfb_pipe_key *key, struct rfb_win_plan *pl)
+int rfbi_win_plan_make(const rfb_pipeline *p, int first, int w, int h,
+		       const struct rfb_pipe_key *key, struct rfb_win_plan *pl)
 {
 	struct rfb_run r = { NULL, key, { 0 }, -1, 0, NULL, 0, 0, 0 };
 	int c = first;
@@ -94,17 +94,17 @@ int rfb_win_plan_make(const rfb_pipeline *p, int first, int w, int h,
 	pl->crop = c;
 	pl->full_w = w;
 	pl->full_h = h;
-	if (!rfb_layer_crop_rect(&p->layers[c], c, w, h, key, &pl->rect))
+	if (!rfbi_layer_crop_rect(&p->layers[c], c, w, h, key, &pl->rect))
 		return 0;
 	return plan_ops(p, &r, pl);
 }
 
-int rfb_win_augment(struct rfb_run *r, const struct rfb_layer *l, int position,
-		    rfb_err *err)
+int rfbi_win_augment(struct rfb_run *r, const struct rfb_layer *l, int position,
+		     rfb_err *err)
 {
 	const struct rfb_win_plan *pl = r->win;
 	struct rfb_aug_op ops[2];
-	int n = rfb_run_draw_ops(r, l, position, pl->full_w, pl->full_h, ops);
+	int n = rfbi_run_draw_ops(r, l, position, pl->full_w, pl->full_h, ops);
 
 	for (int i = 0; i < n; i++) {
 		const struct rfb_rect *o = &pl->out[r->win_op++];
@@ -115,22 +115,22 @@ int rfb_win_augment(struct rfb_run *r, const struct rfb_layer *l, int position,
 
 		if (ops[i].op == RFB_OP_IDENTITY)
 			continue; /* its window is the one before */
-		rc = rfb_run_target(r, o->width, o->height, r->cur.channels, &dst,
+		rc = rfbi_run_target(r, o->width, o->height, r->cur.channels, &dst,
 				    &slot, err);
 		if (!rc)
-			rc = rfb_op_apply_window(ops[i].op, ops[i].magnitude,
+			rc = rfbi_op_apply_window(ops[i].op, ops[i].magnitude,
 						 l->interp, l->fill, &r->cur, &sp,
 						 &dst, &dp, err);
 		if (rc)
 			return rc;
-		rfb_run_take(r, &dst, slot);
+		rfbi_run_take(r, &dst, slot);
 		r->win_x = o->left;
 		r->win_y = o->top;
 	}
 	return 0;
 }
 
-void rfb_win_crop(struct rfb_run *r)
+void rfbi_win_crop(struct rfb_run *r)
 {
 	struct rfb_rect local = r->win->rect;
 

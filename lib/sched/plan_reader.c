@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "refurb/format.h"
 #include "refurb/plan.h"
 
 #define READ_CHUNK 65536u
@@ -115,8 +116,9 @@ static int read_header(rfb_plan_reader *r, rfb_err *err)
 	if (rc == 0)
 		return rfb_err_set(err, RFB_ETRUNC, r->name,
 				   "empty (no plan header line)");
-	if (rc == RFB_ETRUNC && (r->end < sizeof "#refurb-plan" - 1 ||
-				 memcmp(r->buf, "#refurb-plan", 12) != 0))
+	if (rc == RFB_ETRUNC && (r->end < sizeof RFB_PLAN_TAG - 1 ||
+				 memcmp(r->buf, RFB_PLAN_TAG,
+					sizeof RFB_PLAN_TAG - 1) != 0))
 		rc = RFB_ELIMIT; /* a binary file, most likely */
 	if (rc == RFB_ELIMIT)
 		return rfb_err_set(err, RFB_EFORMAT, r->name,

@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "refurb/format.h"
 #include "refurb/plan.h"
 
-#define HEADER_TAG "#refurb-plan"
 
 /* ---- writing ---- */
 
@@ -50,7 +50,7 @@ static char *put_hex(char *p, uint64_t v)
 size_t rfb_plan_format_header(char *buf, size_t n, const rfb_plan_header *h)
 {
 	int len = snprintf(buf, n,
-		HEADER_TAG " %u schedule=%016" PRIx64 " index=%016" PRIx64
+		RFB_PLAN_TAG " %u schedule=%016" PRIx64 " index=%016" PRIx64
 		" samples=%u total=%u reuse=%u policy=%s evict-seed=%" PRIu64
 		" seed=%" PRIu64 " batch=%u batches=%u epochs=%u-%u shuffle=%s"
 		" balance=%s drop-last=%d shard=%u/%u\n",
@@ -275,10 +275,10 @@ static int parse_sample(struct cursor *c, uint32_t epoch, rfb_plan_sample *s)
 
 int rfb_plan_line_type(const char *line, size_t len)
 {
-	size_t tag = sizeof HEADER_TAG - 1;
+	size_t tag = sizeof RFB_PLAN_TAG - 1;
 
 	if (len >= 1 && line[0] == '#')
-		return len > tag && memcmp(line, HEADER_TAG, tag) == 0 &&
+		return len > tag && memcmp(line, RFB_PLAN_TAG, tag) == 0 &&
 		       line[tag] == ' ' ? RFB_PLAN_LINE_HEADER
 					: RFB_PLAN_LINE_COMMENT;
 	if (len >= 2 && (line[0] == 'B' || line[0] == 'D') && line[1] == ' ')
@@ -552,8 +552,8 @@ int rfb_plan_parse_header(const char *line, size_t len, rfb_plan_header *h,
 	if (rfb_plan_line_type(line, len) != RFB_PLAN_LINE_HEADER)
 		return rfb_err_set(err, RFB_EFORMAT, NULL,
 				   "not a refurb plan (the first line does not "
-				   "start with '" HEADER_TAG " ')");
-	c.p += sizeof HEADER_TAG;
+				   "start with '" RFB_PLAN_TAG " ')");
+	c.p += sizeof RFB_PLAN_TAG;
 	if ((rc = parse_u32(&c, UINT32_MAX, &h->version, "the format version")))
 		return rc;
 	if (h->version < 1 || h->version > RFB_PLAN_VERSION)

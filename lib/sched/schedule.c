@@ -8,11 +8,11 @@
 
 #include "refurb/bytes.h"
 #include "refurb/checksum.h"
+#include "refurb/format.h"
 #include "refurb/io.h"
 #include "refurb/rng.h"
 #include "refurb/sched.h"
 
-#define SCHED_MAGIC "RFBSCHD"   /* 7 bytes, then the version byte */
 #define SCHED_VERSION 1
 #define SCHED_IDENTITY_SEED 0x5343484544554c45ULL /* "SCHEDULE" */
 
@@ -218,7 +218,7 @@ static void write_header(const rfb_sched *s, unsigned char *h,
 			 uint32_t body_crc)
 {
 	memset(h, 0, RFB_SCHED_HEADER_SIZE);
-	memcpy(h, SCHED_MAGIC, 7);
+	memcpy(h, RFB_SCHED_MAGIC, 7);
 	h[7] = SCHED_VERSION;
 	rfb_put_le32(h + 8, RFB_SCHED_HEADER_SIZE);
 	rfb_put_le32(h + 12, 0); /* flags */
@@ -262,7 +262,7 @@ static int check_magic(const unsigned char *d, size_t len, const char *name,
 {
 	size_t cmp = len < 7 ? len : 7;
 
-	if (memcmp(d, SCHED_MAGIC, cmp) != 0)
+	if (memcmp(d, RFB_SCHED_MAGIC, cmp) != 0)
 		return rfb_err_set(err, RFB_EFORMAT, name,
 				   "bad magic (not a refurb schedule)");
 	if (len < RFB_SCHED_HEADER_SIZE)

@@ -29,7 +29,9 @@ void rfb_advise_predict(const rfb_advice *a, int k, int r,
 	row->img_per_s = row->img_per_cpu_s * t->cores;
 	row->unique_fraction = rfb_sched_diversity(a->choices, s->final_choices,
 						   r, e) / e;
-	row->cache_bytes = s->record_bytes * a->images;
+	/* live records, and the dead ones of the last epoch that refurb-
+	 * partial keeps for its default grace: (1 + 1/r) times (its man page) */
+	row->cache_bytes = s->record_bytes * a->images * (1.0 + 1.0 / r);
 }
 
 /* Unique fractions that differ by less than this are equal (r = 1 gives

@@ -29,6 +29,7 @@
 #include "refurb/plan.h"
 #include "refurb/pool.h"
 #include "refurb/progress.h"
+#include "slot_ring_internal.h"
 #include "refurb/record.h"
 #include "refurb/rng.h"
 #include "refurb/source.h"
@@ -95,23 +96,15 @@ struct final {
 	size_t sample_bytes;      /* views * image_bytes */
 	rfb_pool *pool;
 	struct fslot *slots;
-	int nslots, head, count;
+	int nslots;
+	struct rfbi_ring ring; /* slots in plan order */
 	rfb_stream_writer *writer;
 	const char *in_name;      /* the annotated plan, for messages */
 	double start, last_write, sum_iv, sum_iv2;
 	uint64_t intervals;
-	char stats_line[512];
 };
 
 /* ---- workers ---- */
-
-static double thread_cpu_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void *fworker_new(void *arg)
 {
@@ -225,14 +218,14 @@ static void run_task(void *ctx, struct rfb_task *task)
 	struct fworker *w = ctx;
 	const struct final *F = t->F;
 	rfb_image img;
-	double t0, c0 = thread_cpu_now();
+	double t0, c0 = rfb_thread_cpu_now();
 
 	rfb_err_clear(&t->why);
 	t->healed = t->unreadable = 0;
 	t->decode_s = t->augment_s = t->heal_s = t->cpu_s = 0;
 	if ((t->status = source_image(w, t, &img))) {
 		t->unreadable = 1;
-		t->cpu_s = thread_cpu_now() - c0;
+		t->cpu_s = rfb_thread_cpu_now() - c0;
 		return;
 	}
 	t0 = rfb_now();
@@ -242,7 +235,7 @@ static void run_task(void *ctx, struct rfb_task *task)
 	if (t->status && !t->why.path[0])
 		name_image(F, t);
 	t->augment_s = rfb_now() - t0;
-	t->cpu_s = thread_cpu_now() - c0;
+	t->cpu_s = rfb_thread_cpu_now() - c0;
 }
 
 /* ---- batches ---- */
@@ -250,7 +243,7 @@ static void run_task(void *ctx, struct rfb_task *task)
 /* Read the batch's records (one io_submit) and queue its tasks. */
 static int prepare(struct final *F, const rfb_plan_batch *b, rfb_err *err)
 {
-	struct fslot *s = &F->slots[(F->head + F->count) % F->nslots];
+	struct fslot *s = &F->slots[rfbi_ring_tail(&F->ring)];
 	const struct rfb_batch_record *recs;
 	struct rfb_batch_stats before, after;
 	double t0 = rfb_now();
@@ -294,7 +287,7 @@ static int prepare(struct final *F, const rfb_plan_batch *b, rfb_err *err)
 		F->st->direct_refused = 1;
 	s->read_s = rfb_now() - t0;
 	F->st->read_s += s->read_s;
-	F->count++;
+	rfbi_ring_push(&F->ring);
 	s->n = s->nread;
 	for (uint32_t j = 0; j < s->nread; j++) {
 		struct ftask *t = &s->tasks[j];
@@ -358,23 +351,17 @@ static int settle(struct final *F, struct fslot *s, double *decode,
 	return 0;
 }
 
-static void stats_line(struct final *F, const struct fslot *s, double decode,
-		       double augment, double heal, double cpu, uint64_t healed,
-		       double out_wait, double interval)
+static void report_batch(struct final *F, const struct fslot *s,
+			 double decode, double augment, double heal, double cpu,
+			 uint64_t healed, double out_wait, double interval)
 {
-	int n;
+	struct rfb_final_batch_stats b = {
+		s->batch.epoch, s->batch.step, s->n, s->misses, healed,
+		s->bytes_read, s->read_s, decode, augment, heal, out_wait,
+		interval, cpu
+	};
 
-	if (F->o->stats_fd < 0)
-		return;
-	n = snprintf(F->stats_line, sizeof F->stats_line,
-		     "%u\t%u\t%u\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%.0f\t%.0f"
-		     "\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\n", s->batch.epoch,
-		     s->batch.step, s->n, s->misses, healed, s->bytes_read,
-		     s->read_s * 1e6, decode * 1e6, augment * 1e6, heal * 1e6,
-		     out_wait * 1e6, interval * 1e6, cpu * 1e6);
-	if (rfb_write_full(F->o->stats_fd, F->stats_line, (size_t)n) < 0) {
-		/* statistics are best effort; the stream matters */
-	}
+	F->o->on_batch(F->o->ctx, &b);
 }
 
 /* The batch's global step in the stream: the plan's, less the dropped
@@ -390,18 +377,18 @@ static uint64_t stream_global_step(const struct final *F,
 	return b->global_step - (dropping ? b->epoch : 0);
 }
 
-/* Finish the oldest batch: wait for its tasks, write its frame. */
-static int finish_oldest(struct final *F, rfb_err *err)
+/* Finish the oldest batch (in slot): wait for its tasks, write its
+ * frame (an rfbi_ring_finish_fn). */
+static int finish_batch(void *engine, int slot, rfb_err *err)
 {
-	struct fslot *s = &F->slots[F->head];
+	struct final *F = engine;
+	struct fslot *s = &F->slots[slot];
 	struct rfb_stream_batch b = { 0 };
 	double decode = 0, augment = 0, heal = 0, cpu = 0, t0, now, interval = 0;
 	uint64_t healed = 0;
 	int rc;
 
 	rfb_group_wait(&s->group);
-	F->head = (F->head + 1) % F->nslots;
-	F->count--;
 	if ((rc = settle(F, s, &decode, &augment, &heal, &cpu, &healed, err)))
 		return rc;
 	F->st->decode_s += decode;
@@ -429,7 +416,9 @@ static int finish_oldest(struct final *F, rfb_err *err)
 		F->intervals++;
 	}
 	F->last_write = now;
-	stats_line(F, s, decode, augment, heal, cpu, healed, now - t0, interval);
+	if (F->o->on_batch)
+		report_batch(F, s, decode, augment, heal, cpu, healed, now - t0,
+			     interval);
 	F->st->batches++;
 	F->st->images += s->n;
 	F->st->epoch = s->batch.epoch;
@@ -442,12 +431,7 @@ static int finish_oldest(struct final *F, rfb_err *err)
 
 static int finish_all(struct final *F, rfb_err *err)
 {
-	int rc;
-
-	while (F->count > 0)
-		if ((rc = finish_oldest(F, err)))
-			return rc;
-	return 0;
+	return rfbi_ring_finish_all(&F->ring, finish_batch, F, err);
 }
 
 /* ---- setting up ---- */
@@ -519,6 +503,7 @@ static int make_slots(struct final *F, rfb_err *err)
 	uint32_t bs = F->h->batch_size;
 
 	F->nslots = F->o->prefetch > 0 ? F->o->prefetch : 2;
+	F->ring = (struct rfbi_ring){ F->nslots, 0, 0 };
 	if (!(F->slots = calloc((size_t)F->nslots, sizeof *F->slots)))
 		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
 	for (int i = 0; i < F->nslots; i++) {
@@ -625,13 +610,6 @@ static int setup(struct final *F, int in_fd, const char *in_name, int out_fd,
 	if (!(F->writer = rfb_stream_writer_new(out_fd, F->o->out_name ?
 						 F->o->out_name : "(output)", err)))
 		return err->code;
-	if (F->o->stats_fd >= 0) {
-		static const char head[] = "epoch\tstep\timages\tmisses\thealed\t"
-			"bytes_read\tread_us\tdecompress_us\taugment_us\theal_us\t"
-			"output_wait_us\tinterval_us\tcpu_us\n";
-		if (rfb_write_full(F->o->stats_fd, head, sizeof head - 1) < 0)
-			return rfb_err_sys(err, errno, "(stats)", "cannot write");
-	}
 	return write_stream_header(F, err);
 }
 
@@ -649,7 +627,7 @@ static int run(struct final *F, rfb_err *err)
 		if (item.type == RFB_PLAN_LINE_BATCH) {
 			if (item.batch.dropped)
 				continue; /* cached for later hits, not trained on */
-			if (F->count == F->nslots && (rc = finish_oldest(F, err)))
+			if ((rc = rfbi_ring_make_room(&F->ring, finish_batch, F, err)))
 				return rc;
 			if ((rc = prepare(F, &item.batch, err)))
 				return rc;

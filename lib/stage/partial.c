@@ -28,6 +28,7 @@
 #include "refurb/plan.h"
 #include "refurb/pool.h"
 #include "refurb/progress.h"
+#include "slot_ring_internal.h"
 #include "refurb/rng.h"
 #include "refurb/sched.h"
 #include "refurb/source.h"
@@ -78,7 +79,8 @@ struct partial {
 	uint64_t seed;
 	rfb_pool *pool;
 	struct slot *slots;
-	int nslots, head, count;
+	int nslots;
+	struct rfbi_ring ring; /* slots in plan order */
 	char *line;
 	size_t line_cap;
 	int out_fd;
@@ -101,14 +103,6 @@ static uint32_t death32(uint64_t death)
 }
 
 /* ---- workers ---- */
-
-static double thread_cpu_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void *worker_new(void *arg)
 {
@@ -147,7 +141,7 @@ static void run_job(void *ctx, struct rfb_task *t)
 				    RFB_STAGE_PARTIAL };
 	struct rfb_pipe_out out;
 	size_t len = 0;
-	double t0 = rfb_now(), c0 = thread_cpu_now();
+	double t0 = rfb_now(), c0 = rfb_thread_cpu_now();
 
 	rfb_err_clear(&j->why);
 	j->status = rfb_source_read(P->src, j->sample, MAX_IMAGE_FILE, &w->file,
@@ -164,7 +158,7 @@ static void run_job(void *ctx, struct rfb_task *t)
 					      &j->rec, &j->rec_len, &j->why);
 	j->file_bytes = len;
 	j->seconds = rfb_now() - t0;
-	j->cpu_seconds = thread_cpu_now() - c0;
+	j->cpu_seconds = rfb_thread_cpu_now() - c0;
 }
 
 /* ---- batches ---- */
@@ -211,7 +205,7 @@ static int prepare_hit(struct partial *P, struct slot *s, uint32_t i,
 
 static int prepare(struct partial *P, const rfb_plan_batch *b, rfb_err *err)
 {
-	struct slot *s = &P->slots[(P->head + P->count) % P->nslots];
+	struct slot *s = &P->slots[rfbi_ring_tail(&P->ring)];
 	int rc;
 
 	if ((rc = rfb_cache_advance(P->cache, b->epoch, b->global_step, err)))
@@ -221,7 +215,7 @@ static int prepare(struct partial *P, const rfb_plan_batch *b, rfb_err *err)
 	s->batch.samples = s->samples;
 	memset(s->has_job, 0, b->count);
 	memset(&s->bs, 0, sizeof s->bs);
-	P->count++;
+	rfbi_ring_push(&P->ring);
 	for (uint32_t i = 0; i < b->count; i++) {
 		rfb_plan_sample *x = &s->samples[i];
 		struct rfb_cache_entry e;
@@ -305,16 +299,16 @@ static void report_batch(struct partial *P, struct slot *s)
 	P->o->on_batch(P->o->ctx, &s->bs);
 }
 
-/* Finish the oldest batch: wait, append, flush, write its line. */
-static int finish_oldest(struct partial *P, rfb_err *err)
+/* Finish the oldest batch (in slot): wait, append, flush, write its
+ * line (an rfbi_ring_finish_fn). */
+static int finish_batch(void *engine, int slot, rfb_err *err)
 {
-	struct slot *s = &P->slots[P->head];
+	struct partial *P = engine;
+	struct slot *s = &P->slots[slot];
 	size_t need = rfb_plan_batch_text_max(s->batch.count), len;
 	int rc;
 
 	rfb_group_wait(&s->group);
-	P->head = (P->head + 1) % P->nslots;
-	P->count--;
 	for (uint32_t i = 0; i < s->batch.count; i++)
 		if (s->has_job[i] && (rc = settle_job(P, s, i, err)))
 			return rc;
@@ -346,12 +340,7 @@ static int finish_oldest(struct partial *P, rfb_err *err)
 
 static int finish_all(struct partial *P, rfb_err *err)
 {
-	int rc;
-
-	while (P->count > 0)
-		if ((rc = finish_oldest(P, err)))
-			return rc;
-	return 0;
+	return rfbi_ring_finish_all(&P->ring, finish_batch, P, err);
 }
 
 /* ---- setting up ---- */
@@ -435,7 +424,7 @@ static int open_cache(struct partial *P, rfb_err *err)
 /* The absolute form of path into out (size n); "" if it has none. */
 static void absolute(char *out, size_t n, const char *path)
 {
-	char *abs = path ? realpath(path, NULL) : NULL;
+	char *abs = path ? rfb_path_absolute(path, 1) : NULL;
 
 	snprintf(out, n, "%s", abs ? abs : "");
 	free(abs);
@@ -443,27 +432,34 @@ static void absolute(char *out, size_t n, const char *path)
 
 static int write_header(struct partial *P, rfb_err *err)
 {
-	static struct rfb_annot_header a; /* large; only the calling thread */
+	/* large (paths): on the heap, one per call, so that runs in
+	 * several threads do not share it */
+	struct rfb_annot_header *a = calloc(1, sizeof *a);
 	size_t n;
-	int rc;
+	int rc = 0;
 
-	memset(&a, 0, sizeof a);
-	absolute(a.cache, sizeof a.cache, P->o->cache_dir);
-	absolute(a.index_file, sizeof a.index_file, P->o->index_path);
-	absolute(a.root, sizeof a.root, P->o->root);
-	snprintf(a.partial, sizeof a.partial, "%s", rfb_pipeline_canonical(P->pipe));
-	rfb_codec_text(&P->o->codec, a.codec, sizeof a.codec);
-	a.aug_seed = P->seed;
-	n = rfb_annot_format_header(NULL, 0, P->h, &a) + 1;
+	if (!a)
+		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	absolute(a->cache, sizeof a->cache, P->o->cache_dir);
+	absolute(a->index_file, sizeof a->index_file, P->o->index_path);
+	absolute(a->root, sizeof a->root, P->o->root);
+	snprintf(a->partial, sizeof a->partial, "%s", rfb_pipeline_canonical(P->pipe));
+	rfb_codec_text(&P->o->codec, a->codec, sizeof a->codec);
+	a->aug_seed = P->seed;
+	n = rfb_annot_format_header(NULL, 0, P->h, a) + 1;
 	if (n > P->line_cap) {
 		char *nl = realloc(P->line, n);
-		if (!nl)
-			return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+		if (!nl) {
+			rc = rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+			goto fail;
+		}
 		P->line = nl;
 		P->line_cap = n;
 	}
-	n = rfb_annot_format_header(P->line, P->line_cap, P->h, &a);
+	n = rfb_annot_format_header(P->line, P->line_cap, P->h, a);
 	rc = write_out(P, P->line, n, err);
+fail:
+	free(a);
 	return rc;
 }
 
@@ -490,6 +486,7 @@ static int make_slots(struct partial *P, rfb_err *err)
 	uint32_t bs = P->h->batch_size;
 
 	P->nslots = P->o->inflight > 0 ? P->o->inflight : 2;
+	P->ring = (struct rfbi_ring){ P->nslots, 0, 0 };
 	if (!(P->slots = calloc((size_t)P->nslots, sizeof *P->slots)))
 		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
 	for (int i = 0; i < P->nslots; i++) {
@@ -559,7 +556,7 @@ static int run(struct partial *P, rfb_err *err)
 
 	while ((rc = rfb_plan_reader_next(P->reader, &item, err)) > 0) {
 		if (item.type == RFB_PLAN_LINE_BATCH) {
-			if (P->count == P->nslots && (rc = finish_oldest(P, err)))
+			if ((rc = rfbi_ring_make_room(&P->ring, finish_batch, P, err)))
 				return rc;
 			if ((rc = prepare(P, &item.batch, err)))
 				return rc;

@@ -53,11 +53,11 @@ int rfb_stream_info_version(const struct rfb_stream_info *info)
 
 /* ---- frame headers --------------------------------------------------- */
 
-void stream_head_encode(unsigned char out[RFB_STREAM_FRAME_HEADER],
-			const struct frame_head *h)
+void rfbi_stream_head_encode(unsigned char out[RFB_STREAM_FRAME_HEADER],
+			     const struct frame_head *h)
 {
 	memset(out, 0, RFB_STREAM_FRAME_HEADER);
-	memcpy(out, STREAM_MAGIC, 7);
+	memcpy(out, RFB_STREAM_MAGIC, 7);
 	out[7] = (unsigned char)(h->version ? h->version : 1);
 	rfb_put_le32(out + 8, h->type);
 	rfb_put_le32(out + 12, h->flags);
@@ -69,11 +69,11 @@ void stream_head_encode(unsigned char out[RFB_STREAM_FRAME_HEADER],
 	rfb_put_le32(out + 60, rfb_crc32c(0, out, 60));
 }
 
-int stream_head_decode(const unsigned char in[RFB_STREAM_FRAME_HEADER],
-		       struct frame_head *h, const char *name,
-		       const char *where, rfb_err *err)
+int rfbi_stream_head_decode(const unsigned char in[RFB_STREAM_FRAME_HEADER],
+			    struct frame_head *h, const char *name,
+			    const char *where, rfb_err *err)
 {
-	if (memcmp(in, STREAM_MAGIC, 7) != 0)
+	if (memcmp(in, RFB_STREAM_MAGIC, 7) != 0)
 		return rfb_err_set(err, RFB_EFORMAT, name, "%sbad magic (not "
 				   "a refurb batch stream frame)", where);
 	if (in[7] < 1 || in[7] > RFB_STREAM_VERSION)
@@ -107,7 +107,7 @@ static const char *str_or_empty(const char *s)
 	return s ? s : "";
 }
 
-uint64_t stream_batch_max_payload(const struct rfb_stream_info *info)
+uint64_t rfbi_stream_batch_max_payload(const struct rfb_stream_info *info)
 {
 	uint64_t px = rfb_stream_sample_bytes(info), all;
 
@@ -118,7 +118,7 @@ uint64_t stream_batch_max_payload(const struct rfb_stream_info *info)
 	return all;
 }
 
-uint64_t stream_info_max_payload(const struct rfb_stream_limits *lim)
+uint64_t rfbi_stream_info_max_payload(const struct rfb_stream_limits *lim)
 {
 	return STREAM_INFO_FIXED + 3ULL * lim->max_text +
 	       (uint64_t)lim->max_classes * (RFB_STREAM_MAX_NAME + 1);
@@ -149,7 +149,7 @@ static int check_shape(const struct rfb_stream_info *in,
 		return rfb_err_set(err, RFB_ELIMIT, name, "%sbatch size %u "
 				   "exceeds the limit %u", where,
 				   in->batch_size, lim->max_batch);
-	if (stream_batch_max_payload(in) > lim->max_payload)
+	if (rfbi_stream_batch_max_payload(in) > lim->max_payload)
 		return rfb_err_set(err, RFB_ELIMIT, name, "%sa batch of %u "
 				   "images would exceed the frame limit of "
 				   "%llu bytes", where, in->batch_size,
@@ -207,9 +207,9 @@ static int check_run(const struct rfb_stream_info *in,
 	return 0;
 }
 
-int stream_info_check(const struct rfb_stream_info *info,
-		      const struct rfb_stream_limits *lim, int code,
-		      const char *name, const char *where, rfb_err *err)
+int rfbi_stream_info_check(const struct rfb_stream_info *info,
+			   const struct rfb_stream_limits *lim, int code,
+			   const char *name, const char *where, rfb_err *err)
 {
 	int rc;
 
@@ -220,7 +220,7 @@ int stream_info_check(const struct rfb_stream_info *info,
 	return 0;
 }
 
-size_t stream_info_size(const struct rfb_stream_info *info)
+size_t rfbi_stream_info_size(const struct rfb_stream_info *info)
 {
 	size_t n = STREAM_INFO_FIXED + strlen(str_or_empty(info->partial_pipeline)) +
 		   strlen(str_or_empty(info->final_pipeline)) +
@@ -231,7 +231,7 @@ size_t stream_info_size(const struct rfb_stream_info *info)
 	return n;
 }
 
-void stream_info_encode(const struct rfb_stream_info *in, unsigned char *out)
+void rfbi_stream_info_encode(const struct rfb_stream_info *in, unsigned char *out)
 {
 	const char *texts[3] = { str_or_empty(in->partial_pipeline),
 				 str_or_empty(in->final_pipeline),
@@ -275,7 +275,7 @@ void stream_info_encode(const struct rfb_stream_info *in, unsigned char *out)
 	memcpy(p, texts[2], strlen(texts[2]));
 }
 
-void stream_info_copy_free(struct stream_info_copy *c)
+void rfbi_stream_info_copy_free(struct stream_info_copy *c)
 {
 	if (!c)
 		return;
@@ -356,7 +356,7 @@ static const char *info_copy_sections(struct stream_info_copy *c,
 	return NULL;
 }
 
-int stream_info_decode(const unsigned char *p, uint64_t len,
+int rfbi_stream_info_decode(const unsigned char *p, uint64_t len,
 		       uint32_t version, const struct rfb_stream_limits *lim,
 		       struct stream_info_copy *c, const char *name,
 		       const char *where, rfb_err *err)
@@ -396,31 +396,31 @@ int stream_info_decode(const unsigned char *p, uint64_t len,
 	c->blob = malloc(len - STREAM_INFO_FIXED + 3);
 	c->names = malloc(((size_t)in->class_count + 1) * sizeof *c->names);
 	if (!c->blob || !c->names) {
-		stream_info_copy_free(c);
+		rfbi_stream_info_copy_free(c);
 		return rfb_err_set(err, RFB_ENOMEM, name, "out of memory");
 	}
 	if ((why = info_copy_sections(c, p + STREAM_INFO_FIXED, l))) {
-		stream_info_copy_free(c);
+		rfbi_stream_info_copy_free(c);
 		return rfb_err_set(err, RFB_EFORMAT, name, "%s%s", where, why);
 	}
-	if ((rc = stream_info_check(in, lim, RFB_EFORMAT, name, where, err)))
-		stream_info_copy_free(c);
+	if ((rc = rfbi_stream_info_check(in, lim, RFB_EFORMAT, name, where, err)))
+		rfbi_stream_info_copy_free(c);
 	return rc;
 }
 
-int stream_info_dup(const struct rfb_stream_info *info,
-		    struct stream_info_copy *c, rfb_err *err)
+int rfbi_stream_info_dup(const struct rfb_stream_info *info,
+			 struct stream_info_copy *c, rfb_err *err)
 {
 	struct rfb_stream_limits lim;
-	size_t len = stream_info_size(info);
+	size_t len = rfbi_stream_info_size(info);
 	unsigned char *tmp = malloc(len);
 	int rc;
 
 	if (!tmp)
 		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
 	rfb_stream_limits_default(&lim);
-	stream_info_encode(info, tmp);
-	rc = stream_info_decode(tmp, len, (uint32_t)rfb_stream_info_version(info),
+	rfbi_stream_info_encode(info, tmp);
+	rc = rfbi_stream_info_decode(tmp, len, (uint32_t)rfb_stream_info_version(info),
 				&lim, c, NULL, "", err);
 	free(tmp);
 	return rc;
@@ -441,8 +441,8 @@ static int seq_open(const struct stream_seq *s, const char *what, char *why,
 	return 0;
 }
 
-int stream_seq_header(struct stream_seq *s, const struct rfb_stream_info *info,
-		      char *why, size_t n)
+int rfbi_stream_seq_header(struct stream_seq *s, const struct rfb_stream_info *info,
+			   char *why, size_t n)
 {
 	if (s->info || s->frames)
 		return WHY("HEADER frame that is not the first frame");
@@ -468,8 +468,8 @@ static int seq_epoch_ok(const struct stream_seq *s, const char *what,
 	return 0;
 }
 
-int stream_seq_batch(struct stream_seq *s, const struct rfb_stream_batch *b,
-		     char *why, size_t n)
+int rfbi_stream_seq_batch(struct stream_seq *s, const struct rfb_stream_batch *b,
+			  char *why, size_t n)
 {
 	const struct rfb_stream_info *in = s->info;
 
@@ -508,9 +508,9 @@ int stream_seq_batch(struct stream_seq *s, const struct rfb_stream_batch *b,
 	return 0;
 }
 
-int stream_seq_epoch_end(struct stream_seq *s,
-			 const struct rfb_stream_epoch_end *e, char *why,
-			 size_t n)
+int rfbi_stream_seq_epoch_end(struct stream_seq *s,
+			      const struct rfb_stream_epoch_end *e, char *why,
+			      size_t n)
 {
 	const struct rfb_stream_info *in = s->info;
 
@@ -545,8 +545,8 @@ int stream_seq_epoch_end(struct stream_seq *s,
 	return 0;
 }
 
-int stream_seq_end(struct stream_seq *s, const struct rfb_stream_end *e,
-		   char *why, size_t n)
+int rfbi_stream_seq_end(struct stream_seq *s, const struct rfb_stream_end *e,
+			char *why, size_t n)
 {
 	const struct rfb_stream_info *in = s->info;
 
@@ -574,7 +574,7 @@ int stream_seq_end(struct stream_seq *s, const struct rfb_stream_end *e,
 	return 0;
 }
 
-int stream_seq_other(struct stream_seq *s, char *why, size_t n)
+int rfbi_stream_seq_other(struct stream_seq *s, char *why, size_t n)
 {
 	if (seq_open(s, "extension", why, n))
 		return -1;

@@ -6,9 +6,9 @@
 #ifndef REFURB_STREAM_INTERNAL_H
 #define REFURB_STREAM_INTERNAL_H
 
+#include "refurb/format.h"
 #include "refurb/stream.h"
 
-#define STREAM_MAGIC "RFBSTRM"      /* followed by the version byte */
 #define STREAM_INFO_FIXED 128       /* fixed part of the HEADER payload */
 #define STREAM_BATCH_FIXED 64       /* fixed part of a BATCH payload */
 #define STREAM_EPOCH_END_LEN 16
@@ -38,14 +38,14 @@ static inline uint64_t stream_pixel_offset(uint64_t n)
 	return end + stream_pad(end);
 }
 
-void stream_head_encode(unsigned char out[RFB_STREAM_FRAME_HEADER],
-			const struct frame_head *h);
+void rfbi_stream_head_encode(unsigned char out[RFB_STREAM_FRAME_HEADER],
+			     const struct frame_head *h);
 
 /* Decode a frame header: RFB_EFORMAT (magic, head_len > payload_len),
  * RFB_EVERSION, RFB_ECHECKSUM; messages start with "where". */
-int stream_head_decode(const unsigned char in[RFB_STREAM_FRAME_HEADER],
-		       struct frame_head *h, const char *name,
-		       const char *where, rfb_err *err);
+int rfbi_stream_head_decode(const unsigned char in[RFB_STREAM_FRAME_HEADER],
+			    struct frame_head *h, const char *name,
+			    const char *where, rfb_err *err) RFB_MUST_CHECK;
 
 /* An rfb_stream_info that owns its strings (one block). */
 struct stream_info_copy {
@@ -54,38 +54,38 @@ struct stream_info_copy {
 	const char **names;     /* ... the class name pointers into it */
 };
 
-void stream_info_copy_free(struct stream_info_copy *c);
+void rfbi_stream_info_copy_free(struct stream_info_copy *c);
 
 /*
  * Check info against lim (bad values: code, RFB_EINVAL for the writer and
  * RFB_EFORMAT for the reader; sizes over a limit: RFB_ELIMIT).
  */
-int stream_info_check(const struct rfb_stream_info *info,
-		      const struct rfb_stream_limits *lim, int code,
-		      const char *name, const char *where, rfb_err *err);
+int rfbi_stream_info_check(const struct rfb_stream_info *info,
+			   const struct rfb_stream_limits *lim, int code,
+			   const char *name, const char *where, rfb_err *err) RFB_MUST_CHECK;
 
 /* Bytes of the largest BATCH payload info allows (saturates). */
-uint64_t stream_batch_max_payload(const struct rfb_stream_info *info);
+uint64_t rfbi_stream_batch_max_payload(const struct rfb_stream_info *info);
 
 /* Largest HEADER payload lim allows. */
-uint64_t stream_info_max_payload(const struct rfb_stream_limits *lim);
+uint64_t rfbi_stream_info_max_payload(const struct rfb_stream_limits *lim);
 
 /* HEADER payload of info: its size, and its bytes into out (which has
- * room for stream_info_size(info) bytes). */
-size_t stream_info_size(const struct rfb_stream_info *info);
-void stream_info_encode(const struct rfb_stream_info *info,
-			unsigned char *out);
+ * room for rfbi_stream_info_size(info) bytes). */
+size_t rfbi_stream_info_size(const struct rfb_stream_info *info);
+void rfbi_stream_info_encode(const struct rfb_stream_info *info,
+			     unsigned char *out);
 
 /* Parse and check a HEADER payload into *c (owned; free with
- * stream_info_copy_free).  RFB_EFORMAT, RFB_ELIMIT, RFB_ENOMEM. */
-int stream_info_decode(const unsigned char *p, uint64_t len,
+ * rfbi_stream_info_copy_free).  RFB_EFORMAT, RFB_ELIMIT, RFB_ENOMEM. */
+int rfbi_stream_info_decode(const unsigned char *p, uint64_t len,
 		       uint32_t version, const struct rfb_stream_limits *lim,
 		       struct stream_info_copy *c, const char *name,
-		       const char *where, rfb_err *err);
+		       const char *where, rfb_err *err) RFB_MUST_CHECK;
 
 /* Deep copy of info into *c.  RFB_ENOMEM. */
-int stream_info_dup(const struct rfb_stream_info *info,
-		    struct stream_info_copy *c, rfb_err *err);
+int rfbi_stream_info_dup(const struct rfb_stream_info *info,
+			 struct stream_info_copy *c, rfb_err *err) RFB_MUST_CHECK;
 
 /* Where a stream stands: what may come next. */
 struct stream_seq {
@@ -108,15 +108,15 @@ struct stream_seq {
  * returns 0 and advances s, or returns -1 with the reason in why (and
  * leaves s alone).  Every frame, skipped ones too, goes through one.
  */
-int stream_seq_header(struct stream_seq *s, const struct rfb_stream_info *info,
-		      char *why, size_t n);
-int stream_seq_batch(struct stream_seq *s, const struct rfb_stream_batch *b,
-		     char *why, size_t n);
-int stream_seq_epoch_end(struct stream_seq *s,
-			 const struct rfb_stream_epoch_end *e, char *why,
-			 size_t n);
-int stream_seq_end(struct stream_seq *s, const struct rfb_stream_end *e,
-		   char *why, size_t n);
-int stream_seq_other(struct stream_seq *s, char *why, size_t n);
+int rfbi_stream_seq_header(struct stream_seq *s, const struct rfb_stream_info *info,
+			   char *why, size_t n);
+int rfbi_stream_seq_batch(struct stream_seq *s, const struct rfb_stream_batch *b,
+			  char *why, size_t n);
+int rfbi_stream_seq_epoch_end(struct stream_seq *s,
+			      const struct rfb_stream_epoch_end *e, char *why,
+			      size_t n);
+int rfbi_stream_seq_end(struct stream_seq *s, const struct rfb_stream_end *e,
+			char *why, size_t n);
+int rfbi_stream_seq_other(struct stream_seq *s, char *why, size_t n);
 
 #endif

@@ -83,7 +83,7 @@ void rfb_stream_reader_free(rfb_stream_reader *r)
 {
 	if (!r)
 		return;
-	stream_info_copy_free(&r->info);
+	rfbi_stream_info_copy_free(&r->info);
 	free(r->buf);
 	free(r->labels);
 	free(r->ids);
@@ -248,17 +248,17 @@ static int on_header(rfb_stream_reader *r, const struct frame_head *h,
 
 	if (r->seq.info)
 		return bad_sequence(r, where, "second HEADER frame", err);
-	if (h->payload_len > stream_info_max_payload(&r->lim) ||
+	if (h->payload_len > rfbi_stream_info_max_payload(&r->lim) ||
 	    h->payload_len > r->lim.max_payload)
 		return rfb_err_set(err, RFB_ELIMIT, r->name, "%sHEADER frame of "
 				   "%llu bytes exceeds the limits", where,
 				   (unsigned long long)h->payload_len);
 	if ((rc = fixed_length(r, h, h->payload_len, "HEADER", where, err)) ||
 	    (rc = read_payload(r, h, where, 1, &p, err)) ||
-	    (rc = stream_info_decode(p, h->payload_len, h->version, &r->lim,
+	    (rc = rfbi_stream_info_decode(p, h->payload_len, h->version, &r->lim,
 				     &r->info, r->name, where, err)))
 		return rc;
-	if (stream_seq_header(&r->seq, &r->info.info, why, sizeof why))
+	if (rfbi_stream_seq_header(&r->seq, &r->info.info, why, sizeof why))
 		return bad_sequence(r, where, why, err);
 	size_t n = r->info.info.batch_size;
 	if (!(r->labels = malloc(n * sizeof *r->labels)) ||
@@ -299,7 +299,7 @@ static int on_batch(rfb_stream_reader *r, const struct frame_head *h,
 		    const char *where, struct rfb_stream_frame *f,
 		    rfb_err *err)
 {
-	uint64_t max = stream_batch_max_payload(r->seq.info);
+	uint64_t max = rfbi_stream_batch_max_payload(r->seq.info);
 	struct rfb_stream_batch *b = &f->batch;
 	const unsigned char *p;
 	char why[256];
@@ -329,7 +329,7 @@ static int on_batch(rfb_stream_reader *r, const struct frame_head *h,
 	b->ids = r->ids;
 	b->pixels = p + h->head_len;
 	b->pixel_bytes = (size_t)(h->payload_len - h->head_len);
-	if (stream_seq_batch(&r->seq, b, why, sizeof why))
+	if (rfbi_stream_seq_batch(&r->seq, b, why, sizeof why))
 		return bad_sequence(r, where, why, err);
 	return 0;
 }
@@ -350,7 +350,7 @@ static int on_epoch_end(rfb_stream_reader *r, const struct frame_head *h,
 	e->epoch = rfb_get_le32(p);
 	e->batches = rfb_get_le32(p + 4);
 	e->images = rfb_get_le64(p + 8);
-	if (stream_seq_epoch_end(&r->seq, e, why, sizeof why))
+	if (rfbi_stream_seq_epoch_end(&r->seq, e, why, sizeof why))
 		return bad_sequence(r, where, why, err);
 	return 0;
 }
@@ -370,7 +370,7 @@ static int on_end(rfb_stream_reader *r, const struct frame_head *h,
 	e->batches = rfb_get_le64(p + 8);
 	e->images = rfb_get_le64(p + 16);
 	e->epochs = rfb_get_le32(p + 24);
-	if (stream_seq_end(&r->seq, e, why, sizeof why))
+	if (rfbi_stream_seq_end(&r->seq, e, why, sizeof why))
 		return bad_sequence(r, where, why, err);
 	return 0;
 }
@@ -394,7 +394,7 @@ static int on_unknown(rfb_stream_reader *r, const struct frame_head *h,
 				   (unsigned long long)r->lim.max_payload);
 	if ((rc = read_payload(r, h, where, 0, NULL, err)))
 		return rc;
-	if (stream_seq_other(&r->seq, why, sizeof why))
+	if (rfbi_stream_seq_other(&r->seq, why, sizeof why))
 		return bad_sequence(r, where, why, err);
 	r->skipped++;
 	return 0;
@@ -453,7 +453,7 @@ static int next_frame(rfb_stream_reader *r, struct rfb_stream_frame *f,
 					   "ends inside a frame header (%zd of "
 					   "%d bytes)", where, got,
 					   RFB_STREAM_FRAME_HEADER);
-		if ((rc = stream_head_decode(p, &h, r->name, where, err)))
+		if ((rc = rfbi_stream_head_decode(p, &h, r->name, where, err)))
 			return rc;
 		if (h.seq != seq)
 			return rfb_err_set(err, RFB_EFORMAT, r->name, "%sframe "

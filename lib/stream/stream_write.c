@@ -43,7 +43,7 @@ void rfb_stream_writer_free(rfb_stream_writer *w)
 {
 	if (!w)
 		return;
-	stream_info_copy_free(&w->info);
+	rfbi_stream_info_copy_free(&w->info);
 	free(w->buf);
 	free(w->name);
 	free(w);
@@ -108,7 +108,7 @@ static int write_frame(rfb_stream_writer *w, uint32_t type, uint32_t flags,
 
 	h.head_crc = rfb_crc32c(0, head, head_len);
 	h.payload_crc = rfb_crc32c(h.head_crc, bulk, bulk_len);
-	stream_head_encode(fh, &h);
+	rfbi_stream_head_encode(fh, &h);
 	iov[cnt++] = (struct iovec){ fh, sizeof fh };
 	if (head_len)
 		iov[cnt++] = (struct iovec){ (void *)head, head_len };
@@ -153,18 +153,18 @@ int rfb_stream_write_header(rfb_stream_writer *w,
 
 	rfb_stream_limits_default(&lim);
 	if ((rc = writable(w, 0, err)) ||
-	    (rc = stream_info_check(info, &lim, RFB_EINVAL, w->name, "", err)))
+	    (rc = rfbi_stream_info_check(info, &lim, RFB_EINVAL, w->name, "", err)))
 		return rc;
 	if (w->seq.info)
 		return out_of_sequence(w, "a second HEADER frame", err);
-	size_t len = stream_info_size(info);
+	size_t len = rfbi_stream_info_size(info);
 	if ((rc = reserve(w, len > stream_pixel_offset(info->batch_size) ? len
 			  : stream_pixel_offset(info->batch_size), err)) ||
-	    (rc = stream_info_dup(info, &w->info, err)))
+	    (rc = rfbi_stream_info_dup(info, &w->info, err)))
 		return rc;
-	if (stream_seq_header(&w->seq, &w->info.info, why, sizeof why))
+	if (rfbi_stream_seq_header(&w->seq, &w->info.info, why, sizeof why))
 		return out_of_sequence(w, why, err);
-	stream_info_encode(info, w->buf);
+	rfbi_stream_info_encode(info, w->buf);
 	return write_frame(w, RFB_FRAME_HEADER, 0, w->buf, len, NULL, 0, err);
 }
 
@@ -201,7 +201,7 @@ int rfb_stream_write_batch(rfb_stream_writer *w,
 
 	if ((rc = writable(w, 1, err)) || (rc = batch_args_ok(w, b, err)))
 		return rc;
-	if (stream_seq_batch(&w->seq, b, why, sizeof why))
+	if (rfbi_stream_seq_batch(&w->seq, b, why, sizeof why))
 		return out_of_sequence(w, why, err);
 	size_t head_len = stream_pixel_offset(b->n);
 	memset(p, 0, head_len);
@@ -235,7 +235,7 @@ int rfb_stream_write_epoch_end(rfb_stream_writer *w, uint32_t epoch,
 
 	if ((rc = writable(w, 1, err)))
 		return rc;
-	if (stream_seq_epoch_end(&w->seq, &e, why, sizeof why))
+	if (rfbi_stream_seq_epoch_end(&w->seq, &e, why, sizeof why))
 		return out_of_sequence(w, why, err);
 	rfb_put_le32(p, e.epoch);
 	rfb_put_le32(p + 4, e.batches);
@@ -253,7 +253,7 @@ int rfb_stream_write_end(rfb_stream_writer *w, rfb_err *err)
 
 	if ((rc = writable(w, 1, err)))
 		return rc;
-	if (stream_seq_end(&w->seq, &e, why, sizeof why))
+	if (rfbi_stream_seq_end(&w->seq, &e, why, sizeof why))
 		return out_of_sequence(w, why, err);
 	rfb_put_le64(p, e.frames);
 	rfb_put_le64(p + 8, e.batches);
@@ -276,7 +276,7 @@ int rfb_stream_write_frame(rfb_stream_writer *w, uint32_t type,
 		return rfb_err_set(err, RFB_EINVAL, w->name, "bad extension "
 				   "frame (type %u, flags %#x, %zu bytes)",
 				   type, flags, len);
-	if (stream_seq_other(&w->seq, why, sizeof why))
+	if (rfbi_stream_seq_other(&w->seq, why, sizeof why))
 		return out_of_sequence(w, why, err);
 	return write_frame(w, type, flags, payload, len, NULL, 0, err);
 }

@@ -179,6 +179,32 @@ static void test_progress_text(void)
 		     "1/7201 f  1 f/s  ETA 2:00:00") == 0);
 }
 
+/* rfb_format_detect: each magic, a short file, text that is no plan,
+ * the thread CPU clock (rfb_thread_cpu_now) moving forward, and the
+ * names of the tensor dtypes and layouts. */
+static void test_format_detect(void)
+{
+	static const unsigned char schedule[] = "RFBSCHD\x01rest";
+	volatile double sink = 0;
+	double c0 = rfb_thread_cpu_now();
+
+	CHECK(rfb_format_detect("RFBINDX\x02", 8) == RFB_FORMAT_INDEX);
+	CHECK(rfb_format_detect(schedule, sizeof schedule) == RFB_FORMAT_SCHEDULE);
+	CHECK(rfb_format_detect("RFBSTRM\x01", 8) == RFB_FORMAT_STREAM);
+	CHECK(rfb_format_detect("#refurb-plan 2 schedule=", 24) == RFB_FORMAT_PLAN);
+	CHECK(rfb_format_detect("#refurb-planet", 14) == RFB_FORMAT_UNKNOWN);
+	CHECK(rfb_format_detect("RFBIND", 6) == RFB_FORMAT_UNKNOWN);
+	CHECK(rfb_format_detect("", 0) == RFB_FORMAT_UNKNOWN);
+	CHECK(rfb_format_detect("\xff\xd8\xff\xe0", 4) == RFB_FORMAT_UNKNOWN);
+	CHECK(strcmp(rfb_dtype_name(RFB_DTYPE_U8), "uint8") == 0);
+	CHECK(strcmp(rfb_dtype_name(RFB_DTYPE_F32), "float32") == 0);
+	CHECK(strcmp(rfb_layout_name(RFB_LAYOUT_HWC), "HWC") == 0);
+	CHECK(strcmp(rfb_layout_name(RFB_LAYOUT_CHW), "CHW") == 0);
+	for (int i = 0; i < 2000000; i++)
+		sink += i * 0.5;
+	CHECK(rfb_thread_cpu_now() > c0);
+}
+
 int main(void)
 {
 	RUN(test_error_context);
@@ -188,5 +214,6 @@ int main(void)
 	RUN(test_crc32c_long);
 	RUN(test_hash64);
 	RUN(test_progress_text);
+	RUN(test_format_detect);
 	return test_done();
 }

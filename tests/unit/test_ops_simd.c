@@ -95,12 +95,12 @@ static int level;
 
 static void level_scalar(const rfb_image *s, rfb_image *d, float f)
 {
-	rfb_ops_blend_level_scalar(s, d, level, f);
+	rfbi_ops_blend_level_scalar(s, d, level, f);
 }
 
 static void level_simd(const rfb_image *s, rfb_image *d, float f)
 {
-	rfb_ops_blend_level_avx2(s, d, level, f);
+	rfbi_ops_blend_level_avx2(s, d, level, f);
 }
 
 /* Widths 1..80 and a few wide ones, heights 1..5 and taller. */
@@ -126,7 +126,7 @@ static void sharp_case(const rfb_image *src, const char *what)
 	float f = draw_factor();
 
 	(void)what;
-	CHECKF(compare(rfb_ops_sharpness_scalar, rfb_ops_sharpness_avx2, src, f),
+	CHECKF(compare(rfbi_ops_sharpness_scalar, rfbi_ops_sharpness_avx2, src, f),
 	       "Sharpness %dx%dx%d factor %g", src->width, src->height,
 	       src->channels, f);
 }
@@ -136,7 +136,7 @@ static void color_case(const rfb_image *src, const char *what)
 	float f = draw_factor();
 
 	(void)what;
-	CHECKF(compare(rfb_ops_color_scalar, rfb_ops_color_avx2, src, f),
+	CHECKF(compare(rfbi_ops_color_scalar, rfbi_ops_color_avx2, src, f),
 	       "Color %dx%dx%d factor %g", src->width, src->height,
 	       src->channels, f);
 }
@@ -155,13 +155,13 @@ static void level_case(const rfb_image *src, const char *what)
 static void autocontrast_scalar(const rfb_image *s, rfb_image *d, float f)
 {
 	(void)f;
-	rfb_ops_autocontrast_scalar(s, s, d);
+	rfbi_ops_autocontrast_scalar(s, s, d);
 }
 
 static void autocontrast_simd(const rfb_image *s, rfb_image *d, float f)
 {
 	(void)f;
-	rfb_ops_autocontrast_avx2(s, s, d);
+	rfbi_ops_autocontrast_avx2(s, s, d);
 }
 
 /* Narrow the image's range to [lo, hi] per channel sometimes, so that
@@ -195,7 +195,7 @@ static void autocontrast_case(const rfb_image *src, const char *what)
 static void luma_case(const rfb_image *src, const char *what)
 {
 	(void)what;
-	CHECKF(rfb_ops_luma_sum_scalar(src) == rfb_ops_luma_sum_avx2(src),
+	CHECKF(rfbi_ops_luma_sum_scalar(src) == rfbi_ops_luma_sum_avx2(src),
 	       "luma sum %dx%dx%d", src->width, src->height, src->channels);
 }
 
@@ -203,7 +203,7 @@ static void luma_case(const rfb_image *src, const char *what)
  * says so rather than passing. */
 #define NEED_SIMD()                                                        \
 	do {                                                               \
-		if (!rfb_ops_have_avx2())                                  \
+		if (!rfbi_ops_have_avx2())                                  \
 			SKIP("no AVX2 on this CPU");                       \
 	} while (0)
 
@@ -250,9 +250,9 @@ static void test_all_factors(void)
 	for (int bin = 0; bin < 31; bin++)
 		for (int sign = -1; sign <= 1; sign += 2) {
 			float f = (float)(1.0 + sign * (0.9 * bin / 30.0));
-			CHECKF(compare(rfb_ops_sharpness_scalar, rfb_ops_sharpness_avx2,
+			CHECKF(compare(rfbi_ops_sharpness_scalar, rfbi_ops_sharpness_avx2,
 				       &src, f), "Sharpness factor %g", f);
-			CHECKF(compare(rfb_ops_color_scalar, rfb_ops_color_avx2, &src, f),
+			CHECKF(compare(rfbi_ops_color_scalar, rfbi_ops_color_avx2, &src, f),
 			       "Color factor %g", f);
 			for (level = 0; level < 256; level += 15)
 				CHECKF(compare(level_scalar, level_simd, &src, f),

@@ -787,9 +787,12 @@ static void test_reader_round_trip(void)
 	CHECKF(r != NULL, "%s", err.msg);
 	CHECK(rfb_plan_reader_header(r)->schedule_identity ==
 	      rfb_sched_identity(s));
+	CHECK(rfb_plan_reader_line_number(r) == 1); /* the header line */
 	while ((rc = rfb_plan_reader_next(r, &a, &err)) > 0) {
 		CHECK(rfb_plan_next(pl, &b) == rc);
 		items++;
+		/* one line per item after the header */
+		CHECK(rfb_plan_reader_line_number(r) == 1 + (uint64_t)items);
 		if (rc == RFB_PLAN_LINE_EPOCH) {
 			CHECK(memcmp(&a.epoch, &b.epoch, sizeof a.epoch) == 0);
 			continue;

@@ -1,7 +1,6 @@
 /*
  * test_plan_even.c - refurb-plan --even pad|drop: properties over many
- * random (T, N, r, batch size, seed, policy, shuffle, balance none,
- * pixels or cost, epochs),
+ * random (T, N, r, batch size, seed, policy, shuffle, balance, epochs),
  * checked across all N shards at once (same samples and batches per
  * epoch everywhere, coverage of every id, the pad a cached sample, the
  * dropped one free to leave out and a different one every epoch, the
@@ -108,8 +107,7 @@ struct even_case {
 	uint64_t evict_seed;
 	int policy;
 	rfb_plan_params p;
-	int pixels;            /* balance pixels (a random pixel table) or
-				* cost (toy_cost): misses dealt by weight */
+	int pixels;            /* balance pixels with a random pixel table */
 };
 
 /* One shard's epoch as the plan gives it. */
@@ -211,8 +209,10 @@ static void check_shard_epoch(const struct even_case *c, const rfb_sched *s,
 		CHECKF(!hits || !pad_miss, "epoch %u pads with a miss", e);
 		CHECK(x->misses == sm + (uint32_t)pad_miss);
 		/* no hit to repeat: the first miss drawn, repeated last, so
-		 * that refurb-partial finds its record already written */
-		if (!hits && c->p.shuffle == RFB_PLAN_CACHE_AWARE && !c->pixels)
+		 * that refurb-partial finds its record already written (the
+		 * balance modes deal misses by weight: not there) */
+		if (!hits && c->p.shuffle == RFB_PLAN_CACHE_AWARE &&
+		    c->p.balance == RFB_PLAN_BALANCE_NONE)
 			CHECKF(x->first_use_batch == 0 &&
 			       x->repeat_batch == x->batches - 1,
 			       "epoch %u: pad of a miss in batches %u and %u",
@@ -255,8 +255,7 @@ static void check_case(const struct even_case *c)
 		px[k] = malloc((rfb_sched_count(s[k]) + 1) * sizeof *px[k]);
 		for (uint32_t i = 0; i < rfb_sched_count(s[k]); i++)
 			px[k][i] = draw(&g, 1, 5000);
-		pl[k] = rfb_plan_new(s[k], &c->p, c->p.balance ==
-				     RFB_PLAN_BALANCE_PIXELS ? px[k] : NULL, NULL);
+		pl[k] = rfb_plan_new(s[k], &c->p, c->pixels ? px[k] : NULL, NULL);
 		CHECK(pl[k] != NULL);
 		rfb_plan_header_of(pl[k], &h);
 		CHECK(h.version == 2 && h.even == c->p.even);
@@ -303,11 +302,14 @@ static void check_case(const struct even_case *c)
 	free(first_batch);
 }
 
-/* A cost model for --balance cost: a pure function of (id, epoch). */
-static double toy_cost(const void *ctx, uint32_t id, uint32_t epoch)
+/* A miss cost for balance=cost: a function of (id, epoch) alone. */
+static double even_cost(const void *ctx, uint32_t id, uint32_t epoch)
 {
+	uint32_t h = (id * 2654435761u) ^ (epoch * 40503u);
+
 	(void)ctx;
-	return 1e-3 * (1 + (id * 7 + epoch) % 13);
+	h ^= h >> 15;
+	return (1 + h % 1000) * 1e-6;
 }
 
 static void test_even_properties(void)
@@ -335,10 +337,9 @@ static void test_even_properties(void)
 		c.p.balance = c.pixels ? RFB_PLAN_BALANCE_PIXELS
 				       : RFB_PLAN_BALANCE_NONE;
 		if (c.p.shuffle == RFB_PLAN_CACHE_AWARE && !c.pixels &&
-		    draw(&g, 0, 2) == 0) {
-			c.p.balance = RFB_PLAN_BALANCE_COST; /* --balance cost */
-			c.p.miss_cost = toy_cost;
-			c.pixels = 1; /* dealt as pixels are */
+		    draw(&g, 0, 1)) {
+			c.p.balance = RFB_PLAN_BALANCE_COST;
+			c.p.miss_cost = even_cost;
 		}
 		check_case(&c);
 		if (test_current_failed)
@@ -389,11 +390,13 @@ static void test_even_tail_and_reader(void)
 	for (int iter = 0; iter < 80; iter++) {
 		uint32_t total = draw(&g, 2, 400), shards = draw(&g, 2, 5);
 		uint32_t last = draw(&g, 0, 9), first = draw(&g, 0, last);
-		rfb_plan_params full = {
-			.batch_size = draw(&g, 1, 40), .last_epoch = last,
-			.seed = (uint64_t)iter, .shuffle = (int)draw(&g, 1, 3),
-			.drop_last = (int)draw(&g, 0, 1),
-			.even = (int)draw(&g, 1, 2) };
+		rfb_plan_params full = { .batch_size = draw(&g, 1, 40),
+					 .first_epoch = 0, .last_epoch = last,
+					 .seed = iter,
+					 .shuffle = (int)draw(&g, 1, 3),
+					 .balance = 0,
+					 .drop_last = (int)draw(&g, 0, 1),
+					 .even = (int)draw(&g, 1, 2) };
 		rfb_plan_params tail = full;
 		rfb_sched *s;
 		struct text a, c;
@@ -507,7 +510,8 @@ static void test_header_version2(void)
 static void test_even_none_and_one_shard(void)
 {
 	rfb_sched *s = build(50, 2, 4, RFB_SCHED_BALANCED, 0, 1);
-	rfb_plan_params p = { .batch_size = 8, .last_epoch = 3, .seed = 5,
+	rfb_plan_params p = { .batch_size = 8, .first_epoch = 0,
+			      .last_epoch = 3, .seed = 5,
 			      .shuffle = RFB_PLAN_CACHE_AWARE,
 			      .even = RFB_PLAN_EVEN_NONE };
 	struct text a = plan_text(s, &p, NULL), b;

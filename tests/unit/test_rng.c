@@ -83,6 +83,10 @@ static void test_uniformity(void)
 		counts[rfb_rng_below(&r, 10)]++;
 	}
 	CHECK(fabs(sum / n - 0.5) < 0.01);
+	for (int i = 0; i < 1000; i++) {
+		double v = rfb_rng_range(&r, -3.0, 5.0);
+		CHECK(v >= -3.0 && v < 5.0);
+	}
 	for (int k = 0; k < 10; k++)
 		chi2 += (counts[k] - n / 10.0) * (counts[k] - n / 10.0) / (n / 10.0);
 	/* 9 degrees of freedom, p = 0.001 critical value 27.88 */

@@ -95,7 +95,7 @@ typedef struct rfb_advice {
  * the sample readable, a pipeline that cannot give one output size
  * (RFB_ESPEC: a batch needs it), tmp_dir not writable (RFB_EIO).
  */
-rfb_advice *rfb_advise_measure(const struct rfb_advise_opts *o, rfb_err *err);
+rfb_advice *rfb_advise_measure(const struct rfb_advise_opts *o, rfb_err *err) RFB_MUST_CHECK;
 
 /* Free an advice.  NULL accepted. */
 void rfb_advice_free(rfb_advice *a);
@@ -117,7 +117,7 @@ struct rfb_advise_row {
 	double img_per_cpu_s;
 	double img_per_s;          /* img_per_cpu_s * cores */
 	double unique_fraction;    /* E(U) / E, Theorem 1 */
-	double cache_bytes;        /* images * record bytes */
+	double cache_bytes;        /* images * record bytes * (1 + 1/r) */
 	double miss_fraction;      /* misses per use */
 };
 

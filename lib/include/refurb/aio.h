@@ -109,7 +109,7 @@ typedef struct rfb_batch_reader rfb_batch_reader;
  * e.g. because /proc/sys/fs/aio-max-nr is exhausted).
  */
 rfb_batch_reader *rfb_batch_reader_new(rfb_cache_view *view, size_t max_batch,
-				       rfb_err *err);
+				       rfb_err *err) RFB_MUST_CHECK;
 
 /*
  * Free the reader.  If a batch is still in flight, waits for its reads to

@@ -49,7 +49,7 @@ void rfb_annot_set_skipped(rfb_plan_sample *s);
  * annotation or one of another shape.
  */
 int rfb_annot_get(const rfb_plan_sample *s, struct rfb_cache_addr *a,
-		  uint32_t *write_epoch);
+		  uint32_t *write_epoch) RFB_MUST_CHECK;
 
 /*
  * Format the annotated header line: the plan header h with a's keys

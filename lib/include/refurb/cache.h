@@ -99,17 +99,17 @@ enum {
  */
 rfb_cache *rfb_cache_open(const char *dir, const struct rfb_cache_manifest *want,
 			  unsigned flags, uint64_t grace,
-			  struct rfb_cache_recovery *rec, rfb_err *err);
+			  struct rfb_cache_recovery *rec, rfb_err *err) RFB_MUST_CHECK;
 
 /*
  * Flush, checkpoint and unlock.  Returns 0 or a negative RFB_E* code (the
  * handle is freed either way).  NULL accepted.
  */
-int rfb_cache_close(rfb_cache *c, rfb_err *err);
+int rfb_cache_close(rfb_cache *c, rfb_err *err) RFB_MUST_CHECK;
 
 /* The record serving sample, if any: 0 or RFB_ENOTFOUND. */
 int rfb_cache_lookup(const rfb_cache *c, uint32_t sample,
-		     struct rfb_cache_entry *e);
+		     struct rfb_cache_entry *e) RFB_MUST_CHECK;
 
 /*
  * Forget sample's record (it was found bad).  The bytes stay until their
@@ -199,7 +199,7 @@ typedef struct rfb_cache_view rfb_cache_view;
  * open, so a segment deleted later stays readable through the view until
  * rfb_cache_view_release() lets it go.
  */
-rfb_cache_view *rfb_cache_view_open(const char *dir, int direct, rfb_err *err);
+rfb_cache_view *rfb_cache_view_open(const char *dir, int direct, rfb_err *err) RFB_MUST_CHECK;
 
 void rfb_cache_view_close(rfb_cache_view *v);
 
@@ -229,7 +229,7 @@ int rfb_cache_view_direct(const rfb_cache_view *v);
  * code with err filled (the file is gone: RFB_ENOTFOUND).  In a direct
  * view the fd has O_DIRECT, unless the filesystem refused it at open
  * (EINVAL, e.g. tmpfs before Linux 6.6): then it is a buffered fd. */
-int rfb_cache_view_fd(rfb_cache_view *v, uint32_t segment, rfb_err *err);
+int rfb_cache_view_fd(rfb_cache_view *v, uint32_t segment, rfb_err *err) RFB_MUST_CHECK;
 
 /*
  * Visit every record of every segment of dir in order, checking each
@@ -246,7 +246,7 @@ typedef int (*rfb_cache_visit_fn)(void *ctx, uint32_t segment,
 				  const struct rfb_record_meta *m,
 				  const rfb_err *why);
 int rfb_cache_scan(const char *dir, rfb_cache_visit_fn fn, void *ctx,
-		   rfb_err *err);
+		   rfb_err *err) RFB_MUST_CHECK;
 
 /*
  * Load dir's record index checkpoint: fills *info (NULL accepted) and
@@ -257,6 +257,6 @@ int rfb_cache_read_checkpoint(const char *dir,
 			      void (*fn)(void *ctx, uint32_t sample,
 					 const struct rfb_cache_entry *e),
 			      void *ctx, struct rfb_cache_checkpoint_info *info,
-			      rfb_err *err);
+			      rfb_err *err) RFB_MUST_CHECK;
 
 #endif

@@ -59,12 +59,12 @@ typedef struct rfb_costs rfb_costs;
  * with rfb_costs_free) or NULL with err filled (RFB_EFORMAT with the line
  * number, RFB_EVERSION, RFB_EIO, RFB_ELIMIT).
  */
-rfb_costs *rfb_costs_open(const char *path, rfb_err *err);
+rfb_costs *rfb_costs_open(const char *path, rfb_err *err) RFB_MUST_CHECK;
 
 /* Same, from len bytes at data (need not be NUL-terminated; name is
  * used in errors). */
 rfb_costs *rfb_costs_open_mem(const void *data, size_t len, const char *name,
-			      rfb_err *err);
+			      rfb_err *err) RFB_MUST_CHECK;
 
 /* Free.  NULL accepted. */
 void rfb_costs_free(rfb_costs *c);
@@ -85,7 +85,7 @@ typedef struct rfb_costs_writer rfb_costs_writer;
  */
 rfb_costs_writer *rfb_costs_writer_open(const char *path,
 					const struct rfb_costs_header *h,
-					rfb_err *err);
+					rfb_err *err) RFB_MUST_CHECK;
 
 /* Add a line (buffered). */
 void rfb_costs_writer_add(rfb_costs_writer *w, uint32_t id, uint32_t epoch,
@@ -119,7 +119,7 @@ struct rfb_cost_model_info {
  * rfb_cost_model_free) or NULL with err filled.
  */
 rfb_cost_model *rfb_cost_model_fit(const rfb_costs *c, const rfb_index *idx,
-				   rfb_err *err);
+				   rfb_err *err) RFB_MUST_CHECK;
 
 void rfb_cost_model_free(rfb_cost_model *m);
 

@@ -77,7 +77,7 @@ struct rfb_decode_opts {
  * A new decoder (one per thread; not thread-safe itself).  NULL with err
  * filled (RFB_ENOMEM) on failure.  Free with rfb_decoder_free().
  */
-rfb_decoder *rfb_decoder_new(rfb_err *err);
+rfb_decoder *rfb_decoder_new(rfb_err *err) RFB_MUST_CHECK;
 
 /* Free a decoder and its scratch memory.  NULL accepted. */
 void rfb_decoder_free(rfb_decoder *d);
@@ -191,6 +191,6 @@ int rfb_decode_pick_scale_short_side(int image_width, int image_height,
  */
 int rfb_decode_map_region(int image_width, int image_height, int denom,
 			  int x, int y, int w, int h,
-			  struct rfb_decode_opts *out, double box[4]);
+			  struct rfb_decode_opts *out, double box[4]) RFB_MUST_CHECK;
 
 #endif

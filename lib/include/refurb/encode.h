@@ -29,7 +29,7 @@ enum rfb_encode_subsampling {
 
 /* A new encoder, NULL with err filled on failure.  Free with
  * rfb_encoder_free(). */
-rfb_encoder *rfb_encoder_new(rfb_err *err);
+rfb_encoder *rfb_encoder_new(rfb_err *err) RFB_MUST_CHECK;
 
 /* Free an encoder.  NULL accepted. */
 void rfb_encoder_free(rfb_encoder *e);

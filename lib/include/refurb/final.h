@@ -33,6 +33,20 @@ struct rfb_final_stats {
 	uint64_t global_step;
 };
 
+/* One finished batch, for on_batch (refurb-final --stats); times in
+ * seconds. */
+struct rfb_final_batch_stats {
+	uint32_t epoch, step;
+	uint32_t images;          /* written to the stream */
+	uint64_t misses, healed;
+	uint64_t bytes_read;
+	double read_s;            /* reading the records (AIO) */
+	double decompress_s, augment_s, heal_s; /* summed over the tasks */
+	double output_wait_s;     /* writing the frame */
+	double interval_s;        /* since the previous frame (0: first) */
+	double cpu_s;             /* the tasks' thread CPU time, summed */
+};
+
 struct rfb_final_opts {
 	const char *pipeline;     /* the final pipeline spec */
 	int views;                /* final pipelines per sample, 1 to
@@ -47,13 +61,14 @@ struct rfb_final_opts {
 	const char *cache_dir;    /* overrides of the header's values, or NULL */
 	const char *index_path;
 	const char *root;
-	int stats_fd;             /* TSV line per batch, or -1 */
 	const char *out_name;     /* the stream, for messages; NULL: "(output)" */
 	void (*on_heal)(void *ctx, uint32_t sample, const rfb_err *why);
 	/* a sample left out: its record is bad and its image unreadable */
 	void (*on_bad)(void *ctx, uint32_t sample, const rfb_err *why);
 	void (*on_progress)(void *ctx, const struct rfb_final_stats *st,
 			    uint64_t total_batches);
+	/* every batch written, in order (NULL: none) */
+	void (*on_batch)(void *ctx, const struct rfb_final_batch_stats *b);
 	void *ctx;
 };
 

@@ -63,11 +63,11 @@ typedef struct rfb_index rfb_index;
  * rfb_index_close) or NULL with err filled (RFB_EFORMAT, RFB_EVERSION,
  * RFB_ETRUNC, RFB_ECHECKSUM, RFB_ELIMIT, RFB_EIO).
  */
-rfb_index *rfb_index_open(const char *path, rfb_err *err);
+rfb_index *rfb_index_open(const char *path, rfb_err *err) RFB_MUST_CHECK;
 
 /* Same, from an index image in memory (copied).  name is used in errors. */
 rfb_index *rfb_index_open_mem(const void *data, size_t len, const char *name,
-			      rfb_err *err);
+			      rfb_err *err) RFB_MUST_CHECK;
 
 /* Release the index.  NULL accepted. */
 void rfb_index_close(rfb_index *idx);
@@ -96,7 +96,7 @@ int rfb_index_shard(const rfb_index *idx, uint32_t k, rfb_shard_info *out);
 const char *rfb_index_root(const rfb_index *idx);
 
 /* Fill *out for sample id.  Returns 0, or RFB_ENOTFOUND if id >= count. */
-int rfb_index_get(const rfb_index *idx, uint32_t id, rfb_sample_info *out);
+int rfb_index_get(const rfb_index *idx, uint32_t id, rfb_sample_info *out) RFB_MUST_CHECK;
 
 /* Label of sample id (id must be < count). */
 uint32_t rfb_index_label(const rfb_index *idx, uint32_t id);
@@ -112,7 +112,7 @@ uint64_t rfb_index_pixels(const rfb_index *idx, uint32_t id);
  * RFB_ENOTFOUND if id >= count.
  */
 int rfb_index_full_path(const rfb_index *idx, uint32_t id,
-			const char *root_override, char *buf, size_t n);
+			const char *root_override, char *buf, size_t n) RFB_MUST_CHECK;
 
 /* Full path of shard k (1 .. count), as rfb_index_full_path() makes it.  Returns 0,
  * RFB_ELIMIT or RFB_ENOTFOUND. */
@@ -125,7 +125,7 @@ typedef struct rfb_index_builder rfb_index_builder;
 
 /* Start an empty index whose relative paths are relative to root (made
  * absolute).  Returns NULL with err filled on failure. */
-rfb_index_builder *rfb_index_builder_new(const char *root, rfb_err *err);
+rfb_index_builder *rfb_index_builder_new(const char *root, rfb_err *err) RFB_MUST_CHECK;
 
 /* Free a builder.  NULL accepted. */
 void rfb_index_builder_free(rfb_index_builder *b);

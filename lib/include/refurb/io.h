@@ -74,4 +74,13 @@ int rfb_file_replace(const char *path, const void *data, size_t len,
 /* fsync the directory that contains path (for renames and creates). */
 int rfb_fsync_parent(const char *path, rfb_err *err) RFB_MUST_CHECK;
 
+/*
+ * The absolute, resolved form of path (realpath), malloc'ed (the caller
+ * frees it).  When path cannot be resolved (it does not exist yet):
+ * NULL with errno set if must_exist, else path made absolute as text
+ * (the working directory + "/" + path; path itself when it starts with
+ * "/"), or NULL with errno set when even that fails.
+ */
+char *rfb_path_absolute(const char *path, int must_exist) RFB_MUST_CHECK;
+
 #endif

@@ -23,7 +23,7 @@ struct rfb_jpeg_info {
 typedef struct rfb_jpeg_probe rfb_jpeg_probe;
 
 /* A reusable header reader (one per thread).  NULL with err on failure. */
-rfb_jpeg_probe *rfb_jpeg_probe_new(rfb_err *err);
+rfb_jpeg_probe *rfb_jpeg_probe_new(rfb_err *err) RFB_MUST_CHECK;
 
 /* Free a probe.  NULL accepted. */
 void rfb_jpeg_probe_free(rfb_jpeg_probe *p);

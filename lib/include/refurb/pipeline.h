@@ -149,7 +149,7 @@ struct rfb_pipe_out {
 };
 
 /* A per-thread context.  NULL with err filled on failure. */
-rfb_pipe_ctx *rfb_pipe_ctx_new(rfb_err *err);
+rfb_pipe_ctx *rfb_pipe_ctx_new(rfb_err *err) RFB_MUST_CHECK;
 
 /* Free a context and its buffers.  NULL accepted. */
 void rfb_pipe_ctx_free(rfb_pipe_ctx *ctx);

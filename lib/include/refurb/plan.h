@@ -177,7 +177,7 @@ typedef struct rfb_plan rfb_plan;
  * Memory: about 8 bytes per sample of the shard (20 with pixels).
  */
 rfb_plan *rfb_plan_new(const rfb_sched *s, const rfb_plan_params *p,
-		       const uint32_t *pixels, rfb_err *err);
+		       const uint32_t *pixels, rfb_err *err) RFB_MUST_CHECK;
 
 /* Release a generator.  NULL accepted. */
 void rfb_plan_free(rfb_plan *pl);
@@ -272,7 +272,7 @@ typedef struct rfb_plan_reader rfb_plan_reader;
  * used in errors).  Reads and checks the header line.  Returns the reader
  * (close with rfb_plan_reader_close) or NULL with err filled.
  */
-rfb_plan_reader *rfb_plan_reader_open(int fd, const char *name, rfb_err *err);
+rfb_plan_reader *rfb_plan_reader_open(int fd, const char *name, rfb_err *err) RFB_MUST_CHECK;
 
 /* Release a reader.  NULL accepted. */
 void rfb_plan_reader_close(rfb_plan_reader *r);

@@ -37,7 +37,7 @@ typedef struct rfb_pool rfb_pool;
  * Returns the pool or NULL with err filled.
  */
 rfb_pool *rfb_pool_new(int threads, void *(*ctx_new)(void *arg),
-		       void (*ctx_free)(void *ctx), void *arg, rfb_err *err);
+		       void (*ctx_free)(void *ctx), void *arg, rfb_err *err) RFB_MUST_CHECK;
 
 /* Finish the queued tasks, stop the workers, free the pool.  NULL ok. */
 void rfb_pool_free(rfb_pool *p);

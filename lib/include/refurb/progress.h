@@ -1,5 +1,6 @@
 /*
- * progress.h - the progress meter's arithmetic and text.
+ * progress.h - the progress meter's arithmetic and text, and the clocks
+ * the stages time themselves with.
  *
  * The library only formats; the programs decide whether and where to show
  * it (stderr, when it is a terminal or --progress is given).
@@ -22,5 +23,8 @@ const char *rfb_progress_format(char *buf, size_t n, uint64_t count,
 
 /* Seconds since an arbitrary fixed point (CLOCK_MONOTONIC). */
 double rfb_now(void);
+
+/* CPU seconds the calling thread has used (CLOCK_THREAD_CPUTIME_ID). */
+double rfb_thread_cpu_now(void);
 
 #endif

@@ -62,7 +62,7 @@ const char *rfb_codec_text(const struct rfb_codec *c, char *buf, size_t n);
 typedef struct rfb_codec_ctx rfb_codec_ctx;
 
 /* A per-thread codec context.  NULL with err filled on failure. */
-rfb_codec_ctx *rfb_codec_ctx_new(rfb_err *err);
+rfb_codec_ctx *rfb_codec_ctx_new(rfb_err *err) RFB_MUST_CHECK;
 
 /* Free a context.  NULL accepted. */
 void rfb_codec_ctx_free(rfb_codec_ctx *x);

@@ -17,6 +17,7 @@
 #include "refurb/encode.h"
 #include "refurb/error.h"
 #include "refurb/final.h"
+#include "refurb/format.h"
 #include "refurb/image.h"
 #include "refurb/index.h"
 #include "refurb/io.h"

@@ -24,7 +24,7 @@
 typedef struct rfb_resizer rfb_resizer;
 
 /* A new resizer (one per thread).  NULL with err filled on failure. */
-rfb_resizer *rfb_resizer_new(rfb_err *err);
+rfb_resizer *rfb_resizer_new(rfb_err *err) RFB_MUST_CHECK;
 
 /* Free a resizer and its tables.  NULL accepted. */
 void rfb_resizer_free(rfb_resizer *rz);

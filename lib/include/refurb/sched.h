@@ -56,7 +56,7 @@ typedef struct rfb_sched rfb_sched;
  * Memory: 6 bytes per sample of the shard, plus 4 bytes per sample of the
  * whole index while it runs when there is more than one shard.
  */
-rfb_sched *rfb_sched_build(const rfb_sched_params *p, rfb_err *err);
+rfb_sched *rfb_sched_build(const rfb_sched_params *p, rfb_err *err) RFB_MUST_CHECK;
 
 /*
  * Serialize s in refurb-schedule(5) format into a malloc'ed buffer
@@ -72,12 +72,12 @@ int rfb_sched_serialize(const rfb_sched *s, unsigned char **data, size_t *len,
  * the handle or NULL with err filled (RFB_EFORMAT, RFB_EVERSION,
  * RFB_ETRUNC, RFB_ECHECKSUM, RFB_ELIMIT, RFB_EIO, RFB_ENOMEM).
  */
-rfb_sched *rfb_sched_open(const char *path, rfb_err *err);
+rfb_sched *rfb_sched_open(const char *path, rfb_err *err) RFB_MUST_CHECK;
 
 /* Same, from a schedule image in memory (not kept).  name is used in
  * error messages (NULL: "(memory)"). */
 rfb_sched *rfb_sched_open_mem(const void *data, size_t len, const char *name,
-			      rfb_err *err);
+			      rfb_err *err) RFB_MUST_CHECK;
 
 /* Release a schedule.  NULL accepted. */
 void rfb_sched_free(rfb_sched *s);

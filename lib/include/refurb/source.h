@@ -26,7 +26,7 @@ typedef struct rfb_source rfb_source;
  * the handle (free with rfb_source_close) or NULL with err filled.
  */
 rfb_source *rfb_source_open(const rfb_index *idx, const char *root_override,
-			    rfb_err *err);
+			    rfb_err *err) RFB_MUST_CHECK;
 
 /* Close every shard descriptor and free.  NULL accepted. */
 void rfb_source_close(rfb_source *src);

@@ -148,7 +148,7 @@ typedef struct rfb_stream_writer rfb_stream_writer;
  * ignore SIGPIPE: a reader that went away is then RFB_EPIPE.
  */
 rfb_stream_writer *rfb_stream_writer_new(int fd, const char *name,
-					 rfb_err *err);
+					 rfb_err *err) RFB_MUST_CHECK;
 
 /* Free w (the fd stays open).  Writes nothing: a stream freed before
  * rfb_stream_write_end() reads as truncated.  NULL accepted. */
@@ -211,11 +211,11 @@ typedef struct rfb_stream_reader rfb_stream_reader;
  */
 rfb_stream_reader *rfb_stream_reader_new_fd(int fd, const char *name,
 					    const struct rfb_stream_limits *lim,
-					    rfb_err *err);
+					    rfb_err *err) RFB_MUST_CHECK;
 rfb_stream_reader *rfb_stream_reader_new_mem(const void *data, size_t len,
 					     const char *name,
 					     const struct rfb_stream_limits *lim,
-					     rfb_err *err);
+					     rfb_err *err) RFB_MUST_CHECK;
 
 /* Free r.  NULL accepted. */
 void rfb_stream_reader_free(rfb_stream_reader *r);
