@@ -26,12 +26,25 @@ need_torchrun() {
 		skip "torchrun is not installed (python3-torch; scripts/deps --dist)"
 }
 
-# train OUT CACHE [ddp_train options]: one torchrun job of 2 ranks.
+# free_port: a TCP port free on 127.0.0.1 now.
+free_port() {
+	/usr/bin/python3 -c '
+import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
+
+# train OUT CACHE [ddp_train options]: one torchrun job of 2 ranks, its
+# rendezvous on a free port (--standalone always takes port 29400, which
+# another job on the machine may hold).
 train() {
-	local out="$1" cache="$2"
+	local out="$1" cache="$2" port
 	shift 2
 	mkdir -p "$out"
-	PYTHONPATH="$TOP/python" timeout 300 torchrun --standalone --nproc_per_node 2 \
+	port=$(free_port)
+	PYTHONPATH="$TOP/python" timeout 300 torchrun --nnodes 1 --nproc_per_node 2 \
+		--master_addr 127.0.0.1 --master_port "$port" \
 		$TORCHRUN_FIX "$TOP/tests/dist/ddp_train.py" \
 		"$out" "$IDX" "$cache" "$@"
 }
