@@ -44,7 +44,7 @@ static const char help[] =
 	"      --segment-size MIB cache segment size (default 256)\n"
 	"      --grace N          keep dead segments N batches (default: one\n"
 	"                         epoch, at least 64, plus what the output\n"
-	"                         pipe holds)\n"
+	"                         pipe holds, shrunk to 4 KiB)\n"
 	"      --inflight N       batches computed at once (default 2)\n"
 	"      --costs FILE       append every computed sample's thread CPU time\n"
 	"                         to FILE (refurb-costs(5)), for refurb-plan\n"

@@ -356,13 +356,15 @@ setup() {
 }
 
 @test "a reader that lags by a full pipe finds every segment: the default grace counts the pipe's batches" {
-	# batches of 2 over 30 epochs: about 900 short lines, which the pipe to
-	# the reader holds while it sleeps; segments die every epoch meanwhile
+	# batches of 2 over 30 epochs: about 900 short lines; refurb-partial
+	# runs as far ahead as the pipe lets it while the reader sleeps, and
+	# segments die every epoch meanwhile
 	refurb-plan -q -b 2 -e 0-29 train.evict > "$T/plan"
 	refurb-partial -q -c "$T/c" -p "$SPEC" train.idx < "$T/plan" |
 		{ sleep 3; refurb-final -p crop=48 -o "$T/st" 2> "$T/err"; }
 	[ "$(grep -c 'segment is gone' "$T/err")" -eq 0 ]
 	# the same with the grace of one epoch (at least 64 batches), as before
+	# (an explicit --grace leaves the pipe at its 64 KiB)
 	refurb-partial -q -c "$T/c64" -p "$SPEC" --grace 64 train.idx < "$T/plan" |
 		{ sleep 3; refurb-final -p crop=48 -o "$T/st64" 2> "$T/err64"; }
 	[ "$(grep -c 'segment is gone' "$T/err64")" -gt 0 ]

@@ -429,13 +429,17 @@ static int rebuild_schedule(struct partial *P, const char *in_name,
  * at least 12 bytes) and the batches in flight on both sides; 0 when the
  * output is not a pipe.  A dead segment must outlive the lines that point
  * into it, and a reader slower than the chain (a trainer) keeps the pipe
- * full: with batches of 8, 64 KiB are some 600 batches. */
+ * full.  The pipe is first shrunk to one page: at 64 KiB, batches of 8
+ * would let refurb-partial run some 600 batches ahead, and keeping their
+ * dead segments would cost many epochs of disk. */
 static uint64_t pipe_lag_batches(const struct partial *P)
 {
 	int cap = fcntl(P->out_fd, F_GETPIPE_SZ);
 
 	if (cap <= 0)
 		return 0;
+	if (cap > 4096 && fcntl(P->out_fd, F_SETPIPE_SZ, 4096) > 0)
+		cap = fcntl(P->out_fd, F_GETPIPE_SZ);
 	return (uint64_t)cap / (12u * P->h->batch_size) + (uint64_t)P->nslots + 8;
 }
 
