@@ -160,4 +160,4 @@ uninstall:
 	rm -rf $(DESTDIR)$(PYTHONDIR)/refurb_stream
 
 clean:
-	rm -rf build
+	rm -rf build demo

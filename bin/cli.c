@@ -5,14 +5,82 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "refurb/progress.h"
 #include "refurb/refurb.h"
+
+volatile sig_atomic_t cli_stop_signal;
+static char stop_lines[2][1024];
+static volatile sig_atomic_t stop_line_current;
+
+void cli_set_stop_line(const char *fmt, ...)
+{
+	int next = !stop_line_current;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(stop_lines[next], sizeof stop_lines[next], fmt, ap);
+	va_end(ap);
+	stop_line_current = next;  /* the handler reads a complete line */
+}
+
+const char *cli_signal_name(int sig)
+{
+	return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal";
+}
+
+/* Async-signal-safe: write the last stop line and leave. */
+static void stop_now(int sig)
+{
+	const char *line = stop_lines[stop_line_current];
+	int status = 128 + (cli_stop_signal ? cli_stop_signal : sig);
+
+	if (write(STDERR_FILENO, line, strlen(line)) < 0) {
+		/* nothing left to tell */
+	}
+	_exit(status);
+}
+
+static void on_stop_signal(int sig)
+{
+	if (cli_stop_signal)
+		stop_now(sig);
+	cli_stop_signal = sig;
+	alarm(CLI_STOP_WAIT);
+}
+
+void cli_catch_stop_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = on_stop_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = stop_now;
+	sigaction(SIGALRM, &sa, NULL);
+}
+
+/* stdout is an anonymous pipe (a program in the middle of a chain), not a
+ * named FIFO, a file or a terminal. */
+static int stdout_is_pipe(void)
+{
+	char link[64];
+	ssize_t n = readlink("/proc/self/fd/1", link, sizeof link - 1);
+
+	if (n <= 0)
+		return 0;
+	link[n] = '\0';
+	return strncmp(link, "pipe:", 5) == 0;
+}
 
 void cli_init(struct cli *c, const char *prog, const char *usage,
 	      const char *help)
@@ -23,7 +91,9 @@ void cli_init(struct cli *c, const char *prog, const char *usage,
 	c->prog = prog;
 	c->usage = usage;
 	c->help = help;
-	c->progress = isatty(STDERR_FILENO);
+	/* in a chain, only the last program draws a meter: the lines of
+	 * programs writing into a pipe would interleave on one terminal */
+	c->progress = isatty(STDERR_FILENO) && !stdout_is_pipe();
 	c->threads = cpus > 0 ? (int)cpus : 1;
 	c->start = rfb_now();
 }
@@ -196,6 +266,51 @@ const char *cli_one_operand(const struct cli *c, int argc, char **argv,
 	return argv[optind];
 }
 
+static int is_fifo(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+/* A FIFO waits for the other end: say so after CLI_STOP_WAIT seconds
+ * instead of waiting without a word (a trainer not started, or a chain
+ * that died before its output). */
+static int open_fifo(const struct cli *c, const char *path, int out)
+{
+	double start = rfb_now();
+	int said = 0, fd;
+
+	for (;;) {
+		fd = open(path, (out ? O_WRONLY : O_RDONLY) | O_NONBLOCK | O_CLOEXEC);
+		if (fd >= 0 && !out) {
+			/* a reader opens at once: wait for a writer's bytes */
+			struct pollfd p = { fd, POLLIN, 0 };
+			if (poll(&p, 1, said ? -1 : CLI_STOP_WAIT * 1000) > 0)
+				break;
+			close(fd);
+			fd = -1;
+			errno = ENXIO;
+		}
+		if (fd >= 0)
+			break;
+		if (errno != ENXIO && errno != EINTR)
+			cli_die(c, "%s: cannot open: %s", path, strerror(errno));
+		if (!said && rfb_now() - start >= CLI_STOP_WAIT) {
+			fprintf(stderr, "%s: %s: waiting for a %s to open this FIFO\n",
+				c->prog, path, out ? "reader (the trainer)"
+						   : "writer");
+			said = 1;
+		}
+		if (cli_stop_signal)
+			exit(128 + cli_stop_signal);
+		usleep(20000);
+	}
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
+		cli_die(c, "%s: cannot open: %s", path, strerror(errno));
+	return fd;
+}
+
 int cli_open_fd(const struct cli *c, const char *path, int out, int force)
 {
 	int fd;
@@ -205,6 +320,8 @@ int cli_open_fd(const struct cli *c, const char *path, int out, int force)
 			cli_refuse_tty(c, STDOUT_FILENO, force);
 		return out ? STDOUT_FILENO : STDIN_FILENO;
 	}
+	if (is_fifo(path))
+		return open_fifo(c, path, out);
 	fd = out ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
 		 : open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)

@@ -8,6 +8,7 @@
 #define REFURB_CLI_H
 
 #include <getopt.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -44,6 +45,22 @@ struct cli {
 	double last_draw;   /* when the meter was last drawn */
 	int drawn;          /* a meter line is on screen */
 };
+
+/*
+ * SIGINT and SIGTERM: the first sets cli_stop_signal, which the program
+ * passes to the library to stop at its next batch (checkpointed, one
+ * line saying how to resume, exit 128 + the signal).  If that takes more
+ * than CLI_STOP_WAIT seconds (blocked on a pipe), or at a second signal,
+ * the line set last with cli_set_stop_line is printed and the program
+ * exits at once with the same status (the cache is crash-safe).
+ */
+#define CLI_STOP_WAIT 5
+extern volatile sig_atomic_t cli_stop_signal;
+void cli_catch_stop_signals(void);
+void cli_set_stop_line(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+/* "SIGINT" or "SIGTERM" */
+const char *cli_signal_name(int sig);
 
 /* Set defaults: progress shown iff stderr is a terminal. */
 void cli_init(struct cli *c, const char *prog, const char *usage,

@@ -2,8 +2,11 @@
  * dump_cache.c - refurb-dump on a cache directory: the record listing,
  * the --stats summary, --verify, and --extract of one sample as an image.
  */
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dump.h"
@@ -22,6 +25,7 @@ struct survey {
 	uint32_t last_segment;
 	int verify;              /* print problems */
 	uint64_t problems;
+	uint32_t reuse;          /* r, from the records' death epochs */
 };
 
 static const char *codec_name(int codec)
@@ -46,7 +50,9 @@ static int visit(void *ctx, uint32_t segment, uint32_t death,
 		if (s->verify) {
 			s->problems++;
 			fprintf(s->out, "segment %08x offset %llu: %s\n", segment,
-				(unsigned long long)a->offset, why->msg);
+				(unsigned long long)a->offset, why->msg[0] ? why->msg
+				: why->code ? rfb_strerror(why->code)
+				: "bad record (no reason given)");
 		}
 		return 0;
 	}
@@ -55,6 +61,10 @@ static int visit(void *ctx, uint32_t segment, uint32_t death,
 	s->seg_bytes += a->length;
 	s->raw += m->raw_len;
 	s->per_epoch[m->write_epoch < 63 ? m->write_epoch : 63]++;
+	/* a record of epoch e > 0 dies in e + r; one of epoch 0 by r */
+	if (death != UINT32_MAX && death > m->write_epoch &&
+	    death - m->write_epoch > s->reuse)
+		s->reuse = death - m->write_epoch;
 	if (s->out && !s->verify)
 		fprintf(s->out, "%08x\t%llu\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%s\t%u\n",
 			segment, (unsigned long long)a->offset, a->length,
@@ -106,6 +116,74 @@ static void print_stats(const struct survey *s,
 				(unsigned long long)s->per_epoch[e]);
 }
 
+/* ---- the disk bound (refurb-cache(5), DISK SPACE) ---- */
+
+static void add_live(void *ctx, uint32_t sample, const struct rfb_cache_entry *e)
+{
+	(void)sample;
+	*(uint64_t *)ctx += e->addr.length;
+}
+
+/* Bytes the directory's files take on disk (blocks, like du). */
+static uint64_t disk_bytes(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *ent;
+	struct stat st;
+	uint64_t total = 0;
+
+	if (!d)
+		return 0;
+	while ((ent = readdir(d)))
+		if (fstatat(dirfd(d), ent->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode))
+			total += (uint64_t)st.st_blocks * 512;
+	closedir(d);
+	return total;
+}
+
+static void print_disk(const char *dir, const struct rfb_cache_manifest *m,
+		       const struct survey *s, FILE *out)
+{
+	uint64_t live = 0, disk = disk_bytes(dir), slack, bound;
+	rfb_err err = { 0 };
+	struct rfb_cache_position p;
+
+	if (rfb_cache_read_checkpoint(dir, add_live, &live, NULL, &err) == 0 &&
+	    s->reuse > 0) {
+		slack = RFB_CACHE_BOUND_SLACK(m->samples);
+		bound = live + live / s->reuse + slack;
+		fprintf(out, "disk         %.1f MiB on disk, %.1f MiB live (%.2fx); "
+			"bound (1 + 1/r) x live + %.1f MiB = %.1f MiB (r = %u): %s\n"
+			"disk bytes   %llu on disk, %llu live, bound %llu\n",
+			disk / 1048576.0, live / 1048576.0,
+			live ? (double)disk / live : 0.0, slack / 1048576.0,
+			bound / 1048576.0, s->reuse,
+			disk <= bound ? "within" : "over (a reader that does not tell "
+			"its position, or a run that stopped early)",
+			(unsigned long long)disk, (unsigned long long)live,
+			(unsigned long long)bound);
+	} else {
+		fprintf(out, "disk         %.1f MiB on disk\n", disk / 1048576.0);
+	}
+	if (rfb_cache_position_read(dir, &p, NULL) && p.has_written) {
+		uint32_t e = p.written_epoch, st = p.written_step + 1;
+		if (p.epoch_batches && st >= p.epoch_batches) {
+			e++;
+			st = 0;
+		}
+		if (p.ended)
+			fprintf(out, "read         by refurb-final (process %u) to the "
+				"end of its plan (epoch %u step %u)\n", p.pid,
+				p.written_epoch, p.written_step);
+		else
+			fprintf(out, "read         by refurb-final (process %u) up to "
+				"epoch %u step %u: a trainer resumes at most at "
+				"refurb-plan --start %u:%u\n", p.pid,
+				p.written_epoch, p.written_step, e, st);
+	}
+}
+
 /* --verify: every checkpoint entry must point at a good record of its
  * sample. */
 struct entry_check {
@@ -149,7 +227,8 @@ static int verify(struct cli *c, const char *dir, struct survey *s, FILE *out)
 	rfb_cache_view_close(k.view);
 	rfb_imgbuf_free(&k.buf);
 	if (rc && rc != RFB_ENOTFOUND) {
-		fprintf(out, "%s\n", err.msg);
+		fprintf(out, "%s/records: %s\n", dir,
+			err.msg[0] ? err.msg : rfb_strerror(rc));
 		k.problems++;
 	}
 	s->problems += k.problems;
@@ -184,6 +263,7 @@ int dump_cache(struct cli *c, const char *dir, const struct dump_opts *o,
 	if (o->stats) {
 		print_manifest(dir, &m, out);
 		print_stats(&s, &ck, have_ck, out);
+		print_disk(dir, &m, &s, out);
 	}
 	return 0;
 }

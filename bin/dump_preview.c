@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "dump_preview.h"
 #include "refurb/io.h"
@@ -178,6 +179,20 @@ static void write_sheet(struct cli *c, const struct preview *pv, rfb_image *cell
 	rfb_imgbuf_free(&jb);
 }
 
+/* The sheet is a JPEG: an output named for another format is refused,
+ * not written with JPEG bytes under that name. */
+static void check_format(const struct cli *c, const char *output)
+{
+	const char *dot = strrchr(output, '.'), *slash = strrchr(output, '/');
+
+	if (!strcmp(output, "-") || !dot || (slash && dot < slash))
+		return;
+	if (strcasecmp(dot, ".jpg") && strcasecmp(dot, ".jpeg"))
+		cli_usage_error(c, "-o %s: the preview is a JPEG contact sheet: "
+				"name it .jpg or .jpeg (other formats are not "
+				"written)", output);
+}
+
 int dump_preview(struct cli *c, int argc, char **argv)
 {
 	struct preview pv = { NULL, "-", NULL, 8, 0, 90, 0, 0, 0, RFB_STAGE_PARTIAL };
@@ -190,6 +205,7 @@ int dump_preview(struct cli *c, int argc, char **argv)
 	c->usage = preview_usage;
 	c->help = preview_help;
 	parse_options(c, argc, argv, &pv);
+	check_format(c, pv.output);
 	if (rfb_pipeline_parse(pv.spec, &p, &err))
 		cli_usage_error(c, "%s", err.msg);
 	if (pv.index && (!(idx = rfb_index_open(pv.index, &err)) ||

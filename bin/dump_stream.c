@@ -150,7 +150,8 @@ static void stats_row(FILE *out, struct stats *s, uint32_t epoch, int complete)
 
 	qsort(s->ids, s->nids, sizeof *s->ids, cmp_u32);
 	for (size_t i = 1; i < s->nids; i++)
-		dup += s->ids[i] == s->ids[i - 1];
+		dup += s->ids[i] == s->ids[i - 1] &&
+		       s->ids[i] != RFB_STREAM_REPEAT_ID;
 	for (uint32_t k = 0; k < s->classes; k++) {
 		uint64_t h = s->hist[k];
 		seen += h > 0;

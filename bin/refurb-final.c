@@ -72,14 +72,87 @@ static void on_heal(void *ctx, uint32_t sample, const rfb_err *why)
 		 rfb_err_text(why, text, sizeof text));
 }
 
+/* Samples already named: a bad image is named once per run, not once
+ * per epoch. */
+static unsigned char *named;
+static size_t named_bytes;
+
+static int first_time(uint32_t sample)
+{
+	size_t byte = sample / 8;
+
+	if (byte >= named_bytes) {
+		size_t n = byte * 2 + 64;
+		unsigned char *m = realloc(named, n);
+		if (!m)
+			return 1; /* naming it again is harmless */
+		memset(m + named_bytes, 0, n - named_bytes);
+		named = m;
+		named_bytes = n;
+	}
+	if (named[byte] & 1u << sample % 8)
+		return 0;
+	named[byte] |= (unsigned char)(1u << sample % 8);
+	return 1;
+}
+
 static void on_bad(void *ctx, uint32_t sample, const rfb_err *why)
 {
 	struct run_ctx *r = ctx;
 	char text[1200];
 
-	cli_warn(r->c, "%s (sample %u left out of its batch: its record is bad "
-		 "and its image cannot be read)",
+	if (!first_time(sample))
+		return;
+	cli_warn(r->c, "%s (sample %u left out of its batch, another sample "
+		 "repeated in its place: its record is bad and its image cannot "
+		 "be read; reported once)",
 		 rfb_err_text(why, text, sizeof text), sample);
+}
+
+/* The next batch after the last one written, as refurb-plan --start. */
+static void next_step(const struct rfb_final_stats *st, uint32_t *e,
+		      uint32_t *s)
+{
+	*e = st->last_epoch;
+	*s = st->last_step + 1;
+	if (*s >= st->epoch_batches) {
+		*e += 1;
+		*s = 0;
+	}
+}
+
+static void on_written(void *ctx, const struct rfb_final_stats *st)
+{
+	uint32_t e, s;
+
+	(void)ctx;
+	next_step(st, &e, &s);
+	cli_set_stop_line("refurb-final: interrupted after writing epoch %u "
+			  "step %u (no END frame); resume: refurb-plan --start "
+			  "%u:%u with the same other options (%s), or at the "
+			  "trainer's saved step if it read less\n",
+			  st->last_epoch, st->last_step, e, s, st->plan_options);
+}
+
+/* Stopped by SIGINT/SIGTERM at a batch boundary: say how to resume. */
+static void stopped(const struct rfb_final_stats *st)
+{
+	uint32_t e, s;
+
+	if (!st->wrote_batch) {
+		fprintf(stderr, "refurb-final: interrupted (%s) before writing "
+			"a batch (no END frame)\n",
+			cli_signal_name(st->stopped_by_signal));
+	} else {
+		next_step(st, &e, &s);
+		fprintf(stderr, "refurb-final: interrupted (%s) after writing "
+			"epoch %u step %u (no END frame); resume: refurb-plan "
+			"--start %u:%u with the same other options (%s), or at "
+			"the trainer's saved step if it read less\n",
+			cli_signal_name(st->stopped_by_signal), st->last_epoch,
+			st->last_step, e, s, st->plan_options);
+	}
+	exit(128 + st->stopped_by_signal);
 }
 
 static void on_progress(void *ctx, const struct rfb_final_stats *st,
@@ -180,13 +253,14 @@ static void summary(const struct rfb_final_stats *st)
 	fprintf(stderr, "refurb-final: %llu batches, %llu images in %.2f s "
 		"(%.0f images/s); per batch %.1f ms (CV %.3f); %.2f io_submit "
 		"calls per batch; read %.1f MiB in %.2f s; records recomputed %llu, "
-		"samples left out %llu\n",
+		"samples left out %llu (repeats in their place %llu)\n",
 		(unsigned long long)st->batches, (unsigned long long)st->images,
 		st->seconds, st->seconds > 0 ? st->images / st->seconds : 0.0,
 		st->interval_mean_s * 1e3, st->interval_cv,
 		st->batches ? (double)st->submit_calls / st->batches : 0.0,
 		st->bytes_read / 1048576.0, st->read_s,
-		(unsigned long long)st->healed, (unsigned long long)st->skipped);
+		(unsigned long long)st->healed, (unsigned long long)st->skipped,
+		(unsigned long long)st->repeats);
 	fprintf(stderr, "refurb-final: time: read %.2f s, decompress %.2f s, "
 		"augment %.2f s, recompute %.2f s (worker sums); waited %.2f s "
 		"for the plan, %.2f s for the reader\n", st->read_s, st->decode_s,
@@ -217,6 +291,8 @@ int main(int argc, char **argv)
 	cli_init(&c, "refurb-final", usage, help);
 	parse(&c, &o, &a, argc, argv);
 	signal(SIGPIPE, SIG_IGN); /* a closed reader is EPIPE, handled */
+	cli_set_stop_line("refurb-final: interrupted before writing a batch\n");
+	cli_catch_stop_signals();
 	in_fd = cli_open_fd(&c, a.in, 0, 0);
 	out_fd = cli_open_fd(&c, a.out, 1, a.force);
 	if (a.stats) {
@@ -227,6 +303,8 @@ int main(int argc, char **argv)
 	o.on_heal = on_heal;
 	o.on_bad = on_bad;
 	o.on_progress = on_progress;
+	o.on_written = on_written;
+	o.stop = (volatile int *)&cli_stop_signal;
 	o.ctx = &r;
 	rc = rfb_final_run(&o, in_fd, a.in && strcmp(a.in, "-") ? a.in : "(stdin)",
 			   out_fd, &st, &err);
@@ -239,7 +317,11 @@ int main(int argc, char **argv)
 		cli_die(&c, "%s: write failed: %s", a.out, strerror(errno));
 	if (r.stats && fclose(r.stats) != 0)
 		cli_die(&c, "%s: write failed: %s", a.stats, strerror(errno));
+	if (cli_stop_signal && !st.stopped_by_signal)
+		st.stopped_by_signal = cli_stop_signal; /* and the reader left */
 	if (!c.quiet)
 		summary(&st);
+	if (st.stopped_by_signal)
+		stopped(&st);
 	return 0;
 }

@@ -263,11 +263,14 @@ int main(int argc, char **argv)
 	write_index(&c, o.output, data, len, o.force);
 	if (!c.quiet) {
 		double secs = rfb_now() - c.start;
-		const char *what = o.shard_count ? "samples" : "files";
+		const char *what = o.shard_count
+			? (st.candidates == 1 ? "sample" : "samples")
+			: (st.candidates == 1 ? "file" : "files");
 		fprintf(stderr, "refurb-index: indexed %llu of %llu %s in %u "
-			"classes%s (%llu bad, left out), %.2f s, %.0f %s/s\n",
+			"class%s%s (%llu bad, left out), %.2f s, %.0f %s/s\n",
 			(unsigned long long)st.indexed,
 			(unsigned long long)st.candidates, what, st.classes,
+			st.classes == 1 ? "" : "es",
 			o.shard_count ? cli_shards_text(o.shard_count) : "",
 			(unsigned long long)st.bad, secs,
 			secs > 0 ? (double)st.candidates / secs : 0.0, what);

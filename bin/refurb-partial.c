@@ -35,12 +35,17 @@ static const char help[] =
 	"  -o, --output FILE      write the annotated plan to FILE (default stdout)\n"
 	"      --root DIR         the dataset's directory, if it moved since indexing\n"
 	"      --strict           an image that cannot be read is fatal (default:\n"
-	"                         name it, leave it out of its batch, count it)\n"
+	"                         name it once, leave it out of its batch (the\n"
+	"                         stream repeats another sample), count it)\n"
+	"      --max-bad P%|N     stop (exit 1) when more than P% of the plan's\n"
+	"                         samples, or more than N images, cannot be read\n"
+	"                         (default 1%); a first batch whose every image\n"
+	"                         fails always stops the run\n"
 	"      --max-pixels N     images with more pixels are bad (default 1e8)\n"
 	"      --segment-size MIB cache segment size (default 256)\n"
 	"      --grace N          keep dead segments N batches (default: one\n"
 	"                         epoch, at least 64, plus what the output\n"
-	"                         pipe holds)\n"
+	"                         pipe holds, shrunk to 4 KiB)\n"
 	"      --inflight N       batches computed at once (default 2)\n"
 	"      --handover[=MIB]   hand the records no later epoch reads (every miss\n"
 	"                         at r = 1) to refurb-final in shared memory, not\n"
@@ -58,7 +63,8 @@ static const char help[] =
 
 enum {
 	OPT_CODEC = 0x2000, OPT_RESET, OPT_ROOT, OPT_STRICT, OPT_MAX_PIXELS,
-	OPT_SEGMENT, OPT_GRACE, OPT_INFLIGHT, OPT_STATS, OPT_HANDOVER, OPT_COSTS
+	OPT_SEGMENT, OPT_GRACE, OPT_INFLIGHT, OPT_STATS, OPT_HANDOVER, OPT_COSTS,
+	OPT_MAX_BAD
 };
 
 struct run_ctx {
@@ -72,7 +78,7 @@ static void on_bad(void *ctx, uint32_t sample, const rfb_err *why)
 	struct run_ctx *r = ctx;
 	char text[1200];
 
-	cli_warn(r->c, "%s (sample %u left out of its batch)",
+	cli_warn(r->c, "%s (sample %u left out of its batch; reported once)",
 		 rfb_err_text(why, text, sizeof text), sample);
 }
 
@@ -95,6 +101,62 @@ static void on_batch(void *ctx, const struct rfb_partial_batch_stats *b)
 		b->cpu_seconds * 1e6);
 }
 
+/* --max-bad: "P%" (0 to 100, decimals allowed) or a count of images. */
+static void parse_max_bad(const struct cli *c, struct rfb_partial_opts *o,
+			  const char *arg)
+{
+	size_t n = strlen(arg);
+	char *end;
+	double v;
+
+	if (n == 0 || arg[n - 1] != '%') {
+		o->max_bad_count = cli_parse_u64(c, "--max-bad", arg, 0, UINT64_MAX);
+		o->max_bad_is_count = 1;
+		return;
+	}
+	errno = 0;
+	v = strtod(arg, &end);
+	if (end == arg || end != arg + n - 1 || errno || !(v >= 0 && v <= 100) ||
+	    *arg == '-' ||
+	    *arg == '+' || *arg == ' ')
+		cli_usage_error(c, "--max-bad: '%s' is not a percentage (0%% to "
+				"100%%) or a count of images", arg);
+	o->max_bad_fraction = v / 100;
+	o->max_bad_is_count = 0;
+}
+
+/* The run stopped because images could not be read: one message that
+ * names the first one, where the index looks for them and the options. */
+static void die_bad(const struct cli *c, const struct rfb_partial_opts *o,
+		    const struct rfb_partial_stats *st)
+{
+	char first[1100], where[2600], limit[64];
+
+	rfb_err_text(&st->first_bad, first, sizeof first);
+	if (o->root)
+		snprintf(where, sizeof where, "the index %s has its images under "
+			 "%s, read from --root %s instead: check --root",
+			 o->index_path, st->index_root, o->root);
+	else
+		snprintf(where, sizeof where, "the index %s has its images under "
+			 "%s: if the dataset moved, give its directory with "
+			 "--root DIR", o->index_path, st->index_root);
+	if (st->bad_stop == RFB_PARTIAL_NOTHING_READ)
+		cli_die(c, "nothing read: all %llu images of the first batch "
+			"failed, the first: %s; %s",
+			(unsigned long long)st->first_batch_jobs, first, where);
+	if (o->max_bad_is_count)
+		snprintf(limit, sizeof limit, "%llu",
+			 (unsigned long long)o->max_bad_count);
+	else
+		snprintf(limit, sizeof limit, "%g%%", o->max_bad_fraction * 100);
+	cli_die(c, "%llu image%s cannot be read, more than --max-bad %s "
+		"allows (%llu of %llu samples per epoch), the first: %s; %s",
+		(unsigned long long)st->bad_images, st->bad_images == 1 ? "" : "s",
+		limit, (unsigned long long)st->bad_allowed,
+		(unsigned long long)st->samples_planned, first, where);
+}
+
 static void parse(struct cli *c, struct rfb_partial_opts *o, const char **in,
 		  const char **out, const char **stats, int argc, char **argv)
 {
@@ -109,6 +171,7 @@ static void parse(struct cli *c, struct rfb_partial_opts *o, const char **in,
 		{ "root", required_argument, NULL, OPT_ROOT },
 		{ "strict", no_argument, NULL, OPT_STRICT },
 		{ "max-pixels", required_argument, NULL, OPT_MAX_PIXELS },
+		{ "max-bad", required_argument, NULL, OPT_MAX_BAD },
 		{ "segment-size", required_argument, NULL, OPT_SEGMENT },
 		{ "grace", required_argument, NULL, OPT_GRACE },
 		{ "inflight", required_argument, NULL, OPT_INFLIGHT },
@@ -126,6 +189,7 @@ static void parse(struct cli *c, struct rfb_partial_opts *o, const char **in,
 	o->codec.kind = RFB_CODEC_RAW;
 	o->codec.level = 0;
 	o->inflight = 2;
+	o->max_bad_fraction = 0.01;
 	while ((opt = getopt_long(argc, argv, "c:p:s:i:o:" CLI_COMMON_SHORTOPTS,
 				  longopts, NULL)) != -1) {
 		switch (opt) {
@@ -164,6 +228,7 @@ static void parse(struct cli *c, struct rfb_partial_opts *o, const char **in,
 							     1, 1 << 16) << 20
 					     : RFB_PARTIAL_HANDOVER_AUTO;
 			break;
+		case OPT_MAX_BAD: parse_max_bad(c, o, optarg); break;
 		case OPT_COSTS: o->costs_path = optarg; break;
 		default:
 			if (!cli_common_option(c, opt, optarg))
@@ -238,6 +303,9 @@ int main(int argc, char **argv)
 	cli_init(&c, "refurb-partial", usage, help);
 	parse(&c, &o, &in, &out, &r.stats_path, argc, argv);
 	signal(SIGPIPE, SIG_IGN); /* a closed reader is EPIPE, handled */
+	cli_set_stop_line("refurb-partial: interrupted; stopped at once (the "
+			  "cache recovers when it is opened next)\n");
+	cli_catch_stop_signals();
 	in_fd = cli_open_fd(&c, in, 0, 0);
 	if (o.handover && !is_pipe(out))
 		cli_usage_error(&c, "--handover needs the output to be a pipe to "
@@ -255,19 +323,33 @@ int main(int argc, char **argv)
 	o.out_name = strcmp(out, "-") ? out : NULL;
 	o.on_bad = on_bad;
 	o.on_progress = on_progress;
+	o.stop = (volatile int *)&cli_stop_signal;
 	o.ctx = &r;
 	rc = rfb_partial_run(&o, in_fd, strcmp(in, "-") ? in : "(stdin)", out_fd,
 			     &st, &err);
 	cli_progress_clear(&c);
 	if (rc == RFB_ESPEC)
 		cli_usage_error(&c, "%s", err.msg);
+	if (rc && st.bad_stop)
+		die_bad(&c, &o, &st);
 	if (rc)
 		cli_die_err(&c, &err);
 	if (out_fd != STDOUT_FILENO && close(out_fd) < 0)
 		cli_die(&c, "%s: write failed: %s", out, strerror(errno));
 	if (r.stats && fclose(r.stats) != 0)
 		cli_die(&c, "%s: write failed: %s", r.stats_path, strerror(errno));
+	if (cli_stop_signal && !st.stopped_by_signal)
+		st.stopped_by_signal = cli_stop_signal; /* and the reader left */
 	if (!c.quiet)
 		summary(&st);
+	if (st.stopped_by_signal) {
+		fprintf(stderr, "refurb-partial: interrupted (%s) at epoch %u, "
+			"batch %llu; the cache is checkpointed: resume the chain "
+			"at the trainer's saved step with refurb-plan --start "
+			"EPOCH:STEP (refurb-final names the last batch it "
+			"wrote)\n", cli_signal_name(st.stopped_by_signal),
+			st.epoch, (unsigned long long)st.global_step);
+		return 128 + st.stopped_by_signal;
+	}
 	return 0;
 }

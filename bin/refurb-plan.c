@@ -37,6 +37,10 @@ static const char help[] =
 	"                        cost=FILE: the same predicted miss CPU time, from\n"
 	"                        the cost file of refurb-partial --costs (needs\n"
 	"                        --index; the plan depends on FILE's content)\n"
+	"      --start E:S       resume: the plan from step S of epoch E on (the\n"
+	"                        stream's epoch and step; E within --epochs),\n"
+	"                        given with the same other options: the chain's\n"
+	"                        batches are those of the whole plan from there\n"
 	"      --drop-last       mark the incomplete last batch of each epoch as\n"
 	"                        dropped (D): cached, not trained on\n"
 	"  -i, --index FILE      the index of the schedule: checked, and read for\n"
@@ -61,13 +65,14 @@ static const char help[] =
 	"error.  See refurb-plan(1), refurb-plan(5).\n";
 
 enum { OPT_SHUFFLE = 0x2000, OPT_BALANCE, OPT_DROP_LAST, OPT_SHARD,
-       OPT_DIVERSITY, OPT_EVEN };
+       OPT_DIVERSITY, OPT_EVEN, OPT_START };
 
 struct options {
 	const char *schedule, *index, *output;
 	const char *costs;  /* --balance cost=FILE */
 	rfb_plan_params p;
-	int seed_given, shard_given, diversity;
+	int seed_given, shard_given, diversity, start_given;
+	uint32_t start_epoch, start_step;  /* --start E:S */
 	uint32_t shard_index, shard_count;
 	double aug, final, reuse, epochs; /* --diversity; 0 = not given */
 };
@@ -83,6 +88,27 @@ static double parse_real(const struct cli *c, const char *opt, const char *arg)
 	if (end == arg || *end || errno == ERANGE || !isfinite(v) || v < 1)
 		cli_usage_error(c, "%s: '%s' is not a number >= 1", opt, arg);
 	return v;
+}
+
+/* --start E:S, two numbers. */
+static void parse_start(const struct cli *c, struct options *o, const char *arg)
+{
+	char *end;
+	const char *step;
+	unsigned long long e, s;
+
+	errno = 0;
+	e = strtoull(arg, &end, 10);
+	if (end == arg || *end != ':' || *arg == '-' || *arg == '+' ||
+	    end[1] == '-' || end[1] == '+' || end[1] == ' ')
+		cli_usage_error(c, "--start: '%s' is not EPOCH:STEP", arg);
+	step = end + 1;
+	s = strtoull(step, &end, 10);
+	if (*end || end == step || errno || e > UINT32_MAX || s > UINT32_MAX)
+		cli_usage_error(c, "--start: '%s' is not EPOCH:STEP", arg);
+	o->start_epoch = (uint32_t)e;
+	o->start_step = (uint32_t)s;
+	o->start_given = 1;
 }
 
 static void parse_option(struct cli *c, struct options *o, int opt)
@@ -128,6 +154,7 @@ static void parse_option(struct cli *c, struct options *o, int opt)
 					"none", optarg);
 		break;
 	case OPT_DIVERSITY: o->diversity = 1; break;
+	case OPT_START: parse_start(c, o, optarg); break;
 	case 'A': o->aug = parse_real(c, "--augmentations", optarg); break;
 	case 'F': o->final = parse_real(c, "--final-augmentations", optarg);
 		break;
@@ -165,6 +192,7 @@ static void parse(struct cli *c, struct options *o, int argc, char **argv)
 		{ "even", required_argument, NULL, OPT_EVEN },
 		{ "output", required_argument, NULL, 'o' },
 		{ "diversity", no_argument, NULL, OPT_DIVERSITY },
+		{ "start", required_argument, NULL, OPT_START },
 		{ "augmentations", required_argument, NULL, 'A' },
 		{ "final-augmentations", required_argument, NULL, 'F' },
 		{ "reuse", required_argument, NULL, 'r' },
@@ -184,6 +212,16 @@ static void parse(struct cli *c, struct options *o, int argc, char **argv)
 	if (o->aug || o->final || o->reuse || o->epochs)
 		cli_usage_error(c, "-A, -F, -r and -k go with --diversity");
 	o->schedule = cli_one_operand(c, argc, argv, "schedule");
+	if (o->start_given) {
+		if (o->start_epoch < o->p.first_epoch ||
+		    o->start_epoch > o->p.last_epoch)
+			cli_usage_error(c, "--start %u:%u: epoch %u is not in "
+					"--epochs %u-%u", o->start_epoch,
+					o->start_step, o->start_epoch,
+					o->p.first_epoch, o->p.last_epoch);
+		o->p.first_epoch = o->start_epoch;
+		o->p.first_step = o->start_step;
+	}
 	if (o->p.balance != RFB_PLAN_BALANCE_NONE && !o->index)
 		cli_usage_error(c, "--balance %s needs the index (-i FILE)",
 				rfb_plan_balance_name(o->p.balance));

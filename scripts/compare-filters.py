@@ -108,6 +108,10 @@ class Refurb:
                                  ctypes.byref(out), self.err):
             raise RuntimeError(self.message())
         n = out.height * out.width * out.channels
+        if out.dtype == 1:  # RFB_DTYPE_F32: CHW after normalize, as a CHW array
+            res = np.ctypeslib.as_array(ctypes.cast(out.data, ctypes.POINTER(ctypes.c_float)),
+                                        shape=(n,)).copy()
+            return res.reshape(out.channels, out.height, out.width)
         res = np.ctypeslib.as_array(ctypes.cast(out.data, ctypes.POINTER(ctypes.c_uint8)),
                                     shape=(n,)).copy()
         return res.reshape(out.height, out.width, out.channels).squeeze()
@@ -188,6 +192,10 @@ RECIPE_KS = [
         T.RandomResizedCrop(224, interpolation=IM.BICUBIC), T.RandomHorizontalFlip(),
         T.RandAugment(2, 9), T.ColorJitter(0.4, 0.4, 0.4), T.PILToTensor(),
         T.RandomErasing(0.25)])),
+    ("recipe-deit-normalized", T.Compose([
+        T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor(),
+        T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+        T.RandomErasing(0.5), T.RandomErasing(0.5, value="random")])),
     ("recipe-robust", T.Compose([
         T.RandomRotation(15), T.RandomAffine(0, translate=(0.1, 0.1), shear=5),
         T.RandomPerspective(0.3), T.RandomVerticalFlip(), T.CenterCrop(224)])),
@@ -195,7 +203,10 @@ RECIPE_KS = [
 
 
 def as_pixels(t):
-    """A torchvision output (PIL or CHW uint8 tensor) as an HWC array."""
+    """A torchvision output (PIL or CHW uint8 tensor) as an HWC array; a
+    float tensor stays CHW (as refurb's normalized output)."""
+    if isinstance(t, torch.Tensor) and t.is_floating_point():
+        return t.numpy()
     if isinstance(t, torch.Tensor):
         return t.permute(1, 2, 0).numpy()
     return np.asarray(t)
@@ -276,6 +287,8 @@ def perspective_case(rfb, photos, rng):
 
 
 def stats(arr):
+    if arr.dtype.kind == "f":  # CHW floats
+        arr = arr.transpose(1, 2, 0)
     a = arr.astype(np.float64)
     h, w = a.shape[:2]
     return a.mean(), a[:h // 2, :w // 2].mean()

@@ -61,6 +61,34 @@ CASES = [
 ]
 
 
+# F.perspective(img, startpoints, endpoints, interpolation, fill) with
+# fixed corner points (RandomPerspective's draws are the pipeline's; its
+# map is checked here through rfb_perspective): the op column is
+# "perspective", params the 8 end coordinates, interp and fill.
+PERSPECTIVE = [
+    ((3, 2, 60, 4, 64, 50, 1, 47), "nearest", 0),
+    ((10, 8, 55, 1, 66, 52, 0, 40), "bilinear", 0),
+    ((0, 0, 66, 5, 50, 52, 12, 44), "bicubic", 77),
+]
+
+
+def perspective_cases(suite):
+    from torchvision.transforms import functional as F
+    modes = {"nearest": IM.NEAREST, "bilinear": IM.BILINEAR, "bicubic": IM.BICUBIC}
+    for k, (end, interp, fill) in enumerate(PERSPECTIVE):
+        for iname in ["rgb67x53", "gray41x29"]:
+            img = suite.inputs[iname]
+            w, h = img.size
+            # scale the points (made for 67 x 53) to the image
+            e = [(round(end[2 * i] * (w - 1) / 66), round(end[2 * i + 1] * (h - 1) / 52))
+                 for i in range(4)]
+            start = [[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]]
+            out = F.perspective(img, start, [list(p) for p in e], modes[interp], fill=fill)
+            params = {"end": "/".join("%d/%d" % p for p in e), "interp": interp,
+                      "fill": str(fill)}
+            suite.add("perspective%d_%s" % (k, iname), iname, "perspective", params, out)
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
         os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "data", "golden")
@@ -72,6 +100,7 @@ def main():
                 continue
             out = tv(suite.inputs[iname])
             suite.add("%s_%s" % (case, iname), iname, spec, {}, out)
+    perspective_cases(suite)
     suite.write()
     print("%d cases in %s" % (len(suite.rows), suite.dir))
 

@@ -36,7 +36,7 @@ i08 | corrupt JPEG: data truncated, header intact (found later) | refurb-index |
 i09 | --strict and a corrupt JPEG | refurb-index | 1 | refurb-index: c0/z.jpg: GIF image (refurb reads JPEG and PNG) | refurb-index -q --strict -o x.idx ix-notjpeg
 i10 | missing --list file | refurb-index | 1 | refurb-index: nolist: | refurb-index -q --list nolist -o x.idx
 i11 | garbage --list line | refurb-index | 1 | refurb-index: garbage.list: line 1: | refurb-index -q --list garbage.list -o x.idx
-i12 | a directory given as the output | refurb-index | 1 | refurb-index: adir: cannot rename | refurb-index -q -o adir ds
+i12 | a directory given as the output | refurb-index | 1 | refurb-index: adir: cannot replace: Is a directory | refurb-index -q -o adir ds
 i13 | FIFO closed by the reader (-o -) | refurb-index | 141 | (none) | fifo_closed refurb-index -q --list big.list -o -
 i14 | FIFO given as -o, closed by the reader | refurb-index | 141 | (none) | fifo_closed_path refurb-index -q --list big.list -o
 e01 | missing index | refurb-evict | 1 | refurb-evict: nofile: cannot open | refurb-evict -q nofile
@@ -46,7 +46,7 @@ e04 | wrong magic (a schedule given) | refurb-evict | 1 | refurb-evict: train.ev
 e05 | index from a future version | refurb-evict | 1 | refurb-evict: future.idx: index format version 9 | refurb-evict -q future.idx
 e06 | corrupt index body | refurb-evict | 1 | refurb-evict: corrupt.idx: index body checksum mismatch | refurb-evict -q corrupt.idx
 e07 | a directory given for the index | refurb-evict | 1 | refurb-evict: adir: is a directory | refurb-evict -q adir
-e08 | a directory given as the output | refurb-evict | 1 | refurb-evict: adir: cannot rename | refurb-evict -q -o adir train.idx
+e08 | a directory given as the output | refurb-evict | 1 | refurb-evict: adir: cannot replace: Is a directory | refurb-evict -q -o adir train.idx
 e09 | FIFO closed by the reader | refurb-evict | 141 | (none) | fifo_closed refurb-evict -q big.idx
 p01 | missing schedule | refurb-plan | 1 | refurb-plan: nofile: cannot open | refurb-plan -q nofile
 p02 | empty schedule | refurb-plan | 1 | refurb-plan: empty: truncated | refurb-plan -q empty
@@ -79,13 +79,17 @@ a28 | the same with --reset (no lock left) | refurb-partial | 1 | refurb-partial
 a18 | cache from a future version | refurb-partial | 1 | refurb-partial: futurecache/manifest: cache format version 9 | refurb-partial -q -c futurecache -p resize=64 train.idx < plan.txt
 a19 | pipeline spec error | refurb-partial | 2 | refurb-partial: bad pipeline spec at column 11: unknown filter "blur" | refurb-partial -q -c c-a19 -p resize=64,blur train.idx < plan.txt
 a20 | normalize in the partial pipeline | refurb-partial | 2 | refurb-partial: the partial pipeline must produce 8-bit images | refurb-partial -q -c c-a20 -p resize=64,normalize train.idx < plan.txt
-a21 | JPEG truncated since indexing | refurb-partial | 0 | refurb-partial: @/pb-trunc/c0/z.jpg: Premature end of JPEG file (sample | refurb-partial -q -c c-a21 -p resize=64 pb-trunc.idx < pb-trunc.plan
-a22 | JPEG with an EOI inside its data | refurb-partial | 0 | refurb-partial: @/pb-scribble/c0/z.jpg: Corrupt JPEG data | refurb-partial -q -c c-a22 -p resize=64 pb-scribble.idx < pb-scribble.plan
-a23 | image replaced by a non-JPEG | refurb-partial | 0 | refurb-partial: @/pb-notjpeg/c0/z.jpg: not a JPEG | refurb-partial -q -c c-a23 -p resize=64 pb-notjpeg.idx < pb-notjpeg.plan
-a24 | image replaced by a directory | refurb-partial | 0 | refurb-partial: @/pb-dir/c0/z.jpg: not a regular file (sample | refurb-partial -q -c c-a24 -p resize=64 pb-dir.idx < pb-dir.plan
-a25 | image deleted since indexing | refurb-partial | 0 | refurb-partial: @/pb-gone/c0/z.jpg: cannot open: No such file | refurb-partial -q -c c-a25 -p resize=64 pb-gone.idx < pb-gone.plan
+a21 | JPEG truncated since indexing | refurb-partial | 0 | refurb-partial: @/pb-trunc/c0/z.jpg: Premature end of JPEG file (sample | refurb-partial -q --max-bad 1 -c c-a21 -p resize=64 pb-trunc.idx < pb-trunc.plan
+a22 | JPEG with an EOI inside its data | refurb-partial | 0 | refurb-partial: @/pb-scribble/c0/z.jpg: Corrupt JPEG data | refurb-partial -q --max-bad 1 -c c-a22 -p resize=64 pb-scribble.idx < pb-scribble.plan
+a23 | image replaced by a non-JPEG | refurb-partial | 0 | refurb-partial: @/pb-notjpeg/c0/z.jpg: not a JPEG | refurb-partial -q --max-bad 1 -c c-a23 -p resize=64 pb-notjpeg.idx < pb-notjpeg.plan
+a24 | image replaced by a directory | refurb-partial | 0 | refurb-partial: @/pb-dir/c0/z.jpg: not a regular file (sample | refurb-partial -q --max-bad 1 -c c-a24 -p resize=64 pb-dir.idx < pb-dir.plan
+a25 | image deleted since indexing | refurb-partial | 0 | refurb-partial: @/pb-gone/c0/z.jpg: cannot open: No such file | refurb-partial -q --max-bad 1 -c c-a25 -p resize=64 pb-gone.idx < pb-gone.plan
 a26 | --strict and a broken image | refurb-partial | 1 | refurb-partial: @/pb-trunc/c0/z.jpg: Premature end of JPEG file | refurb-partial -q --strict -c c-a26 -p resize=64 pb-trunc.idx < pb-trunc.plan
 a27 | FIFO closed by the reader | refurb-partial | 0 | ~refurb-partial: the reader closed the stream at epoch | fifo_closed refurb-partial -c c-a27 -p resize=64 -i long.plan train.idx
+a40 | dataset moved since indexing: nothing read | refurb-partial | 1 | refurb-partial: nothing read: all 4 images of the first batch failed, the first: @/pb-moved/c0/ | refurb-partial -q -c c-a40 -p resize=64 pb-moved.idx < pb-moved.plan
+a41 | --root pointing to the wrong directory | refurb-partial | 1 | refurb-partial: nothing read: all 4 images of the first batch failed, the first: ds/c0/ | refurb-partial -q --root ds -c c-a41 -p resize=64 pb-moved.idx < pb-moved.plan
+a42 | more than --max-bad images cannot be read (default 1%) | refurb-partial | 1 | ~refurb-partial: 1 image cannot be read, more than --max-bad 1% allows (0 of 6 samples per epoch), the first: @/pb-trunc/c0/z.jpg | refurb-partial -q -c c-a42 -p resize=64 pb-trunc.idx < pb-trunc.plan
+a43 | --max-bad neither a percentage nor a count | refurb-partial | 2 | refurb-partial: --max-bad: | refurb-partial -q --max-bad 5x% -c c-a43 -p resize=64 pb-trunc.idx < pb-trunc.plan
 f01 | missing plan (-i) | refurb-final | 1 | refurb-final: nofile: cannot open | refurb-final -q -p crop=48 -i nofile
 f02 | empty plan | refurb-final | 1 | refurb-final: empty: empty (no plan header line) | refurb-final -q -p crop=48 -i empty
 f03 | not a plan (wrong magic) | refurb-final | 1 | refurb-final: garbage: line 1: not a refurb plan | refurb-final -q -p crop=48 -i garbage
@@ -94,7 +98,7 @@ f05 | plan not annotated by refurb-partial | refurb-final | 1 | refurb-final: pl
 f06 | annotations stripped from a line | refurb-final | 1 | refurb-final: noaddr.ann: batch 0 of epoch 0: sample | refurb-final -q -p crop=48 -i noaddr.ann
 f07 | garbage plan line | refurb-final | 1 | refurb-final: badid.ann: line 3: column 11: expected a sample id | refurb-final -q -p crop=48 -i badid.ann
 f08 | plan cut inside a line | refurb-final | 1 | refurb-final: cut.ann: line 4 has no newline | refurb-final -q -p crop=48 -i cut.ann
-f09 | plan ends early (partial died) | refurb-final | 1 | refurb-final: early.ann: ends in epoch 0, batch 2 | refurb-final -q -p crop=48 -i early.ann
+f09 | plan ends early (partial died) | refurb-final | 1 | refurb-final: early.ann: ends in epoch 0, batch 2 (the header promises epochs 0-1); the program writing the plan stopped early (see its message), the stream is left without its END frame | refurb-final -q -p crop=48 -i early.ann
 f10 | missing --index | refurb-final | 1 | refurb-final: nofile: cannot open | refurb-final -q -p crop=48 --index nofile -i ann.txt
 f11 | truncated --index | refurb-final | 1 | refurb-final: trunc.idx: truncated index | refurb-final -q -p crop=48 --index trunc.idx -i ann.txt
 f12 | wrong magic --index | refurb-final | 1 | refurb-final: train.evict: bad magic (not a refurb index) | refurb-final -q -p crop=48 --index train.evict -i ann.txt
@@ -332,13 +336,16 @@ setup_file() {
 		small_set "pb-$k"
 		break_image "pb-$k" "$k"
 	done
+	# a dataset moved after indexing
+	small_set pb-moved
+	mv pb-moved pb-moved-away
 	# refurb-final's bad records: fb-crc a corrupt record, fb-gone its
 	# segment deleted, fb-both a corrupt record whose image is broken too,
 	# fb-leftout a sample refurb-partial left out
 	for k in crc gone both leftout; do
 		small_set "fb-$k"
 		if [ "$k" = leftout ]; then break_image "fb-$k" trunc; fi
-		refurb-partial -q -c "fb-$k.c" -p resize=64 "fb-$k.idx" < "fb-$k.plan" \
+		refurb-partial -q --max-bad 1 -c "fb-$k.c" -p resize=64 "fb-$k.idx" < "fb-$k.plan" \
 			> "fb-$k.ann" 2> /dev/null
 	done
 	set -- $(z_record fb-crc.c fb-crc)

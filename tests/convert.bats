@@ -54,8 +54,10 @@ EOF
 	need_torchvision
 	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomRotation(10, expand=True)])'
 	expect_fail 1 "refurb_stream convert: RandomRotation (transforms[0]): expand=True"
-	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.Normalize(0.5, 0.5), T.RandomErasing()])'
-	expect_fail 1 "refurb_stream convert: RandomErasing (transforms[2]): after Normalize"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.PILToTensor(), T.RandomErasing(value="random")])'
+	expect_fail 1 "refurb_stream convert: RandomErasing (transforms[1]): value='random' before Normalize"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.RandomErasing(value=0.5)])'
+	expect_fail 1 "refurb_stream convert: RandomErasing (transforms[1]): value=0.5 is not a whole pixel value"
 	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomApply([T.RandomCrop(8)])])'
 	expect_fail 1 "refurb_stream convert: RandomApply (transforms[0]): cannot gate RandomCrop"
 }
@@ -88,5 +90,15 @@ EOF
 @test "torchvision's argument names and fractions are accepted" {
 	make_dataset "$T/d" 3 1
 	run refurb-dump --preview 'rrcrop=32:ratio=3/4-4/3:interpolation=bicubic,randaug=num_ops=1:magnitude=5:num_magnitude_bins=11,sharpness=sharpness_factor=2' -n 2 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
+	[ "$status" -eq 0 ]
+}
+
+@test "convert: DeiT's RandomErasing after Normalize erases the float tensor" {
+	need_torchvision
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomResizedCrop(32), T.ToTensor(), T.Normalize([0.5, 0.4, 0.3], [0.2, 0.2, 0.2]), T.RandomErasing(0.25), T.RandomErasing(1, value="random")])'
+	[ "$status" -eq 0 ]
+	[ "$output" = "rrcrop=32x32:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,normalize=mean=0.5/0.4/0.3:std=0.2/0.2/0.2,erasing=p=0.25:scale=0.02-0.33:ratio=0.3-3.3:value=0,erasing=p=1:scale=0.02-0.33:ratio=0.3-3.3:value=random" ]
+	make_dataset "$T/d" 3 1
+	run refurb-dump --preview "$output" -n 2 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
 	[ "$status" -eq 0 ]
 }

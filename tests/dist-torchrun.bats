@@ -26,12 +26,25 @@ need_torchrun() {
 		skip "torchrun is not installed (python3-torch; scripts/deps --dist)"
 }
 
-# train OUT CACHE [ddp_train options]: one torchrun job of 2 ranks.
+# free_port: a TCP port free on 127.0.0.1 now.
+free_port() {
+	/usr/bin/python3 -c '
+import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
+
+# train OUT CACHE [ddp_train options]: one torchrun job of 2 ranks, its
+# rendezvous on a free port (--standalone always takes port 29400, which
+# another job on the machine may hold).
 train() {
-	local out="$1" cache="$2"
+	local out="$1" cache="$2" port
 	shift 2
 	mkdir -p "$out"
-	PYTHONPATH="$TOP/python" timeout 300 torchrun --standalone --nproc_per_node 2 \
+	port=$(free_port)
+	PYTHONPATH="$TOP/python" timeout 300 torchrun --nnodes 1 --nproc_per_node 2 \
+		--master_addr 127.0.0.1 --master_port "$port" \
 		$TORCHRUN_FIX "$TOP/tests/dist/ddp_train.py" \
 		"$out" "$IDX" "$cache" "$@"
 }
@@ -64,18 +77,23 @@ no_chain_left() {
 	return 1
 }
 
-# wait_for FILE PATTERN: FILE gets a line matching PATTERN (300 s at most:
-# torch starts slowly on a loaded machine).
+# wait_for FILE PATTERN JOB OUT: FILE gets a line matching PATTERN while
+# the background JOB runs (300 s at most: torch starts slowly on a loaded
+# machine); if JOB ends first or time runs out, OUT (its output) goes to
+# stderr and the test fails.
 wait_for() {
 	for _ in $(seq 3000); do
-		grep -qE -- "$2" "$1" 2> /dev/null && return 0
+		if grep -qE -- "$2" "$1" 2> /dev/null; then return 0; fi
+		kill -0 "$3" 2> /dev/null || break
 		sleep 0.1
 	done
-	echo "no '$2' in $1" >&2
+	echo "no '$2' in $1; the job's output:" >&2
+	grep -v '^ *\(time\|host\) *:' "$4" >&2
 	return 1
 }
 
 @test "torchrun, 2 ranks, 3 epochs: the same steps on every rank, every sample once per epoch plus one pad" {
+	[ -e "$REF/rank-0.done" ] || { cat "$BATS_FILE_TMPDIR/ref.out" >&2; false; }
 	# 65 samples in 2 shards of 32 and 33: 4 and 5 batches of 8 without
 	# --even, a DDP job that hangs; with --even pad: 33 each, 5 steps
 	[ "$(cat "$REF/rank-0.done")" = "steps 15 epochs 0-2" ]
@@ -98,7 +116,7 @@ wait_for() {
 	train "$T/run" "$T/cache" --epochs 30 --step-sleep 0.2 --chain-log "$T/chains" \
 		> "$T/out" 2>&1 &
 	job=$!
-	wait_for "$T/run/rank-1.log" '^1 1 '
+	wait_for "$T/run/rank-1.log" '^1 1 ' $job "$T/out"
 	[ -s "$T/run/checkpoint.pt" ]
 	# rank 1's chain: refurb-plan, -partial, -final (those still running:
 	# refurb-final at least, which waits for the trainer to read)
@@ -132,7 +150,7 @@ wait_for() {
 @test "torchrun: kill -9 of a rank's trainer ends the job and every chain with it" {
 	train "$T/run" "$T/cache" --epochs 40 --chain-log "$T/chains" > "$T/out" 2>&1 &
 	job=$!
-	wait_for "$T/run/rank-0.log" '^0 1 '
+	wait_for "$T/run/rank-0.log" '^0 1 ' $job "$T/out"
 	final=$(awk '$1 == 0 { print $4 }' "$T/chains")
 	trainer=$(ps -o ppid= -p "$final" | tr -d ' ')
 	[ "$(ps -o args= -p "$trainer" | grep -c 'ddp_train.py')" -eq 1 ]

@@ -44,3 +44,12 @@ setup() {
 	run refurb-dump --preview crop=500 -o "$T/s.jpg" "$J"
 	expect_fail 1 "refurb-dump: $J: crop"
 }
+
+@test "-o names another format than JPEG: refused, nothing written" {
+	run refurb-dump --preview flip -n 2 -o "$T/s.ppm" "$J"
+	expect_fail 2 "refurb-dump: -o $T/s.ppm: the preview is a JPEG contact sheet: name it .jpg or .jpeg (other formats are not written)"
+	[ ! -e "$T/s.ppm" ]
+	run refurb-dump --preview flip -n 2 -o "$T/s.JPEG" "$J"
+	[ "$status" -eq 0 ]
+	[ -s "$T/s.JPEG" ]
+}

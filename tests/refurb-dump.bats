@@ -97,3 +97,33 @@ setup() {
 	run refurb-dump -o /dev/full "$IDX"
 	expect_fail 1 "refurb-dump: /dev/full: write failed"
 }
+
+@test "--verify on every kind of refurb file: one line, or exit 1 naming the problem" {
+	set -o pipefail
+	T="$BATS_TEST_TMPDIR"
+	refurb-evict -q -r 3 -o "$T/s.evict" "$IDX"
+	refurb-plan -q -b 8 -e 0-1 "$T/s.evict" > "$T/p.plan"
+	refurb-partial -q -c "$T/c" -p resize=48 "$IDX" < "$T/p.plan" |
+		refurb-final -q -p crop=32 -o "$T/s.bin"
+	for f in "$IDX" "$T/s.evict" "$T/p.plan" "$T/s.bin"; do
+		run refurb-dump --verify "$f"
+		[ "$status" -eq 0 ]
+		[[ "$output" == "$f: "*" verified: every checksum (where the format has them), length and sequence rule checked, no problems" ]]
+	done
+	run refurb-dump --verify "$T/c"
+	[ "$status" -eq 0 ]
+	# 30 live records, and those of a dead group the writer may not have
+	# deleted yet when the run ended (it deletes them at its next batch)
+	[[ "$output" == "$T/c: "[34]"0 records checked, 0 problems" ]]
+	head -c 5000 "$T/s.bin" > "$T/cut.bin"
+	run refurb-dump --verify "$T/cut.bin"
+	expect_fail 1 "refurb-dump: $T/cut.bin: frame 1 at byte 384: stream ends inside the frame"
+	head -n 3 "$T/p.plan" > "$T/cut.plan"
+	run refurb-dump --verify "$T/cut.plan"
+	expect_fail 1 "refurb-dump: $T/cut.plan: "
+	# a segment whose header a killed writer did not finish: named as such
+	: > "$T/c/000000ff.seg"
+	run refurb-dump --verify "$T/c"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"segment 000000ff offset 0: segment header cut short (0 of "*" bytes): a writer killed while creating it; the next writer removes it"* ]]
+}

@@ -273,7 +273,7 @@ assert abs(float(b.images.mean())) < 3
 PY
 }
 
-@test "a sample refurb-partial left out is left out of its batch" {
+@test "a sample refurb-partial left out: another sample of its batch repeated in its place (id 0xffffffff), batch sizes constant" {
 	need_numpy
 	cp -r ds "$T/ds"
 	refurb-index -q -o "$T/t.idx" "$T/ds"
@@ -282,11 +282,48 @@ PY
 	head -c 500 "$T/ds/$(cut -f8 <<< "$victim")" > "$T/x"
 	mv "$T/x" "$T/ds/$(cut -f8 <<< "$victim")"
 	refurb-plan -q -b 8 -e 0-1 "$T/t.evict" |
-		refurb-partial -q -c "$T/c" -p "$SPEC" "$T/t.idx" 2> /dev/null |
+		refurb-partial -q --max-bad 1 -c "$T/c" -p "$SPEC" "$T/t.idx" 2> /dev/null |
 		refurb-final -q -p "$FINAL" -o "$T/s"
 	run env PYTHONPATH="$TOP/python" /usr/bin/python3 -m refurb_stream check "$T/s"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"ok: 2 epochs, 16 batches, 118 images"* ]]
-	batches "$T/s" > "$T/b.txt"
-	run -1 grep -q " $(cut -f1 <<< "$victim"):" "$T/b.txt"
+	[[ "$output" == *"ok: 2 epochs, 16 batches, 120 images"* ]]
+	# no short batch but the last of each epoch (60 = 7 x 8 + 4)
+	[ "$(awk -F'\t' '$1 ~ /^[01]$/ { print $4 }' <<< "$output" | sort -u)" = 1 ]
+	batches "$T/s" > "$T/b"
+	run -1 grep -c " $(cut -f1 <<< "$victim"):" "$T/b"
+	[ "$output" -eq 0 ]
+	# one repeat in each epoch, with the label of the sample it repeats
+	[ "$(grep -c ' 4294967295:' "$T/b")" -eq 2 ]
+	while read -r e s rest; do
+		for x in $rest; do
+			[ "${x%%:*}" = 4294967295 ] || continue
+			# the first sample of the batch is the one repeated
+			first=$(cut -d' ' -f3 <<< "$e $s $rest")
+			[ "${x#*:}" = "${first#*:}" ]
+		done
+	done < <(grep ' 4294967295:' "$T/b")
+}
+
+@test "the plan ends before its last epoch (refurb-partial stopped): exit 1, no END in the stream, the reader says the chain stopped" {
+	need_numpy
+	head -n 12 ann.txt > "$T/early.ann"
+	run sh -c "refurb-final -q -p '$FINAL' -i '$T/early.ann' -o '$T/s'"
+	expect_fail 1 "refurb-final: $T/early.ann: ends in epoch 1, batch 2 (the header promises epochs 0-4); the program writing the plan stopped early (see its message), the stream is left without its END frame"
+	run env PYTHONPATH="$TOP/python" /usr/bin/python3 -m refurb_stream check "$T/s"
+	[ "$status" -eq 1 ]
+	[[ "${lines[-1]}" == "refurb_stream: $T/s: frame 12 at byte "*": the chain stopped early: the stream ends after epoch 1 step 1 without its END frame (refurb-final or a program before it stopped: see their messages on the chain's stderr)" ]]
+}
+
+@test "-o FIFO with no reader: says so after a few seconds, then writes when one comes" {
+	need_numpy
+	mkfifo "$T/fifo"
+	refurb-final -q -p "$FINAL" -i ann.txt -o "$T/fifo" 2> "$T/err" &
+	pid=$!
+	sleep 7
+	run -0 cat "$T/err"
+	[ "$output" = "refurb-final: $T/fifo: waiting for a reader (the trainer) to open this FIFO" ]
+	run env PYTHONPATH="$TOP/python" /usr/bin/python3 -m refurb_stream check "$T/fifo"
+	wait "$pid"
+	[ "$status" -eq 0 ]
+	[[ "${lines[-1]}" == "ok: 5 epochs, "* ]]
 }

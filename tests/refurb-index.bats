@@ -303,5 +303,16 @@ line.jpg"
 
 @test "unwritable output: exit 1, nothing half-written" {
 	run refurb-index -o "$T/no/such/dir/x.idx" "$DS"
-	expect_fail 1 "refurb-index: $T/no/such/dir/x.idx.tmp."
+	expect_fail 1 "refurb-index: $T/no/such/dir/x.idx: cannot create: No such file or directory"
+	# the message names the file asked for, not a temporary one
+	run -1 grep -c "x\.idx\.tmp" <<< "$output"
+	[ "$output" -eq 0 ]
+}
+
+@test "the summary's plurals: 1 file in 1 class" {
+	mkdir -p "$T/one/c0"
+	cp "$(sample_jpeg "$DS")" "$T/one/c0/a.jpg"
+	run refurb-index -o "$T/one.idx" "$T/one"
+	[ "$status" -eq 0 ]
+	[[ "${lines[-1]}" == "refurb-index: indexed 1 of 1 file in 1 class (0 bad, left out), "* ]]
 }

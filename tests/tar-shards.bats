@@ -373,10 +373,10 @@ open(sys.argv[2], "wb").write(d[:2] + b"\xff\xe1" + (len(pad) + 2).to_bytes(2, "
 	mkdir -p "$T/tree/c"
 	big_exif "$JPG" "$T/tree/c/big.jpg"
 	refurb-index -o "$T/tree.idx" "$T/tree" 2> "$T/err"
-	grep "indexed 1 of 1 files" "$T/err" > /dev/null
+	grep "indexed 1 of 1 file " "$T/err" > /dev/null
 	"$TARMAKE" "$T/big.tar" "big.jpg=$T/tree/c/big.jpg" big.cls=text:0
 	refurb-index -o "$T/big.idx" "$T/big.tar" 2> "$T/err"
-	grep "indexed 1 of 1 samples" "$T/err" > /dev/null
+	grep "indexed 1 of 1 sample " "$T/err" > /dev/null
 	refurb-dump "$T/big.idx" | awk -F'\t' '!/^#/ { print $5, $6 }' > "$T/got"
 	refurb-dump tree.idx | awk -F'\t' '$1 == 0 { print $5, $6 }' > "$T/want"
 	diff "$T/want" "$T/got"

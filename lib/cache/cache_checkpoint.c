@@ -156,6 +156,12 @@ static void *ckpt_main(void *arg)
 			rfb_cache_segment_path(k->dir, k->ids[i], path, sizeof path);
 			k->rc = rfb_err_sys(&k->err, errno, path, "fsync failed");
 		}
+	/* close the copies now, not when the job is collected (the next
+	 * epoch's end): a segment deleted meanwhile gives its space back */
+	for (size_t i = 0; i < k->nfds; i++) {
+		close(k->fds[i]);
+		k->fds[i] = -1;
+	}
 	snprintf(path, sizeof path, "%s/" CHECKPOINT_NAME, k->dir);
 	if (!k->rc && k->sync_dir)
 		k->rc = rfb_fsync_parent(path, &k->err);
@@ -168,7 +174,8 @@ static void *ckpt_main(void *arg)
 static void ckpt_release(struct ckpt_job *k)
 {
 	for (size_t i = 0; i < k->nfds; i++)
-		close(k->fds[i]);
+		if (k->fds[i] >= 0)
+			close(k->fds[i]);
 	free(k->fds);
 	free(k->ids);
 	free(k->data);

@@ -365,6 +365,25 @@ size_t rfb_cache_view_release(rfb_cache_view *v, uint64_t idle)
 	return released;
 }
 
+size_t rfb_cache_view_close_unused(rfb_cache_view *v)
+{
+	size_t j = 0, released = 0;
+
+	v->tick++;
+	for (size_t i = 0; i < v->nopen; i++) {
+		struct open_seg *o = &v->open[i];
+		if (o->last_use + 1 < v->tick) {
+			close(o->fd);
+			released++;
+			continue;
+		}
+		v->open[j++] = *o;
+	}
+	v->nopen = j;
+	v->closed += released;
+	return released;
+}
+
 uint64_t rfb_cache_view_closed(const rfb_cache_view *v)
 {
 	return v->closed;
@@ -387,9 +406,16 @@ static int scan_segment(const char *dir, uint32_t id, rfb_cache_visit_fn fn,
 	rfb_cache_segment_path(dir, id, path, sizeof path);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return rfb_err_sys(err, errno, path, "cannot open segment");
-	if (rfb_pread_full(fd, h, sizeof h, 0) != (ssize_t)sizeof h ||
+	ssize_t got = rfb_pread_full(fd, h, sizeof h, 0);
+	if (got != (ssize_t)sizeof h ||
 	    rfbi_cache_parse_segment_header(h, &hid, &death) || hid != id) {
-		rfb_err_set(&why, RFB_EFORMAT, path, "bad segment header");
+		if (got >= 0 && got < (ssize_t)sizeof h)
+			rfb_err_set(&why, RFB_ETRUNC, path, "segment header cut "
+				    "short (%zd of %d bytes): a writer killed while "
+				    "creating it; the next writer removes it", got,
+				    RFB_CACHE_SEGMENT_HEADER);
+		else
+			rfb_err_set(&why, RFB_EFORMAT, path, "bad segment header");
 		struct rfb_cache_addr a = { id, 0, 0 };
 		rc = fn(ctx, id, 0, &a, NULL, &why);
 		close(fd);

@@ -18,6 +18,7 @@
 #define MANIFEST_NAME "manifest"
 #define LOCK_NAME "lock"
 #define READERS_NAME "readers" /* readers hold a shared flock on it */
+#define POSITION_NAME "read-position" /* how far the reader has read */
 #define WRITE_BUFFER_FLUSH ((size_t)4 << 20)
 #define DEAD_SINCE_UNKNOWN UINT64_MAX
 
@@ -75,6 +76,10 @@ struct rfb_cache {
 	size_t nsegs, cap_segs;
 	uint32_t next_id;
 	uint64_t grace;
+	double opened_at;            /* wall time at open: older positions
+				      * are another run's */
+	int held_known;              /* a reader of this run told held */
+	uint64_t held;               /* the most it has told it holds */
 	int have_epoch, dir_dirty;
 	uint32_t epoch;
 	uint64_t step;

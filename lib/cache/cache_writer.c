@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cache_internal.h"
@@ -248,15 +249,67 @@ static void kill_segments(rfb_cache *c, uint32_t epoch, uint64_t step)
 	}
 }
 
-/* Delete dead segments whose grace has passed. */
+static double wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The reader's position (cache_position.c) when a reader of this run
+ * wrote it: 1 and *held = the last batch whose records it holds; -1 when
+ * a reader of this run opened the file but has read nothing yet; 0 when
+ * no reader of this run tells its position. */
+static int reader_position(rfb_cache *c, uint64_t *held)
+{
+	struct rfb_cache_position p;
+	double mtime = 0;
+	int rc = rfb_cache_position_read(c->dir, &p, &mtime);
+
+	if (rc > 0 && mtime + 1.0 >= c->opened_at && p.read_global <= c->step &&
+	    (!c->held_known || p.read_global > c->held)) {
+		c->held = p.read_global;  /* positions only grow in a run */
+		c->held_known = 1;
+	}
+	if (c->held_known) {
+		*held = c->held;
+		return 1;
+	}
+	return rc == 0 || mtime + 1.0 < c->opened_at ? 0 : -1;
+}
+
+/* Someone holds the shared lock of the readers file: a reader is there. */
+static int reader_present(rfb_cache *c)
+{
+	char path[4200];
+	int fd, alone;
+
+	snprintf(path, sizeof path, "%s/" READERS_NAME, c->dir);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	alone = flock(fd, LOCK_EX | LOCK_NB) == 0;
+	close(fd);
+	return !alone;
+}
+
+/* Delete the dead segments no batch left to read can refer to: those
+ * that died before the reader's position (every batch before dead_since
+ * is held by the reader; later ones never refer to them; and once it
+ * holds batch dead_since, which does not refer to it, it has closed it:
+ * the space comes back at once), or, when no reader tells its position,
+ * whose grace has passed. */
 static int delete_segments(rfb_cache *c, uint64_t step, rfb_err *err)
 {
 	char path[4200];
 	size_t j = 0;
+	uint64_t held = 0;
+	int known = reader_position(c, &held) > 0;
 
 	for (size_t i = 0; i < c->nsegs; i++) {
 		struct seg *s = &c->segs[i];
-		if (s->dead && step >= s->dead_since + c->grace) {
+		if (s->dead && (step >= s->dead_since + c->grace ||
+				(known && held >= s->dead_since))) {
 			seg_close(s);
 			rfb_cache_segment_path(c->dir, s->id, path, sizeof path);
 			if (unlink(path) < 0 && errno != ENOENT)
@@ -333,6 +386,33 @@ static int compact_sparse(rfb_cache *c, uint64_t step, rfb_err *err)
 	return rc;
 }
 
+/* The disk bound (refurb-cache(5)): before a new epoch kills its
+ * segments, wait until a reader that tells its position holds every batch
+ * of the epochs before, so that the segments that died before are
+ * deleted.  The writer then runs at most one epoch ahead of its reader,
+ * and the cache holds at most its live records and one eviction group
+ * more.  No reader, or one that does not tell: no wait (the grace). */
+static void wait_for_reader(rfb_cache *c, uint64_t step)
+{
+	uint64_t before = 0, held = 0;
+
+	for (size_t i = 0; i < c->nsegs; i++)
+		if (c->segs[i].dead && c->segs[i].dead_since < step &&
+		    c->segs[i].dead_since > before)
+			before = c->segs[i].dead_since;
+	int told = 0;
+
+	while (before > 0 && reader_present(c)) {
+		int k = reader_position(c, &held);
+		if (k > 0 && held >= before)
+			break;
+		if (k == 0 && !told)
+			break;  /* a reader that does not tell: the grace */
+		told |= k != 0;
+		usleep(2000);
+	}
+}
+
 int rfb_cache_advance(rfb_cache *c, uint32_t epoch, uint64_t global_step,
 		      rfb_err *err)
 {
@@ -341,6 +421,8 @@ int rfb_cache_advance(rfb_cache *c, uint32_t epoch, uint64_t global_step,
 	if (!c->have_epoch || epoch != c->epoch) {
 		if ((rc = rfb_cache_flush(c, err)))
 			return rc;
+		c->step = global_step;
+		wait_for_reader(c, global_step);
 		kill_segments(c, epoch, global_step);
 		if ((rc = compact_sparse(c, global_step, err)))
 			return rc;
@@ -517,6 +599,28 @@ static int check_manifest(rfb_cache *c, const struct rfb_cache_manifest *want,
 	return rfbi_cache_write_manifest(c->dir, want, err);
 }
 
+/* mkdir -p: dir and the parents it lacks.  0, or -1 with errno set. */
+static int make_dirs(const char *dir)
+{
+	char path[4200];
+	size_t n = strlen(dir);
+
+	if (n == 0 || n >= sizeof path) {
+		errno = n ? ENAMETOOLONG : ENOENT;
+		return -1;
+	}
+	memcpy(path, dir, n + 1);
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return mkdir(path, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
 rfb_cache *rfb_cache_open(const char *dir, const struct rfb_cache_manifest *want,
 			  unsigned flags, uint64_t grace,
 			  struct rfb_cache_recovery *rec, rfb_err *err)
@@ -534,6 +638,7 @@ rfb_cache *rfb_cache_open(const char *dir, const struct rfb_cache_manifest *want
 	if (!c->man.segment_max)
 		c->man.segment_max = RFB_CACHE_DEFAULT_SEGMENT_MAX;
 	c->grace = grace;
+	c->opened_at = wall_now();
 	c->entries = malloc(((size_t)want->samples + 1) * sizeof *c->entries);
 	if (!c->entries) {
 		rfb_err_set(err, RFB_ENOMEM, dir, "out of memory for the record index");
@@ -541,7 +646,7 @@ rfb_cache *rfb_cache_open(const char *dir, const struct rfb_cache_manifest *want
 	}
 	for (uint32_t i = 0; i < want->samples; i++)
 		c->entries[i].seg = RFB_CACHE_NO_SEGMENT;
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+	if (make_dirs(dir) < 0) {
 		rfb_err_sys(err, errno, dir, "cannot create cache directory");
 		goto fail;
 	}

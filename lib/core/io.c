@@ -276,25 +276,26 @@ int rfb_file_replace(const char *path, const void *data, size_t len,
 	if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >=
 	    (int)sizeof tmp)
 		return rfb_err_set(err, RFB_EINVAL, path, "path too long");
+	/* messages name the user's file: the temporary one beside it is
+	 * ours (and gone after a failure) */
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
-		return rfb_err_sys(err, errno, tmp, "cannot create");
+		return rfb_err_sys(err, errno, path, "cannot create");
 	if (rfb_write_full(fd, data, len) < 0 || fsync(fd) < 0) {
 		int e = errno;
 		close(fd);
 		unlink(tmp);
-		return rfb_err_sys(err, e, tmp, "write failed");
+		return rfb_err_sys(err, e, path, "write failed");
 	}
 	if (close(fd) < 0) {
 		int e = errno;
 		unlink(tmp);
-		return rfb_err_sys(err, e, tmp, "close failed");
+		return rfb_err_sys(err, e, path, "write failed");
 	}
 	if (rename(tmp, path) < 0) {
 		int e = errno;
 		unlink(tmp);
-		return rfb_err_sys(err, e, path, "cannot rename %s over it",
-				   tmp);
+		return rfb_err_sys(err, e, path, "cannot replace");
 	}
 	return rfb_fsync_parent(path, err);
 }

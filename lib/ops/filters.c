@@ -120,6 +120,27 @@ static int reflect(int i, int n)
 	return i;
 }
 
+/* One row of n samples (c a pixel) into out, convolved with k[0..size)
+ * along the row: pad holds the row with half = size / 2 reflected pixels
+ * on each side.  Each output sums k[j] * sample in j order, from 0. */
+static void blur_row(const float *restrict pad, float *restrict out, size_t n,
+		     size_t c, const float *k, int size)
+{
+	for (size_t i = 0; i < n; i++)
+		out[i] = 0.0f;
+	for (int j = 0; j < size; j++) {
+		const float *in = pad + (size_t)j * c;
+		float kj = k[j];
+		for (size_t i = 0; i < n; i++)
+			out[i] += kj * in[i];
+	}
+}
+
+size_t rfb_blur_scratch(int w, int h, int c, int kw)
+{
+	return ((size_t)h + 1) * (size_t)w * c + ((size_t)w + 2 * (size_t)(kw / 2)) * c;
+}
+
 int rfb_gaussian_blur(const rfb_image *src, rfb_image *dst, int kw, int kh,
 		      double sigma_x, double sigma_y, float *tmp, rfb_err *err)
 {
@@ -127,6 +148,9 @@ int rfb_gaussian_blur(const rfb_image *src, rfb_image *dst, int kw, int kh,
 	int w = src->width, h = src->height, c = src->channels;
 	int hw = kw / 2, hh = kh / 2;
 	size_t row = (size_t)w * c;
+	/* after the rows of the first pass: a padded row, a row of sums */
+	float *pad = tmp + (size_t)h * row;
+	float *acc = pad + ((size_t)w + 2 * (size_t)hw) * c;
 
 	if (kw < 1 || kh < 1 || kw % 2 == 0 || kh % 2 == 0 ||
 	    kw > RFB_BLUR_MAX_KERNEL || kh > RFB_BLUR_MAX_KERNEL ||
@@ -145,22 +169,24 @@ int rfb_gaussian_blur(const rfb_image *src, rfb_image *dst, int kw, int kh,
 	rfb_blur_kernel(kh, sigma_y, ky);
 	for (int y = 0; y < h; y++) {
 		const unsigned char *in = rfb_image_px(src, 0, y);
-		float *t = tmp + (size_t)y * row;
-		for (int x = 0; x < w; x++)
-			for (int b = 0; b < c; b++) {
-				float s = 0.0f;
-				for (int k = 0; k < kw; k++)
-					s += kx[k] * (float)in[(size_t)reflect(x + k - hw, w) * c + b];
-				t[(size_t)x * c + b] = s;
-			}
+		for (int x = -hw; x < w + hw; x++)
+			for (int b = 0; b < c; b++)
+				pad[(size_t)(x + hw) * c + b] =
+					(float)in[(size_t)reflect(x, w) * c + b];
+		blur_row(pad, tmp + (size_t)y * row, row, (size_t)c, kx, kw);
 	}
 	for (int y = 0; y < h; y++) {
 		unsigned char *out = rfb_image_px(dst, 0, y);
+		for (size_t i = 0; i < row; i++)
+			acc[i] = 0.0f;
+		for (int k = 0; k < kh; k++) {
+			const float *t = tmp + (size_t)reflect(y + k - hh, h) * row;
+			float kk = ky[k];
+			for (size_t i = 0; i < row; i++)
+				acc[i] += kk * t[i];
+		}
 		for (size_t i = 0; i < row; i++) {
-			float s = 0.0f;
-			for (int k = 0; k < kh; k++)
-				s += ky[k] * tmp[(size_t)reflect(y + k - hh, h) * row + i];
-			s = nearbyintf(s); /* torch.round: half to even */
+			float s = nearbyintf(acc[i]); /* torch.round: half to even */
 			out[i] = s <= 0.0f ? 0 : s >= 255.0f ? 255 : (unsigned char)s;
 		}
 	}

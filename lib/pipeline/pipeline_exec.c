@@ -232,9 +232,9 @@ int rfb_pipeline_normalization(const rfb_pipeline *p, float mean[3],
 {
 	const struct rfb_layer *l;
 
-	if (p->nlayers == 0 || p->layers[p->nlayers - 1].kind != RFB_F_NORMALIZE)
+	if (rfbi_pipeline_norm_at(p) < 0)
 		return 0;
-	l = &p->layers[p->nlayers - 1];
+	l = &p->layers[rfbi_pipeline_norm_at(p)];
 	for (int c = 0; c < 3; c++) {
 		int k = l->norm_channels == 1 ? 0 : c;
 		mean[c] = (float)l->mean[k];
@@ -313,8 +313,17 @@ static int run_finish(struct rfb_run *r, const rfb_pipeline *p,
 	out->layout = RFB_LAYOUT_HWC;
 	out->data = r->cur.data;
 	out->size = row * r->cur.height;
-	if (rfb_pipeline_dtype(p) == RFB_DTYPE_F32)
-		return normalize_output(r->ctx, &p->layers[p->nlayers - 1], out, err);
+	if (rfb_pipeline_dtype(p) == RFB_DTYPE_F32) {
+		int at = rfbi_pipeline_norm_at(p);
+		rc = normalize_output(r->ctx, &p->layers[at], out, err);
+		/* erasing after normalize, on the float CHW tensor */
+		for (int i = at + 1; i < p->nlayers && !rc; i++) {
+			rfb_rng rng;
+			rfbi_layer_rng(r->key, i, &rng);
+			rfbi_run_erase_float(&p->layers[i], &rng, out);
+		}
+		return rc;
+	}
 	return 0;
 }
 

@@ -82,6 +82,10 @@ struct rfb_layer {
 	int shear_n;              /* affine: 0, 2 (x) or 4 (x, y) in shear[] */
 	double shear[4];
 	int count;                /* apply: the layers after it it gates */
+	int after_norm;           /* erasing: on the float tensor, after
+				   * normalize (value in evalue, or random) */
+	int erase_random;         /* erasing after normalize: value=random */
+	double evalue[3];         /* erasing after normalize: the values */
 };
 
 struct rfb_pipeline {
@@ -89,6 +93,10 @@ struct rfb_pipeline {
 	struct rfb_layer *layers;
 	char *canonical;
 };
+
+/* The position of p's normalize layer (followed only by erasing layers
+ * that work on its float output), or -1 when it has none. */
+int rfbi_pipeline_norm_at(const rfb_pipeline *p);
 
 /* Filter names, indexed by enum rfb_filter. */
 extern const char *const rfbi_filter_names[RFB_F_COUNT];

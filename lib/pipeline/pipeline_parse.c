@@ -533,6 +533,27 @@ static int parse_translate(struct parser *ps, const struct tok *t)
 	return 0;
 }
 
+/* erasing's value: "random", or 1 or 3 numbers (whole pixel values
+ * 0..255 before normalize; any after it, where they are float values);
+ * check_filter decides which. */
+static int parse_erase_value(struct parser *ps, const struct tok *v)
+{
+	struct rfb_layer *l = &ps->cur;
+	int n;
+
+	if (v->n == 6 && memcmp(v->s, "random", 6) == 0) {
+		l->erase_random = 1;
+		return 0;
+	}
+	if (parse_triple(ps, v, "value", l->evalue, &n))
+		return RFB_ESPEC;
+	for (int c = 0; c < 3; c++) {
+		double x = l->evalue[c];
+		l->fill[c] = x >= 0 && x <= 255 && x == (int)x ? (unsigned char)x : 0;
+	}
+	return 0;
+}
+
 /* A number in lo..hi. */
 static int parse_bounded(struct parser *ps, const struct tok *v,
 			 const char *what, double lo, double hi, double *out)
@@ -620,7 +641,7 @@ static int set_value(struct parser *ps, int key, const struct tok *v)
 			rc = spec_error(ps, v->at, "sigma must be > 0");
 		return rc;
 	case K_VALUE:
-		return parse_fill(ps, v);
+		return parse_erase_value(ps, v);
 	case K_THRESHOLD:
 		return parse_bounded(ps, v, "threshold", 0.0, 1e9, &l->amount);
 	case K_BITS:
@@ -803,11 +824,35 @@ static int parse_arg(struct parser *ps, const struct tok *a, int index)
 	return set_value(ps, key, &v);
 }
 
+/* erasing before normalize erases uint8 pixels with whole values; after
+ * it, float values (torchvision's RandomErasing after Normalize). */
+static int check_erasing(struct parser *ps)
+{
+	struct rfb_layer *l = &ps->cur;
+
+	for (int i = 0; i < ps->n; i++)
+		if (ps->layers[i].kind == RFB_F_NORMALIZE)
+			l->after_norm = 1;
+	if (l->after_norm)
+		return 0;
+	if (l->erase_random)
+		return spec_error(ps, ps->name_at, "erasing value=random needs "
+				  "float values: put it after normalize");
+	for (int c = 0; c < 3; c++)
+		if (l->evalue[c] != l->fill[c])
+			return spec_error(ps, ps->name_at, "erasing value %g: "
+					  "before normalize a value is a whole "
+					  "pixel value 0..255", l->evalue[c]);
+	memset(l->evalue, 0, sizeof l->evalue);
+	return 0;
+}
+
 /* Checks that need the whole filter. */
 static int check_filter(struct parser *ps)
 {
 	struct rfb_layer *l = &ps->cur;
 	const char *name = rfbi_filter_names[l->kind];
+	int rc;
 
 	if (needs_first_key(l->kind) &&
 	    !(ps->seen & (UINT64_C(1) << filter_keys[l->kind][0])))
@@ -820,6 +865,8 @@ static int check_filter(struct parser *ps)
 	if (l->kind == RFB_F_RANDAUG && l->magnitude >= l->bins)
 		return spec_error(ps, ps->name_at, "randaug m=%d needs m < bins (%d)",
 				  l->magnitude, l->bins);
+	if (l->kind == RFB_F_ERASING && (rc = check_erasing(ps)))
+		return rc;
 	if (l->kind == RFB_F_NORMALIZE) {
 		int m = !!(ps->seen & (UINT64_C(1) << K_MEAN));
 		int s = !!(ps->seen & (UINT64_C(1) << K_STD));
@@ -902,9 +949,12 @@ static int add_layers(struct parser *ps)
 {
 	int count = ps->cur.kind == RFB_F_RANDAUG ? ps->repeat : 1;
 
-	if (ps->n > 0 && ps->layers[ps->n - 1].kind == RFB_F_NORMALIZE)
-		return spec_error(ps, ps->name_at,
-				  "normalize must be the last filter");
+	for (int i = 0; i < ps->n; i++)
+		if (ps->layers[i].kind == RFB_F_NORMALIZE &&
+		    ps->cur.kind != RFB_F_ERASING)
+			return spec_error(ps, ps->name_at,
+					  "normalize must be the last filter "
+					  "(only erasing may follow it)");
 	if (ps->n + count > RFB_PIPELINE_MAX_LAYERS)
 		return spec_error(ps, ps->name_at, "more than %d layers",
 				  RFB_PIPELINE_MAX_LAYERS);

@@ -110,6 +110,11 @@ int rfbi_run_crop(struct rfb_run *r, const struct rfb_rect *rect,
 int rfbi_run_layers(struct rfb_run *r, const rfb_pipeline *p, int from,
 		    struct rfb_pipe_out *out, rfb_err *err) RFB_MUST_CHECK;
 
+/* RandomErasing after Normalize (layer l, its random stream rng) on the
+ * float32 CHW tensor of out, in place. */
+void rfbi_run_erase_float(const struct rfb_layer *l, rfb_rng *rng,
+			 struct rfb_pipe_out *out);
+
 /* Run one of torchvision's single transforms (pipeline_single.c): layer
  * l with its random stream rng. */
 int rfbi_run_single(struct rfb_run *r, const struct rfb_layer *l, rfb_rng *rng,

@@ -127,7 +127,8 @@ static int run_blur(struct rfb_run *r, const struct rfb_layer *l, rfb_rng *rng,
 		    rfb_err *err)
 {
 	double sigma = draw_range(rng, l->sigma);
-	size_t n = (size_t)r->cur.width * r->cur.height * r->cur.channels;
+	size_t n = rfb_blur_scratch(r->cur.width, r->cur.height, r->cur.channels,
+				    l->kernel[1]);
 	rfb_pipe_ctx *ctx = r->ctx;
 	rfb_image dst;
 	int slot, rc;
@@ -175,6 +176,33 @@ static int erase_rect(rfb_rng *rng, const struct rfb_layer *l, int w, int h,
 	return 0;
 }
 
+/* A standard normal value (Box-Muller on two uniforms; torch's normal_
+ * draws its own way: the distribution is the same, not the values). */
+static float draw_normal(rfb_rng *rng)
+{
+	double u = rfb_rng_uniform(rng), v = rfb_rng_uniform(rng);
+
+	return (float)(sqrt(-2.0 * log(1.0 - u)) * cos(2.0 * M_PI * v));
+}
+
+void rfbi_run_erase_float(const struct rfb_layer *l, rfb_rng *rng,
+			 struct rfb_pipe_out *out)
+{
+	int w = out->shape.width, h = out->shape.height, c = out->shape.channels;
+	float *t = (float *)out->data;
+	struct rfb_rect rect;
+
+	if (!draw_p(rng, l->p) || !erase_rect(rng, l, w, h, &rect))
+		return;
+	for (int ch = 0; ch < c; ch++)
+		for (int y = rect.top; y < rect.top + rect.height; y++) {
+			float *row = t + ((size_t)ch * h + (size_t)y) * w + rect.left;
+			for (int x = 0; x < rect.width; x++)
+				row[x] = l->erase_random ? draw_normal(rng)
+							 : (float)l->evalue[ch];
+		}
+}
+
 static int run_erasing(struct rfb_run *r, const struct rfb_layer *l,
 		       rfb_rng *rng, rfb_err *err)
 {
@@ -182,6 +210,8 @@ static int run_erasing(struct rfb_run *r, const struct rfb_layer *l,
 	rfb_image dst;
 	int slot, rc;
 
+	if (l->after_norm)
+		return 0; /* on the tensor, after normalize (run_finish in pipeline_exec.c) */
 	if (!draw_p(rng, l->p))
 		return 0;
 	if (!erase_rect(rng, l, r->cur.width, r->cur.height, &rect))

@@ -111,7 +111,14 @@ static void put_single(struct out *o, const struct rfb_layer *l)
 		put_range(o, "scale", l->scale);
 		put(o, ":");
 		put_range(o, "ratio", l->ratio);
-		put_fill(o, "value", l->fill);
+		if (!l->after_norm) {
+			put_fill(o, "value", l->fill);
+		} else if (l->erase_random) {
+			put(o, ":value=random");
+		} else {
+			put(o, ":value=");
+			put_list(o, l->evalue, 3, '/');
+		}
 		return;
 	case RFB_F_SOLARIZE:
 	case RFB_F_SHARPNESS:
@@ -251,7 +258,9 @@ static int layer_equal(const struct rfb_layer *a, const struct rfb_layer *b)
 	       a->translate[1] == b->translate[1] &&
 	       a->has_scale == b->has_scale && a->shear_n == b->shear_n &&
 	       memcmp(a->shear, b->shear, sizeof a->shear) == 0 &&
-	       a->count == b->count;
+	       a->count == b->count && a->after_norm == b->after_norm &&
+	       a->erase_random == b->erase_random &&
+	       memcmp(a->evalue, b->evalue, sizeof a->evalue) == 0;
 }
 
 static char *canonical_text(const struct rfb_layer *layers, int n)
@@ -344,10 +353,20 @@ int rfb_pipeline_layers(const rfb_pipeline *p)
 	return p->nlayers;
 }
 
+int rfbi_pipeline_norm_at(const rfb_pipeline *p)
+{
+	for (int i = p->nlayers - 1; i >= 0; i--) {
+		if (p->layers[i].kind == RFB_F_NORMALIZE)
+			return i;
+		if (!p->layers[i].after_norm)
+			return -1;
+	}
+	return -1;
+}
+
 static int ends_in_normalize(const rfb_pipeline *p)
 {
-	return p->nlayers > 0 &&
-	       p->layers[p->nlayers - 1].kind == RFB_F_NORMALIZE;
+	return rfbi_pipeline_norm_at(p) >= 0;
 }
 
 enum rfb_dtype rfb_pipeline_dtype(const rfb_pipeline *p)
@@ -369,7 +388,7 @@ int rfb_pipeline_split(const rfb_pipeline *p, int k, rfb_pipeline **head,
 	if (k < 0 || k > p->nlayers)
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "split after layer %d of %d", k, p->nlayers);
-	if (k == p->nlayers && ends_in_normalize(p))
+	if (ends_in_normalize(p) && k > rfbi_pipeline_norm_at(p))
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "normalize must stay in the final part");
 	for (int i = 0; i < k; i++)

@@ -183,6 +183,14 @@ rfb_plan *rfb_plan_new(const rfb_sched *s, const rfb_plan_params *p,
 
 	if (check_params(p, pixels, err) < 0)
 		return NULL;
+	if (p->first_step > 0 && (uint64_t)p->first_step * p->batch_size >=
+	    rfb_sched_count(s)) {
+		rfb_err_set(err, RFB_EINVAL, NULL, "step %u: an epoch of %u "
+			    "samples in batches of %u has steps 0 to %u",
+			    p->first_step, rfb_sched_count(s), p->batch_size,
+			    (rfb_sched_count(s) - 1) / p->batch_size);
+		return NULL;
+	}
 	if (!(pl = calloc(1, sizeof *pl)))
 		goto nomem;
 	pl->s = s;
@@ -245,6 +253,7 @@ void rfb_plan_header_of(const rfb_plan *pl, rfb_plan_header *h)
 	h->batches = pl->batches;
 	h->first_epoch = pl->p.first_epoch;
 	h->last_epoch = pl->p.last_epoch;
+	h->first_step = pl->p.first_step;
 	h->shuffle = pl->p.shuffle;
 	h->balance = pl->p.balance;
 	h->drop_last = pl->p.drop_last;
@@ -535,6 +544,13 @@ int rfb_plan_next(rfb_plan *pl, rfb_plan_item *item)
 		pl->started = 1;
 		pl->step = 0;
 		pl->epoch_misses = 0;
+		/* a resumed plan: the batches before the first step are not
+		 * written, but the epoch's summary counts them */
+		while (pl->epoch == pl->p.first_epoch &&
+		       pl->step < pl->p.first_step) {
+			fill_batch(pl, &item->batch);
+			pl->step++;
+		}
 	}
 	if (pl->step < pl->batches) {
 		item->type = RFB_PLAN_LINE_BATCH;

@@ -131,6 +131,7 @@ static int read_header(rfb_plan_reader *r, rfb_err *err)
 	if (rfb_plan_parse_header(r->line, r->line_len, &r->h, &why) < 0)
 		return line_error(r, &why, err);
 	r->epoch = r->h.first_epoch;
+	r->step = r->h.first_step;
 	r->per_epoch = rfb_plan_epoch_samples(&r->h);
 	r->repeats = r->per_epoch > r->h.samples ? r->per_epoch - r->h.samples
 						  : 0;
@@ -348,8 +349,13 @@ static int check_epoch_end(rfb_plan_reader *r, const rfb_plan_epoch_end *e,
 				   "end of epoch %u after %u batches, expected "
 				   "batch %u of epoch %u", e->epoch, r->step,
 				   r->step, r->epoch);
-	if (e->batches != h->batches || e->samples != r->epoch_samples ||
-	    e->misses != r->epoch_misses)
+	/* a resumed first epoch lacks the batches before its first step:
+	 * its summary (the whole epoch's) is at least what was read */
+	int resumed = e->epoch == h->first_epoch && h->first_step > 0;
+	if (e->batches != h->batches ||
+	    (resumed ? e->samples < r->epoch_samples || e->misses < r->epoch_misses
+		     : e->samples != r->epoch_samples ||
+		       e->misses != r->epoch_misses))
 		return rfb_err_set(why, RFB_EFORMAT, NULL,
 				   "epoch summary says %u batches, %u samples, "
 				   "%u misses; the batches had %u, %u, %u",

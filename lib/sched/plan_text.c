@@ -49,22 +49,35 @@ static char *put_hex(char *p, uint64_t v)
 
 size_t rfb_plan_format_header(char *buf, size_t n, const rfb_plan_header *h)
 {
-	int len = snprintf(buf, n,
+	char start[32] = "";
+	int len;
+
+	/* only a resumed plan has the key: whole plans stay as they were */
+	if (h->first_step > 0)
+		snprintf(start, sizeof start, " start=%u", h->first_step);
+	len = snprintf(buf, n,
 		RFB_PLAN_TAG " %u schedule=%016" PRIx64 " index=%016" PRIx64
 		" samples=%u total=%u reuse=%u policy=%s evict-seed=%" PRIu64
 		" seed=%" PRIu64 " batch=%u batches=%u epochs=%u-%u shuffle=%s"
-		" balance=%s drop-last=%d shard=%u/%u\n",
+		" balance=%s drop-last=%d shard=%u/%u%s\n",
 		h->version, h->schedule_identity, h->index_identity,
 		h->samples, h->total, h->reuse, rfb_sched_policy_name(h->policy),
 		h->evict_seed, h->seed, h->batch_size, h->batches,
 		h->first_epoch, h->last_epoch, rfb_plan_shuffle_name(h->shuffle),
 		rfb_plan_balance_name(h->balance), h->drop_last ? 1 : 0,
-		h->shard_index, h->shard_count);
+		h->shard_index, h->shard_count, "");
 	if (len >= 0 && h->version >= 2) {
 		/* version 2: the even= key, before the line's end */
 		size_t at = (size_t)len - 1;
 		int more = snprintf(at < n ? buf + at : NULL, at < n ? n - at : 0,
 				    " even=%s\n", rfb_plan_even_name(h->even));
+		len = more < 0 ? -1 : (int)at + more;
+	}
+	if (len >= 0 && h->first_step > 0) {
+		/* a resumed plan: the start= key, before the line's end */
+		size_t at = (size_t)len - 1;
+		int more = snprintf(at < n ? buf + at : NULL, at < n ? n - at : 0,
+				    "%s\n", start);
 		len = more < 0 ? -1 : (int)at + more;
 	}
 	return len < 0 ? 0 : (size_t)len;
@@ -367,7 +380,7 @@ int rfb_plan_parse_epoch_end(const char *line, size_t len,
 enum header_key {
 	K_SCHEDULE, K_INDEX, K_SAMPLES, K_TOTAL, K_REUSE, K_POLICY,
 	K_EVICT_SEED, K_SEED, K_BATCH, K_BATCHES, K_EPOCHS, K_SHUFFLE,
-	K_BALANCE, K_DROP_LAST, K_SHARD, K_EVEN, K_COUNT
+	K_BALANCE, K_DROP_LAST, K_SHARD, K_EVEN, K_START, K_COUNT
 };
 
 #define K_VERSION2_ONLY (1u << K_EVEN) /* keys version 1 does not have */
@@ -375,7 +388,7 @@ enum header_key {
 static const char *const header_keys[K_COUNT] = {
 	"schedule", "index", "samples", "total", "reuse", "policy",
 	"evict-seed", "seed", "batch", "batches", "epochs", "shuffle",
-	"balance", "drop-last", "shard", "even",
+	"balance", "drop-last", "shard", "even", "start",
 };
 
 /* A value word (up to the next space) into buf of size n. */
@@ -462,6 +475,8 @@ static int parse_value(struct cursor *c, int key, rfb_plan_header *h)
 		    (rc = expect(c, '/', "'/' in the shard")))
 			return rc;
 		return parse_u32(c, UINT32_MAX, &h->shard_count, "a shard count");
+	case K_START:
+		return parse_u32(c, UINT32_MAX, &h->first_step, "a step");
 	}
 	return parse_named(c, key, h);
 }
@@ -529,6 +544,10 @@ static int check_header(const rfb_plan_header *h, rfb_err *err)
 		return rfb_err_set(err, RFB_EFORMAT, NULL,
 				   "epoch range %u-%u is reversed",
 				   h->first_epoch, h->last_epoch);
+	if (h->first_step >= h->batches)
+		return rfb_err_set(err, RFB_EFORMAT, NULL,
+				   "start=%u, but an epoch has %u batches",
+				   h->first_step, h->batches);
 	if (h->balance != RFB_PLAN_BALANCE_NONE &&
 	    h->shuffle != RFB_PLAN_CACHE_AWARE)
 		return rfb_err_set(err, RFB_EFORMAT, NULL,
@@ -571,6 +590,7 @@ int rfb_plan_parse_header(const char *line, size_t len, rfb_plan_header *h,
 				   "came with version 2)");
 	if (h->version == 1)
 		seen |= K_VERSION2_ONLY;
+	seen |= 1u << K_START;  /* optional: only resumed plans have it */
 	for (int k = 0; k < K_COUNT; k++)
 		if (!(seen & 1u << k))
 			return rfb_err_set(err, RFB_EFORMAT, NULL,

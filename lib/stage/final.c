@@ -108,6 +108,8 @@ struct final {
 	pthread_mutex_t rq_mu;
 	struct { uint64_t end; uint32_t pending; } *rq;
 	int rq_cap, rq_head, rq_count;
+	rfb_cache_position_writer *position; /* NULL: the cache is read-only */
+	struct rfb_cache_position pos;
 	rfb_pipeline *final_pipe, *partial_pipe;
 	uint64_t seed;
 	struct rfb_pipe_shape shape;
@@ -369,7 +371,12 @@ static int prepare(struct final *F, const rfb_plan_batch *b, rfb_err *err)
 	rfb_batch_reader_get_stats(s->reader, &after);
 	/* the batch is in memory: let go of the segments the writer deleted
 	 * that no batch of the last epoch read (their disk space) */
-	rfb_cache_view_release(F->view, F->h->batches);
+	rfb_cache_view_close_unused(F->view);
+	/* every batch up to this one is in memory: tell the writer, which
+	 * then deletes the segments no later batch refers to */
+	F->pos.read_global = b->global_step;
+	if (F->position && rfb_cache_position_put(F->position, &F->pos, NULL))
+		rfb_cache_position_writer_close(F->position), F->position = NULL;
 	s->bytes_read = after.bytes_read - before.bytes_read;
 	F->st->submit_calls += after.submit_calls - before.submit_calls;
 	F->st->bytes_read += s->bytes_read;
@@ -401,6 +408,28 @@ static int prepare(struct final *F, const rfb_plan_batch *b, rfb_err *err)
 	for (uint32_t j = 0; j < s->nread; j++)
 		rfb_pool_submit(F->pool, &s->tasks[j].task);
 	return 0;
+}
+
+/* Keep the batch size constant: the places of the samples that could not
+ * be read (here or by refurb-partial) go to repeats of the batch's kept
+ * samples, in order, each with the id RFB_STREAM_REPEAT_ID and the label
+ * of the sample it repeats (refurb-stream(5)).  A batch that kept nothing
+ * stays empty. */
+static void fill_with_repeats(struct final *F, struct fslot *s)
+{
+	uint32_t kept = s->n;
+
+	if (kept == 0)
+		return;
+	for (uint32_t j = kept; j < s->batch.count; j++) {
+		uint32_t from = (j - kept) % kept;
+		memcpy(s->pixels + (size_t)j * F->image_bytes,
+		       s->pixels + (size_t)from * F->image_bytes, F->image_bytes);
+		s->ids[j] = RFB_STREAM_REPEAT_ID;
+		s->labels[j] = s->labels[from];
+		F->st->repeats++;
+	}
+	s->n = s->batch.count;
 }
 
 /* Check the tasks of a finished batch; drop the images that failed. */
@@ -443,6 +472,7 @@ static int settle(struct final *F, struct fslot *s, double *decode,
 		kept++;
 	}
 	s->n = kept;
+	fill_with_repeats(F, s);
 	return 0;
 }
 
@@ -518,6 +548,17 @@ static int finish_batch(void *engine, int slot, rfb_err *err)
 	F->st->images += s->n;
 	F->st->epoch = s->batch.epoch;
 	F->st->global_step = s->batch.global_step;
+	F->st->last_epoch = s->batch.epoch;
+	F->st->last_step = s->batch.step;
+	F->st->wrote_batch = 1;
+	F->pos.written_epoch = s->batch.epoch;
+	F->pos.written_step = s->batch.step;
+	F->pos.written_global = s->batch.global_step;
+	F->pos.has_written = 1;
+	if (F->position && rfb_cache_position_put(F->position, &F->pos, NULL))
+		rfb_cache_position_writer_close(F->position), F->position = NULL;
+	if (F->o->on_written)
+		F->o->on_written(F->o->ctx, F->st);
 	if (F->o->on_progress)
 		F->o->on_progress(F->o->ctx, F->st, (uint64_t)F->h->batches *
 				  (F->h->last_epoch - F->h->first_epoch + 1));
@@ -580,6 +621,9 @@ static int open_inputs(struct final *F, const char *in_name, rfb_err *err)
 			      pthread_mutex_init(&F->rq_mu, NULL)))
 			return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
 	}
+	/* without it (a read-only cache) the writer falls back on its grace */
+	F->position = rfb_cache_position_writer_open(F->annot.cache, NULL);
+	F->pos.epoch_batches = F->h->batches;
 	m = rfb_cache_view_manifest(F->view);
 	if (m->index_identity != F->h->index_identity ||
 	    m->schedule_identity != F->h->schedule_identity ||
@@ -684,6 +728,7 @@ static int write_stream_header(struct final *F, rfb_err *err)
 	info.class_count = nc;
 	info.class_names = names;
 	info.first_epoch = F->h->first_epoch;
+	info.first_step = F->h->first_step;
 	info.last_epoch = F->h->last_epoch;
 	info.shard_k = F->h->shard_index;
 	info.shard_n = F->h->shard_count;
@@ -714,6 +759,16 @@ static int setup(struct final *F, int in_fd, const char *in_name, int out_fd,
 	if (!(F->reader = rfb_plan_reader_open(in_fd, in_name, err)))
 		return err->code;
 	F->h = rfb_plan_reader_header(F->reader);
+	F->st->epoch_batches = F->h->batches;
+	snprintf(F->st->plan_options, sizeof F->st->plan_options,
+		 "-b %u -e %u-%u -s %" PRIu64 "%s%s%s%s", F->h->batch_size,
+		 F->h->first_epoch, F->h->last_epoch, F->h->seed,
+		 F->h->shuffle == RFB_PLAN_CACHE_AWARE ? "" :
+		 F->h->shuffle == RFB_PLAN_RANDOM ? " --shuffle random"
+						  : " --shuffle none",
+		 F->h->balance == RFB_PLAN_BALANCE_PIXELS ? " --balance pixels" : "",
+		 F->h->drop_last ? " --drop-last" : "",
+		 F->h->shard_count > 1 ? " --shard K/N" : "");
 	if ((rc = read_annotation(F, in_name, err)) ||
 	    (rc = open_inputs(F, in_name, err)) || (rc = make_slots(F, err)))
 		return rc;
@@ -733,6 +788,10 @@ static int run(struct final *F, rfb_err *err)
 
 	for (;;) {
 		double t0 = rfb_now();
+		if (F->o->stop && *F->o->stop) {
+			F->st->stopped_by_signal = *F->o->stop;
+			return finish_all(F, err);
+		}
 		rc = rfb_plan_reader_next(F->reader, &item, err);
 		F->st->input_wait_s += rfb_now() - t0;
 		if (rc <= 0)
@@ -750,8 +809,32 @@ static int run(struct final *F, rfb_err *err)
 		    (rc = rfb_stream_write_epoch_end(F->writer, item.epoch.epoch, err)))
 			return rc;
 	}
-	if (rc == 0 && (rc = finish_all(F, err)) == 0)
-		rc = rfb_stream_write_end(F->writer, err);
+	if (rc == RFB_ETRUNC && F->o->stop && *F->o->stop) {
+		/* the same signal stopped the plan's writer first */
+		F->st->stopped_by_signal = *F->o->stop;
+		return finish_all(F, err);
+	}
+	if (rc == RFB_ETRUNC && err) {
+		/* the plan stopped early: the batches read are passed on, the
+		 * stream gets no END frame, so its reader knows too */
+		rfb_err flush_err = { 0 };
+		if ((rc = finish_all(F, &flush_err)) != 0) {
+			*err = flush_err;
+			return rc;
+		}
+		rc = RFB_ETRUNC;
+		size_t n = strlen(err->msg);
+		snprintf(err->msg + n, sizeof err->msg - n, "; the program "
+			 "writing the plan stopped early (see its message), the "
+			 "stream is left without its END frame");
+	}
+	if (rc == 0 && (rc = finish_all(F, err)) == 0 &&
+	    (rc = rfb_stream_write_end(F->writer, err)) == 0 && F->position) {
+		F->pos.ended = 1;
+		if (rfb_cache_position_put(F->position, &F->pos, NULL)) {
+			/* the position is advice: the stream is complete */
+		}
+	}
 	return rc;
 }
 
@@ -789,6 +872,7 @@ int rfb_final_run(const struct rfb_final_opts *o, int in_fd,
 		pthread_mutex_destroy(&F.rq_mu);
 	free(F.rq);
 	rfb_handover_free(F.ho);
+	rfb_cache_position_writer_close(F.position);
 	rfb_source_close(F.src);
 	rfb_index_close(F.idx);
 	return rc;

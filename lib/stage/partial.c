@@ -88,6 +88,8 @@ struct partial {
 	size_t line_cap;
 	int out_fd;
 	double start;
+	uint8_t *bad_seen;        /* a bit per id: its image failed this run */
+	int first_batch_seen;     /* the first batch that read images is done */
 };
 
 uint32_t rfb_partial_write_epoch(uint32_t epoch, uint32_t phase,
@@ -252,6 +254,54 @@ static int write_out(struct partial *P, const char *buf, size_t len,
 	return 0;
 }
 
+/* An image that failed: reported and counted once per sample and run. */
+static void note_bad(struct partial *P, const struct job *j)
+{
+	uint8_t bit = (uint8_t)(1u << j->sample % 8);
+
+	if (P->bad_seen[j->sample / 8] & bit)
+		return;
+	P->bad_seen[j->sample / 8] |= bit;
+	if (P->st->bad_images++ == 0)
+		P->st->first_bad = j->why;
+	/* the first batch's are named only if it read something */
+	if (P->o->on_bad && P->first_batch_seen)
+		P->o->on_bad(P->o->ctx, j->sample, &j->why);
+}
+
+static void report_first_batch(struct partial *P, const struct slot *s)
+{
+	for (uint32_t i = 0; P->o->on_bad && i < s->batch.count; i++)
+		if (s->has_job[i] && s->jobs[i].status)
+			P->o->on_bad(P->o->ctx, s->jobs[i].sample, &s->jobs[i].why);
+}
+
+/* Nothing read is an error: the first batch that reads images must read
+ * one, and no more than the --max-bad limit may fail (partial.h). */
+static int check_bad(struct partial *P, const struct slot *s, rfb_err *err)
+{
+	uint32_t jobs = 0;
+
+	for (uint32_t i = 0; i < s->batch.count; i++)
+		jobs += s->has_job[i];
+	if (!P->first_batch_seen && jobs > 0) {
+		P->first_batch_seen = 1;
+		P->st->first_batch_jobs = jobs;
+		if (s->bs.skipped == jobs) {
+			P->st->bad_stop = RFB_PARTIAL_NOTHING_READ;
+			*err = P->st->first_bad;
+			return RFB_ELIMIT;
+		}
+		report_first_batch(P, s);
+	}
+	if (P->st->bad_images > P->st->bad_allowed) {
+		P->st->bad_stop = RFB_PARTIAL_TOO_MANY_BAD;
+		*err = P->st->first_bad;
+		return RFB_ELIMIT;
+	}
+	return 0;
+}
+
 /* Append a finished job's record, or report its image. */
 static int settle_job(struct partial *P, struct slot *s, uint32_t i,
 		      rfb_err *err)
@@ -272,8 +322,7 @@ static int settle_job(struct partial *P, struct slot *s, uint32_t i,
 			*err = j->why;
 			return j->status;
 		}
-		if (P->o->on_bad)
-			P->o->on_bad(P->o->ctx, j->sample, &j->why);
+		note_bad(P, j);
 		rfb_annot_set_skipped(&s->samples[i]);
 		P->st->skipped++;
 		s->bs.skipped++;
@@ -334,7 +383,7 @@ static int finish_batch(void *engine, int slot, rfb_err *err)
 	for (uint32_t i = 0; i < s->batch.count; i++)
 		if (s->has_job[i] && (rc = settle_job(P, s, i, err)))
 			return rc;
-	if ((rc = rfb_cache_flush(P->cache, err)) ||
+	if ((rc = check_bad(P, s, err)) || (rc = rfb_cache_flush(P->cache, err)) ||
 	    (P->costs && (rc = rfb_costs_writer_flush(P->costs, err))))
 		return rc;
 	if (need > P->line_cap) {
@@ -402,13 +451,17 @@ static int rebuild_schedule(struct partial *P, const char *in_name,
  * at least 12 bytes) and the batches in flight on both sides; 0 when the
  * output is not a pipe.  A dead segment must outlive the lines that point
  * into it, and a reader slower than the chain (a trainer) keeps the pipe
- * full: with batches of 8, 64 KiB are some 600 batches. */
+ * full.  The pipe is first shrunk to one page: at 64 KiB, batches of 8
+ * would let refurb-partial run some 600 batches ahead, and keeping their
+ * dead segments would cost many epochs of disk. */
 static uint64_t pipe_lag_batches(const struct partial *P)
 {
 	int cap = fcntl(P->out_fd, F_GETPIPE_SZ);
 
 	if (cap <= 0)
 		return 0;
+	if (cap > 4096 && fcntl(P->out_fd, F_SETPIPE_SZ, 4096) > 0)
+		cap = fcntl(P->out_fd, F_GETPIPE_SZ);
 	return (uint64_t)cap / (12u * P->h->batch_size) + (uint64_t)P->nslots + 8;
 }
 
@@ -583,6 +636,13 @@ static int setup(struct partial *P, int in_fd, const char *in_name,
 		return err ? err->code : RFB_EIO;
 	P->h = rfb_plan_reader_header(P->reader);
 	P->seed = o->have_seed ? o->seed : P->h->seed;
+	snprintf(P->st->index_root, sizeof P->st->index_root, "%s",
+		 rfb_index_root(P->idx));
+	P->st->samples_planned = P->h->samples;
+	P->st->bad_allowed = o->max_bad_is_count ? o->max_bad_count
+		: (uint64_t)(o->max_bad_fraction * P->h->samples);
+	if (!(P->bad_seen = calloc((size_t)P->h->total / 8 + 1, 1)))
+		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
 	if ((rc = rebuild_schedule(P, in_name, err)) ||
 	    (rc = make_slots(P, err)) || (rc = open_cache(P, err)) ||
 	    (rc = open_costs(P, err)))
@@ -607,6 +667,10 @@ static int run(struct partial *P, rfb_err *err)
 	int rc;
 
 	while ((rc = rfb_plan_reader_next(P->reader, &item, err)) > 0) {
+		if (P->o->stop && *P->o->stop) {
+			P->st->stopped_by_signal = *P->o->stop;
+			return finish_all(P, err);
+		}
 		if (item.type == RFB_PLAN_LINE_BATCH) {
 			if ((rc = rfbi_ring_make_room(&P->ring, finish_batch, P, err)))
 				return rc;
@@ -621,6 +685,11 @@ static int run(struct partial *P, rfb_err *err)
 		size_t n = rfb_plan_format_epoch_end(line, sizeof line, &item.epoch);
 		if ((rc = write_out(P, line, n, err)))
 			return rc;
+	}
+	if (rc == RFB_ETRUNC && P->o->stop && *P->o->stop) {
+		/* the same signal stopped the plan's writer first */
+		P->st->stopped_by_signal = *P->o->stop;
+		rc = 0;
 	}
 	if (rc == 0)
 		rc = finish_all(P, err);
@@ -675,6 +744,7 @@ int rfb_partial_run(const struct rfb_partial_opts *o, int in_fd,
 	}
 	free_slots(&P);
 	rfb_handover_free(P.ho);
+	free(P.bad_seen);
 	free(P.line);
 	rfb_plan_reader_close(P.reader);
 	rfb_pipeline_free(P.pipe);

@@ -7,7 +7,10 @@
             ...   # images: N,H,W,C uint8 (or N,C,H,W float32), a view
 
     from refurb_stream import RefurbDataset          # imports torch
-    loader = torch.utils.data.DataLoader(RefurbDataset(path), batch_size=None)
+    ds = RefurbDataset("/tmp/train.fifo")            # refurb_stream.dataset
+    for epoch in range(epochs):
+        for images, labels in ds:                    # one epoch per `for`
+            ...                                      # ds.epoch, ds.step, ds.state_dict()
 
     python3 -m refurb_stream check STREAM    # '-' = stdin; exit 0 ok, 1 bad
 
@@ -25,6 +28,9 @@ before its END frame raises Truncated after its last complete batch.
 A uint8 NHWC batch goes to the GPU as images.permute(0, 3, 1, 2).float().
 """
 import collections
+import os
+import select
+import stat
 import struct
 import sys
 
@@ -34,6 +40,7 @@ MAGIC, VERSION = b"RFBSTRM", 2   # reads versions 1 and 2 (2: several views)
 HEADER, BATCH, EPOCH_END, END = 1, 2, 3, 4
 CRITICAL = 1
 OPEN_END = 0xFFFFFFFF
+REPEAT_ID = 0xFFFFFFFF   # a repeat in the place of an unreadable sample
 
 Batch = collections.namedtuple("Batch", "images labels ids epoch step")
 Header = collections.namedtuple(
@@ -53,6 +60,11 @@ class StreamError(Exception):
 
 class Truncated(StreamError):
     """The stream stops inside a frame or before its END frame."""
+
+
+class ChainStopped(Truncated):
+    """The stream stops between frames before its END frame: the chain
+    writing it stopped early (its programs' messages say why)."""
 
 
 # ---- CRC-32C -------------------------------------------------------------
@@ -209,6 +221,13 @@ class Stream:
         self.left_out = 0             # samples left out by the writer, in all
         self._epochs = 0
 
+    def _last_batch(self):
+        """Where the last batch read was, as text."""
+        if self._step == 0:
+            return "before any batch" if self._epochs == 0 and self._counts[2] == 0 \
+                else "after the end of epoch %d" % (self._epoch - 1)
+        return "after epoch %d step %d" % (self._epoch, self._step - 1)
+
     def _where(self):
         return "frame %d at byte %d: " % (self.frames_read, self._at)
 
@@ -238,8 +257,14 @@ class Stream:
             if got == 0:
                 if self.ended:
                     return None, None
-                raise Truncated(self._where() + ("empty stream" if self.header is None else
-                                "stream ends without an END frame (cut short, or its writer died)"))
+                if self.header is None:
+                    raise ChainStopped(self._where() + "empty stream: nothing was written "
+                                       "to it (did the chain fail? see its messages)")
+                raise ChainStopped(self._where() + "the chain stopped early: the stream "
+                                   "ends %s without its END frame "
+                                   "(refurb-final or a program before it stopped: see "
+                                   "their messages on the chain's stderr)"
+                                   % self._last_batch())
             if self.ended:
                 raise StreamError(self._where() + "data after the END frame")
             if got < 64:
@@ -334,7 +359,8 @@ class Stream:
         if self._global is not None and glob != self._global:
             return "global step %d, expected %d" % (glob, self._global)
         if len(labels) and labels.max() >= len(self.header.classes):
-            return "label %d, the stream has %d classes" % (labels.max(), len(self.header.classes))
+            k = len(self.header.classes)
+            return "label %d, the stream has %d class%s" % (labels.max(), k, "" if k == 1 else "es")
         return None
 
     def _epoch_end(self, e):
@@ -386,12 +412,41 @@ class Stream:
         self.close()
 
 
+# seconds before a reader waiting for its FIFO's writer says so
+WAIT_WARNING_S = float(os.environ.get("REFURB_STREAM_WAIT", "5"))
+
+
+def _open_fifo(path):
+    """Open a FIFO for reading, saying on stderr when it has no writer
+    after WAIT_WARNING_S seconds (the chain is not started, or failed
+    before its output).  A blocking open would wait without a word: open
+    without blocking, then poll for the writer's first bytes."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        if not poller.poll(WAIT_WARNING_S * 1000):
+            print("refurb_stream: %s: waiting for the chain to open it (start the "
+                  "refurb chain with -o %s beside the trainer)" % (path, path),
+                  file=sys.stderr, flush=True)
+            poller.poll()
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb", buffering=0)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def open_stream(source, verify=False):
     """A Stream on a path ('-' = stdin) or a binary file object."""
     if isinstance(source, str):
         if source == "-":
             return Stream(sys.stdin.buffer, "(stdin)", verify)
-        f = open(source, "rb", buffering=0)
+        try:
+            fifo = stat.S_ISFIFO(os.stat(source).st_mode)
+        except OSError:
+            fifo = False
+        f = _open_fifo(source) if fifo else open(source, "rb", buffering=0)
         try:
             return Stream(f, source, verify, own=True)
         except BaseException:
@@ -400,38 +455,11 @@ def open_stream(source, verify=False):
     return Stream(source, getattr(source, "name", "(stream)"), verify)
 
 
-def _dataset_class():
-    import torch
-    import torch.utils.data
-
-    class RefurbDataset(torch.utils.data.IterableDataset):
-        """Batches (images, int64 labels) of a stream as tensors, without
-        copying the images; samples=True yields (image, label) pairs.  A
-        stream can be read once: use DataLoader(..., num_workers=0)."""
-
-        def __init__(self, source, samples=False, verify=False):
-            self.source, self.samples, self.verify = source, samples, verify
-
-        def __iter__(self):
-            info = torch.utils.data.get_worker_info()
-            if info is not None and info.num_workers > 1:
-                raise RuntimeError("a batch stream can be read only once: use num_workers=0 or 1")
-            with open_stream(self.source, self.verify) as stream:
-                for b in stream:
-                    images = torch.from_numpy(b.images)
-                    labels = torch.from_numpy(b.labels.astype(np.int64))
-                    if self.samples:
-                        yield from zip(images, labels)
-                    else:
-                        yield images, labels
-
-    return RefurbDataset
-
-
 def __getattr__(name):  # torch is imported only when RefurbDataset is used
     if name == "RefurbDataset":
-        cls = globals()["RefurbDataset"] = _dataset_class()
-        return cls
+        from refurb_stream.dataset import RefurbDataset
+        globals()["RefurbDataset"] = RefurbDataset
+        return RefurbDataset
     raise AttributeError(name)
 
 
@@ -452,6 +480,7 @@ class _EpochStats:
 
     def row(self):
         ids = np.concatenate(self.ids) if self.ids else np.zeros(0, np.uint32)
+        ids = ids[ids != REPEAT_ID]           # repeats of unreadable samples
         self.duplicates = len(ids) - len(np.unique(ids))
         return "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d%s" % (
             self.epoch, self.batches, self.images, self.short, (self.hist > 0).sum(),
@@ -465,9 +494,9 @@ def check(source, out=sys.stdout):
     try:
         stream = open_stream(source, verify=True)
         h = stream.header
-        print("stream %s: %s %s, %dx%dx%d, batch %d, %d classes, epochs %d-%s, shard %d/%d"
+        print("stream %s: %s %s, %dx%dx%d, batch %d, %d class%s, epochs %d-%s, shard %d/%d"
               % (stream.name, h.dtype, h.layout, h.height, h.width, h.channels, h.batch_size,
-                 len(h.classes), h.first_epoch, "open" if h.last_epoch == OPEN_END else h.last_epoch,
+                 len(h.classes), "" if len(h.classes) == 1 else "es", h.first_epoch, "open" if h.last_epoch == OPEN_END else h.last_epoch,
                  h.shard_k, h.shard_n), file=out)
         for kind, c in stream.frames():
             if kind == BATCH:

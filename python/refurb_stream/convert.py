@@ -219,20 +219,25 @@ def _erasing(t, what, st):
     if st.kind == "pil":
         raise ConvertError("%s: needs a tensor (torchvision refuses PIL images); "
                            "put it after ToTensor or PILToTensor" % what)
-    if st.normalized:
-        raise ConvertError("%s: after Normalize (refurb erases uint8 pixels before "
-                           "normalize: move it before Normalize, with value in pixels)" % what)
-    if isinstance(t.value, str):
-        raise ConvertError("%s: value=%r (refurb erases with a constant)" % (what, t.value))
-    vals = [t.value] if isinstance(t.value, (int, float)) else list(t.value)
+    vals = [t.value] if isinstance(t.value, (int, float)) else t.value
+    head = "erasing=p=%s:scale=%s:ratio=%s" % (_p(t), _range(t.scale), _range(t.ratio))
+    if st.normalized:  # on the float tensor, after normalize
+        if isinstance(vals, str):
+            return head + ":value=random"
+        if len(vals) not in (1, 3):
+            raise ConvertError("%s: value=%r needs 1 or 3 values" % (what, t.value))
+        return head + ":value=" + "/".join(_num(v) for v in vals)
+    if isinstance(vals, str):
+        raise ConvertError("%s: value=%r before Normalize (refurb draws random "
+                           "values only after normalize)" % (what, t.value))
+    vals = list(vals)
     scale = 255.0 if st.kind == "float" else 1.0
     px = [v * scale for v in vals]
     if any(abs(v - round(v)) > 1e-6 or not 0 <= v <= 255 for v in px):
         raise ConvertError("%s: value=%r is not a whole pixel value (0..255%s)"
                            % (what, t.value, ", as v * 255 after ToTensor"
                               if st.kind == "float" else ""))
-    return "erasing=p=%s:scale=%s:ratio=%s%s" % (_p(t), _range(t.scale), _range(t.ratio),
-                                                 _fill([round(v) for v in px], what, "value"))
+    return head + _fill([round(v) for v in px], what, "value")
 
 
 def _layers(text):
@@ -272,7 +277,7 @@ def _convert(t, st, where):
     elif name == "RandomApply":
         _random_apply(t, st, what, where)
     elif name == "RandomErasing":
-        _add(st, _erasing(t, what, st))
+        st.filters.append((_erasing(t, what, st), 1))  # also after Normalize
     elif name == "PILToTensor":
         st.kind = "uint8"
     elif name == "ToTensor":

@@ -191,6 +191,43 @@ int rfb_cache_parse_manifest(const void *data, size_t len, const char *name,
 int rfb_cache_segment_path(const char *dir, uint32_t segment, char *buf,
 			   size_t n);
 
+/* ---- the reader's position (DIR/read-position, refurb-cache(5)) ---- */
+
+struct rfb_cache_position {
+	uint64_t read_global;     /* the last batch whose records the reader
+				   * holds (plan global step) */
+	uint32_t written_epoch, written_step; /* the last batch it wrote */
+	uint64_t written_global;
+	int has_written;          /* a batch was written */
+	int ended;                /* the stream was written to its end */
+	uint32_t epoch_batches;   /* batches of an epoch (the plan's) */
+	uint64_t updates;         /* (read) updates so far */
+	uint32_t pid;             /* (read) the reader's process */
+};
+
+/* The slack of the disk bound, in bytes, for a cache of n samples: the
+ * record index (twice while a checkpoint replaces it), the small files,
+ * page rounding.  The bound: on disk <= (1 + 1/r) x live + slack. */
+#define RFB_CACHE_BOUND_SLACK(n) (((uint64_t)1 << 20) + 64 * (uint64_t)(n))
+
+typedef struct rfb_cache_position_writer rfb_cache_position_writer;
+
+/* Open (create) dir's position file for a reader; NULL with err filled. */
+rfb_cache_position_writer *rfb_cache_position_writer_open(const char *dir,
+							  rfb_err *err);
+/* Rewrite the position (one pwrite).  0 or a negative RFB_E* code. */
+int rfb_cache_position_put(rfb_cache_position_writer *w,
+			   const struct rfb_cache_position *p,
+			   rfb_err *err) RFB_MUST_CHECK;
+/* NULL accepted. */
+void rfb_cache_position_writer_close(rfb_cache_position_writer *w);
+/* Read dir's position into *p (mtime: when the file was last written,
+ * NULL accepted).  Returns 1; -1 when the file is there (mtime filled)
+ * but holds no position yet (a reader that has just opened it); 0 when
+ * there is none. */
+int rfb_cache_position_read(const char *dir, struct rfb_cache_position *p,
+			    double *mtime);
+
 typedef struct rfb_cache_view rfb_cache_view;
 
 /*
@@ -216,6 +253,16 @@ const struct rfb_cache_manifest *rfb_cache_view_manifest(const rfb_cache_view *v
  * view (RFB_ENOTFOUND) and is recomputed.  Returns the segments closed.
  */
 size_t rfb_cache_view_release(rfb_cache_view *v, uint64_t idle);
+
+/*
+ * Close every segment not asked for since the previous call (deleted or
+ * not): a segment the next batches need is opened again, one the writer
+ * deleted gives its space back at once.  refurb-final calls it after each
+ * batch's reads, so that it never holds the space of a segment the writer
+ * deleted once it read past it (the disk bound, refurb-cache(5)).
+ * Returns the segments closed.
+ */
+size_t rfb_cache_view_close_unused(rfb_cache_view *v);
 
 /* How many segments rfb_cache_view_release() has closed so far: when the
  * count changes, file descriptor numbers the view handed out before may

@@ -31,6 +31,10 @@ void rfb_hue(const rfb_image *src, rfb_image *dst, double hue_factor);
 #define RFB_BLUR_MAX_KERNEL 255
 void rfb_blur_kernel(int size, double sigma, float *k);
 
+/* Floats of scratch rfb_gaussian_blur needs for a w x h x c image and a
+ * kernel kw wide. */
+size_t rfb_blur_scratch(int w, int h, int c, int kw);
+
 /*
  * F.gaussian_blur(img, [kw, kh], [sigma_x, sigma_y]) of a PIL image: the
  * uint8 samples convolved in float32 with the kernels (reflect padding,
@@ -39,7 +43,7 @@ void rfb_blur_kernel(int size, double sigma, float *k);
  * differ in the last float bit, so a sample may differ by 1 where the
  * exact value is within an ulp of .5).  kw, kh odd, each half (k / 2)
  * smaller than the image's side (torch's reflect padding needs it).
- * tmp holds width * height * channels floats.  Returns 0 or RFB_EINVAL.
+ * tmp holds rfb_blur_scratch() floats.  Returns 0 or RFB_EINVAL.
  */
 int rfb_gaussian_blur(const rfb_image *src, rfb_image *dst, int kw, int kh,
 		      double sigma_x, double sigma_y, float *tmp,

@@ -16,6 +16,14 @@
 struct rfb_final_stats {
 	uint64_t batches, images;
 	uint64_t skipped;        /* samples refurb-partial left out */
+	int stopped_by_signal;   /* *opts->stop was set: the signal number */
+	uint32_t last_epoch, last_step; /* the last batch written */
+	int wrote_batch;         /* at least one batch was written */
+	uint32_t epoch_batches;  /* batches of an epoch (the plan's) */
+	char plan_options[160];  /* refurb-plan options that made the plan,
+				  * e.g. "-b 256 -e 0-89 -s 7" */
+	uint64_t repeats;        /* places of unreadable samples given to
+				  * repeats of their batch's other samples */
 	uint64_t healed;         /* records recomputed from their image */
 	uint64_t bytes_read, submit_calls;
 	uint64_t handover_records; /* read from refurb-partial's handover */
@@ -63,6 +71,14 @@ struct rfb_final_opts {
 	const char *index_path;
 	const char *root;
 	const char *out_name;     /* the stream, for messages; NULL: "(output)" */
+	/* When not NULL and non-zero (a signal handler sets it), the run
+	 * stops before the next batch: the batches under way are written,
+	 * the stream is left without its END frame (it did not end), and
+	 * rfb_final_run returns 0 with st->stopped_by_signal set. */
+	volatile int *stop;
+	/* Called from the calling thread after each batch is written, or
+	 * NULL (refurb-final keeps its resume line up to date with it). */
+	void (*on_written)(void *ctx, const struct rfb_final_stats *st);
 	void (*on_heal)(void *ctx, uint32_t sample, const rfb_err *why);
 	/* a sample left out: its record is bad and its image unreadable */
 	void (*on_bad)(void *ctx, uint32_t sample, const rfb_err *why);

@@ -36,6 +36,17 @@ struct rfb_partial_stats {
 	uint32_t epoch;         /* last epoch seen */
 	uint64_t global_step;   /* last batch seen */
 	int stopped_by_reader;  /* downstream closed the stream (EPIPE) */
+	int stopped_by_signal;  /* *opts->stop was set: the signal number */
+	/* images that could not be read: distinct samples, the first one's
+	 * reason, and why the run stopped because of them */
+	uint64_t bad_images;
+	uint64_t bad_allowed;   /* the --max-bad limit, in images */
+	uint64_t samples_planned; /* samples per epoch of the plan */
+	uint64_t first_batch_jobs; /* images the first batch read (or tried) */
+	rfb_err first_bad;
+	enum { RFB_PARTIAL_GOING = 0, RFB_PARTIAL_NOTHING_READ,
+	       RFB_PARTIAL_TOO_MANY_BAD } bad_stop;
+	char index_root[1024];  /* the index's root, for messages */
 };
 
 /* One finished batch, for on_batch (refurb-partial --stats). */
@@ -65,6 +76,13 @@ struct rfb_partial_opts {
 	struct rfb_codec codec;
 	int threads;
 	int strict;              /* an unreadable image is fatal */
+	/* How many unreadable images stop the run (RFB_ELIMIT, st->bad_stop):
+	 * more than max_bad_count images when max_bad_is_count, else more
+	 * than max_bad_fraction of the shard's samples; a first batch whose
+	 * every image fails stops it whatever the limit. */
+	int max_bad_is_count;
+	double max_bad_fraction;
+	uint64_t max_bad_count;
 	int reset;               /* empty a cache made for other inputs */
 	int have_seed;           /* else: the plan's seed */
 	uint64_t seed;
@@ -77,10 +95,16 @@ struct rfb_partial_opts {
 				  * batch (the output must then be a pipe
 				  * to refurb-final: handover.h) */
 	const char *out_name;    /* the output, for messages; NULL: "(output)" */
+	/* When not NULL and non-zero (a signal handler sets it), the run
+	 * stops before the next batch: the batches under way are finished
+	 * and passed on, the cache is checkpointed, and rfb_partial_run
+	 * returns 0 with st->stopped_by_signal set. */
+	volatile int *stop;
 	const char *costs_path;  /* append every computed sample's thread CPU
 				  * time there (refurb-costs(5)), or NULL */
-	/* Called from the calling thread for each image left out (or, with
-	 * strict, the one that stops the run). */
+	/* Called from the calling thread the first time an image is left out
+	 * (once per sample and run), and, with strict, for the one that stops
+	 * the run. */
 	void (*on_bad)(void *ctx, uint32_t sample, const rfb_err *why);
 	/* Called from the calling thread after every batch. */
 	void (*on_progress)(void *ctx, const struct rfb_partial_stats *st,

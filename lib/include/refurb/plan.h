@@ -81,6 +81,8 @@ typedef struct rfb_plan_header {
 	int drop_last;
 	uint32_t shard_index, shard_count;
 	int even;               /* enum rfb_plan_even (version 2; none in 1) */
+	uint32_t first_step;    /* step of the first batch of first_epoch
+				 * (a resumed plan; 0: the whole epoch) */
 } rfb_plan_header;
 
 /* One sample of a batch line. */
@@ -164,6 +166,8 @@ typedef struct rfb_plan_params {
 	 * for every miss of every epoch. */
 	double (*miss_cost)(const void *ctx, uint32_t id, uint32_t epoch);
 	const void *cost_ctx;
+	uint32_t first_step;   /* resume: start first_epoch at this step
+				* (below the batches of an epoch) */
 } rfb_plan_params;
 
 typedef struct rfb_plan rfb_plan;

@@ -34,6 +34,9 @@
 #define RFB_STREAM_FRAME_HEADER 64 /* bytes of a frame header */
 #define RFB_STREAM_OPEN_END UINT32_MAX /* last_epoch: no last epoch */
 #define RFB_STREAM_MAX_NAME 1024   /* bytes of a class name */
+/* The id of a sample that repeats another of its batch in place of one
+ * whose image could not be read (never a sample id: ids end at 2^32-2) */
+#define RFB_STREAM_REPEAT_ID UINT32_MAX
 
 enum rfb_stream_frame_type {
 	RFB_FRAME_HEADER = 1,

@@ -1,0 +1,101 @@
+"""Start a refurb chain beside the trainer, on a FIFO, and clean up.
+
+    from refurb_stream import RefurbDataset
+    from refurb_stream.chain import Chain
+
+    with Chain("refurb-plan -b 256 -e 0-89 train.evict"
+               " | refurb-partial -c cache -p 'resize=256,randaug=n=2:m=9' train.idx"
+               " | refurb-final -p 'crop=224,flip' -o {fifo}") as fifo:
+        ds = RefurbDataset(fifo)
+        for epoch in range(90):
+            for images, labels in ds:
+                ...
+
+The command is run by /bin/sh in its own process group, with {fifo}
+replaced by the path of a FIFO made in a fresh temporary directory (also
+in the environment as REFURB_FIFO).  Leaving the `with` block stops what
+is left of the chain (SIGTERM to its group: each program checkpoints and
+exits cleanly), waits for it and removes the FIFO.  A chain that exited
+with a non-zero status raises ChainError, with its status, once the
+block is left (the reader has already raised ChainStopped by then, and
+the chain's own messages are on stderr).
+
+This is the seam a launcher builds on (one chain per rank): Chain only
+knows a command line and a FIFO.
+"""
+import os
+import shlex
+import signal
+import subprocess
+import tempfile
+import threading
+
+
+class ChainError(RuntimeError):
+    """The chain exited with a non-zero status."""
+
+
+class Chain:
+    def __init__(self, command, stop_timeout=30.0):
+        self.command, self.stop_timeout = command, stop_timeout
+        self.proc = self.dir = self.fifo = None
+        self.returncode = None
+
+    def start(self):
+        self.dir = tempfile.mkdtemp(prefix="refurb-chain.")
+        self.fifo = os.path.join(self.dir, "stream.fifo")
+        os.mkfifo(self.fifo, 0o600)
+        env = dict(os.environ, REFURB_FIFO=self.fifo)
+        cmd = self.command.replace("{fifo}", shlex.quote(self.fifo))
+        self.proc = subprocess.Popen(["/bin/sh", "-c", cmd], env=env,
+                                     start_new_session=True)
+        threading.Thread(target=self._unblock_reader, args=(self.proc, self.fifo),
+                         daemon=True).start()
+        return self.fifo
+
+    @staticmethod
+    def _unblock_reader(proc, fifo):
+        """When the chain is gone, a reader still waiting to open the FIFO
+        (the chain failed before opening it) gets an empty stream, and so
+        an error, instead of waiting forever."""
+        proc.wait()
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass            # no reader, or the FIFO is gone
+
+    def stop(self):
+        """Stop the chain if it still runs; returns its exit status."""
+        if self.proc is None:
+            return self.returncode
+        stopped = False
+        if self.proc.poll() is None:
+            stopped = True
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(self.stop_timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.returncode = self.proc.returncode
+        self.proc = None
+        try:
+            os.unlink(self.fifo)
+            os.rmdir(self.dir)
+        except OSError:
+            pass
+        # a chain stopped here is not a failed chain
+        return 0 if stopped else self.returncode
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, exc_type, exc, tb):
+        status = self.stop()
+        if status and exc_type is None:
+            raise ChainError("the refurb chain exited with status %d: %s"
+                             % (status, self.command))
+        return False

@@ -1,0 +1,148 @@
+#!/usr/bin/env bats
+# The chain as a whole: SIGINT/SIGTERM stop every program cleanly with a
+# line saying how to resume, one progress meter on a terminal, a reader
+# that waits says so, refurb_stream.chain.Chain cleans up.
+
+load helpers
+
+SPEC='resize=64,randaug=n=2:m=9'
+FINAL='crop=48,flip'
+
+setup_file() {
+	set -o pipefail
+	cd "$BATS_FILE_TMPDIR"
+	make_dataset ds 40 2
+	refurb-index -q -o train.idx ds
+	refurb-evict -q -r 3 -s 7 -o train.evict train.idx
+}
+
+setup() {
+	set -o pipefail
+	cd "$BATS_FILE_TMPDIR"
+	T="$BATS_TEST_TMPDIR"
+	export PYTHONPATH="$TOP/python"
+}
+
+# wait_for FILE BYTES: until FILE has at least BYTES (at most 20 s).
+wait_for() {
+	for _ in $(seq 200); do
+		[ "$(stat -c %s "$1" 2>/dev/null || echo 0)" -ge "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+@test "SIGINT to the chain's process group: each program stops at a batch, checkpointed, exit 130, one line with the resume point" {
+	setsid bash -c "set -o pipefail; refurb-plan -q -b 8 -e 0-999 train.evict |
+		refurb-partial -q -c '$T/c' -p '$SPEC' train.idx |
+		refurb-final -q -p '$FINAL' -o '$T/s'; echo \$? > '$T/status'" 2> "$T/err" &
+	pid=$!
+	wait_for "$T/s" 2000000
+	kill -INT -- -"$pid"
+	wait "$pid" || true
+	[ "$(cat "$T/status")" -eq 130 ]
+	cat "$T/err"
+	[ "$(grep -c '^refurb-partial: interrupted (SIGINT) at epoch [0-9]*, batch [0-9]*; the cache is checkpointed: resume the chain at the trainer.s saved step with refurb-plan --start EPOCH:STEP' "$T/err")" -eq 1 ]
+	[ "$(grep -c '^refurb-final: interrupted (SIGINT) after writing epoch [0-9]* step [0-9]* (no END frame); resume: refurb-plan --start [0-9]*:[0-9]* with the same other options (-b 8 -e 0-999 -s 7)' "$T/err")" -eq 1 ]
+	# nothing else was said
+	[ "$(wc -l < "$T/err")" -eq 2 ]
+	run refurb-dump --verify "$T/c"
+	[ "$status" -eq 0 ]
+	# the point refurb-final names is the one after the stream's last batch
+	need_numpy
+	last=$(/usr/bin/python3 -c '
+import sys
+from refurb_stream import open_stream, Truncated
+b = None
+try:
+    for b in open_stream(sys.argv[1]): pass
+except Truncated:
+    pass
+e, s = b.epoch, b.step + 1
+print("%d:%d" % ((e + 1, 0) if s == 5 else (e, s)))' "$T/s")
+	grep -q -- "--start $last with" "$T/err"
+}
+
+@test "SIGTERM to refurb-final blocked on its input: after a few seconds the last line and exit 143 at once" {
+	refurb-plan -q -b 8 -e 0-3 train.evict |
+		refurb-partial -q -c "$T/c" -p "$SPEC" train.idx > "$T/ann"
+	mkfifo "$T/plan"
+	refurb-final -q -p "$FINAL" -i "$T/plan" -o "$T/s" 2> "$T/err" &
+	pid=$!
+	exec 5> "$T/plan"          # the writer stays, silent after 8 lines
+	head -n 8 "$T/ann" >&5
+	wait_for "$T/s" 250000
+	sleep 0.5
+	kill -TERM "$pid"
+	st=0
+	wait "$pid" || st=$?
+	exec 5>&-
+	[ "$st" -eq 143 ]
+	run -0 cat "$T/err"
+	echo "$output"
+	[ "$output" = "refurb-final: interrupted after writing epoch 0 step 4 (no END frame); resume: refurb-plan --start 1:0 with the same other options (-b 8 -e 0-3 -s 7), or at the trainer's saved step if it read less" ]
+}
+
+@test "progress: on a terminal only the last program of a chain draws a meter; --progress forces one" {
+	command -v script > /dev/null || skip "script (bsdutils) is not installed"
+	script -qec "refurb-plan -b 8 -e 0-30 train.evict | refurb-partial -c '$T/c' -p '$SPEC' train.idx | refurb-final -p '$FINAL' -o /dev/null" /dev/null > "$T/tty" < /dev/null
+	grep -q $'\r''refurb-final: ' "$T/tty"
+	run -1 grep -c $'\r''refurb-partial: ' "$T/tty"
+	[ "$output" -eq 0 ]
+	run -1 grep -c $'\r''refurb-plan: ' "$T/tty"
+	[ "$output" -eq 0 ]
+	script -qec "refurb-plan -b 8 -e 0-30 train.evict | refurb-partial --progress -c '$T/c2' -p '$SPEC' train.idx > /dev/null" /dev/null > "$T/tty" < /dev/null
+	grep -q $'\r''refurb-partial: ' "$T/tty"
+}
+
+@test "a reader waiting for the chain says so after a few seconds" {
+	need_numpy
+	mkfifo "$T/fifo"
+	export REFURB_STREAM_WAIT=1
+	( sleep 5; refurb-plan -q -b 8 -e 0 train.evict |
+		refurb-partial -q -c "$T/c" -p "$SPEC" train.idx |
+		refurb-final -q -p "$FINAL" -o "$T/fifo" ) &
+	run /usr/bin/python3 -c '
+import sys
+from refurb_stream import open_stream
+s = open_stream(sys.argv[1])
+print(sum(len(b.ids) for b in s))' "$T/fifo"
+	wait
+	[ "$status" -eq 0 ]
+	echo "$output"
+	[ "${lines[0]}" = "refurb_stream: $T/fifo: waiting for the chain to open it (start the refurb chain with -o $T/fifo beside the trainer)" ]
+	[ "${lines[1]}" = 40 ]
+}
+
+@test "refurb_stream.chain.Chain: the chain on a FIFO of its own, stopped and removed at the end; a failed chain is an error" {
+	/usr/bin/python3 -c 'import torch' 2>/dev/null || skip "torch is not installed"
+	run /usr/bin/python3 - <<'EOF'
+import os, time
+from refurb_stream import RefurbDataset, StreamError
+from refurb_stream.chain import Chain, ChainError
+cmd = ("refurb-plan -q -b 8 -e 0-9 train.evict | refurb-partial -q -c {c} -p 'resize=64' "
+       "train.idx | refurb-final -q -p 'crop=48' -o {{fifo}}")
+with Chain(cmd.format(c=os.environ["BATS_TEST_TMPDIR"] + "/c")) as fifo:
+    ds = RefurbDataset(fifo)
+    print([sum(len(x) for x, y in ds) for epoch in range(2)])  # 2 of 10 epochs
+print(os.path.exists(fifo), os.path.exists(os.path.dirname(fifo)))
+try:
+    with Chain("refurb-final --no-such-option -o {fifo}") as fifo:
+        for x, y in RefurbDataset(fifo):
+            pass
+except StreamError as e:
+    print("ChainStopped:", "empty stream" in str(e))
+try:
+    with Chain("exit 3") as fifo:
+        time.sleep(1)           # it exits on its own before the block ends
+except ChainError as e:
+    print(e)
+EOF
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "[40, 40]" ]
+	[ "${lines[1]}" = "False False" ]
+	grep -qx "ChainStopped: True" <<< "$output"
+	grep -qx "the refurb chain exited with status 3: exit 3" <<< "$output"
+	# leaving the block early stopped the chain, which said where
+	grep -q "^refurb-final: interrupted (SIGTERM) after writing epoch" <<< "$output"
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env bats
+# The disk bound of refurb-cache(5), DISK SPACE: while refurb-final reads
+# the cache as the chain runs, the cache takes at most (1 + 1/r) times
+# its live records plus a small slack, at every r and at batch sizes where
+# an epoch is fewer batches than the old grace of 64.  A cache on a tmpfs
+# sized by that rule runs to the end (mounting needs root: skipped else).
+
+load helpers
+
+SPEC='resize=96'
+FINAL='crop=64'
+
+setup_file() {
+	set -o pipefail
+	cd "$BATS_FILE_TMPDIR"
+	make_dataset ds 120 3
+	refurb-index -q -o train.idx ds
+}
+
+setup() {
+	set -o pipefail
+	cd "$BATS_FILE_TMPDIR"
+	T="$BATS_TEST_TMPDIR"
+}
+
+teardown() {
+	if [ -n "${MNT:-}" ] && mountpoint -q "$MNT"; then
+		umount "$MNT"
+	fi
+}
+
+# run_chain CACHE R B EPOCHS: the whole chain, refurb-final reading.
+run_chain() {
+	refurb-evict -q -r "$2" -s 7 -o "$T/r$2.evict" train.idx
+	refurb-plan -q -b "$3" -e "0-$4" "$T/r$2.evict" |
+		refurb-partial -q -c "$1" -p "$SPEC" train.idx |
+		refurb-final -q -p "$FINAL" -o /dev/null
+}
+
+# bound_of CACHE: the bound in bytes refurb-dump --stats gives.
+bound_of() {
+	refurb-dump --stats "$1" > "$T/stats"
+	awk '$1 == "disk" && $2 == "bytes" { print $9 }' "$T/stats"
+}
+
+@test "refurb-dump --stats: bytes on disk, live, the bound; within it after a run at r = 1, 3 with 1 and 15 batches an epoch" {
+	for r in 1 3; do
+		for b in 8 120; do
+			rm -rf "$T/c"
+			run_chain "$T/c" "$r" "$b" 8
+			run refurb-dump --stats "$T/c"
+			[ "$status" -eq 0 ]
+			grep -q "^disk         .* MiB on disk, .* MiB live (.*x); bound (1 + 1/r) x live + 1.0 MiB = .* MiB (r = $r): within$" <<< "$output"
+			grep -q "^read         by refurb-final (process [0-9]*) to the end of its plan (epoch 8 step $(( (120 + b - 1) / b - 1 )))$" <<< "$output"
+			set -- $(awk '$1 == "disk" && $2 == "bytes" { print $3, $6, $9 }' <<< "$output")
+			[ "$1" -le "$3" ]
+			# the bound is (1 + 1/r) x live + 1 MiB + 64 bytes a sample
+			[ "$3" -eq $(( $2 + $2 / r + 1048576 + 64 * 120 )) ]
+		done
+	done
+}
+
+@test "a cache on a tmpfs sized by the man page's rule runs to the end, no ENOSPC, the peak within the bound (r = 1, 2, 3; batch 8 and 120)" {
+	[ "$(id -u)" -eq 0 ] || skip "mounting a tmpfs needs root"
+	command -v mountpoint > /dev/null || skip "mountpoint (util-linux) is not installed"
+	MNT="$T/mnt"
+	mkdir -p "$MNT"
+	for r in 1 2 3; do
+		for b in 8 120; do
+			rm -rf "$T/sizing"
+			run_chain "$T/sizing" "$r" "$b" 9
+			bound=$(bound_of "$T/sizing")
+			[ "$bound" -gt 1048576 ]
+			mount -t tmpfs -o "size=$bound" tmpfs "$MNT" ||
+				skip "cannot mount a tmpfs here"
+			run_chain "$MNT/c" "$r" "$b" 9 2> "$T/err" &
+			pid=$!
+			peak=0
+			while kill -0 "$pid" 2> /dev/null; do
+				used=$(df -B1 --output=used "$MNT" | tail -n 1)
+				if [ "$used" -gt "$peak" ]; then peak=$used; fi
+				sleep 0.01
+			done
+			st=0
+			wait "$pid" || st=$?
+			echo "r $r batch $b: bound $bound, peak $peak, status $st"
+			cat "$T/err"
+			[ "$st" -eq 0 ]
+			[ ! -s "$T/err" ]
+			[ "$peak" -le "$bound" ]
+			run refurb-dump --verify "$MNT/c"
+			[ "$status" -eq 0 ]
+			umount "$MNT"
+		done
+	done
+}
