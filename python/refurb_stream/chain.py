@@ -29,6 +29,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 
 
 class ChainError(RuntimeError):
@@ -59,10 +60,14 @@ class Chain:
         (the chain failed before opening it) gets an empty stream, and so
         an error, instead of waiting forever."""
         proc.wait()
-        try:
-            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-        except OSError:
-            pass            # no reader, or the FIFO is gone
+        # the reader may not have opened the FIFO yet: keep knocking while
+        # the FIFO is there (stop() removes it)
+        while os.path.exists(fifo):
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                pass        # no reader yet, or the FIFO is gone
+            time.sleep(0.1)
 
     def stop(self):
         """Stop the chain if it still runs; returns its exit status."""
