@@ -59,6 +59,13 @@ setup_file() {
 		> "$BATS_FILE_TMPDIR/ref.out" 2>&1 || true
 }
 
+# a test that fails before its background job ends must not leave it
+# running: torchrun stops its ranks on SIGTERM, their chains die with them
+teardown() {
+	[ -s "$T/bg" ] || return 0
+	kill $(cat "$T/bg") 2> /dev/null || true
+}
+
 setup() {
 	set -o pipefail
 	need_torchrun
@@ -116,6 +123,7 @@ wait_for() {
 	train "$T/run" "$T/cache" --epochs 30 --step-sleep 0.2 --chain-log "$T/chains" \
 		> "$T/out" 2>&1 &
 	job=$!
+	echo $job >> "$T/bg"
 	wait_for "$T/run/rank-1.log" '^1 1 ' $job "$T/out"
 	[ -s "$T/run/checkpoint.pt" ]
 	# rank 1's chain: refurb-plan, -partial, -final (those still running:
@@ -150,6 +158,7 @@ wait_for() {
 @test "torchrun: kill -9 of a rank's trainer ends the job and every chain with it" {
 	train "$T/run" "$T/cache" --epochs 40 --chain-log "$T/chains" > "$T/out" 2>&1 &
 	job=$!
+	echo $job >> "$T/bg"
 	wait_for "$T/run/rank-0.log" '^0 1 ' $job "$T/out"
 	final=$(awk '$1 == 0 { print $4 }' "$T/chains")
 	trainer=$(ps -o ppid= -p "$final" | tr -d ' ')

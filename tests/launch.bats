@@ -12,6 +12,13 @@ setup_file() {
 	refurb-index -q -o "$BATS_FILE_TMPDIR/ds.idx" "$BATS_FILE_TMPDIR/ds"
 }
 
+# a test that fails before it kills its background trainer must not
+# leave it (and its chain) running: teardown kills what is listed in bg
+teardown() {
+	[ -s "$T/bg" ] || return 0
+	kill -9 $(cat "$T/bg") 2> /dev/null || true
+}
+
 setup() {
 	need_numpy
 	IDX="$BATS_FILE_TMPDIR/ds.idx"
@@ -76,7 +83,8 @@ no_chain_left() {
 	no_chain_left "$T/cb"
 	RANK=0 WORLD_SIZE=2 "$PY" "$R" "$T/c" "$IDX" "$T/cc" --hang-after 1 &
 	pid=$!
-	for _ in $(seq 100); do [ -s "$T/c" ] && break; sleep 0.1; done
+	echo $pid >> "$T/bg"
+	for _ in $(seq 600); do [ -s "$T/c" ] && break; sleep 0.1; done
 	[ -s "$T/c" ]
 	pgrep -f -- "refurb-final .*$T/cc" > /dev/null # runs while the trainer sleeps
 	kill -9 $pid
@@ -93,7 +101,8 @@ no_chain_left() {
 	RANK=0 WORLD_SIZE=2 "$PY" "$R" "$T/a" "$IDX" "$T/ca" --epochs 40 --hang-after 1 \
 		--fork-holder "$T/holder" &
 	pid=$!
-	for _ in $(seq 100); do
+	echo $pid >> "$T/bg"
+	for _ in $(seq 600); do
 		if [ -s "$T/a" ] && [ -s "$T/holder" ]; then break; fi
 		sleep 0.1
 	done
@@ -109,7 +118,8 @@ no_chain_left() {
 @test "a chain killed with -9 or failing is reported with its program and stderr" {
 	RANK=0 WORLD_SIZE=2 "$PY" "$R" "$T/a" "$IDX" "$T/ca" --hang-after 1 --epochs 2 &
 	pid=$!
-	for _ in $(seq 100); do [ -s "$T/a" ] && break; sleep 0.1; done
+	echo $pid >> "$T/bg"
+	for _ in $(seq 600); do [ -s "$T/a" ] && break; sleep 0.1; done
 	kill $pid; wait $pid || true
 	# kill -9 refurb-partial while the trainer reads
 	RANK=0 WORLD_SIZE=2 "$PY" - "$IDX" "$T/cb" > "$T/out" 2>&1 <<'PY' || true
