@@ -38,3 +38,9 @@ need_numpy() {
 	/usr/bin/python3 -c 'import numpy' 2>/dev/null ||
 		skip "python3-numpy is not installed (run make deps)"
 }
+
+# PIL is a reference the tests compare against, not a dependency of refurb
+need_pil() {
+	/usr/bin/python3 -c 'import PIL' 2>/dev/null ||
+		skip "python3-pil is not installed (scripts/deps --bench): no PIL reference"
+}

@@ -46,6 +46,7 @@ setup() {
 }
 
 @test "the chain gives PIL's pixels for every kind of PNG" {
+	need_pil
 	refurb-index -q -o "$T/t.idx" "$T/ds"
 	refurb-evict -q -r 1 -o "$T/t.evict" "$T/t.idx"
 	refurb-plan -q -b 9 -e 0-0 "$T/t.evict" |

@@ -519,6 +519,7 @@ def check(source, out=sys.stdout):
         if dups and not error:
             error = "%s: epoch %s: sample ids delivered more than once" % (stream.name, ", ".join(dups))
     if error:
+        out.flush()  # the table before the error, however stdout is buffered
         print("refurb_stream: " + error, file=sys.stderr)
         return 1
     print("ok: %d epochs, %d batches, %d images, %d skipped frames, ended cleanly"
