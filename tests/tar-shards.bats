@@ -406,7 +406,7 @@ open(sys.argv[2], "wb").write(d[:2] + b"\xff\xe1" + (len(pad) + 2).to_bytes(2, "
 		--shards "$T/many/train-{000000..000059}.tar"
 	refurb-evict -q -r 1 -s 5 tree.idx > "$T/tree.evict"
 	refurb-evict -q -r 1 -s 5 "$T/many.idx" > "$T/many.evict"
-	# (the same cache directory: the stream's seeds depend on it)
+	# (the same cache directory: the stream's header names it)
 	refurb-plan -q -b 16 -e 0-1 -s 5 "$T/tree.evict" |
 		refurb-partial -q -j 2 -c "$T/c" -p 'resize=48' tree.idx |
 		refurb-final -q -p 'crop=40' > "$T/tree.stream"
