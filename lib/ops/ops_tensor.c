@@ -13,6 +13,23 @@
 
 #include "refurb/augmix.h"
 
+/* Round half to even and floor, for |v| < 2^22, without a libm call
+ * (nearbyintf and floorf are calls on baseline x86-64): adding and
+ * subtracting 1.5 * 2^23 rounds in the default rounding mode. */
+static inline float round_even(float v)
+{
+	const float magic = 12582912.0f;
+
+	return (v + magic) - magic;
+}
+
+static inline int floor_int(float v)
+{
+	int i = (int)v; /* toward zero */
+
+	return (float)i > v ? i - 1 : i;
+}
+
 static unsigned char trunc8(float v)
 {
 	/* .clamp(0, 255).to(uint8) */
@@ -22,7 +39,7 @@ static unsigned char trunc8(float v)
 static unsigned char round8(float v)
 {
 	/* torch.round (half to even), then .to(uint8) */
-	v = nearbyintf(v);
+	v = round_even(v);
 	return v <= 0.0f ? 0 : v >= 255.0f ? 255 : (unsigned char)v;
 }
 
@@ -96,18 +113,28 @@ static void grid_at(const struct grid *g, int x, int y, float *ix, float *iy)
 	*iy = ty - 0.5f;
 }
 
+/* Source positions beyond this are outside any image and too large for
+ * the rounding helpers: clamped (still outside). */
+#define FAR 4.0e6f
+
+static inline float clampf(float v)
+{
+	return v < -FAR ? -FAR : v > FAR ? FAR : v;
+}
+
 static void sample_nearest(const rfb_image *src, const struct grid *g, int x,
 			   int y, const unsigned char *fill, unsigned char *out)
 {
-	int c = src->channels;
+	int c = src->channels, xi, yi;
 	float ix, iy;
 
 	grid_at(g, x, y, &ix, &iy);
-	ix = nearbyintf(ix);
-	iy = nearbyintf(iy);
-	if (ix > -1.0f && ix < (float)src->width && iy > -1.0f &&
-	    iy < (float)src->height) {
-		memcpy(out, rfb_image_px(src, (int)ix, (int)iy), (size_t)c);
+	xi = (int)round_even(clampf(ix));
+	yi = (int)round_even(clampf(iy));
+	if (xi >= 0 && xi < src->width && yi >= 0 && yi < src->height) {
+		const unsigned char *p = rfb_image_px(src, xi, yi);
+		for (int b = 0; b < c; b++)
+			out[b] = p[b];
 		return;
 	}
 	for (int b = 0; b < c; b++)
@@ -122,18 +149,40 @@ static void sample_bilinear(const rfb_image *src, const struct grid *g, int x,
 	const unsigned char *px[4] = { NULL, NULL, NULL, NULL };
 
 	grid_at(g, x, y, &ix, &iy);
-	fx = floorf(ix);
-	fy = floorf(iy);
-	x0 = (int)fx;
-	y0 = (int)fy;
-	fx = ix - fx; /* w: distance to the west side */
-	fy = iy - fy; /* n */
+	ix = clampf(ix);
+	iy = clampf(iy);
+	x0 = floor_int(ix);
+	y0 = floor_int(iy);
+	fx = ix - (float)x0; /* w: distance to the west side */
+	fy = iy - (float)y0; /* n */
 	e = 1.0f - fx;
 	s = 1.0f - fy;
 	wt[0] = s * e;   /* nw */
 	wt[1] = s * fx;  /* ne */
 	wt[2] = fy * e;  /* sw */
 	wt[3] = fy * fx; /* se */
+	if (x0 >= 0 && x0 + 1 < src->width && y0 >= 0 && y0 + 1 < src->height) {
+		/* inside: the mask is 1 - (1 - 1) * fill, the image itself */
+		const unsigned char *p = rfb_image_px(src, x0, y0);
+		const unsigned char *q = p + src->stride;
+		for (int b = 0; b < c; b++) {
+			float v = (float)p[b] * wt[0], t = (float)p[b + c] * wt[1];
+			v = v + t;
+			t = (float)q[b] * wt[2];
+			v = v + t;
+			t = (float)q[b + c] * wt[3];
+			v = v + t;
+			if (fill) {
+				float m = wt[0] + wt[1];
+				m = m + wt[2];
+				m = m + wt[3];
+				float keep = v * m, add = (1.0f - m) * (float)fill[b];
+				v = keep + add;
+			}
+			out[b] = round8(v);
+		}
+		return;
+	}
 	for (int k = 0; k < 4; k++) {
 		int xx = x0 + (k & 1), yy = y0 + (k >> 1);
 		if (xx >= 0 && xx < src->width && yy >= 0 && yy < src->height)
@@ -309,7 +358,6 @@ static void saturation(const rfb_image *src, rfb_image *dst, double factor)
 static void sharpness(const rfb_image *src, rfb_image *dst, double factor)
 {
 	int w = src->width, h = src->height, c = src->channels;
-	float k1 = 1.0f / 13.0f, k5 = 5.0f / 13.0f;
 	float r = (float)factor, q = (float)(1.0 - factor);
 
 	if (w <= 2 || h <= 2) {
@@ -323,15 +371,16 @@ static void sharpness(const rfb_image *src, rfb_image *dst, double factor)
 			for (int b = 0; b < c; b++) {
 				float v = (float)in[x * c + b], d = v;
 				if (y > 0 && y < h - 1 && x > 0 && x < w - 1) {
-					double s = 0.0; /* s / 13 is never a tie */
-					for (int dy = -1; dy <= 1; dy++) {
-						const unsigned char *p =
-							rfb_image_px(src, x - 1, y + dy) + b;
-						for (int dx = 0; dx < 3; dx++)
-							s += (dy == 0 && dx == 1 ? k5 : k1) *
-							     (double)p[dx * c];
-					}
-					d = nearbyintf((float)s);
+					/* torch's float32 sum is within 1e-5 of
+					 * s / 13, never within 1/26 of a half:
+					 * rounded, it is round(s / 13) */
+					const unsigned char *p0 = rfb_image_px(src, x - 1, y - 1) + b;
+					const unsigned char *p1 = p0 + src->stride;
+					const unsigned char *p2 = p1 + src->stride;
+					int sum = p0[0] + p0[c] + p0[2 * c] + p1[0] +
+						  5 * p1[c] + p1[2 * c] + p2[0] + p2[c] +
+						  p2[2 * c];
+					d = (float)((2 * sum + 13) / 26);
 				}
 				float ra = r * v, qb = q * d;
 				out[x * c + b] = trunc8(ra + qb);
@@ -360,10 +409,11 @@ static void autocontrast(const rfb_image *src, rfb_image *dst)
 	for (int y = 0; y < src->height; y++) {
 		const unsigned char *in = rfb_image_px(src, 0, y);
 		unsigned char *out = rfb_image_px(dst, 0, y);
-		for (int x = 0; x < src->width * c; x++) {
-			float d = (float)in[x] - lo[x % c];
-			out[x] = trunc8(d * scale[x % c]);
-		}
+		for (int x = 0; x < src->width; x++, in += c, out += c)
+			for (int b = 0; b < c; b++) {
+				float d = (float)in[b] - lo[b];
+				out[b] = trunc8(d * scale[b]);
+			}
 	}
 }
 
