@@ -15,6 +15,8 @@ dataset photos are.  Two kinds of check:
           brightness=1.3-1.3, rotation degrees 30-30, ...) against the
           torchvision transform so collapsed: >= 99% of the samples
           within +-1 on every photo (and the mean absolute error);
+          AugMix with its draws fixed (every op alone, then random
+          chains and weights) through rfb_augmix_apply;
   KS      the default (random) ranges: K draws of refurb (seeds) and K of
           torchvision (torch.manual_seed) on one photo, two-sample
           Kolmogorov-Smirnov on two statistics of each output (the mean
@@ -161,6 +163,11 @@ KS_CASES = [
      T.RandomAffine(10, translate=(0.1, 0.2), scale=(0.8, 1.2), shear=10)),
     ("perspective", "perspective", T.RandomPerspective()),
     ("erasing", "erasing=p=0.5", None),
+    ("augmix", "augmix", T.AugMix()),
+    ("augmix-nearest", "augmix=severity=6:width=2:depth=2:alpha=0.5:interp=nearest:fill=40",
+     T.AugMix(6, 2, 2, 0.5, interpolation=IM.NEAREST, fill=40)),
+    ("augmix-basic", "augmix=severity=10:width=4:alpha=3:all_ops=0",
+     T.AugMix(10, 4, alpha=3.0, all_ops=False)),
 ]
 
 
@@ -196,6 +203,8 @@ RECIPE_KS = [
         T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor(),
         T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
         T.RandomErasing(0.5), T.RandomErasing(0.5, value="random")])),
+    ("recipe-augmix", T.Compose([
+        T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.AugMix(), T.PILToTensor()])),
     ("recipe-robust", T.Compose([
         T.RandomRotation(15), T.RandomAffine(0, translate=(0.1, 0.1), shear=5),
         T.RandomPerspective(0.3), T.RandomVerticalFlip(), T.CenterCrop(224)])),
@@ -286,6 +295,84 @@ def perspective_case(rfb, photos, rng):
     return ok
 
 
+class AugmixSpec(ctypes.Structure):
+    _fields_ = [("severity", ctypes.c_int), ("width", ctypes.c_int), ("depth", ctypes.c_int),
+                ("alpha", ctypes.c_double), ("all_ops", ctypes.c_int), ("interp", ctypes.c_int),
+                ("fill", ctypes.c_void_p)]
+
+
+class AugmixStep(ctypes.Structure):
+    _fields_ = [("index", ctypes.c_int), ("bin", ctypes.c_int), ("negative", ctypes.c_int)]
+
+
+class AugmixChoice(ctypes.Structure):
+    _fields_ = [("width", ctypes.c_int), ("m", ctypes.c_float * 2),
+                ("weight", ctypes.c_float * 16), ("depth", ctypes.c_int * 16),
+                ("step", (AugmixStep * 16) * 16)]
+
+
+class AugmixScratch(ctypes.Structure):
+    _fields_ = [("img", (ctypes.c_void_p * 2) * 2), ("mix", ctypes.c_void_p),
+                ("mix_cap", ctypes.c_size_t)]
+
+
+def augmix_case(rfb, photos, rng, count=6):
+    """AugMix with its draws fixed (scripts/golden-augmix.py patches
+    torchvision's; rfb_augmix_apply gets the same) on the photos: every
+    op alone, then random chains and weights."""
+    spec = importlib.util.spec_from_file_location(
+        "golden_augmix", os.path.join(ROOT, "scripts", "golden-augmix.py"))
+    ga = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ga)
+    dll = rfb.dll
+    dll.rfb_augmix_apply.argtypes = [ctypes.POINTER(AugmixSpec), ctypes.POINTER(AugmixChoice),
+                                     ctypes.POINTER(RfbImage), ctypes.POINTER(RfbImage),
+                                     ctypes.POINTER(AugmixScratch), ctypes.c_void_p]
+    dll.rfb_augmix_scratch_free.argtypes = [ctypes.POINTER(AugmixScratch)]
+    scratch = AugmixScratch()
+    cases = [((0.0, 1.0), (1.0,), [[(i, b, n)]], interp, fill)
+             for i in range(13) for b, n in ((9, 0), (4, 1))
+             for interp, fill in (("bilinear", None), ("nearest", (10, 20, 30)))]
+    for _ in range(count):
+        width = int(rng.integers(1, 5))
+        cases.append((rng.dirichlet([1, 1]).astype(np.float32).tolist(),
+                      rng.dirichlet([1] * width).astype(np.float32).tolist(),
+                      [[(int(rng.integers(13)), int(rng.integers(10)), int(rng.integers(2)))
+                        for _ in range(int(rng.integers(1, 4)))] for _ in range(width)],
+                      ("bilinear", "nearest")[int(rng.integers(2))], None))
+    worst, exact = 1.0, 1.0
+    for _, img in photos:
+        arr = np.ascontiguousarray(np.asarray(img))
+        h, w = arr.shape[:2]
+        for m, d, chains, interp, fill in cases:
+            theirs = np.asarray(ga.run(img, m, d, chains, interp, fill, True, -1))
+            fill_c = (ctypes.c_uint8 * 3)(*fill) if fill else None
+            sp = AugmixSpec(10, len(d), -1, 1.0, 1, 1 if interp == "bilinear" else 0,
+                            ctypes.cast(fill_c, ctypes.c_void_p) if fill else None)
+            c = AugmixChoice()
+            c.width = len(d)
+            c.m[0], c.m[1] = m
+            for i, chain in enumerate(chains):
+                c.weight[i] = float(np.float32(d[i]) * np.float32(m[1]))
+                c.depth[i] = len(chain)
+                for k, (index, b, n) in enumerate(chain):
+                    c.step[i][k] = AugmixStep(index, b, n)
+            out = np.zeros_like(arr)
+            src = RfbImage(arr.ctypes.data, w * 3, w, h, 3)
+            dst = RfbImage(out.ctypes.data, w * 3, w, h, 3)
+            if dll.rfb_augmix_apply(ctypes.byref(sp), ctypes.byref(c), ctypes.byref(src),
+                                    ctypes.byref(dst), ctypes.byref(scratch), rfb.err):
+                raise RuntimeError(rfb.message())
+            worst = min(worst, within1(out, theirs)[0])
+            exact = min(exact, float((out == theirs).mean()))
+    dll.rfb_augmix_scratch_free(ctypes.byref(scratch))
+    ok = worst >= 0.99
+    print("%-4s pixels %-18s within+-1 %.4f exact %.4f (worst case and photo, %d cases "
+          "with torchvision's draws fixed)" % ("ok" if ok else "FAIL", "augmix-fixed", worst,
+                                               exact, len(cases)))
+    return ok
+
+
 def stats(arr):
     if arr.dtype.kind == "f":  # CHW floats
         arr = arr.transpose(1, 2, 0)
@@ -347,6 +434,9 @@ def main():
     if not a.only or "perspective" in a.only:
         total += 1
         failed += not perspective_case(rfb, photos, np.random.default_rng(5))
+    if not a.only or "augmix" in a.only:
+        total += 1
+        failed += not augmix_case(rfb, photos, np.random.default_rng(21))
     for name, spec, tv in KS_CASES:
         if a.only and a.only not in name:
             continue
