@@ -142,31 +142,42 @@ void rfb_augmix_scratch_free(struct rfb_augmix_scratch *s)
 
 /* mix (+)= weight * img, each product rounded to float32 (torch's
  * m * batch, then mix.add_(w * aug)). */
+static void mix_row(float *restrict m, const unsigned char *restrict p, size_t n,
+		    float weight, int first)
+{
+	if (first) {
+		for (size_t i = 0; i < n; i++)
+			m[i] = weight * (float)p[i];
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		float t = weight * (float)p[i];
+		m[i] = m[i] + t;
+	}
+}
+
 static void mix_add(float *mix, const rfb_image *img, float weight, int first)
 {
 	size_t row = (size_t)img->width * img->channels;
 
-	for (int y = 0; y < img->height; y++) {
-		const unsigned char *p = rfb_image_px(img, 0, y);
-		float *m = mix + (size_t)y * row;
-		for (size_t i = 0; i < row; i++) {
-			float t = weight * (float)p[i];
-			m[i] = first ? t : m[i] + t;
-		}
-	}
+	for (int y = 0; y < img->height; y++)
+		mix_row(mix + (size_t)y * row, rfb_image_px(img, 0, y), row, weight,
+			first);
 }
 
-/* mix.to(uint8): truncation toward zero. */
+/* mix.to(uint8): truncation toward zero (the mix is within 0..255 up
+ * to float rounding: clamped). */
 static void mix_out(const float *mix, rfb_image *dst)
 {
 	size_t row = (size_t)dst->width * dst->channels;
 
 	for (int y = 0; y < dst->height; y++) {
-		const float *m = mix + (size_t)y * row;
-		unsigned char *out = rfb_image_px(dst, 0, y);
-		for (size_t i = 0; i < row; i++)
-			out[i] = m[i] <= 0.0f ? 0 : m[i] >= 255.0f ? 255
-					   : (unsigned char)m[i];
+		const float *restrict m = mix + (size_t)y * row;
+		unsigned char *restrict out = rfb_image_px(dst, 0, y);
+		for (size_t i = 0; i < row; i++) {
+			float v = m[i] < 0.0f ? 0.0f : m[i] > 255.0f ? 255.0f : m[i];
+			out[i] = (unsigned char)(int)v;
+		}
 	}
 }
 
