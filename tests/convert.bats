@@ -145,3 +145,35 @@ EOF
 	run refurb-dump --preview 'AugMix' "$J"
 	expect_fail 2 'refurb-dump: bad pipeline spec at column 1: unknown filter "AugMix" (did you mean "augmix"?)'
 }
+
+@test "augmix in the partial and in the final pipeline: the same stream with -j 1 and -j 2" {
+	need_numpy
+	set -o pipefail
+	make_dataset "$T/d" 12 2
+	refurb-index -q -o "$T/i" "$T/d"
+	refurb-evict -q -r 2 -s 3 -o "$T/e" "$T/i"
+	# the same cache path for both (the stream names its cache)
+	for j in 1 2; do
+		rm -rf "$T/c"
+		refurb-plan -q -b 4 -e 0-2 "$T/e" |
+			refurb-partial -q -j "$j" -c "$T/c" -p 'resize=48,augmix=severity=4' "$T/i" |
+			refurb-final -q -j "$j" -p 'augmix=width=2:depth=2:interp=nearest:fill=9,crop=32' -o "$T/s$j"
+	done
+	cmp "$T/s1" "$T/s2"
+	# augmix really ran: with vflip=p=0 in its place (same layer
+	# positions, no change) the images differ, the labels do not
+	rm -rf "$T/c"
+	refurb-plan -q -b 4 -e 0-2 "$T/e" |
+		refurb-partial -q -c "$T/c" -p 'resize=48' "$T/i" |
+		refurb-final -q -p 'vflip=p=0,crop=32' -o "$T/s3"
+	"$PY" - "$T/s1" "$T/s3" <<'PY'
+import sys
+import numpy as np
+from refurb_stream import open_stream
+a, b = list(open_stream(sys.argv[1])), list(open_stream(sys.argv[2]))
+assert len(a) == len(b) == 9, (len(a), len(b))
+for x, y in zip(a, b):
+    assert (x.labels == y.labels).all()
+    assert not (x.images == y.images).all()
+PY
+}
