@@ -17,6 +17,7 @@ dataset photos are.  Two kinds of check:
           within +-1 on every photo (and the mean absolute error);
           AugMix with its draws fixed (every op alone, then random
           chains and weights) through rfb_augmix_apply;
+  KS      refurb's Dirichlet sampler against numpy's (each component);
   KS      the default (random) ranges: K draws of refurb (seeds) and K of
           torchvision (torch.manual_seed) on one photo, two-sample
           Kolmogorov-Smirnov on two statistics of each output (the mean
@@ -374,6 +375,36 @@ def augmix_case(rfb, photos, rng, count=6):
     return ok
 
 
+def dirichlet_case(rfb, draws=4000):
+    """rfb_dirichlet_draw against numpy's Dirichlet: two-sample KS on
+    every component, for alpha 0.3, 1 and 4 and 2 or 5 components."""
+    dll = rfb.dll
+    dll.rfb_rng_init.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32,
+                                 ctypes.c_uint32, ctypes.c_uint32]
+    dll.rfb_dirichlet_draw.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_double),
+                                       ctypes.c_int, ctypes.POINTER(ctypes.c_float)]
+    rng = ctypes.create_string_buffer(256)  # an rfb_rng (smaller than this)
+    npr = np.random.default_rng(8)
+    crit = 1.949 * math.sqrt(2.0 / draws)
+    worst = 0.0
+    for alpha in (0.3, 1.0, 4.0):
+        for n in (2, 5):
+            al = (ctypes.c_double * n)(*([alpha] * n))
+            out = (ctypes.c_float * n)()
+            ours = np.empty((draws, n))
+            for i in range(draws):
+                dll.rfb_rng_init(rng, 17, n, i, 0)
+                dll.rfb_dirichlet_draw(rng, al, n, out)
+                ours[i] = list(out)
+            theirs = npr.dirichlet([alpha] * n, size=draws)
+            worst = max(worst, max(ks(ours[:, k], theirs[:, k]) for k in range(n)))
+    ok = worst < crit
+    print("%-4s KS     %-18s D %.3f (worst component; critical %.3f, %d draws each, "
+          "alpha 0.3/1/4, 2 and 5 components)" % ("ok" if ok else "FAIL", "dirichlet",
+                                                  worst, crit, draws))
+    return ok
+
+
 def stats(arr):
     if arr.dtype.kind == "f":  # CHW floats
         arr = arr.transpose(1, 2, 0)
@@ -447,6 +478,9 @@ def main():
     if not a.only or "augmix" in a.only:
         total += 1
         failed += not augmix_case(rfb, photos, np.random.default_rng(21))
+    if not a.only or "dirichlet" in a.only:
+        total += 1
+        failed += not dirichlet_case(rfb)
     for name, spec, tv in KS_CASES:
         if a.only and a.only not in name:
             continue
