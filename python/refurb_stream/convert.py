@@ -26,7 +26,7 @@ name and read through their attributes.
 """
 import sys
 
-__all__ = ["ConvertError", "pipeline_from_torchvision", "main"]
+__all__ = ["ConvertError", "pipeline_from_torchvision", "views_from_torchvision", "main"]
 
 
 class ConvertError(ValueError):
@@ -260,12 +260,25 @@ def _transforms_of(t):
     return list(getattr(t, "transforms", t))
 
 
+def _torchvision(t):
+    """Whether t is an object of torchvision's (not a class of the same name)."""
+    return type(t).__module__.split(".")[0] == "torchvision"
+
+
 def _convert(t, st, where):
     name = type(t).__name__
     what = "%s (%s)" % (name, where)
-    if name == "Compose" or isinstance(t, (list, tuple)):
+    if isinstance(t, (list, tuple)) or (name == "Compose" and _torchvision(t)):
         for i, sub in enumerate(_transforms_of(t)):
             _convert(sub, st, "%s[%d]" % (where, i))
+    elif not _torchvision(t) and hasattr(t, "transforms"):
+        # a wrapper holding a Compose, as torchvision's references presets
+        # (ClassificationPresetTrain: self.transforms = Compose([...]))
+        _convert(t.transforms, st, "%s.transforms" % where)
+    elif not _torchvision(t):
+        raise ConvertError("%s: not torchvision's %s (a class of module %s): refurb "
+                           "cannot know what its __call__ does; use torchvision's "
+                           "transform" % (what, name, type(t).__module__))
     elif name in _SIMPLE:
         if st.kind != "pil" and name in ("RandAugment", "AutoAugment", "TrivialAugmentWide"):
             pass  # torchvision's uint8 tensor path gives the same ops
@@ -332,6 +345,55 @@ def pipeline_from_torchvision(transform):
     if st.kind == "float" and not st.normalized:
         st.filters.append(("normalize=mean=0:std=1", 1))  # ToTensor's [0, 1] floats
     return ",".join(text for text, _ in st.filters)
+
+
+def _view_list(views):
+    """The transforms of views: a list, or a wrapper of one base transform
+    (MoCo's TwoCropsTransform(base_transform), SimCLR's
+    ContrastiveLearningViewGenerator(base_transform, n_views))."""
+    if not isinstance(views, (list, tuple)) and hasattr(views, "base_transform"):
+        return [views.base_transform] * int(getattr(views, "n_views", 2))
+    if not isinstance(views, (list, tuple)):
+        raise ConvertError("views: %s is not a list of transforms (nor a wrapper "
+                           "with base_transform)" % type(views).__name__)
+    return list(views)
+
+
+def views_from_torchvision(views):
+    """(spec, K) for K views of every sample: refurb-final --views K -p spec.
+
+    views is a list of transforms, one per view (or an object with
+    base_transform and n_views, as MoCo's and SimCLR's wrappers).  All
+    views must convert to the same pipeline: refurb-final --views runs one
+    final pipeline K times.  Raises ConvertError naming the view and the
+    transform otherwise.
+    """
+    views = _view_list(views)
+    if not 1 <= len(views) <= 64:
+        raise ConvertError("views: %d views (refurb-final --views takes 1 to 64)"
+                           % len(views))
+    specs = []
+    for v, t in enumerate(views):
+        try:
+            specs.append(pipeline_from_torchvision(t))
+        except ConvertError as e:
+            raise ConvertError("views[%d]: %s" % (v, e)) from None
+    for v, spec in enumerate(specs):
+        if spec != specs[0]:
+            raise ConvertError(_views_differ(specs, v))
+    return specs[0], len(specs)
+
+
+def _views_differ(specs, v):
+    a, b = specs[0].split(","), specs[v].split(",")
+    k = 0
+    while k < min(len(a), len(b)) and a[k] == b[k]:
+        k += 1
+    first = a[k] if k < len(a) else "(end)"
+    other = b[k] if k < len(b) else "(end)"
+    return ("views[%d] differs from views[0] at filter %d (%s, not %s): "
+            "refurb-final --views K runs one final pipeline K times"
+            % (v, k, other, first))
 
 
 def _namespace():
