@@ -48,8 +48,8 @@ from PIL import Image
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 from refurb_stream import open_stream  # noqa: E402
-from refurb_stream.convert import (ConvertError, pipeline_from_torchvision,  # noqa: E402
-                                   views_from_torchvision)
+from refurb_stream.convert import (ConvertError, final_options,  # noqa: E402
+                                   pipeline_from_torchvision, views_from_torchvision)
 
 # filters that draw nothing: they may go to the partial (cached) pipeline
 DETERMINISTIC = ("resize", "centercrop", "gray", "rgb")
@@ -81,19 +81,20 @@ def load_recipe(path):
     return ns, views, "views" in ns
 
 
-def split(spec):
-    """(partial, final): the leading filters that draw nothing are cached."""
-    filters = spec.split(",")
+def split(specs):
+    """(partial, finals): the leading filters that draw nothing and that
+    every view shares are cached; the views' rest is final."""
+    views = [s.split(",") for s in specs]
     k = 0
-    while k < len(filters) and filters[k].split("=")[0] in DETERMINISTIC:
+    while all(k < len(v) - 1 and v[k] == views[0][k] for v in views) and \
+            views[0][k].split("=")[0] in DETERMINISTIC:
         k += 1
-    rest = filters[k:]
     # refurb-final wants a final pipeline whose output size it knows: one
     # with a crop, or a resize to HxW (else everything goes to the final)
-    if not any(f.split("=")[0] in FIXING or (f.startswith("resize=") and
-               "x" in f.split(":")[0]) for f in rest):
+    if not all(any(f.split("=")[0] in FIXING or (f.startswith("resize=") and
+                   "x" in f.split(":")[0]) for f in v[k:]) for v in views):
         k = 0
-    return ",".join(filters[:k]), ",".join(filters[k:])
+    return ",".join(views[0][:k]), [",".join(v[k:]) for v in views]
 
 
 def bindir():
@@ -108,7 +109,7 @@ def run(cmd, **kw):
     return p.stdout
 
 
-def chain(photos, partial, final, views, epochs, work, seed=7):
+def chain(photos, partial, options, epochs, work, seed=7):
     """All images of the chain's stream: {(sample id, epoch): array (K, ...)}."""
     tree = os.path.join(work, "tree")
     if not os.path.isdir(tree):
@@ -125,8 +126,7 @@ def chain(photos, partial, final, views, epochs, work, seed=7):
     ann = run([b + "/refurb-partial", "-q", "-j", "1", "-c", cache, "-p", partial, idx],
               input=plan)
     stream = os.path.join(work, "s")
-    run([b + "/refurb-final", "-q", "-j", "2", "-p", final, "--views", str(views),
-         "-o", stream], input=ann)
+    run([b + "/refurb-final", "-q", "-j", "2", "-o", stream] + options, input=ann)
     names = sorted(os.path.join(tree, c, f) for c in os.listdir(tree)
                    for f in os.listdir(os.path.join(tree, c)))
     out = {}
@@ -257,9 +257,9 @@ def quarter_stats(arr, floats):
     return a.mean(), a[:h // 2, :w // 2].mean()
 
 
-def ks_check(name, photo, partial, final, k, views, draws, work, report):
+def ks_check(name, photo, partial, options, views, draws, work, report):
     """K draws of each view of one photo, refurb's against torchvision's."""
-    out, _ = chain([photo], partial, final, k, draws, work)
+    out, _ = chain([photo], partial, options, draws, work)
     img = Image.open(photo).convert("RGB")
     torch.manual_seed(11)
     crit = 1.949 * math.sqrt(2.0 / draws)  # alpha = 0.001
@@ -284,9 +284,9 @@ def check_recipe(path, photos, a, report):
     refused = ns.get("REFUSED")
     try:
         if multi:
-            spec, k = views_from_torchvision(views)
+            specs = views_from_torchvision(views)
         else:
-            spec, k = pipeline_from_torchvision(views[0]), 1
+            specs = [pipeline_from_torchvision(views[0])]
     except ConvertError as e:
         msg = str(e)
         if refused is None:
@@ -297,14 +297,16 @@ def check_recipe(path, photos, a, report):
             ns.get("REASON", "?"), msg, "; missing %r" % missing if missing else ""))
         return not missing
     if refused is not None:
-        report("FAIL", name, "converted, but REFUSED %r expected: %s" % (refused, spec))
+        report("FAIL", name, "converted, but REFUSED %r expected: %s" % (refused, specs))
         return False
-    partial, final = split(spec)
-    report("ok", name, "partial %r final %r views %d" % (partial, final, k))
+    partial, finals = split(specs)
+    options = final_options(finals)
+    report("ok", name, "partial %r, refurb-final %s" % (partial, " ".join(
+        "'%s'" % o if "=" in o else o for o in options)))
     work = tempfile.mkdtemp(prefix="recipe-", dir=a.tmp)
     try:
         try:
-            out, names = chain(photos, partial, final, k, a.epochs, work)
+            out, names = chain(photos, partial, options, a.epochs, work)
         except RuntimeError as e:
             report("FAIL", name, "chain: %s" % e)
             return False
@@ -315,11 +317,11 @@ def check_recipe(path, photos, a, report):
             for v, tv in enumerate(views):
                 ours.append(np.ascontiguousarray(imgs[v]))
                 theirs.append(tv_array(tv(img)))
-        ok = compare(name, spec, ours, theirs, report)
-        if ok and not any(f.split("=")[0] in RANDOM for f in spec.split(",")):
+        ok = compare(name, specs[0], ours, theirs, report)
+        if ok and not any(f.split("=")[0] in RANDOM for s in specs for f in s.split(",")):
             ok = exact(name, ours, theirs, report)
         if a.ks_all or (a.ks and ns.get("KS")):
-            ok = ks_check(name, photos[0], partial, final, k, views, a.draws,
+            ok = ks_check(name, photos[0], partial, options, views, a.draws,
                           os.path.join(work, "ks"), report) and ok
             shutil.rmtree(os.path.join(work, "ks"), ignore_errors=True)
         return ok

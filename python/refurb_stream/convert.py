@@ -24,9 +24,11 @@ InterpolationMode are also in scope; '-' reads the expression from stdin).
 torchvision is not imported here: transforms are recognised by class
 name and read through their attributes.
 """
+import copy
 import sys
 
-__all__ = ["ConvertError", "pipeline_from_torchvision", "views_from_torchvision", "main"]
+__all__ = ["ConvertError", "pipeline_from_torchvision", "views_from_torchvision",
+           "final_options", "main"]
 
 
 class ConvertError(ValueError):
@@ -280,8 +282,8 @@ def _convert(t, st, where):
                            "cannot know what its __call__ does; use torchvision's "
                            "transform" % (what, name, type(t).__module__))
     elif name in _SIMPLE:
-        if st.kind != "pil" and name in ("RandAugment", "AutoAugment", "TrivialAugmentWide"):
-            pass  # torchvision's uint8 tensor path gives the same ops
+        if st.kind == "float":
+            t = _float_tensor(t, name, what)
         _add(st, _SIMPLE[name](t, what))
     elif name == "Grayscale":
         _add(st, "gray")
@@ -301,6 +303,28 @@ def _convert(t, st, where):
         _normalize(t, st, what)
     else:
         raise ConvertError("%s: refurb has no filter for %s" % (what, name))
+
+
+# torchvision refuses these on a float tensor (ToTensor before them)
+_UINT8_ONLY = ("RandomPosterize", "RandomEqualize", "RandAugment", "AutoAugment",
+               "TrivialAugmentWide")
+
+
+def _float_tensor(t, name, what):
+    """A transform after ToTensor sees floats in [0, 1]; refurb works on
+    the uint8 pixels they came from: thresholds and fills scale by 255.
+    Returns a copy: the user's transform is kept as it was."""
+    t = copy.copy(t)
+    if name in _UINT8_ONLY:
+        raise ConvertError("%s: torchvision refuses a float tensor here (it needs "
+                           "uint8: put it before ToTensor)" % what)
+    if name == "RandomSolarize":
+        t.threshold = t.threshold * 255.0
+    fill = getattr(t, "fill", None)
+    if fill:
+        vals = [fill] if isinstance(fill, (int, float)) else list(fill)
+        t.fill = [round(v * 255.0, 6) for v in vals]
+    return t
 
 
 def _random_apply(t, st, what, where):
@@ -360,40 +384,66 @@ def _view_list(views):
 
 
 def views_from_torchvision(views):
-    """(spec, K) for K views of every sample: refurb-final --views K -p spec.
+    """The final pipeline of every view: a list of K specs.
 
     views is a list of transforms, one per view (or an object with
-    base_transform and n_views, as MoCo's and SimCLR's wrappers).  All
-    views must convert to the same pipeline: refurb-final --views runs one
-    final pipeline K times.  Raises ConvertError naming the view and the
-    transform otherwise.
+    base_transform and n_views, as MoCo's and SimCLR's wrappers).
+    refurb-final runs them as K views of every sample (final_options()
+    gives its arguments).  Views may differ (BYOL's and DINO's asymmetric
+    views) but must make images of one size and end alike (the same
+    Normalize, or none): a stream holds one image shape.  Raises
+    ConvertError naming the view and the transform otherwise.
     """
     views = _view_list(views)
     if not 1 <= len(views) <= 64:
-        raise ConvertError("views: %d views (refurb-final --views takes 1 to 64)"
-                           % len(views))
+        raise ConvertError("views: %d views (refurb-final takes 1 to 64)" % len(views))
     specs = []
     for v, t in enumerate(views):
         try:
             specs.append(pipeline_from_torchvision(t))
         except ConvertError as e:
             raise ConvertError("views[%d]: %s" % (v, e)) from None
-    for v, spec in enumerate(specs):
-        if spec != specs[0]:
-            raise ConvertError(_views_differ(specs, v))
-    return specs[0], len(specs)
+    size0, norm0 = _out_size(specs[0]), _ending(specs[0])
+    for v, spec in enumerate(specs[1:], 1):
+        if _out_size(spec) != size0:
+            raise ConvertError(
+                "views[%d] makes %s images, views[0] %s: one stream holds one image "
+                "size; convert the views of each size on their own and run one "
+                "chain per size (each with its own cache)"
+                % (v, _out_size(spec), size0))
+        if _ending(spec) != norm0:
+            raise ConvertError("views[%d] ends in %s, views[0] in %s: every view of a "
+                               "stream needs the same Normalize (or none)"
+                               % (v, _ending(spec) or "no normalize", norm0 or "no normalize"))
+    return specs
 
 
-def _views_differ(specs, v):
-    a, b = specs[0].split(","), specs[v].split(",")
-    k = 0
-    while k < min(len(a), len(b)) and a[k] == b[k]:
-        k += 1
-    first = a[k] if k < len(a) else "(end)"
-    other = b[k] if k < len(b) else "(end)"
-    return ("views[%d] differs from views[0] at filter %d (%s, not %s): "
-            "refurb-final --views K runs one final pipeline K times"
-            % (v, k, other, first))
+def final_options(specs):
+    """refurb-final's arguments for the views of views_from_torchvision:
+    ['-p', spec, '--views', 'K'] when every view is the same recipe, one
+    '-p' per view otherwise."""
+    if all(s == specs[0] for s in specs):
+        return ["-p", specs[0]] + (["--views", str(len(specs))] if len(specs) > 1 else [])
+    return [a for s in specs for a in ("-p", s)]
+
+
+def _out_size(spec):
+    """HxW of a spec's output: its last crop, or resize to HxW ("?" if none)."""
+    size = "?"
+    for f in spec.split(","):
+        name, _, args = f.partition("=")
+        first = args.split(":")[0]
+        if name in ("crop", "centercrop", "rrcrop") or (name == "resize" and "x" in first):
+            size = first
+    return size
+
+
+def _ending(spec):
+    """The spec's normalize filter, or None."""
+    for f in spec.split(","):
+        if f.startswith("normalize="):
+            return f
+    return None
 
 
 def _namespace():
@@ -409,14 +459,22 @@ def _namespace():
     return ns
 
 
-USAGE = "usage: python3 -m refurb_stream convert EXPRESSION   (EXPRESSION '-' = stdin)"
+USAGE = ("usage: python3 -m refurb_stream convert [--views] EXPRESSION   (EXPRESSION '-' = stdin)\n"
+         "  --views: EXPRESSION is a list of transforms, one per view; prints\n"
+         "  refurb-final's -p (and --views) arguments")
 
 
 def main(args):
     """python3 -m refurb_stream convert EXPRESSION: print the pipeline."""
-    if len(args) != 1 or args[0] in ("-h", "--help"):
-        print(USAGE, file=sys.stderr if len(args) != 1 else sys.stdout)
-        return 2 if len(args) != 1 else 0
+    if args and args[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0
+    views = bool(args) and args[0] == "--views"
+    if views:
+        args = args[1:]
+    if len(args) != 1:
+        print(USAGE, file=sys.stderr)
+        return 2
     text = sys.stdin.read() if args[0] == "-" else args[0]
     try:
         transform = eval(text, _namespace())  # noqa: S307 - the user's own code
@@ -425,7 +483,12 @@ def main(args):
               % (type(e).__name__, e), file=sys.stderr)
         return 2
     try:
-        print(pipeline_from_torchvision(transform))
+        if views:
+            import shlex
+            print(" ".join(shlex.quote(a) for a in
+                           final_options(views_from_torchvision(transform))))
+        else:
+            print(pipeline_from_torchvision(transform))
     except ConvertError as e:
         print("refurb_stream convert: %s" % e, file=sys.stderr)
         return 1

@@ -44,5 +44,5 @@ local_transfo = transforms.Compose([
     normalize,
 ])
 views = [global_transfo1, global_transfo2] + [local_transfo] * local_crops_number
-REFUSED = ("views", "224x224", "96x96")
+REFUSED = ("views[2] makes 96x96 images, views[0] 224x224",)
 REASON = "one stream holds one image size: the local crops are smaller than the global ones"
