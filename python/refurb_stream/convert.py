@@ -270,9 +270,9 @@ def _torchvision(t):
 def _convert(t, st, where):
     name = type(t).__name__
     what = "%s (%s)" % (name, where)
-    if isinstance(t, (list, tuple)) or (name == "Compose" and _torchvision(t)):
-        for i, sub in enumerate(_transforms_of(t)):
-            _convert(sub, st, "%s[%d]" % (where, i))
+    if isinstance(t, (list, tuple)) or (name == "Compose" and _torchvision(t)) or \
+            (name == "Sequential" and type(t).__module__.startswith("torch.nn")):
+        _convert_list(_transforms_of(t), st, where)
     elif not _torchvision(t) and hasattr(t, "transforms"):
         # a wrapper holding a Compose, as torchvision's references presets
         # (ClassificationPresetTrain: self.transforms = Compose([...]))
@@ -297,12 +297,48 @@ def _convert(t, st, where):
         st.kind = "uint8"
     elif name == "ToTensor":
         st.kind = "float"
+    elif name == "ToPILImage":
+        _to_pil(t, st, what)
+    elif name == "Pad":
+        raise ConvertError("%s: refurb pads only in a crop: follow Pad with RandomCrop "
+                           "(Pad(p) then RandomCrop(n) is RandomCrop(n, padding=p))" % what)
     elif name == "ConvertImageDtype":
         st.kind = "float" if getattr(t.dtype, "is_floating_point", False) else "uint8"
     elif name == "Normalize":
         _normalize(t, st, what)
     else:
         raise ConvertError("%s: refurb has no filter for %s" % (what, name))
+
+
+def _convert_list(items, st, where):
+    items = list(items)
+    i = 0
+    while i < len(items):
+        t = items[i]
+        nxt = items[i + 1] if i + 1 < len(items) else None
+        if _is(t, "Pad") and _is(nxt, "RandomCrop") and nxt.padding is None:
+            # Pad then RandomCrop is RandomCrop with padding: crop= pads
+            crop = copy.copy(nxt)
+            crop.padding, crop.fill, crop.padding_mode = t.padding, t.fill, t.padding_mode
+            _convert(crop, st, "%s[%d..%d]" % (where, i, i + 1))
+            i += 2
+            continue
+        _convert(t, st, "%s[%d]" % (where, i))
+        i += 1
+
+
+def _is(t, name):
+    return t is not None and type(t).__name__ == name and _torchvision(t)
+
+
+def _to_pil(t, st, what):
+    """ToPILImage: a no-op on the decoded image; after ToTensor /
+    PILToTensor it gives the uint8 pixels back."""
+    if st.normalized:
+        raise ConvertError("%s: after Normalize (refurb normalizes last)" % what)
+    if t.mode not in (None, "RGB", "L"):
+        raise ConvertError("%s: mode=%r (refurb keeps RGB or L images)" % (what, t.mode))
+    st.kind = "pil"
 
 
 # torchvision refuses these on a float tensor (ToTensor before them)
