@@ -17,7 +17,22 @@ pixels and hands them over as uint8 NHWC, or as float32 NCHW when the
 pipeline ends in normalize (ToTensor alone becomes normalize=mean=0:std=1,
 ToTensor then Normalize(m, s) becomes normalize=mean=m:std=s).
 
+Also read: torch.nn.Sequential of transforms, objects holding a Compose
+in .transforms (torchvision's references presets), Pad followed by
+RandomCrop (one crop with padding), ToPILImage (a no-op on the decoded
+image), thresholds and fills written after ToTensor (on [0, 1]: scaled
+by 255).  Refused: classes that are not torchvision's (whatever their
+name), ops torchvision refuses on float tensors, anything after
+Normalize but RandomErasing.  Geometric ops after ToTensor run as on the
+PIL image (antialiased resize), as refurb always works on pixels.
+
+views_from_torchvision(views) converts one transform per view
+(self-supervised recipes) and final_options(specs) gives refurb-final's
+arguments: one -p and --views K when all views are alike, one -p per
+view otherwise; views of different sizes or normalizations are refused.
+
 From a shell:  python3 -m refurb_stream convert 'T.Compose([...])'
+               python3 -m refurb_stream convert --views '[view1, view2]'
 (T and transforms are torchvision.transforms; every transform class and
 InterpolationMode are also in scope; '-' reads the expression from stdin).
 
