@@ -40,6 +40,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 
 import numpy as np
 import torch
@@ -48,7 +49,7 @@ from PIL import Image
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 from refurb_stream import open_stream  # noqa: E402
-from refurb_stream.convert import (ConvertError, final_options,  # noqa: E402
+from refurb_stream.convert import (ConvertError, _view_list, final_options,  # noqa: E402
                                    pipeline_from_torchvision, views_from_torchvision)
 
 # filters that draw nothing: they may go to the partial (cached) pipeline
@@ -73,7 +74,7 @@ def load_recipe(path):
     finally:
         sys.path.remove(d)
     if "views" in ns:
-        views = list(ns["views"])
+        views = _view_list(ns["views"])
     elif "transform" in ns:
         views = [ns["transform"]]
     else:
@@ -342,6 +343,8 @@ def photo_list(a):
 
 
 def main():
+    # recipes written for older torchvision (an int interpolation) warn
+    warnings.filterwarnings("ignore", category=UserWarning, module="torchvision")
     ap = argparse.ArgumentParser(description="torchvision recipes through the converter "
                                  "and the chain, against torchvision")
     ap.add_argument("--photos", type=int, default=6)

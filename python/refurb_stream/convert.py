@@ -423,11 +423,17 @@ def pipeline_from_torchvision(transform):
 
 
 def _view_list(views):
-    """The transforms of views: a list, or a wrapper of one base transform
+    """The transforms of views: a list, a wrapper of one base transform
     (MoCo's TwoCropsTransform(base_transform), SimCLR's
-    ContrastiveLearningViewGenerator(base_transform, n_views))."""
+    ContrastiveLearningViewGenerator(base_transform, n_views)), or DINO's
+    DataAugmentationDINO (global_transfo1, global_transfo2, local_transfo
+    times local_crops_number)."""
     if not isinstance(views, (list, tuple)) and hasattr(views, "base_transform"):
         return [views.base_transform] * int(getattr(views, "n_views", 2))
+    if not isinstance(views, (list, tuple)) and hasattr(views, "global_transfo1"):
+        # DINO's DataAugmentationDINO: two global crops, then the local ones
+        return ([views.global_transfo1, views.global_transfo2] +
+                [views.local_transfo] * int(getattr(views, "local_crops_number", 0)))
     if not isinstance(views, (list, tuple)):
         raise ConvertError("views: %s is not a list of transforms (nor a wrapper "
                            "with base_transform)" % type(views).__name__)
