@@ -116,7 +116,8 @@ def chain(photos, partial, options, epochs, work, seed=7):
     if not os.path.isdir(tree):
         for i, p in enumerate(photos):
             os.makedirs(os.path.join(tree, "c%d" % (i % 2)), exist_ok=True)
-            os.symlink(p, os.path.join(tree, "c%d" % (i % 2), "%04d.jpg" % i))
+            os.symlink(p, os.path.join(tree, "c%d" % (i % 2),
+                                       "%04d%s" % (i, os.path.splitext(p)[1].lower())))
     b = bindir()
     idx, ev = os.path.join(work, "t.idx"), os.path.join(work, "t.evict")
     cache = os.path.join(work, "cache")
@@ -341,9 +342,10 @@ def check_recipe(path, photos, a, report):
 
 def photo_list(a):
     if a.dir:
-        found = sorted(glob.glob(os.path.join(a.dir, "**", "*.jp*g"), recursive=True))
+        found = sorted(p for p in glob.glob(os.path.join(a.dir, "**", "*"), recursive=True)
+                       if p.lower().endswith((".jpg", ".jpeg", ".png")))
         if not found:
-            raise SystemExit("check-recipes: %s: no JPEG files" % a.dir)
+            raise SystemExit("check-recipes: %s: no JPEG or PNG files" % a.dir)
         return [os.path.abspath(p) for p in found]
     out = subprocess.run([os.path.join(ROOT, "scripts", "fetch-photos"), "--min-side", "224"],
                          stdout=subprocess.PIPE, text=True, check=True).stdout.split()

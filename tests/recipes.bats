@@ -55,6 +55,26 @@ check() {
 	[[ "$output" == *"ok   imagenet_plain       KS view 0:"* ]] || false
 }
 
+@test "zoo: PNG photos (RGB, RGBA, palette, gray) give torchvision's pixels too" {
+	need_pil
+	mkdir -p "$T/png"
+	/usr/bin/python3 - "$T/png" photos/*/*.jpg <<'PY'
+import sys
+from PIL import Image
+for i, p in enumerate(sys.argv[2:8]):
+    im = Image.open(p)
+    if i % 3 == 1:
+        im = im.convert("RGBA")
+        im.putalpha(100)
+    elif i % 3 == 2:
+        im = im.convert("RGB").convert("P", palette=Image.ADAPTIVE)
+    im.save("%s/%d.png" % (sys.argv[1], i))
+PY
+	run -0 /usr/bin/python3 "$TOP/scripts/check-recipes.py" --tmp "$T" --dir "$T/png" --only eval
+	[[ "${lines[-1]}" == "2 recipes, 0 failed (6 photos)" ]] || false
+	[ "$(grep -c '^ok   .*pixels: 1.0000 within one level' <<<"$output")" -eq 2 ]
+}
+
 @test "zoo: a recipe converted where a refusal is listed fails the check" {
 	cat > "$T/wrong.py" <<'PY'
 from torchvision import transforms
