@@ -2,34 +2,41 @@
 """check-recipes.py - torchvision recipes through the converter and the
 chain, against torchvision on the same photos.
 
-Usage: scripts/check-recipes.py [--photos N | --dir DIR] [--ks] [--draws K]
-                                [--epochs E] [--only NAME] [RECIPE.py ...]
+Usage: scripts/check-recipes.py [--photos N | --dir DIR] [--ks | --ks-all]
+                                [--draws K] [--epochs E] [--only TEXT]
+                                [--tmp DIR] [RECIPE.py ...]
 
-Each recipe (default: tests/data/recipes/*.py, see its README) defines
-`transform` or `views`.  For each one:
+Each recipe (default: tests/data/recipes/*.py but _*.py, see its README)
+defines `transform` or `views`.  For each one:
 
   convert  refurb_stream.pipeline_from_torchvision (views_from_torchvision
-           for `views`); a recipe with REFUSED must be refused with a
-           message that contains every text of REFUSED;
-  chain    refurb-index, -evict (r = 2), -plan, -partial (the spec's
-           leading deterministic filters: resize, centercrop), -final
-           (the rest, --views K) over E epochs of the photos, read back
-           with refurb_stream.open_stream;
+           and final_options for `views`); a recipe with REFUSED must be
+           refused with a message that contains every text of REFUSED;
+  chain    refurb-index, -evict (r = 2), -plan (batch 4), -partial (the
+           leading filters that draw nothing and that every view shares,
+           when the rest still fixes the size: else none), -final (the
+           rest: -p SPEC [--views K], or one -p per view) over E epochs
+           (default 2) of the photos, read back with refurb_stream;
   compare  every stream image against torchvision's output of the same
            recipe on the same photo (PIL RGB, as ImageFolder loads it):
-           shape, dtype, values inside the recipe's range, and each
-           channel's mean and standard deviation over all images within
-           a tolerance of the range;
-  KS       (--ks, recipes with KS = True) one photo, K draws of refurb
-           (epochs of a one-photo chain) and K of torchvision: two-sample
+           shape and dtype; values inside the recipe's range and reaching
+           the extremes torchvision's reach (within a tenth of the range);
+           each image's per-channel mean and standard deviation paired
+           with torchvision's image of the same photo and view: |mean of
+           the differences| / its standard error below 4.5; every pixel
+           within one level when the recipe draws nothing;
+  KS       (--ks: recipes with KS = True; --ks-all: every one) one photo,
+           K draws (default 200) of refurb (epochs of a one-photo chain)
+           and K of torchvision, for every view: two-sample
            Kolmogorov-Smirnov on two statistics of each output (its mean,
-           the mean of its top-left quarter), every view: D below the
-           0.001 critical value, as scripts/compare-filters.py does.
+           the mean of its top-left quarter), D below the 0.001 critical
+           value, as scripts/compare-filters.py does.
 
-Photos: --dir DIR (an ImageFolder tree or a directory of JPEGs), else N
-(default 6) from scripts/fetch-photos --min-side 224.  Prints one line
-per check and a summary; exit status 1 if any check fails, 2 on a usage
-error.  Needs build/bin (BUILD=dir to use another build directory).
+Photos: --dir DIR (JPEG and PNG files under it), else N (default 6) from
+scripts/fetch-photos --min-side 224.  --only keeps the recipes whose
+file name contains TEXT.  Prints one line per check and a summary
+"N recipes, F failed[: names] (P photos)"; exit status 1 if any check
+fails.  Needs the programs of build/bin (BUILD=DIR for another build).
 """
 import argparse
 import glob
