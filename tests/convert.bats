@@ -115,7 +115,7 @@ EOF
 @test "convert --views: views of different sizes or normalize are refused, naming the view" {
 	need_torchvision
 	run "$PY" -m refurb_stream convert --views '[T.RandomResizedCrop(224), T.RandomResizedCrop(96)]'
-	expect_fail 1 "refurb_stream convert: views[1] makes 96x96 images, views[0] 224x224: one stream holds one image size"
+	expect_fail 1 "refurb_stream convert: views[1] makes 96x96 images, views[0] 224x224: one stream holds one image size; convert the views of each size on their own and run one chain per size from one plan file"
 	run "$PY" -m refurb_stream convert --views '[T.Compose([T.CenterCrop(8), T.ToTensor()]), T.Compose([T.CenterCrop(8), T.ToTensor(), T.Normalize(0.5, 0.2)])]'
 	expect_fail 1 "refurb_stream convert: views[1] ends in normalize=mean=0.5:std=0.2, views[0] in normalize=mean=0:std=1"
 	run "$PY" -m refurb_stream convert --views '[T.CenterCrop(8), T.Lambda(lambda x: x)]'

@@ -122,3 +122,24 @@ PY
 	expect_fail 2 "refurb-final: --views 3 with 2 pipelines (-p): give one -p per view, or one -p for all"
 	[ ! -s "$T/x.s" ]
 }
+
+@test "DINO's crops of two sizes: two chains from one plan file, zipped by the reader" {
+	G='rrcrop=48:scale=0.4-1:interp=bicubic,flip'
+	L='rrcrop=24:scale=0.05-0.4:interp=bicubic,flip'
+	refurb-partial -q -c "$T/gcache" -p "$SPEC" train.idx < plan.txt |
+		refurb-final -q -p "$G" -p "$G,solarize=threshold=128:p=0.2" -o "$T/global.s"
+	refurb-partial -q -c "$T/lcache" -p "$SPEC" train.idx < plan.txt |
+		refurb-final -q -s 8 --views 3 -p "$L" -o "$T/local.s"
+	/usr/bin/python3 - "$T/global.s" "$T/local.s" <<'PY'
+import sys
+from refurb_stream import open_stream
+n = 0
+for g, l in zip(open_stream(sys.argv[1], verify=True), open_stream(sys.argv[2], verify=True)):
+    assert (g.ids == l.ids).all() and (g.labels == l.labels).all()
+    assert (g.epoch, g.step) == (l.epoch, l.step)
+    assert g.images.shape[1:] == (2, 48, 48, 3), g.images.shape
+    assert l.images.shape[1:] == (3, 24, 24, 3), l.images.shape
+    n += 1
+assert n == 15, n
+PY
+}

@@ -466,7 +466,9 @@ def views_from_torchvision(views):
             raise ConvertError(
                 "views[%d] makes %s images, views[0] %s: one stream holds one image "
                 "size; convert the views of each size on their own and run one "
-                "chain per size (each with its own cache)"
+                "chain per size from one plan file (each with its own cache and "
+                "--seed), then zip the two streams (refurb(7), FROM A TORCHVISION "
+                "RECIPE)"
                 % (v, _out_size(spec), size0))
         if _ending(spec) != norm0:
             raise ConvertError("views[%d] ends in %s, views[0] in %s: every view of a "
