@@ -164,3 +164,27 @@ PY
 	[ "${lines[0]}" = "rrcrop=32x32:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,flip=p=0.3" ]
 	[ "${lines[1]}" = "GaussianBlur (transforms[1]): not torchvision's GaussianBlur (a class of module __main__): refurb cannot know what its __call__ does; use torchvision's transform" ]
 }
+
+@test "convert --file: a recipe file's transform or views" {
+	need_torchvision
+	run -0 "$PY" -m refurb_stream convert --file "$TOP/tests/data/recipes/imagenet_plain.py"
+	[ "$output" = "rrcrop=224x224:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,flip=p=0.5,normalize=mean=0.485/0.456/0.406:std=0.229/0.224/0.225" ]
+	# a preset imported from the file's own directory
+	run -0 "$PY" -m refurb_stream convert --file "$TOP/tests/data/recipes/presets_eval.py"
+	[ "$output" = "resize=232:interp=bicubic,centercrop=224x224,normalize=mean=0.485/0.456/0.406:std=0.229/0.224/0.225" ]
+	run -0 "$PY" -m refurb_stream convert --file "$TOP/tests/data/recipes/moco_v1.py"
+	[[ "$output" == "-p rrcrop=224x224:scale=0.2-1:"*" --views 2" ]] || false
+	run "$PY" -m refurb_stream convert --file "$TOP/tests/data/recipes/lambda.py"
+	expect_fail 1 "refurb_stream convert: Lambda (transforms[1]): refurb has no filter for Lambda"
+}
+
+@test "convert --file: a missing file or one without transform or views is a usage error" {
+	need_torchvision
+	run "$PY" -m refurb_stream convert --file "$T/none.py"
+	expect_fail 2 "refurb_stream convert: cannot run $T/none.py: FileNotFoundError"
+	echo 'x = 1' > "$T/empty.py"
+	run "$PY" -m refurb_stream convert --file "$T/empty.py"
+	expect_fail 2 "refurb_stream convert: cannot run $T/empty.py: ValueError: $T/empty.py defines neither transform nor views"
+	run "$PY" -m refurb_stream convert --file
+	expect_fail 2 "usage: python3 -m refurb_stream convert [--views] EXPRESSION"
+}

@@ -33,6 +33,8 @@ view otherwise; views of different sizes or normalizations are refused.
 
 From a shell:  python3 -m refurb_stream convert 'T.Compose([...])'
                python3 -m refurb_stream convert --views '[view1, view2]'
+               python3 -m refurb_stream convert --file recipe.py
+(--file runs the file and converts its `transform`, or its `views`.)
 (T and transforms are torchvision.transforms; every transform class and
 InterpolationMode are also in scope; '-' reads the expression from stdin).
 
@@ -512,6 +514,11 @@ def _namespace():
 
     ns = {"T": transforms, "transforms": transforms, "torch": torch,
           "torchvision": torchvision}
+    try:  # interpolation=Image.BICUBIC, as older recipes write it
+        from PIL import Image
+        ns["Image"] = Image
+    except ImportError:
+        pass
     for name in dir(transforms):
         if not name.startswith("_"):
             ns[name] = getattr(transforms, name)
@@ -519,8 +526,28 @@ def _namespace():
 
 
 USAGE = ("usage: python3 -m refurb_stream convert [--views] EXPRESSION   (EXPRESSION '-' = stdin)\n"
+         "       python3 -m refurb_stream convert --file RECIPE.py\n"
          "  --views: EXPRESSION is a list of transforms, one per view; prints\n"
-         "  refurb-final's -p (and --views) arguments")
+         "  refurb-final's -p (and --views) arguments\n"
+         "  --file: runs RECIPE.py and converts what it names transform (the\n"
+         "  spec) or views (refurb-final's arguments)")
+
+
+def _from_file(path):
+    """(object, is_views) of a recipe file's `views` or `transform`."""
+    import os
+    import runpy
+    d = os.path.dirname(os.path.abspath(path))
+    sys.path.insert(0, d)  # its own helper modules beside it
+    try:
+        ns = runpy.run_path(path)
+    finally:
+        sys.path.remove(d)
+    if "views" in ns:
+        return ns["views"], True
+    if "transform" in ns:
+        return ns["transform"], False
+    raise ValueError("%s defines neither transform nor views" % path)
 
 
 def main(args):
@@ -528,18 +555,23 @@ def main(args):
     if args and args[0] in ("-h", "--help"):
         print(USAGE)
         return 0
-    views = bool(args) and args[0] == "--views"
-    if views:
+    mode = args[0] if args and args[0] in ("--views", "--file") else None
+    if mode:
         args = args[1:]
     if len(args) != 1:
         print(USAGE, file=sys.stderr)
         return 2
-    text = sys.stdin.read() if args[0] == "-" else args[0]
     try:
-        transform = eval(text, _namespace())  # noqa: S307 - the user's own code
-    except Exception as e:  # noqa: BLE001 - any error of the user's expression
-        print("refurb_stream convert: cannot evaluate the expression: %s: %s"
-              % (type(e).__name__, e), file=sys.stderr)
+        if mode == "--file":
+            transform, views = _from_file(args[0])
+        else:
+            text = sys.stdin.read() if args[0] == "-" else args[0]
+            transform = eval(text, _namespace())  # noqa: S307 - the user's own code
+            views = mode == "--views"
+    except Exception as e:  # noqa: BLE001 - any error of the user's code
+        print("refurb_stream convert: cannot %s: %s: %s"
+              % ("run " + args[0] if mode == "--file" else "evaluate the expression",
+                 type(e).__name__, e), file=sys.stderr)
         return 2
     try:
         if views:
