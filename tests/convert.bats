@@ -3,7 +3,6 @@
 # the filters of torchvision's single transforms through the programs.
 
 load helpers
-bats_require_minimum_version 1.5.0
 
 setup() {
 	T="$BATS_TEST_TMPDIR"
@@ -68,7 +67,7 @@ EOF
 	run "$PY" -m refurb_stream convert 'T.Compose(['
 	expect_fail 2 "refurb_stream convert: cannot evaluate the expression: SyntaxError"
 	run "$PY" -m refurb_stream convert
-	expect_fail 2 "usage: python3 -m refurb_stream convert [--views] EXPRESSION"
+	expect_fail 2 "usage: python3 -m refurb_stream convert EXPRESSION"
 }
 
 @test "pipeline errors suggest the near miss and list the choices" {
@@ -102,89 +101,4 @@ EOF
 	make_dataset "$T/d" 3 1
 	run refurb-dump --preview "$output" -n 2 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
 	[ "$status" -eq 0 ]
-}
-
-@test "convert --views: one -p and --views K for a view repeated, one -p per view otherwise" {
-	need_torchvision
-	run -0 "$PY" -m refurb_stream convert --views '[T.Compose([T.RandomResizedCrop(64), T.RandomGrayscale(0.2)])] * 2'
-	[ "$output" = "-p rrcrop=64x64:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,grayscale=p=0.2 --views 2" ]
-	run -0 "$PY" -m refurb_stream convert --views '[T.Compose([T.RandomResizedCrop(64), T.RandomSolarize(128, p=0)]), T.Compose([T.RandomResizedCrop(64), T.RandomSolarize(128, p=0.2)])]'
-	[ "$output" = "-p rrcrop=64x64:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,solarize=threshold=128:p=0 -p rrcrop=64x64:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,solarize=threshold=128:p=0.2" ]
-}
-
-@test "convert --views: views of different sizes or normalize are refused, naming the view" {
-	need_torchvision
-	run "$PY" -m refurb_stream convert --views '[T.RandomResizedCrop(224), T.RandomResizedCrop(96)]'
-	expect_fail 1 "refurb_stream convert: views[1] makes 96x96 images, views[0] 224x224: one stream holds one image size; convert the views of each size on their own and run one chain per size from one plan file"
-	run "$PY" -m refurb_stream convert --views '[T.Compose([T.CenterCrop(8), T.ToTensor()]), T.Compose([T.CenterCrop(8), T.ToTensor(), T.Normalize(0.5, 0.2)])]'
-	expect_fail 1 "refurb_stream convert: views[1] ends in normalize=mean=0.5:std=0.2, views[0] in normalize=mean=0:std=1"
-	run "$PY" -m refurb_stream convert --views '[T.CenterCrop(8), T.Lambda(lambda x: x)]'
-	expect_fail 1 "refurb_stream convert: views[1]: Lambda (transforms): refurb has no filter for Lambda"
-	run "$PY" -m refurb_stream convert --views 'T.CenterCrop(8)'
-	expect_fail 1 "refurb_stream convert: views: CenterCrop is not a list of transforms"
-}
-
-@test "convert: after ToTensor, thresholds and fills are on [0, 1] and uint8-only ops are refused" {
-	need_torchvision
-	run -0 "$PY" -m refurb_stream convert 'T.Compose([T.CenterCrop(8), T.ToTensor(), T.RandomSolarize(0.5, p=0.2), T.RandomRotation(10, fill=1.0)])'
-	[ "$output" = "centercrop=8x8,solarize=threshold=127.5:p=0.2,rotation=degrees=-10-10:interp=nearest:fill=255,normalize=mean=0:std=1" ]
-	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.RandomEqualize()])'
-	expect_fail 1 "refurb_stream convert: RandomEqualize (transforms[1]): torchvision refuses a float tensor here (it needs uint8: put it before ToTensor)"
-	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.RandAugment()])'
-	expect_fail 1 "refurb_stream convert: RandAugment (transforms[1]): torchvision refuses a float tensor here"
-}
-
-@test "convert: a preset holding a Compose is read, a look-alike class is refused" {
-	need_torchvision
-	cat > "$T/recipe.py" <<'PY'
-import sys
-from torchvision import transforms as T
-sys.path.insert(0, sys.argv[1])
-from refurb_stream import pipeline_from_torchvision, ConvertError
-
-class Preset:
-    def __init__(self):
-        self.transforms = T.Compose([T.RandomResizedCrop(32), T.RandomHorizontalFlip(0.3)])
-    def __call__(self, img):
-        return self.transforms(img)
-
-class GaussianBlur:
-    def __init__(self, kernel_size):
-        self.kernel_size = kernel_size
-    def __call__(self, img):
-        return img
-
-print(pipeline_from_torchvision(Preset()))
-try:
-    pipeline_from_torchvision([T.CenterCrop(8), GaussianBlur(9)])
-except ConvertError as e:
-    print(e)
-PY
-	run -0 "$PY" "$T/recipe.py" "$TOP/python"
-	[ "${lines[0]}" = "rrcrop=32x32:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,flip=p=0.3" ]
-	[ "${lines[1]}" = "GaussianBlur (transforms[1]): not torchvision's GaussianBlur (a class of module __main__): refurb cannot know what its __call__ does; use torchvision's transform" ]
-}
-
-@test "convert --file: a recipe file's transform or views" {
-	need_torchvision
-	run -0 "$PY" -m refurb_stream convert --file "$TOP/tests/data/recipes/imagenet_plain.py"
-	[ "$output" = "rrcrop=224x224:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,flip=p=0.5,normalize=mean=0.485/0.456/0.406:std=0.229/0.224/0.225" ]
-	# a preset imported from the file's own directory
-	run -0 "$PY" -m refurb_stream convert --file "$TOP/tests/data/recipes/presets_eval.py"
-	[ "$output" = "resize=232:interp=bicubic,centercrop=224x224,normalize=mean=0.485/0.456/0.406:std=0.229/0.224/0.225" ]
-	run -0 "$PY" -m refurb_stream convert --file "$TOP/tests/data/recipes/moco_v1.py"
-	[[ "$output" == "-p rrcrop=224x224:scale=0.2-1:"*" --views 2" ]] || false
-	run "$PY" -m refurb_stream convert --file "$TOP/tests/data/recipes/lambda.py"
-	expect_fail 1 "refurb_stream convert: Lambda (transforms[1]): refurb has no filter for Lambda"
-}
-
-@test "convert --file: a missing file or one without transform or views is a usage error" {
-	need_torchvision
-	run "$PY" -m refurb_stream convert --file "$T/none.py"
-	expect_fail 2 "refurb_stream convert: cannot run $T/none.py: FileNotFoundError"
-	echo 'x = 1' > "$T/empty.py"
-	run "$PY" -m refurb_stream convert --file "$T/empty.py"
-	expect_fail 2 "refurb_stream convert: cannot run $T/empty.py: ValueError: $T/empty.py defines neither transform nor views"
-	run "$PY" -m refurb_stream convert --file
-	expect_fail 2 "usage: python3 -m refurb_stream convert [--views] EXPRESSION"
 }

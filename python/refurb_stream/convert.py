@@ -287,6 +287,8 @@ def _torchvision(t):
 def _convert(t, st, where):
     name = type(t).__name__
     what = "%s (%s)" % (name, where)
+    if st.kind == "float" and name in _SIMPLE and _torchvision(t):
+        t = _float_tensor(t, name, what)
     if isinstance(t, (list, tuple)) or (name == "Compose" and _torchvision(t)) or \
             (name == "Sequential" and type(t).__module__.startswith("torch.nn")):
         _convert_list(_transforms_of(t), st, where)
@@ -299,8 +301,8 @@ def _convert(t, st, where):
                            "cannot know what its __call__ does; use torchvision's "
                            "transform" % (what, name, type(t).__module__))
     elif name in _SIMPLE:
-        if st.kind == "float":
-            t = _float_tensor(t, name, what)
+        if st.kind != "pil" and name in ("RandAugment", "AutoAugment", "TrivialAugmentWide"):
+            pass  # torchvision's uint8 tensor path gives the same ops
         _add(st, _SIMPLE[name](t, what))
     elif name == "Grayscale":
         _add(st, "gray")
@@ -525,7 +527,8 @@ def _namespace():
     return ns
 
 
-USAGE = ("usage: python3 -m refurb_stream convert [--views] EXPRESSION   (EXPRESSION '-' = stdin)\n"
+USAGE = ("usage: python3 -m refurb_stream convert EXPRESSION   (EXPRESSION '-' = stdin)\n"
+         "       python3 -m refurb_stream convert --views EXPRESSION\n"
          "       python3 -m refurb_stream convert --file RECIPE.py\n"
          "  --views: EXPRESSION is a list of transforms, one per view; prints\n"
          "  refurb-final's -p (and --views) arguments\n"
