@@ -284,51 +284,6 @@ def _torchvision(t):
     return type(t).__module__.split(".")[0] == "torchvision"
 
 
-def _convert(t, st, where):
-    name = type(t).__name__
-    what = "%s (%s)" % (name, where)
-    if st.kind == "float" and name in _SIMPLE and _torchvision(t):
-        t = _float_tensor(t, name, what)
-    if isinstance(t, (list, tuple)) or (name == "Compose" and _torchvision(t)) or \
-            (name == "Sequential" and type(t).__module__.startswith("torch.nn")):
-        _convert_list(_transforms_of(t), st, where)
-    elif not _torchvision(t) and hasattr(t, "transforms"):
-        # a wrapper holding a Compose, as torchvision's references presets
-        # (ClassificationPresetTrain: self.transforms = Compose([...]))
-        _convert(t.transforms, st, "%s.transforms" % where)
-    elif not _torchvision(t):
-        raise ConvertError("%s: not torchvision's %s (a class of module %s): refurb "
-                           "cannot know what its __call__ does; use torchvision's "
-                           "transform" % (what, name, type(t).__module__))
-    elif name in _SIMPLE:
-        if st.kind != "pil" and name in ("RandAugment", "AutoAugment", "TrivialAugmentWide"):
-            pass  # torchvision's uint8 tensor path gives the same ops
-        _add(st, _SIMPLE[name](t, what))
-    elif name == "Grayscale":
-        _add(st, "gray")
-        if t.num_output_channels == 3:
-            _add(st, "rgb")
-    elif name == "RandomApply":
-        _random_apply(t, st, what, where)
-    elif name == "RandomErasing":
-        st.filters.append((_erasing(t, what, st), 1))  # also after Normalize
-    elif name == "PILToTensor":
-        st.kind = "uint8"
-    elif name == "ToTensor":
-        st.kind = "float"
-    elif name == "ToPILImage":
-        _to_pil(t, st, what)
-    elif name == "Pad":
-        raise ConvertError("%s: refurb pads only in a crop: follow Pad with RandomCrop "
-                           "(Pad(p) then RandomCrop(n) is RandomCrop(n, padding=p))" % what)
-    elif name == "ConvertImageDtype":
-        st.kind = "float" if getattr(t.dtype, "is_floating_point", False) else "uint8"
-    elif name == "Normalize":
-        _normalize(t, st, what)
-    else:
-        raise ConvertError("%s: refurb has no filter for %s" % (what, name))
-
-
 def _convert_list(items, st, where):
     items = list(items)
     i = 0
@@ -380,6 +335,51 @@ def _float_tensor(t, name, what):
         vals = [fill] if isinstance(fill, (int, float)) else list(fill)
         t.fill = [round(v * 255.0, 6) for v in vals]
     return t
+
+
+def _convert(t, st, where):
+    name = type(t).__name__
+    what = "%s (%s)" % (name, where)
+    if st.kind == "float" and name in _SIMPLE and _torchvision(t):
+        t = _float_tensor(t, name, what)
+    if isinstance(t, (list, tuple)) or (name == "Compose" and _torchvision(t)) or \
+            (name == "Sequential" and type(t).__module__.startswith("torch.nn")):
+        _convert_list(_transforms_of(t), st, where)
+    elif not _torchvision(t) and hasattr(t, "transforms"):
+        # a wrapper holding a Compose, as torchvision's references presets
+        # (ClassificationPresetTrain: self.transforms = Compose([...]))
+        _convert(t.transforms, st, "%s.transforms" % where)
+    elif not _torchvision(t):
+        raise ConvertError("%s: not torchvision's %s (a class of module %s): refurb "
+                           "cannot know what its __call__ does; use torchvision's "
+                           "transform" % (what, name, type(t).__module__))
+    elif name in _SIMPLE:
+        if st.kind != "pil" and name in ("RandAugment", "AutoAugment", "TrivialAugmentWide"):
+            pass  # torchvision's uint8 tensor path gives the same ops
+        _add(st, _SIMPLE[name](t, what))
+    elif name == "Grayscale":
+        _add(st, "gray")
+        if t.num_output_channels == 3:
+            _add(st, "rgb")
+    elif name == "RandomApply":
+        _random_apply(t, st, what, where)
+    elif name == "RandomErasing":
+        st.filters.append((_erasing(t, what, st), 1))  # also after Normalize
+    elif name == "PILToTensor":
+        st.kind = "uint8"
+    elif name == "ToTensor":
+        st.kind = "float"
+    elif name == "ToPILImage":
+        _to_pil(t, st, what)
+    elif name == "Pad":
+        raise ConvertError("%s: refurb pads only in a crop: follow Pad with RandomCrop "
+                           "(Pad(p) then RandomCrop(n) is RandomCrop(n, padding=p))" % what)
+    elif name == "ConvertImageDtype":
+        st.kind = "float" if getattr(t.dtype, "is_floating_point", False) else "uint8"
+    elif name == "Normalize":
+        _normalize(t, st, what)
+    else:
+        raise ConvertError("%s: refurb has no filter for %s" % (what, name))
 
 
 def _random_apply(t, st, what, where):
