@@ -603,11 +603,18 @@ static int read_annotation(struct final *F, const char *in_name, rfb_err *err)
 /* One final pipeline per view (refurb-final -p given once per view):
  * each must make what view 0's makes (size, channels, dtype, layout,
  * normalization), since the stream has one shape. */
-static int open_view_pipes(struct final *F, int in_channels, rfb_err *err)
+static int open_view_pipes(struct final *F, rfb_err *err)
 {
 	size_t len = 0;
 	float mean0[3], std0[3];
 	int norm0 = rfb_pipeline_normalization(F->final_pipe, mean0, std0);
+	struct rfb_pipe_shape in = { 256, 256, 3 }, partial_out;
+	int rc, in_channels;
+
+	/* the views start from the partial part's channels, as view 0 did */
+	if ((rc = rfb_pipeline_out_shape(F->partial_pipe, &in, &partial_out, err)))
+		return rc;
+	in_channels = partial_out.channels;
 
 	if (!(F->view_pipe = calloc((size_t)F->views, sizeof *F->view_pipe)))
 		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
@@ -616,7 +623,6 @@ static int open_view_pipes(struct final *F, int in_channels, rfb_err *err)
 		struct rfb_pipe_shape shape;
 		float mean[3], std[3];
 		rfb_pipeline *p;
-		int rc;
 
 		if ((rc = rfb_pipeline_parse(F->o->view_pipelines[v], &F->view_pipe[v],
 					     err)))
@@ -702,7 +708,7 @@ static int open_inputs(struct final *F, const char *in_name, rfb_err *err)
 			 F->shape.channels * (F->dtype == RFB_DTYPE_F32 ? 4 : 1);
 	F->views = F->o->views > 1 ? F->o->views : 1;
 	F->sample_bytes = F->image_bytes * (size_t)F->views;
-	return F->o->view_pipelines ? open_view_pipes(F, partial_out.channels, err) : 0;
+	return F->o->view_pipelines ? open_view_pipes(F, err) : 0;
 }
 
 static int make_slots(struct final *F, rfb_err *err)
