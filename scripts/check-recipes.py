@@ -224,10 +224,11 @@ def compare(name, spec, ours, theirs, report):
             ok = False
     else:
         span = 4.0
-    # the extremes the images reach: torchvision's within a tenth of the range
+    # the extremes the images reach: torchvision's within a tenth of the
+    # range (not when erasing draws normal values: their extremes are random)
     tlo = min(float(x.min()) for x in theirs)
     thi = max(float(x.max()) for x in theirs)
-    if abs(lo - tlo) > 0.1 * span or abs(hi - thi) > 0.1 * span:
+    if rng is not None and (abs(lo - tlo) > 0.1 * span or abs(hi - thi) > 0.1 * span):
         report("FAIL", name, "values reach %.4g..%.4g, torchvision's %.4g..%.4g" %
                (lo, hi, tlo, thi))
         ok = False
