@@ -600,13 +600,30 @@ static int read_annotation(struct final *F, const char *in_name, rfb_err *err)
 	return 0;
 }
 
+/* The stream header's final pipeline text: the views' specs joined by ';'. */
+static int join_view_specs(struct final *F, rfb_err *err)
+{
+	size_t len = 0;
+
+	for (int v = 0; v < F->views; v++)
+		len += strlen(rfb_pipeline_canonical(F->view_pipe[v])) + 1;
+	if (!(F->final_text = malloc(len)))
+		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	F->final_text[0] = 0;
+	for (int v = 0; v < F->views; v++) {
+		if (v)
+			strcat(F->final_text, ";");
+		strcat(F->final_text, rfb_pipeline_canonical(F->view_pipe[v]));
+	}
+	return 0;
+}
+
 /* One final pipeline per view (refurb-final -p given once per view):
  * each must make what view 0's makes (size, channels, dtype, layout,
  * normalization), since the stream has one shape. */
 static int open_view_pipes(struct final *F, rfb_err *err)
 {
-	size_t len = 0;
-	float mean0[3], std0[3];
+	float mean0[3] = { 0 }, std0[3] = { 0 }; /* unused channels stay 0 */
 	int norm0 = rfb_pipeline_normalization(F->final_pipe, mean0, std0);
 	struct rfb_pipe_shape in = { 256, 256, 3 }, partial_out;
 	int rc, in_channels;
@@ -621,7 +638,7 @@ static int open_view_pipes(struct final *F, rfb_err *err)
 	F->view_pipe[0] = F->final_pipe;
 	for (int v = 1; v < F->views; v++) {
 		struct rfb_pipe_shape shape;
-		float mean[3], std[3];
+		float mean[3] = { 0 }, std[3] = { 0 };
 		rfb_pipeline *p;
 
 		if ((rc = rfb_pipeline_parse(F->o->view_pipelines[v], &F->view_pipe[v],
@@ -646,17 +663,7 @@ static int open_view_pipes(struct final *F, rfb_err *err)
 				"view %d's pipeline does not end as view 0's (the "
 				"same normalize, or none, in every view)", v);
 	}
-	for (int v = 0; v < F->views; v++)
-		len += strlen(rfb_pipeline_canonical(F->view_pipe[v])) + 1;
-	if (!(F->final_text = malloc(len)))
-		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-	F->final_text[0] = 0;
-	for (int v = 0; v < F->views; v++) {
-		if (v)
-			strcat(F->final_text, ";");
-		strcat(F->final_text, rfb_pipeline_canonical(F->view_pipe[v]));
-	}
-	return 0;
+	return join_view_specs(F, err);
 }
 
 /* The index, the cache and the two pipelines; check they belong together. */
