@@ -22,6 +22,8 @@ setup() {
 		skip "torchvision is not installed for /usr/bin/python3"
 	export PYTHONPATH="$TOP/python"
 	export BUILD="${REFURB_BUILD:-$TOP/build}"
+	# the converter speaks torchvision 0.14 (Debian's), whatever
+	# REFURB_TEST_PYTHON the reader tests run on
 	PY=/usr/bin/python3
 }
 
