@@ -54,7 +54,7 @@ check() {
 @test "zoo: distributions match torchvision's (KS) on the fast subset" {
 	run -0 check --ks --draws 150 --only o
 	[[ "${lines[-1]}" == *" recipes, 0 failed"* ]] || false
-	[ "$(grep -c "^ok   .* KS view" <<<"$output")" -eq 5 ]
+	[ "$(grep -c "^ok   .* KS view" <<<"$output")" -eq 6 ]
 	[[ "$output" == *"ok   byol                 KS view 1:"* ]] || false
 	run -0 check --ks --draws 150 --only imagenet_plain
 	[[ "$output" == *"ok   imagenet_plain       KS view 0:"* ]] || false
