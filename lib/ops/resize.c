@@ -29,7 +29,7 @@ struct rfb_resizer {
 	size_t pre_cap;
 	rfb_imgbuf tmp;        /* horizontally resampled rows */
 	rfb_imgbuf strip;      /* the AVX2 horizontal pass's transposed rows */
-	int simd;              /* use the AVX2 kernels (when the CPU has them) */
+	int simd;              /* enum rfb_resize_kernels */
 };
 
 rfb_resizer *rfb_resizer_new(rfb_err *err)
@@ -45,8 +45,11 @@ rfb_resizer *rfb_resizer_new(rfb_err *err)
 
 int rfb_resizer_set_simd(rfb_resizer *rz, int on)
 {
-	rz->simd = on && rfbi_resize_have_avx2();
-	return rz->simd; /* both kernels use the same tables */
+	if (!on || !rfbi_resize_have_avx2())
+		rz->simd = RFB_RESIZE_SCALAR;
+	else
+		rz->simd = on == RFB_RESIZE_MADD ? RFB_RESIZE_MADD : RFB_RESIZE_AVX2;
+	return rz->simd; /* all kernels use the same tables */
 }
 
 void rfb_resizer_free(rfb_resizer *rz)
@@ -56,6 +59,7 @@ void rfb_resizer_free(rfb_resizer *rz)
 	for (int i = 0; i < CACHE_SLOTS; i++) {
 		free(rz->slot[i].bounds);
 		free(rz->slot[i].k);
+		free(rz->slot[i].kp);
 	}
 	free(rz->pre);
 	rfb_imgbuf_free(&rz->tmp);
@@ -176,6 +180,33 @@ static void pixel_weights(struct coeffs *c, int xx, double center,
 	c->bounds[2 * xx + 1] = xmax;
 }
 
+/*
+ * The weights in the form the pmaddwd kernel takes: each 22-bit weight
+ * k = kh 2^11 + kl with kh = k >> 11 (signed, floor) and kl = k & 2047
+ * (0 .. 2047), both int16, so that for samples p, q of taps t, t + 1
+ *   p k_t + q k_(t+1) = 2^11 (p kh_t + q kh_(t+1)) + (p kl_t + q kl_(t+1))
+ * exactly; pmaddwd forms each bracket from int16 pairs (p, q) in int32
+ * (|p kh| <= 255 * 32767: no overflow, no saturation).  Normalised
+ * weights stay well inside int16 after >> 11 (a PIL weight is at most
+ * about 1.13 x 2^22, bicubic at an edge), but a table where one would
+ * not gets madd = 0 and the pmulld kernel.  (The pmaddwd kernel is not
+ * the default: see resize_avx2.c.)
+ */
+static void split_weights(struct coeffs *c, size_t nk)
+{
+	c->madd = 1;
+	for (size_t i = 0; i + 1 < nk; i += 2) {
+		int32_t h0 = c->k[i] >> MADD_LOW_BITS, h1 = c->k[i + 1] >> MADD_LOW_BITS;
+		uint32_t l0 = (uint32_t)c->k[i] & ((1u << MADD_LOW_BITS) - 1);
+		uint32_t l1 = (uint32_t)c->k[i + 1] & ((1u << MADD_LOW_BITS) - 1);
+		if (h0 < INT16_MIN || h0 > INT16_MAX || h1 < INT16_MIN ||
+		    h1 > INT16_MAX)
+			c->madd = 0;
+		c->kp[i] = (int32_t)(((uint32_t)h0 & 0xffffu) | ((uint32_t)h1 << 16));
+		c->kp[i + 1] = (int32_t)(l0 | l1 << 16);
+	}
+}
+
 static int compute_filter_coeffs(rfb_resizer *rz, struct coeffs *c,
 				 rfb_err *err)
 {
@@ -207,6 +238,10 @@ static int compute_filter_coeffs(rfb_resizer *rz, struct coeffs *c,
 		double center = c->offset + (xx + c->first + 0.5) * c->scale;
 		pixel_weights(c, xx, center, support, filterscale, rz->pre);
 	}
+	rc = grow((void **)&c->kp, &c->kp_cap, nk, sizeof *c->kp, err);
+	if (rc)
+		return rc;
+	split_weights(c, nk);
 	return 0;
 }
 
@@ -283,12 +318,13 @@ static int hpass(rfb_resizer *rz, const rfb_image *src, int y0, int rows,
 		 const struct coeffs *c, rfb_image *dst, rfb_err *err)
 {
 	if (rz->simd) {
-		size_t need = ((size_t)src->width + (size_t)c->ksize +
-			       (size_t)dst->width) * RFB_RESIZE_STRIP_BYTES + 32;
+		size_t need = rfbi_resize_hpass_scratch(src->width, c, dst->width);
 		int rc = rfb_imgbuf_reserve(&rz->strip, need, err);
 		if (rc)
 			return rc;
-		rfbi_resize_hpass_avx2(src, y0, rows, c, dst, rz->strip.data);
+		rfbi_resize_hpass_avx2(src, y0, rows, c,
+				       rz->simd == RFB_RESIZE_MADD && c->madd, dst,
+				       rz->strip.data);
 		return 0;
 	}
 	for (int y = 0; y < rows; y++) {

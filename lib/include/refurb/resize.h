@@ -29,9 +29,20 @@ rfb_resizer *rfb_resizer_new(rfb_err *err) RFB_MUST_CHECK;
 /* Free a resizer and its tables.  NULL accepted. */
 void rfb_resizer_free(rfb_resizer *rz);
 
+/* Which kernels rfb_resizer_set_simd() selects. */
+enum rfb_resize_kernels {
+	RFB_RESIZE_SCALAR = 0, /* the portable scalar kernels (the reference) */
+	RFB_RESIZE_AVX2 = 1,   /* AVX2, horizontal pass with pmulld (default) */
+	RFB_RESIZE_MADD = 2,   /* AVX2, horizontal pass with pmaddwd on tap
+				* pairs (slower than pmulld on the AMD Zen 4
+				* it was measured on: scripts/bench-resize) */
+};
+
 /* Use the AVX2 kernels (on by default where the CPU has them) or the
- * portable scalar ones; both give the same bytes.  Returns whether the
- * AVX2 kernels are now in use.  For tests and benchmarks. */
+ * portable scalar ones; all give the same bytes.  on is an
+ * enum rfb_resize_kernels (any other non-zero value means
+ * RFB_RESIZE_AVX2).  Returns the kernels now in use: RFB_RESIZE_SCALAR
+ * when the CPU has no AVX2.  For tests and benchmarks. */
 int rfb_resizer_set_simd(rfb_resizer *rz, int on);
 
 /*
