@@ -30,6 +30,17 @@ struct rfb_resizer {
 	rfb_imgbuf tmp;        /* horizontally resampled rows */
 	rfb_imgbuf strip;      /* the AVX2 horizontal pass's transposed rows */
 	int simd;              /* enum rfb_resize_kernels */
+	struct bands {         /* rfb_resize_bands_*: a resize under way */
+		int active;
+		const struct coeffs *cx, *cy;
+		int need_h, need_v;
+		int src_w, src_h, channels;
+		int row0, row1;    /* source rows the vertical pass reads */
+		int next;          /* the next source row expected */
+		rfb_image dst, tmp;/* tmp: rows [row0, row1) after the
+				    * horizontal pass (dst when there is
+				    * no vertical pass) */
+	} bands;
 };
 
 rfb_resizer *rfb_resizer_new(rfb_err *err)
@@ -432,12 +443,14 @@ static int filter_resize(rfb_resizer *rz, const rfb_image *src,
 	return rc;
 }
 
-int rfb_resize_mapped(rfb_resizer *rz, const rfb_image *src,
-		      const struct rfb_resize_axis *ax,
-		      const struct rfb_resize_axis *ay, rfb_image *dst,
-		      enum rfb_interp interp, rfb_err *err)
+/* Check a mapped resize of src (its size and channels) into dst and get
+ * its tables. */
+static int mapped_tables(rfb_resizer *rz, const rfb_image *src,
+			 const struct rfb_resize_axis *ax,
+			 const struct rfb_resize_axis *ay, const rfb_image *dst,
+			 enum rfb_interp interp, const struct coeffs **cx,
+			 const struct coeffs **cy, rfb_err *err)
 {
-	const struct coeffs *cx, *cy;
 	int rc = check_shapes(src, dst, interp, err);
 
 	if (rc)
@@ -445,13 +458,26 @@ int rfb_resize_mapped(rfb_resizer *rz, const rfb_image *src,
 	if (!(ax->scale > 0.0) || !(ay->scale > 0.0) || !isfinite(ax->offset) ||
 	    !isfinite(ay->offset) || !isfinite(ax->scale) || !isfinite(ay->scale))
 		return rfb_err_set(err, RFB_EINVAL, NULL, "resize: bad mapping");
-	cx = get_coeffs(rz, src->width, dst->width, ax, interp, err);
-	if (!cx)
+	*cx = get_coeffs(rz, src->width, dst->width, ax, interp, err);
+	if (!*cx)
 		return err ? err->code : RFB_ENOMEM;
-	rz->slot[cx - rz->slot].used = ++rz->clock;
-	cy = get_coeffs(rz, src->height, dst->height, ay, interp, err);
-	if (!cy)
+	rz->slot[*cx - rz->slot].used = ++rz->clock;
+	*cy = get_coeffs(rz, src->height, dst->height, ay, interp, err);
+	if (!*cy)
 		return err ? err->code : RFB_ENOMEM;
+	return 0;
+}
+
+int rfb_resize_mapped(rfb_resizer *rz, const rfb_image *src,
+		      const struct rfb_resize_axis *ax,
+		      const struct rfb_resize_axis *ay, rfb_image *dst,
+		      enum rfb_interp interp, rfb_err *err)
+{
+	const struct coeffs *cx, *cy;
+	int rc = mapped_tables(rz, src, ax, ay, dst, interp, &cx, &cy, err);
+
+	if (rc)
+		return rc;
 	if (interp == RFB_INTERP_NEAREST) {
 		nearest_pass(src, cx, cy, dst);
 		return 0;
@@ -485,22 +511,129 @@ int rfb_resize_window(rfb_resizer *rz, const rfb_image *src, int full_w,
 	return rfb_resize_mapped(rz, src, &ax, &ay, dst, interp, err);
 }
 
+/* The mapping of a box resize of a src_w x src_h source into dst. */
+static int box_axes(const struct rfb_resize_box *box, int src_w, int src_h,
+		    const rfb_image *dst, struct rfb_resize_axis *ax,
+		    struct rfb_resize_axis *ay, rfb_err *err)
+{
+	if (!(box->x0 >= 0.0 && box->y0 >= 0.0 && box->x1 > box->x0 &&
+	      box->y1 > box->y0 && box->x1 <= src_w && box->y1 <= src_h))
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "resize box (%g,%g)-(%g,%g) outside %dx%d",
+				   box->x0, box->y0, box->x1, box->y1, src_w,
+				   src_h);
+	*ax = (struct rfb_resize_axis){ box->x0, (box->x1 - box->x0) / dst->width, 0, 0 };
+	*ay = (struct rfb_resize_axis){ box->y0, (box->y1 - box->y0) / dst->height, 0, 0 };
+	return 0;
+}
+
 int rfb_resize_box(rfb_resizer *rz, const rfb_image *src,
 		   const struct rfb_resize_box *box, rfb_image *dst,
 		   enum rfb_interp interp, rfb_err *err)
 {
-	struct rfb_resize_axis ax = { box->x0, 0.0, 0, 0 }, ay = { box->y0, 0.0, 0, 0 };
+	struct rfb_resize_axis ax, ay;
+	int rc = box_axes(box, src->width, src->height, dst, &ax, &ay, err);
 
-	if (!(box->x0 >= 0.0 && box->y0 >= 0.0 && box->x1 > box->x0 &&
-	      box->y1 > box->y0 && box->x1 <= src->width &&
-	      box->y1 <= src->height))
+	return rc ? rc : rfb_resize_mapped(rz, src, &ax, &ay, dst, interp, err);
+}
+
+/* ---- bands ---- */
+
+int rfb_resize_bands_begin(rfb_resizer *rz, int src_w, int src_h,
+			   int channels, const struct rfb_resize_axis *ax,
+			   const struct rfb_resize_axis *ay, rfb_image *dst,
+			   enum rfb_interp interp, rfb_err *err)
+{
+	struct bands *b = &rz->bands;
+	rfb_image src = { NULL, 0, src_w, src_h, channels };
+	int rc;
+
+	b->active = 0;
+	if (interp == RFB_INTERP_NEAREST)
 		return rfb_err_set(err, RFB_EINVAL, NULL,
-				   "resize box (%g,%g)-(%g,%g) outside %dx%d",
-				   box->x0, box->y0, box->x1, box->y1,
-				   src->width, src->height);
-	ax.scale = (box->x1 - box->x0) / dst->width;
-	ay.scale = (box->y1 - box->y0) / dst->height;
-	return rfb_resize_mapped(rz, src, &ax, &ay, dst, interp, err);
+				   "resize: nearest has no band form");
+	rc = mapped_tables(rz, &src, ax, ay, dst, interp, &b->cx, &b->cy, err);
+	if (rc)
+		return rc;
+	b->need_h = !identity(ax, src_w, dst->width);
+	b->need_v = !identity(ay, src_h, dst->height);
+	b->src_w = src_w, b->src_h = src_h, b->channels = channels;
+	b->next = 0;
+	b->dst = *dst;
+	if (!b->need_v) {
+		/* the horizontal pass (or a copy) writes dst's rows */
+		b->row0 = 0;
+		b->row1 = dst->height;
+		b->tmp = *dst;
+	} else {
+		b->row0 = b->cy->bounds[0];
+		b->row1 = b->cy->bounds[2 * (b->cy->out_size - 1)] +
+			  b->cy->bounds[2 * (b->cy->out_size - 1) + 1];
+		rc = rfb_image_alloc(&b->tmp, &rz->tmp, dst->width,
+				     b->row1 - b->row0, channels, err);
+		if (rc)
+			return rc;
+	}
+	b->active = 1;
+	return 0;
+}
+
+int rfb_resize_bands_begin_box(rfb_resizer *rz, int src_w, int src_h,
+			       int channels, const struct rfb_resize_box *box,
+			       rfb_image *dst, enum rfb_interp interp,
+			       rfb_err *err)
+{
+	struct rfb_resize_axis ax, ay;
+	int rc = box_axes(box, src_w, src_h, dst, &ax, &ay, err);
+
+	rz->bands.active = 0;
+	return rc ? rc : rfb_resize_bands_begin(rz, src_w, src_h, channels, &ax,
+						&ay, dst, interp, err);
+}
+
+int rfb_resize_bands_rows(rfb_resizer *rz, const rfb_image *rows, int y,
+			  rfb_err *err)
+{
+	struct bands *b = &rz->bands;
+	int lo, hi;
+	rfb_image out;
+
+	if (!b->active || y != b->next || rows->width != b->src_w ||
+	    rows->channels != b->channels || rows->height < 1 ||
+	    rows->height > b->src_h - y)
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "resize: band of %d rows at %d out of order",
+				   rows->height, y);
+	b->next += rows->height;
+	/* the rows of this band the vertical pass reads */
+	lo = y > b->row0 ? y : b->row0;
+	hi = b->next < b->row1 ? b->next : b->row1;
+	if (lo >= hi)
+		return 0;
+	out = b->tmp;
+	out.data += (size_t)(lo - b->row0) * out.stride;
+	out.height = hi - lo;
+	if (b->need_h)
+		return hpass(rz, rows, lo - y, hi - lo, b->cx, &out, err);
+	for (int i = 0; i < hi - lo; i++)
+		memcpy(out.data + (size_t)i * out.stride,
+		       rows->data + (size_t)(lo - y + i) * rows->stride,
+		       (size_t)rows->width * rows->channels);
+	return 0;
+}
+
+int rfb_resize_bands_end(rfb_resizer *rz, rfb_err *err)
+{
+	struct bands *b = &rz->bands;
+
+	if (!b->active || b->next != b->src_h)
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "resize: bands end at row %d of %d",
+				   b->active ? b->next : 0, b->src_h);
+	b->active = 0;
+	if (b->need_v)
+		vpass(rz, &b->tmp, b->row0, b->cy, &b->dst);
+	return 0;
 }
 
 int rfb_resize_shorter(int in_w, int in_h, int size, int max_size,

@@ -295,6 +295,111 @@ out:
 	}
 }
 
+/* Feed src to the band form in bands of random heights (1 to 24 rows). */
+static int feed_bands(rfb_resizer *rz, const rfb_image *src, unsigned *seed)
+{
+	for (int y = 0; y < src->height;) {
+		rfb_image band = *src;
+		int h = 1 + (int)(next(seed) % 24);
+		band.data += (size_t)y * src->stride;
+		band.height = h < src->height - y ? h : src->height - y;
+		if (rfb_resize_bands_rows(rz, &band, y, NULL))
+			return -1;
+		y += band.height;
+	}
+	return rfb_resize_bands_end(rz, NULL);
+}
+
+/* The band form gives rfb_resize_mapped's bytes (and the box form
+ * rfb_resize_box's), with every kernel, whatever the band heights:
+ * windows, identities on one axis or both, 1-px images. */
+static void test_bands_match_whole(void)
+{
+	rfb_resizer *rz = rfb_resizer_new(NULL);
+	rfb_imgbuf sb = { 0 }, xb = { 0 }, yb = { 0 };
+	rfb_image src, x, y;
+	unsigned seed = 11;
+
+	for (int i = 0; i < 900; i++) {
+		struct sim_case c = sim_case(&seed);
+		int kernel = (int)(next(&seed) % 3), ident = (int)(next(&seed) % 6);
+		if (c.interp == RFB_INTERP_NEAREST)
+			c.interp = RFB_INTERP_BICUBIC;
+		if (ident == 1 || ident == 3) /* no horizontal pass */
+			c.fw = c.dw = c.sw, c.left = 0;
+		if (ident == 2 || ident == 3) /* no vertical pass */
+			c.fh = c.dh = c.sh, c.top = 0;
+		struct rfb_resize_axis ax = { 0.0, (double)c.sw / c.fw, c.left, 0 };
+		struct rfb_resize_axis ay = { 0.0, (double)c.sh / c.fh, c.top, 0 };
+		rfb_resizer_set_simd(rz, kernel);
+		CHECK(rfb_image_alloc(&src, &sb, c.sw, c.sh, c.ch, NULL) == 0);
+		fill_kind(&src, seed, c.kind);
+		CHECK(rfb_image_alloc(&x, &xb, c.dw, c.dh, c.ch, NULL) == 0);
+		CHECK(rfb_image_alloc(&y, &yb, c.dw, c.dh, c.ch, NULL) == 0);
+		CHECK(rfb_resize_mapped(rz, &src, &ax, &ay, &x, c.interp, NULL) == 0);
+		if (ident == 4) {
+			struct rfb_resize_box box = { 0.25 * (c.sw > 1), 0.5 * (c.sh > 1),
+						      c.sw, c.sh - 0.25 * (c.sh > 1) };
+			CHECK(rfb_resize_box(rz, &src, &box, &x, c.interp, NULL) == 0);
+			CHECK(rfb_resize_bands_begin_box(rz, c.sw, c.sh, c.ch, &box, &y,
+							 c.interp, NULL) == 0);
+		} else {
+			CHECK(rfb_resize_bands_begin(rz, c.sw, c.sh, c.ch, &ax, &ay, &y,
+						     c.interp, NULL) == 0);
+		}
+		memset(y.data, 0x5a, (size_t)y.height * y.stride);
+		CHECK(feed_bands(rz, &src, &seed) == 0);
+		CHECKF(images_equal(&x, &y),
+		       "case %d kernel %d ident %d: %dx%dx%d -> %dx%d+%d+%d of %dx%d "
+		       "interp %d", i, kernel, ident, c.sw, c.sh, c.ch, c.dw, c.dh,
+		       c.left, c.top, c.fw, c.fh, (int)c.interp);
+	}
+	rfb_imgbuf_free(&sb);
+	rfb_imgbuf_free(&xb);
+	rfb_imgbuf_free(&yb);
+	rfb_resizer_free(rz);
+}
+
+/* Bands out of order, of the wrong shape, too few, nearest, a box
+ * outside the source: refused with a message. */
+static void test_bands_bad(void)
+{
+	rfb_resizer *rz = rfb_resizer_new(NULL);
+	rfb_imgbuf sb = { 0 }, db = { 0 };
+	rfb_image src, dst, band;
+	struct rfb_resize_axis ax = { 0.0, 2.0, 0, 0 }, ay = { 0.0, 2.0, 0, 0 };
+	struct rfb_resize_box box = { 0, 0, 41, 10 };
+	rfb_err err = { 0 };
+
+	CHECK(rfb_image_alloc(&src, &sb, 40, 30, 3, NULL) == 0);
+	CHECK(rfb_image_alloc(&dst, &db, 20, 15, 3, NULL) == 0);
+	fill_pattern(&src, 3);
+	CHECK(rfb_resize_bands_begin(rz, 40, 30, 3, &ax, &ay, &dst,
+				     RFB_INTERP_NEAREST, &err) == RFB_EINVAL);
+	CHECK(strstr(err.msg, "nearest") != NULL);
+	CHECK(rfb_resize_bands_rows(rz, &src, 0, &err) == RFB_EINVAL);
+	CHECK(rfb_resize_bands_begin_box(rz, 40, 30, 3, &box, &dst,
+					 RFB_INTERP_BILINEAR, &err) == RFB_EINVAL);
+	CHECK(strstr(err.msg, "outside 40x30") != NULL);
+	CHECK(rfb_resize_bands_begin(rz, 40, 30, 1, &ax, &ay, &dst,
+				     RFB_INTERP_BILINEAR, &err) == RFB_EINVAL);
+	CHECK(rfb_resize_bands_begin(rz, 40, 30, 3, &ax, &ay, &dst,
+				     RFB_INTERP_BILINEAR, &err) == 0);
+	band = src;
+	band.height = 10;
+	CHECK(rfb_resize_bands_rows(rz, &band, 5, &err) == RFB_EINVAL);
+	CHECK(strstr(err.msg, "out of order") != NULL);
+	CHECK(rfb_resize_bands_rows(rz, &band, 0, &err) == 0);
+	band.width = 39;
+	CHECK(rfb_resize_bands_rows(rz, &band, 10, &err) == RFB_EINVAL);
+	CHECK(rfb_resize_bands_end(rz, &err) == RFB_EINVAL);
+	CHECK(strstr(err.msg, "row 10 of 30") != NULL);
+	CHECK(rfb_resize_bands_end(rz, &err) == RFB_EINVAL);
+	rfb_imgbuf_free(&sb);
+	rfb_imgbuf_free(&db);
+	rfb_resizer_free(rz);
+}
+
 /* The golden cases again with the scalar kernels and with the pmaddwd
  * horizontal pass. */
 static void test_golden_other_kernels(void)
@@ -349,6 +454,8 @@ int main(void)
 	RUN(test_golden_resize);
 	RUN(test_golden_other_kernels);
 	RUN(test_simd_matches_scalar);
+	RUN(test_bands_match_whole);
+	RUN(test_bands_bad);
 	RUN(test_window_matches_crop);
 	RUN(test_box);
 	RUN(test_shorter_rule);
