@@ -10,6 +10,12 @@
  * Nearest follows Geometry.c's ImagingScaleAffine: the source coordinate
  * starts at offset + scale / 2 and is accumulated in double, then
  * truncated.  Same operations in the same order give the same bits.
+ *
+ * The horizontal pass works row by row, so it can run on the source in
+ * bands as they arrive (rfb_resize_bands_*, used by the JPEG decode to
+ * resize rows while they are in the cache) with the same result.  The
+ * AVX2 kernels (resize_avx2.c) are chosen at run time; the scalar ones
+ * here and in resize_internal.h are the reference they are tested with.
  */
 #include <math.h>
 #include <stdint.h>
@@ -203,8 +209,14 @@ static void pixel_weights(struct coeffs *c, int xx, double center,
  * not gets madd = 0 and the pmulld kernel.  (The pmaddwd kernel is not
  * the default: see resize_avx2.c.)
  */
-static void split_weights(struct coeffs *c, size_t nk)
+static int split_weights(struct coeffs *c, rfb_err *err)
 {
+	size_t nk = (size_t)c->out_size * (size_t)c->kstride + 8; /* as k */
+	int rc = grow((void **)&c->kp, &c->kp_cap, nk, sizeof *c->kp, err);
+
+	if (rc)
+		return rc;
+	c->kp_valid = 1;
 	c->madd = 1;
 	for (size_t i = 0; i + 1 < nk; i += 2) {
 		int32_t h0 = c->k[i] >> MADD_LOW_BITS, h1 = c->k[i + 1] >> MADD_LOW_BITS;
@@ -216,6 +228,7 @@ static void split_weights(struct coeffs *c, size_t nk)
 		c->kp[i] = (int32_t)(((uint32_t)h0 & 0xffffu) | ((uint32_t)h1 << 16));
 		c->kp[i + 1] = (int32_t)(l0 | l1 << 16);
 	}
+	return 0;
 }
 
 static int compute_filter_coeffs(rfb_resizer *rz, struct coeffs *c,
@@ -249,10 +262,7 @@ static int compute_filter_coeffs(rfb_resizer *rz, struct coeffs *c,
 		double center = c->offset + (xx + c->first + 0.5) * c->scale;
 		pixel_weights(c, xx, center, support, filterscale, rz->pre);
 	}
-	rc = grow((void **)&c->kp, &c->kp_cap, nk, sizeof *c->kp, err);
-	if (rc)
-		return rc;
-	split_weights(c, nk);
+	c->kp_valid = 0; /* split_weights() when the pmaddwd kernel needs it */
 	return 0;
 }
 
@@ -306,6 +316,7 @@ static struct coeffs *get_coeffs(rfb_resizer *rz, int in_size, int out_size,
 			c = &rz->slot[i];
 	}
 	c->valid = 0;
+	c->kp_valid = 0;
 	c->in_size = in_size;
 	c->out_size = out_size;
 	c->first = a->first;
@@ -451,6 +462,7 @@ static int mapped_tables(rfb_resizer *rz, const rfb_image *src,
 			 enum rfb_interp interp, const struct coeffs **cx,
 			 const struct coeffs **cy, rfb_err *err)
 {
+	struct coeffs *x;
 	int rc = check_shapes(src, dst, interp, err);
 
 	if (rc)
@@ -458,13 +470,18 @@ static int mapped_tables(rfb_resizer *rz, const rfb_image *src,
 	if (!(ax->scale > 0.0) || !(ay->scale > 0.0) || !isfinite(ax->offset) ||
 	    !isfinite(ay->offset) || !isfinite(ax->scale) || !isfinite(ay->scale))
 		return rfb_err_set(err, RFB_EINVAL, NULL, "resize: bad mapping");
-	*cx = get_coeffs(rz, src->width, dst->width, ax, interp, err);
-	if (!*cx)
+	x = get_coeffs(rz, src->width, dst->width, ax, interp, err);
+	if (!x)
 		return err ? err->code : RFB_ENOMEM;
-	rz->slot[*cx - rz->slot].used = ++rz->clock;
+	x->used = ++rz->clock;
+	*cx = x;
 	*cy = get_coeffs(rz, src->height, dst->height, ay, interp, err);
 	if (!*cy)
 		return err ? err->code : RFB_ENOMEM;
+	/* only the horizontal pass has a pmaddwd kernel */
+	if (rz->simd == RFB_RESIZE_MADD && interp != RFB_INTERP_NEAREST &&
+	    !x->kp_valid)
+		return split_weights(x, err);
 	return 0;
 }
 

@@ -29,9 +29,10 @@ struct coeffs {
 	 * output pixel xx, kp[xx * kstride + 2j] holds their high parts
 	 * (k >> 11, signed) and kp[... + 2j + 1] their low parts
 	 * (k & 2047), each as two int16 (tap 2j in the low half); valid
-	 * only when madd is 1 (every high part fits in int16) */
+	 * only when kp_valid (resize.c's split_weights, run when the kernel
+	 * is first asked for) and madd is 1 (every high part fits in int16) */
 	int32_t *kp;
-	int madd;
+	int kp_valid, madd;
 	size_t bounds_cap, k_cap, kp_cap;
 	unsigned long used;    /* LRU stamp */
 };
