@@ -13,6 +13,9 @@
  * RFB_DECODE_LENIENT allows them; "premature end of JPEG file" (libjpeg's
  * memory source hit the end of the data and would pad with a fake EOI,
  * i.e. grey pixels) becomes RFB_ETRUNC.  Nothing is ever printed.
+ * rfb_decode_pixels_bands() hands the rows to a callback 16 at a time
+ * instead of storing the image, so that a resize can read them while
+ * they are still in the cache.
  */
 #include <setjmp.h>
 #include <stdio.h>

@@ -8,7 +8,9 @@
  * possibly DCT-scaled), and the folded layers are finished on that
  * decode by a resize whose sampling positions are those the full-size
  * resize would use (rfb_resize_mapped) or, for a resized crop, from the
- * crop's exact box.  Then the remaining layers run as usual.
+ * crop's exact box.  That resize can run on the decoder's bands of rows
+ * as they come (decode_bands; rfb_pipe_ctx_set_band_resize says when).
+ * Then the remaining layers run as usual.
  */
 #include <math.h>
 #include <stdlib.h>
