@@ -75,6 +75,7 @@ struct partial {
 	rfb_pipeline *pipe;
 	rfb_cache *cache;
 	rfb_handover *ho;         /* --handover, or NULL */
+	int ho_live;              /* a reader opened it: records go there */
 	uint64_t batch_start;     /* ring position of the batch being settled */
 	rfb_costs_writer *costs;   /* --costs, or NULL */
 	rfb_plan_reader *reader;
@@ -332,7 +333,7 @@ static int settle_job(struct partial *P, struct slot *s, uint32_t i,
 		return rc;
 	rc = RFB_ELIMIT;
 	/* a record no later epoch reads goes to the reader in memory */
-	if (P->ho && j->death <= s->batch.epoch + 1) {
+	if (P->ho_live && j->death <= s->batch.epoch + 1) {
 		rfb_err why = { 0 };
 		rc = rfb_handover_put(P->ho, j->rec.data, j->rec_len, P->batch_start,
 				      P->out_fd, &a.offset, &why);
@@ -378,7 +379,11 @@ static int finish_batch(void *engine, int slot, rfb_err *err)
 	int rc;
 
 	rfb_group_wait(&s->group);
-	if (P->ho)
+	/* without waiting for the reader, the ring is used from the first
+	 * batch placed after it opened it */
+	if (P->ho && !P->ho_live)
+		P->ho_live = rfb_handover_attached(P->ho);
+	if (P->ho_live)
 		P->batch_start = rfb_handover_position(P->ho);
 	for (uint32_t i = 0; i < s->batch.count; i++)
 		if (s->has_job[i] && (rc = settle_job(P, s, i, err)))
@@ -605,6 +610,7 @@ static int wait_reader(struct partial *P, rfb_err *err)
 		P->ho = NULL;
 		P->st->handover_unused = 1;
 	}
+	P->ho_live = P->ho != NULL;
 	return 0;
 }
 
@@ -654,7 +660,7 @@ static int setup(struct partial *P, int in_fd, const char *in_name,
 		return err ? err->code : RFB_ENOMEM;
 	if ((rc = write_header(P, err)))
 		return rc;
-	return P->ho ? wait_reader(P, err) : 0;
+	return P->ho && !o->handover_nowait ? wait_reader(P, err) : 0;
 }
 
 /* The stream: batches are queued and finished in order; an epoch's end
