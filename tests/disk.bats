@@ -29,11 +29,13 @@ teardown() {
 	fi
 }
 
-# run_chain CACHE R B EPOCHS: the whole chain, refurb-final reading.
+# run_chain CACHE R B EPOCHS [OPTION]: the whole chain, refurb-final
+# reading; OPTION for refurb-partial (default --no-handover: every record
+# through the cache, whose bound is the subject here).
 run_chain() {
 	refurb-evict -q -r "$2" -s 7 -o "$T/r$2.evict" train.idx
 	refurb-plan -q -b "$3" -e "0-$4" "$T/r$2.evict" |
-		refurb-partial -q -c "$1" -p "$SPEC" train.idx |
+		refurb-partial -q -c "$1" "${5:---no-handover}" -p "$SPEC" train.idx |
 		refurb-final -q -p "$FINAL" -o /dev/null
 }
 
@@ -58,6 +60,22 @@ bound_of() {
 			[ "$3" -eq $(( $2 + $2 / r + 1048576 + 64 * 120 )) ]
 		done
 	done
+}
+
+@test "the default (records that die at once handed over in memory): at r = 3 within the bound, at r = 1 nothing live" {
+	rm -rf "$T/c"
+	run_chain "$T/c" 3 8 8 --inflight=2
+	run refurb-dump --stats "$T/c"
+	[ "$status" -eq 0 ]
+	grep -q "^disk         .* MiB on disk, .* MiB live (.*x); bound (1 + 1/r) x live + 1.0 MiB = .* MiB (r = 3): within$" <<< "$output"
+	rm -rf "$T/c"
+	run_chain "$T/c" 1 8 8 --inflight=2
+	run refurb-dump --stats "$T/c"
+	[ "$status" -eq 0 ]
+	grep -q "^live         0 records" <<< "$output"
+	grep -q "^segments     0, 0.0 MiB on disk" <<< "$output"
+	set -- $(du -sb "$T/c")
+	[ "$1" -le 1048576 ]
 }
 
 @test "a cache on a tmpfs sized by the man page's rule runs to the end, no ENOSPC, the peak within the bound (r = 1, 2, 3; batch 8 and 120)" {
