@@ -312,6 +312,7 @@ int main(int argc, char **argv)
 	int in_fd, out_fd, rc, handover = -1;
 
 	cli_init(&c, "refurb-partial", usage, help);
+	cli_keep_freed_memory();
 	parse(&c, &o, &in, &out, &r.stats_path, &handover, argc, argv);
 	signal(SIGPIPE, SIG_IGN); /* a closed reader is EPIPE, handled */
 	cli_set_stop_line("refurb-partial: interrupted; stopped at once (the "
