@@ -58,7 +58,7 @@ static const char help[] =
 	"                         without waiting and used once refurb-final opens it\n"
 	"      --no-handover      every record goes through the cache (a plan\n"
 	"                         recorded with tee can then be replayed)\n"
-"      --costs FILE       append every computed sample's thread CPU time\n"
+	"      --costs FILE       append every computed sample's thread CPU time\n"
 	"                         to FILE (refurb-costs(5)), for refurb-plan\n"
 	"                         --balance cost=FILE\n"
 	"      --stats FILE       one TSV line per batch (misses computed, worker\n"
