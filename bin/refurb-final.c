@@ -308,6 +308,7 @@ int main(int argc, char **argv)
 	int in_fd, out_fd, rc;
 
 	cli_init(&c, "refurb-final", usage, help);
+	cli_keep_freed_memory();
 	parse(&c, &o, &a, argc, argv);
 	signal(SIGPIPE, SIG_IGN); /* a closed reader is EPIPE, handled */
 	cli_set_stop_line("refurb-final: interrupted before writing a batch\n");

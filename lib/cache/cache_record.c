@@ -281,17 +281,14 @@ static int decode_jpeg(rfb_codec_ctx *x, const unsigned char *p,
 	return rc;
 }
 
-int rfb_record_decode(rfb_codec_ctx *x, const unsigned char *rec, size_t len,
-		      struct rfb_record_meta *m, rfb_image *img,
-		      rfb_imgbuf *buf, rfb_err *err)
+int rfb_record_decode_checked(rfb_codec_ctx *x, const unsigned char *rec,
+			      const struct rfb_record_meta *m, rfb_image *img,
+			      rfb_imgbuf *buf, rfb_err *err)
 {
 	const unsigned char *p = rec + RFB_RECORD_HEADER_SIZE;
 	size_t n;
 	int rc;
 
-	if ((rc = rfb_record_parse_header(rec, len, m, err)) ||
-	    (rc = rfb_record_verify(rec, len, m, err)))
-		return rc;
 	if (m->codec == RFB_CODEC_JPEG)
 		return decode_jpeg(x, p, m, img, buf, err);
 	if (m->codec == RFB_CODEC_RAW) {
@@ -313,4 +310,16 @@ int rfb_record_decode(rfb_codec_ctx *x, const unsigned char *rec, size_t len,
 				   ZSTD_isError(n) ? ZSTD_getErrorName(n)
 				   : "wrong length");
 	return 0;
+}
+
+int rfb_record_decode(rfb_codec_ctx *x, const unsigned char *rec, size_t len,
+		      struct rfb_record_meta *m, rfb_image *img,
+		      rfb_imgbuf *buf, rfb_err *err)
+{
+	int rc;
+
+	if ((rc = rfb_record_parse_header(rec, len, m, err)) ||
+	    (rc = rfb_record_verify(rec, len, m, err)))
+		return rc;
+	return rfb_record_decode_checked(x, rec, m, img, buf, err);
 }

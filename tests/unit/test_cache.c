@@ -132,6 +132,19 @@ static void test_codecs(void)
 			}
 			CHECKF(k == 2 ? maxdiff < 12 : maxdiff == 0, "%s: %d",
 			       names[k], maxdiff);
+			/* decoding a record already checked gives the same pixels */
+			rfb_imgbuf cb = { 0 };
+			rfb_image same;
+			CHECK(rfb_record_decode_checked(codec_ctx, rb.data, &m, &same,
+							&cb, &err) == 0);
+			CHECK(same.width == out.width && same.height == out.height &&
+			      same.channels == out.channels);
+			for (int y = 0; y < out.height; y++)
+				CHECKF(memcmp(same.data + (size_t)y * same.stride,
+					      out.data + (size_t)y * out.stride,
+					      (size_t)out.width * ch) == 0,
+				       "%s: row %d", names[k], y);
+			rfb_imgbuf_free(&cb);
 			/* every corrupted byte is caught */
 			for (size_t i = 0; i < len; i += 7) {
 				rb.data[i] ^= 1;
