@@ -322,8 +322,9 @@ static void bilinear4(const rfb_image *src, const struct grid *g, int x,
 	for (int k = 0; k < 4; k++) {
 		v4i xx = x0 + (k & 1), yy = y0 + (k >> 1);
 		ok[k] = v4_inside(xx, yy, src->width, src->height);
-		/* byte offsets; 0 (any valid pixel) where outside */
-		off[k] = (yy * (int)src->stride + xx * c) & ok[k];
+		/* byte offsets; 0 (any valid pixel) where outside (masked
+		 * first: no overflow for positions far outside) */
+		off[k] = (yy & ok[k]) * (int)src->stride + (xx & ok[k]) * c;
 		if (fill) {
 			v4f t = (v4f)((v4i)wt[k] & ok[k]); /* 1 * w, or 0 */
 			mask = k == 0 ? t : mask + t;

@@ -102,8 +102,8 @@ void rfb_augmix_draw(rfb_rng *rng, const struct rfb_augmix_spec *spec,
 	if (width > RFB_AUGMIX_MAX_WIDTH)
 		width = RFB_AUGMIX_MAX_WIDTH;
 	out->width = width;
-	for (int i = 0; i < width; i++)
-		alpha[i] = spec->alpha;
+	for (int i = 0; i < RFB_AUGMIX_MAX_WIDTH; i++)
+		alpha[i] = spec->alpha; /* m's two as well when width is 1 */
 	rfb_dirichlet_draw(rng, alpha, 2, out->m);
 	rfb_dirichlet_draw(rng, alpha, width, w);
 	for (int i = 0; i < width; i++)
