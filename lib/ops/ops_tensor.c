@@ -674,7 +674,11 @@ static int check(enum rfb_op op, double magnitude, enum rfb_interp interp,
 				   1.0 + magnitude);
 	if (op == RFB_OP_POSTERIZE && (magnitude < 0 || magnitude >= 9))
 		return rfb_err_set(err, RFB_EINVAL, NULL,
-				   "Posterize bits %d outside 0..8", (int)magnitude);
+				   "Posterize bits %g outside 0..8", magnitude);
+	if ((op == RFB_OP_TRANSLATE_X || op == RFB_OP_TRANSLATE_Y) &&
+	    fabs(magnitude) > 1e9)
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "%s by %g pixels", rfb_op_name(op), magnitude);
 	return 0;
 }
 

@@ -497,6 +497,22 @@ static void test_apply_errors(void)
 	c.width = 1;
 	CHECK(rfb_augmix_apply(&spec, &c, &in, &out, &s, &err) == 0);
 	CHECK(memcmp(in.data, out.data, 20 * 10 * 3) == 0);
+	/* the tensor ops' own checks */
+	CHECK(rfb_tensor_op_apply(RFB_OP_POSTERIZE, 9, RFB_INTERP_NEAREST, NULL, &in,
+				  &out, &err) == RFB_EINVAL);
+	CHECK(strstr(err.msg, "Posterize bits 9 outside 0..8") != NULL);
+	CHECK(rfb_tensor_op_apply(RFB_OP_TRANSLATE_X, 1e12, RFB_INTERP_NEAREST, NULL,
+				  &in, &out, &err) == RFB_EINVAL);
+	CHECK(rfb_tensor_op_apply(RFB_OP_BRIGHTNESS, -1.5, RFB_INTERP_NEAREST, NULL,
+				  &in, &out, &err) == RFB_EINVAL);
+	CHECK(strstr(err.msg, "Brightness factor -0.5 is negative") != NULL);
+	CHECK(rfb_tensor_op_apply(RFB_OP_ROTATE, 10, RFB_INTERP_BICUBIC, NULL, &in,
+				  &out, &err) == RFB_EINVAL);
+	out.width = 19;
+	CHECK(rfb_tensor_op_apply(RFB_OP_ROTATE, 10, RFB_INTERP_NEAREST, NULL, &in,
+				  &out, &err) == RFB_EINVAL);
+	CHECK(rfb_augmix_apply(&spec, &c, &in, &out, &s, &err) == RFB_EINVAL);
+	CHECK(strstr(err.msg, "different shapes") != NULL);
 	rfb_augmix_scratch_free(&s);
 	rfb_imgbuf_free(&b1);
 	rfb_imgbuf_free(&b2);
