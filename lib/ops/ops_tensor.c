@@ -319,12 +319,22 @@ static void bilinear4(const rfb_image *src, const struct grid *g, int x,
 	wt[1] = s * fx;
 	wt[2] = fy * e;
 	wt[3] = fy * fx;
+	/* the top-left tap's byte offset, from coordinates clamped to
+	 * -1 .. size (which changes no tap inside, and cannot overflow):
+	 * one multiply (SSE2 has no 32-bit one: it takes several) */
+	v4i cx = x0, cy = y0, lo = { -1, -1, -1, -1 };
+	v4i wx = { src->width, src->width, src->width, src->width };
+	v4i hy = { src->height, src->height, src->height, src->height };
+	cx = (cx & ~(cx < lo)) | (lo & (cx < lo));
+	cx = (cx & ~(cx > wx)) | (wx & (cx > wx));
+	cy = (cy & ~(cy < lo)) | (lo & (cy < lo));
+	cy = (cy & ~(cy > hy)) | (hy & (cy > hy));
+	v4i base = cy * (int)src->stride + cx * c;
 	for (int k = 0; k < 4; k++) {
 		v4i xx = x0 + (k & 1), yy = y0 + (k >> 1);
 		ok[k] = v4_inside(xx, yy, src->width, src->height);
-		/* byte offsets; 0 (any valid pixel) where outside (masked
-		 * first: no overflow for positions far outside) */
-		off[k] = (yy & ok[k]) * (int)src->stride + (xx & ok[k]) * c;
+		/* byte offsets; 0 (any valid pixel) where outside */
+		off[k] = (base + ((k & 1) * c + (k >> 1) * (int)src->stride)) & ok[k];
 		if (fill) {
 			v4f t = (v4f)((v4i)wt[k] & ok[k]); /* 1 * w, or 0 */
 			mask = k == 0 ? t : mask + t;
@@ -355,7 +365,8 @@ static void bilinear4(const rfb_image *src, const struct grid *g, int x,
 				v = v + t1;
 				v = v + t2;
 				v = v + t3;
-				out[b] = round8(v);
+				/* a convex mix of bytes: 0 .. 255 (+ rounding) */
+				out[b] = (unsigned char)(int)round_even(v);
 			}
 		}
 		return;
