@@ -220,6 +220,7 @@ typedef float v4f __attribute__((vector_size(16)));
 #define F64(i) F16(i), F16(i + 16), F16(i + 32), F16(i + 48)
 static const float tofloat[256] = { F64(0), F64(64), F64(128), F64(192) };
 typedef int v4i __attribute__((vector_size(16)));
+typedef unsigned char v4u8 __attribute__((vector_size(4)));
 
 static inline v4f v4_splat(float v)
 {
@@ -461,25 +462,31 @@ static unsigned char gray_of(const unsigned char *p)
 	return (unsigned char)sum; /* at most 255 * 0.9999 */
 }
 
-/* _blend(img, other, ratio) with other per pixel (other_of: NULL for
- * the constant other0): (ratio * a + (1 - ratio) * b).clamp.to(uint8) */
+/* _blend(img, other, ratio) with a constant other (a zeros image for
+ * Brightness, the gray mean for Contrast): (ratio * a + (1 - ratio) *
+ * other).clamp(0, 255).to(uint8), four samples at a time. */
 static void blend(const rfb_image *src, rfb_image *dst, double ratio,
-		  const rfb_image *other, float other0)
+		  float other)
 {
-	float r = (float)ratio, q = (float)(1.0 - ratio);
-	int c = src->channels;
+	float r = (float)ratio, q = (float)(1.0 - ratio), qb = q * other;
+	const v4f vr = v4_splat(r), vqb = v4_splat(qb);
+	size_t row = (size_t)src->width * src->channels;
 
 	for (int y = 0; y < src->height; y++) {
 		const unsigned char *in = rfb_image_px(src, 0, y);
-		const unsigned char *ot = other ? rfb_image_px(other, 0, y) : NULL;
 		unsigned char *out = rfb_image_px(dst, 0, y);
-		for (int x = 0; x < src->width; x++) {
-			for (int b = 0; b < c; b++) {
-				float bv = ot ? (float)ot[other->channels == 1 ? x : x * c + b]
-					      : other0;
-				float ra = r * (float)in[x * c + b], qb = q * bv;
-				out[x * c + b] = trunc8(ra + qb);
-			}
+		size_t i = 0;
+		for (; i + 4 <= row; i += 4) {
+			v4u8 b;
+			memcpy(&b, in + i, sizeof b);
+			v4f v = vr * __builtin_convertvector(b, v4f);
+			v = v4_clamp(v + vqb, 0.0f, 255.0f);
+			b = __builtin_convertvector(__builtin_convertvector(v, v4i), v4u8);
+			memcpy(out + i, &b, sizeof b);
+		}
+		for (; i < row; i++) {
+			float ra = r * (float)in[i];
+			out[i] = trunc8(ra + qb);
 		}
 	}
 }
@@ -526,7 +533,7 @@ static void contrast(const rfb_image *src, rfb_image *dst, double factor)
 	} else {
 		mean = plane_mean(src);
 	}
-	blend(src, dst, factor, NULL, mean);
+	blend(src, dst, factor, mean);
 }
 
 static void saturation(const rfb_image *src, rfb_image *dst, double factor)
@@ -710,7 +717,7 @@ int rfb_tensor_op_apply(enum rfb_op op, double magnitude, enum rfb_interp interp
 		tensor_affine(src, dst, m, interp, fill);
 		return 0;
 	case RFB_OP_BRIGHTNESS:
-		blend(src, dst, 1.0 + magnitude, NULL, 0.0f);
+		blend(src, dst, 1.0 + magnitude, 0.0f);
 		return 0;
 	case RFB_OP_COLOR:
 		saturation(src, dst, 1.0 + magnitude);
