@@ -220,6 +220,7 @@ typedef float v4f __attribute__((vector_size(16)));
 #define F64(i) F16(i), F16(i + 16), F16(i + 32), F16(i + 48)
 static const float tofloat[256] = { F64(0), F64(64), F64(128), F64(192) };
 typedef int v4i __attribute__((vector_size(16)));
+typedef unsigned char v4u8 __attribute__((vector_size(4)));
 
 static inline v4f v4_splat(float v)
 {
@@ -319,11 +320,22 @@ static void bilinear4(const rfb_image *src, const struct grid *g, int x,
 	wt[1] = s * fx;
 	wt[2] = fy * e;
 	wt[3] = fy * fx;
+	/* the top-left tap's byte offset, from coordinates clamped to
+	 * -1 .. size (which changes no tap inside, and cannot overflow):
+	 * one multiply (SSE2 has no 32-bit one: it takes several) */
+	v4i cx = x0, cy = y0, lo = { -1, -1, -1, -1 };
+	v4i wx = { src->width, src->width, src->width, src->width };
+	v4i hy = { src->height, src->height, src->height, src->height };
+	cx = (cx & ~(cx < lo)) | (lo & (cx < lo));
+	cx = (cx & ~(cx > wx)) | (wx & (cx > wx));
+	cy = (cy & ~(cy < lo)) | (lo & (cy < lo));
+	cy = (cy & ~(cy > hy)) | (hy & (cy > hy));
+	v4i base = cy * (int)src->stride + cx * c;
 	for (int k = 0; k < 4; k++) {
 		v4i xx = x0 + (k & 1), yy = y0 + (k >> 1);
 		ok[k] = v4_inside(xx, yy, src->width, src->height);
 		/* byte offsets; 0 (any valid pixel) where outside */
-		off[k] = (yy * (int)src->stride + xx * c) & ok[k];
+		off[k] = (base + ((k & 1) * c + (k >> 1) * (int)src->stride)) & ok[k];
 		if (fill) {
 			v4f t = (v4f)((v4i)wt[k] & ok[k]); /* 1 * w, or 0 */
 			mask = k == 0 ? t : mask + t;
@@ -354,7 +366,8 @@ static void bilinear4(const rfb_image *src, const struct grid *g, int x,
 				v = v + t1;
 				v = v + t2;
 				v = v + t3;
-				out[b] = round8(v);
+				/* a convex mix of bytes: 0 .. 255 (+ rounding) */
+				out[b] = (unsigned char)(int)round_even(v);
 			}
 		}
 		return;
@@ -449,25 +462,31 @@ static unsigned char gray_of(const unsigned char *p)
 	return (unsigned char)sum; /* at most 255 * 0.9999 */
 }
 
-/* _blend(img, other, ratio) with other per pixel (other_of: NULL for
- * the constant other0): (ratio * a + (1 - ratio) * b).clamp.to(uint8) */
+/* _blend(img, other, ratio) with a constant other (a zeros image for
+ * Brightness, the gray mean for Contrast): (ratio * a + (1 - ratio) *
+ * other).clamp(0, 255).to(uint8), four samples at a time. */
 static void blend(const rfb_image *src, rfb_image *dst, double ratio,
-		  const rfb_image *other, float other0)
+		  float other)
 {
-	float r = (float)ratio, q = (float)(1.0 - ratio);
-	int c = src->channels;
+	float r = (float)ratio, q = (float)(1.0 - ratio), qb = q * other;
+	const v4f vr = v4_splat(r), vqb = v4_splat(qb);
+	size_t row = (size_t)src->width * src->channels;
 
 	for (int y = 0; y < src->height; y++) {
 		const unsigned char *in = rfb_image_px(src, 0, y);
-		const unsigned char *ot = other ? rfb_image_px(other, 0, y) : NULL;
 		unsigned char *out = rfb_image_px(dst, 0, y);
-		for (int x = 0; x < src->width; x++) {
-			for (int b = 0; b < c; b++) {
-				float bv = ot ? (float)ot[other->channels == 1 ? x : x * c + b]
-					      : other0;
-				float ra = r * (float)in[x * c + b], qb = q * bv;
-				out[x * c + b] = trunc8(ra + qb);
-			}
+		size_t i = 0;
+		for (; i + 4 <= row; i += 4) {
+			v4u8 b;
+			memcpy(&b, in + i, sizeof b);
+			v4f v = vr * __builtin_convertvector(b, v4f);
+			v = v4_clamp(v + vqb, 0.0f, 255.0f);
+			b = __builtin_convertvector(__builtin_convertvector(v, v4i), v4u8);
+			memcpy(out + i, &b, sizeof b);
+		}
+		for (; i < row; i++) {
+			float ra = r * (float)in[i];
+			out[i] = trunc8(ra + qb);
 		}
 	}
 }
@@ -514,7 +533,7 @@ static void contrast(const rfb_image *src, rfb_image *dst, double factor)
 	} else {
 		mean = plane_mean(src);
 	}
-	blend(src, dst, factor, NULL, mean);
+	blend(src, dst, factor, mean);
 }
 
 static void saturation(const rfb_image *src, rfb_image *dst, double factor)
@@ -673,7 +692,11 @@ static int check(enum rfb_op op, double magnitude, enum rfb_interp interp,
 				   1.0 + magnitude);
 	if (op == RFB_OP_POSTERIZE && (magnitude < 0 || magnitude >= 9))
 		return rfb_err_set(err, RFB_EINVAL, NULL,
-				   "Posterize bits %d outside 0..8", (int)magnitude);
+				   "Posterize bits %g outside 0..8", magnitude);
+	if ((op == RFB_OP_TRANSLATE_X || op == RFB_OP_TRANSLATE_Y) &&
+	    fabs(magnitude) > 1e9)
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "%s by %g pixels", rfb_op_name(op), magnitude);
 	return 0;
 }
 
@@ -694,7 +717,7 @@ int rfb_tensor_op_apply(enum rfb_op op, double magnitude, enum rfb_interp interp
 		tensor_affine(src, dst, m, interp, fill);
 		return 0;
 	case RFB_OP_BRIGHTNESS:
-		blend(src, dst, 1.0 + magnitude, NULL, 0.0f);
+		blend(src, dst, 1.0 + magnitude, 0.0f);
 		return 0;
 	case RFB_OP_COLOR:
 		saturation(src, dst, 1.0 + magnitude);

@@ -308,6 +308,22 @@ static void test_draw(void)
 		}
 	for (int d = 1; d <= 3; d++)
 		CHECKF(seen_depth[d] > 1000, "depth %d: %d", d, seen_depth[d]);
+	/* width 1: m is still Dirichlet([alpha, alpha]): Beta(0.5, 0.5) has
+	 * mean 1/2 and variance 1/8 */
+	double sum = 0, sq = 0;
+	for (uint32_t s = 0; s < 20000; s++) {
+		struct rfb_augmix_spec spec = { 3, 1, -1, 0.5, 1, RFB_INTERP_NEAREST,
+						NULL };
+		struct rfb_augmix_choice c;
+		rfb_rng_init(&rng, 4, 0, s, 3);
+		rfb_augmix_draw(&rng, &spec, &c);
+		CHECK(c.width == 1 && fabsf(c.m[0] + c.weight[0] - 1.0f) < 1e-6f);
+		sum += c.m[0];
+		sq += (double)c.m[0] * c.m[0];
+	}
+	CHECKF(fabs(sum / 20000 - 0.5) < 0.01, "mean %g", sum / 20000);
+	CHECKF(fabs(sq / 20000 - 0.25 - 0.125) < 0.01, "var %g",
+	       sq / 20000 - 0.25);
 	for (int i = 0; i < RFB_AUGMIX_OPS; i++)
 		CHECKF(seen_op[i] > 100, "op %d: %d", i, seen_op[i]);
 	CHECK(max_bin == 3);
@@ -481,6 +497,22 @@ static void test_apply_errors(void)
 	c.width = 1;
 	CHECK(rfb_augmix_apply(&spec, &c, &in, &out, &s, &err) == 0);
 	CHECK(memcmp(in.data, out.data, 20 * 10 * 3) == 0);
+	/* the tensor ops' own checks */
+	CHECK(rfb_tensor_op_apply(RFB_OP_POSTERIZE, 9, RFB_INTERP_NEAREST, NULL, &in,
+				  &out, &err) == RFB_EINVAL);
+	CHECK(strstr(err.msg, "Posterize bits 9 outside 0..8") != NULL);
+	CHECK(rfb_tensor_op_apply(RFB_OP_TRANSLATE_X, 1e12, RFB_INTERP_NEAREST, NULL,
+				  &in, &out, &err) == RFB_EINVAL);
+	CHECK(rfb_tensor_op_apply(RFB_OP_BRIGHTNESS, -1.5, RFB_INTERP_NEAREST, NULL,
+				  &in, &out, &err) == RFB_EINVAL);
+	CHECK(strstr(err.msg, "Brightness factor -0.5 is negative") != NULL);
+	CHECK(rfb_tensor_op_apply(RFB_OP_ROTATE, 10, RFB_INTERP_BICUBIC, NULL, &in,
+				  &out, &err) == RFB_EINVAL);
+	out.width = 19;
+	CHECK(rfb_tensor_op_apply(RFB_OP_ROTATE, 10, RFB_INTERP_NEAREST, NULL, &in,
+				  &out, &err) == RFB_EINVAL);
+	CHECK(rfb_augmix_apply(&spec, &c, &in, &out, &s, &err) == RFB_EINVAL);
+	CHECK(strstr(err.msg, "different shapes") != NULL);
 	rfb_augmix_scratch_free(&s);
 	rfb_imgbuf_free(&b1);
 	rfb_imgbuf_free(&b2);

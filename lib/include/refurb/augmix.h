@@ -62,7 +62,8 @@ struct rfb_augmix_choice {
  * (Marsaglia-Tsang, boosted below 1: torch's sample_gamma), at least
  * DBL_MIN, divided by their sum in double, rounded to float and kept in
  * [FLT_MIN, the float below 1].  Draws from rng (a variable number of
- * uniforms: the rejection loop).
+ * uniforms: the rejection loop).  1 <= n <= RFB_AUGMIX_MAX_WIDTH (more
+ * are not drawn).
  */
 void rfb_dirichlet_draw(rfb_rng *rng, const double *alpha, int n, float *out);
 
