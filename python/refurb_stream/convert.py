@@ -201,18 +201,29 @@ def _crop(t, what):
     return text
 
 
-def _antialias(t, what, st):
-    """refurb resizes as PIL does (antialiased).  On a PIL image torchvision
-    ignores antialias; on a tensor antialias=False (and 0.14's None) is
-    torch's plain interpolation, which aliases when it shrinks."""
-    if st.kind == "pil" or _interp(t, what) == "nearest":
-        return
-    if getattr(t, "antialias", None) is not True:
-        raise ConvertError("%s: antialias=%s on a tensor is torch's interpolation "
-                           "without antialiasing, not refurb's resize (PIL's, "
-                           "antialiased): use antialias=True, or resize before "
-                           "ToImage/PILToTensor/ToTensor"
-                           % (what, getattr(t, "antialias", None)))
+def _on_tensor(name, t, what):
+    """Refuse what torchvision's tensor kernels (after ToImage, PILToTensor
+    or ToTensor) do otherwise than its PIL ones, which refurb's filters
+    reproduce; measured on torchvision 0.29 (tests/convert-v2.bats)."""
+    why = None
+    if name in ("Resize", "RandomResizedCrop"):
+        if _interp(t, what) == "nearest":
+            why = ("interpolation nearest on a tensor picks other source pixels "
+                   "than PIL's nearest (refurb's)")
+        elif getattr(t, "antialias", None) is not True:
+            why = ("antialias=%s on a tensor is torch's interpolation without "
+                   "antialiasing, not refurb's resize (PIL's, antialiased): use "
+                   "antialias=True" % getattr(t, "antialias", None))
+    elif name == "ColorJitter" and t.hue is not None and tuple(t.hue) != (0, 0):
+        why = ("hue=%r on a tensor is torchvision's float HSV conversion, not "
+               "PIL's 8-bit one (refurb's)" % (tuple(t.hue),))
+    elif name == "RandomPerspective":
+        why = "on a tensor torchvision's perspective samples other pixels than PIL's (refurb's)"
+    elif name in ("RandomRotation", "RandomAffine") and _interp(t, what) == "bicubic":
+        why = "interpolation bicubic on a tensor (torchvision refuses it)"
+    if why:
+        raise ConvertError("%s: %s; put it before ToImage/PILToTensor/ToTensor, "
+                           "where torchvision works on the PIL image" % (what, why))
 
 
 def _resize(t, what):
@@ -349,8 +360,8 @@ def _convert(t, st, where):
         for i, sub in enumerate(_transforms_of(t)):
             _convert(sub, st, "%s[%d]" % (where, i))
     elif name in _SIMPLE:
-        if name in ("Resize", "RandomResizedCrop"):
-            _antialias(t, what, st)
+        if st.kind != "pil":
+            _on_tensor(name, _Attrs(t, st), what)
         _add(st, _SIMPLE[name](_Attrs(t, st), what))
     elif name == "Grayscale":
         _add(st, "gray")
@@ -372,9 +383,9 @@ def _convert(t, st, where):
         pass
     elif name in _BATCH:
         raise ConvertError("%s: %s mixes the images and labels of a batch: apply it "
-                           "to the batch in the training loop (images, labels = "
-                           "%s(...)(images, labels) on the reader's batches), not "
-                           "in a per-image pipeline" % (what, name, name.lower()))
+                           "to each batch in the training loop (images, labels = "
+                           "v2.%s(num_classes=N)(images, labels) on the reader's "
+                           "batches), not in a per-image pipeline" % (what, name, name))
     elif name in _DETECTION:
         raise ConvertError("%s: %s works on bounding boxes, masks or key points "
                            "(detection, segmentation): refurb's pipelines feed "
@@ -412,9 +423,9 @@ def _to_dtype(dtype, scale, st, what):
         if st.kind == "uint8":
             return
         if st.normalized or bool(scale) == (st.float_max == 255.0):
-            raise ConvertError("%s: %s back to uint8 (scale=%s) of a %s tensor: "
+            raise ConvertError("%s: uint8 with scale=%s from a %s float tensor: "
                                "refurb cannot express it"
-                               % (what, name, scale, "normalized" if st.normalized
+                               % (what, scale, "normalized" if st.normalized
                                   else "0..%s" % _num(st.float_max)))
         st.kind, st.float_max = "uint8", 1.0  # both keep every pixel value
         return
