@@ -123,6 +123,7 @@ def _per_type(value, st):
 
 
 def _is_v2(t):
+    t = t._t if isinstance(t, _Attrs) else t
     return type(t).__module__.startswith("torchvision.transforms.v2")
 
 

@@ -1,9 +1,11 @@
-"""compare_torchvision.py STREAM INDEX.tsv EXPRESSION - a refurb stream
-against torchvision's transform EXPRESSION on the same images.
+"""compare_torchvision.py ANN.txt INDEX.tsv STREAM EXPRESSION - refurb's
+output for torchvision's transform EXPRESSION against torchvision's on
+the same images.
 
-STREAM is what refurb-final wrote for the spec that
-refurb_stream.pipeline_from_torchvision gives EXPRESSION; INDEX.tsv is
-refurb-dump of the index (its root and paths).  Each sample's JPEG is
+Converts EXPRESSION with refurb_stream.pipeline_from_torchvision, runs
+refurb-final -p SPEC -i ANN.txt -o STREAM (ANN.txt: refurb-partial's
+annotated plan of an empty partial pipeline) and reads STREAM back;
+INDEX.tsv is refurb-dump of the index (its root and paths).  Each sample's JPEG is
 loaded as torchvision's default loader does (PIL, convert("RGB")) and run
 through EXPRESSION (evaluated with T = torchvision.transforms, v2 =
 torchvision.transforms.v2, tv_tensors, torch and InterpolationMode in
@@ -19,6 +21,7 @@ Prints one line per sample (mean |diff| in pixel steps, share within
 one step) and exits 1 on the first sample that fails.
 """
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -28,7 +31,7 @@ from PIL import Image
 from torchvision import transforms as T
 from torchvision.transforms import InterpolationMode
 
-from refurb_stream import open_stream
+from refurb_stream import open_stream, pipeline_from_torchvision
 
 
 def namespace():
@@ -60,8 +63,11 @@ def to_pixels(x, header):
 
 
 def main(argv):
-    stream, index, expr = argv
+    ann, index, stream, expr = argv
     transform = eval(expr, namespace())  # noqa: S307 - the test's own recipe
+    spec = pipeline_from_torchvision(transform)
+    print("spec: %s" % spec)
+    subprocess.run(["refurb-final", "-q", "-p", spec, "-i", ann, "-o", stream], check=True)
     paths = read_index(index)
     checked = 0
     with open_stream(stream, verify=True) as s:
