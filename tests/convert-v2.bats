@@ -93,7 +93,7 @@ for c in cases:
 EOF
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[ "${#lines[@]}" -eq 33 ]
+	[ "${#lines[@]}" -eq 32 ]
 	run ! grep -v '^same ' <<< "$output"
 }
 
