@@ -217,7 +217,7 @@ EOF
 }
 
 @test "pixels: v2 recipe on the PIL image, then ToImage, ToDtype, Normalize" {
-	same_as_torchvision "v2.Compose([v2.RandomResizedCrop(48, scale=(1, 1), ratio=(1, 1)), v2.RandomHorizontalFlip(p=1), v2.ColorJitter(brightness=(1.3, 1.3), hue=(0.1, 0.1)), v2.RandomRotation((30, 30), interpolation=InterpolationMode.BILINEAR), v2.ToImage(), v2.ToDtype(torch.float32, scale=True), v2.Normalize($MEAN)])"
+	same_as_torchvision "v2.Compose([v2.RandomResizedCrop(48, scale=(1, 1), ratio=(1, 1)), v2.RandomHorizontalFlip(p=1), v2.ColorJitter(brightness=(1.3, 1.3)), v2.ColorJitter(hue=(0.1, 0.1)), v2.RandomRotation((30, 30), interpolation=InterpolationMode.BILINEAR), v2.ToImage(), v2.ToDtype(torch.float32, scale=True), v2.Normalize($MEAN)])"
 }
 
 @test "pixels: v2 recipe on the tensor (ToImage first), antialiased resize" {
