@@ -44,6 +44,7 @@ enum rfb_filter {
 	RFB_F_AFFINE,
 	RFB_F_PERSPECTIVE,
 	RFB_F_APPLY,
+	RFB_F_AUGMIX,             /* torchvision's AugMix (augmix.h) */
 	RFB_F_COUNT
 };
 
@@ -86,6 +87,10 @@ struct rfb_layer {
 				   * normalize (value in evalue, or random) */
 	int erase_random;         /* erasing after normalize: value=random */
 	double evalue[3];         /* erasing after normalize: the values */
+	/* augmix: severity in magnitude, interp, fill (when has_fill) */
+	int mix_width, mix_depth; /* mixture_width; chain_depth (-1: 1..3) */
+	int all_ops, has_fill;
+	double alpha;
 };
 
 struct rfb_pipeline {

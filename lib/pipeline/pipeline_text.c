@@ -17,7 +17,7 @@ const char *const rfbi_filter_names[RFB_F_COUNT] = {
 	"autoaug", "trivialaug", "normalize", "gray", "rgb", "vflip",
 	"grayscale", "colorjitter", "gaussblur", "erasing", "solarize",
 	"posterize", "equalize", "autocontrast", "sharpness", "invert",
-	"rotation", "affine", "perspective", "apply",
+	"rotation", "affine", "perspective", "apply", "augmix",
 };
 
 /* ---- canonical text ---- */
@@ -147,6 +147,16 @@ static void put_single(struct out *o, const struct rfb_layer *l)
 		put(o, ":interp=%s", rfb_interp_name(l->interp));
 		put_fill(o, "fill", l->fill);
 		return;
+	case RFB_F_AUGMIX:
+		put(o, "=severity=%d:width=%d:depth=%d:alpha=", l->magnitude,
+		    l->mix_width, l->mix_depth);
+		put_num(o, l->alpha);
+		put(o, ":all_ops=%d:interp=%s", l->all_ops, rfb_interp_name(l->interp));
+		if (l->has_fill)
+			put_fill(o, "fill", l->fill);
+		else
+			put(o, ":fill=none");
+		return;
 	case RFB_F_PERSPECTIVE:
 		put(o, "=distortion_scale=");
 		put_num(o, l->amount);
@@ -260,7 +270,10 @@ static int layer_equal(const struct rfb_layer *a, const struct rfb_layer *b)
 	       memcmp(a->shear, b->shear, sizeof a->shear) == 0 &&
 	       a->count == b->count && a->after_norm == b->after_norm &&
 	       a->erase_random == b->erase_random &&
-	       memcmp(a->evalue, b->evalue, sizeof a->evalue) == 0;
+	       memcmp(a->evalue, b->evalue, sizeof a->evalue) == 0 &&
+	       a->mix_width == b->mix_width && a->mix_depth == b->mix_depth &&
+	       a->all_ops == b->all_ops && a->has_fill == b->has_fill &&
+	       a->alpha == b->alpha;
 }
 
 static char *canonical_text(const struct rfb_layer *layers, int n)
