@@ -1,18 +1,19 @@
 #!/usr/bin/env bats
 # python3 -m refurb_stream convert (python/refurb_stream/convert.py) and
-# the filters of torchvision's single transforms through the programs.
+# the filters of torchvision's single transforms through the programs, on
+# REFURB_TEST_PYTHON (tests/helpers.bash; tests/convert-v2.bats has the
+# torchvision.transforms.v2 cases).
 
 load helpers
 
 setup() {
 	T="$BATS_TEST_TMPDIR"
-	PY=/usr/bin/python3
 	export PYTHONPATH="$TOP/python"
 }
 
 need_torchvision() {
 	"$PY" -c 'import torchvision' 2>/dev/null ||
-		skip "torchvision is not installed for /usr/bin/python3"
+		skip "torchvision is not installed for $PY"
 }
 
 @test "convert: the SimCLR recipe becomes a pipeline refurb runs" {

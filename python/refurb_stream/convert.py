@@ -7,15 +7,18 @@
     ...     T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))]))
     'rrcrop=224x224:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,flip=p=0.5,normalize=mean=0.485/0.456/0.406:std=0.229/0.224/0.225'
 
-pipeline_from_torchvision(transform) takes a torchvision 0.14 Compose, a
-list of transforms or one transform, and returns the refurb pipeline
-text (refurb-pipeline(7)) that does the same on the images torchvision's
-loader gives (PIL RGB).  A transform or an argument refurb cannot express
-raises ConvertError naming both.  ToTensor / PILToTensor /
-ConvertImageDtype say what the tensor is; refurb always works on uint8
-pixels and hands them over as uint8 NHWC, or as float32 NCHW when the
-pipeline ends in normalize (ToTensor alone becomes normalize=mean=0:std=1,
-ToTensor then Normalize(m, s) becomes normalize=mean=m:std=s).
+pipeline_from_torchvision(transform) takes a torchvision Compose, a list
+of transforms or one transform, of torchvision.transforms (0.14 to 0.29)
+or torchvision.transforms.v2 (0.16 to 0.29), and returns the refurb
+pipeline text (refurb-pipeline(7)) that does the same on the images
+torchvision's loader gives (PIL RGB).  A transform or an argument refurb
+cannot express raises ConvertError naming both.  ToTensor / PILToTensor /
+ToImage / ToDtype / ConvertImageDtype say what the tensor is; refurb
+always works on uint8 pixels and hands them over as uint8 NHWC, or as
+float32 NCHW when the pipeline ends in normalize (ToTensor alone becomes
+normalize=mean=0:std=1, ToTensor then Normalize(m, s) becomes
+normalize=mean=m:std=s; ToDtype(float32, scale=False) keeps 0..255, so
+its Normalize(m, s) becomes normalize=mean=m/255:std=s/255).
 
 Also read: torch.nn.Sequential of transforms, objects holding a Compose
 in .transforms (torchvision's references presets), Pad followed by
@@ -35,11 +38,16 @@ From a shell:  python3 -m refurb_stream convert 'T.Compose([...])'
                python3 -m refurb_stream convert --views '[view1, view2]'
                python3 -m refurb_stream convert --file recipe.py
 (--file runs the file and converts its `transform`, or its `views`.)
-(T and transforms are torchvision.transforms; every transform class and
-InterpolationMode are also in scope; '-' reads the expression from stdin).
+(T and transforms are torchvision.transforms, v2 is torchvision.transforms.v2
+and tv_tensors torchvision.tv_tensors where torchvision has them; every
+v1 transform class and InterpolationMode are also in scope; '-' reads the
+expression from stdin).
 
 torchvision is not imported here: transforms are recognised by class
-name and read through their attributes.
+name and read through their attributes.  A v1 transform and its v2
+namesake share one mapping: _Attrs gives v2's attributes the meaning v1
+gives them (a per-type fill dict resolved for the image at that point,
+RandomErasing's value None for 'random').
 """
 import copy
 import sys
@@ -102,8 +110,60 @@ class _State:
 
     def __init__(self):
         self.kind = "pil"        # pil | uint8 (PILToTensor) | float (ToTensor)
+        self.image = "pil"       # the type torchvision dispatches on: pil | Image | Tensor
+        self.float_max = 1.0     # a float tensor's value of pixel 255 (255 after
+                                 # ToDtype(float32, scale=False))
         self.normalized = False
         self.filters = []        # (text, layers)
+
+
+def _key_name(key):
+    """The image type a key of v2's per-type dicts (fill, dtype) names."""
+    if isinstance(key, str):
+        return key  # "others"
+    mod, name = getattr(key, "__module__", ""), getattr(key, "__name__", "")
+    if (mod, name) == ("PIL.Image", "Image"):
+        return "pil"
+    if (mod, name) == ("torch", "Tensor"):
+        return "Tensor"
+    if name == "Image" and mod.split(".")[:2] in (["torchvision", "tv_tensors"],
+                                                  ["torchvision", "datapoints"]):
+        return "Image"
+    return mod + "." + name
+
+
+def _per_type(value, st):
+    """The entry of a v2 per-type dict for the image at this point: its
+    exact type's, else "others", else None (as v2's _get_fill looks up)."""
+    if not isinstance(value, dict):
+        return value
+    entries = {_key_name(k): v for k, v in value.items()}
+    return entries.get(st.image, entries.get("others"))
+
+
+def _is_v2(t):
+    t = t._t if isinstance(t, _Attrs) else t
+    return type(t).__module__.startswith("torchvision.transforms.v2")
+
+
+class _Attrs:
+    """A transform's attributes as v1 spells them, for this image (the
+    few that v2 keeps otherwise; the others are read as they are)."""
+
+    def __init__(self, t, st):
+        self._t, self._st = t, st
+
+    def __getattr__(self, name):
+        value = getattr(self._t, name)
+        if name == "fill":
+            return _per_type(value, self._st)
+        if name == "value" and value is None and _is_v2(self._t):
+            return "random"  # v2's RandomErasing keeps value='random' as None
+        if (name == "padding" and value is not None and _is_v2(self._t)
+                and type(self._t).__name__ == "RandomCrop"):
+            left, right, top, bottom = value  # v2 keeps F.pad's order
+            return [left, top, right, bottom]
+        return value
 
 
 def _p(t):
@@ -161,7 +221,35 @@ def _crop(t, what):
     return text
 
 
+def _on_tensor(name, t, what):
+    """Refuse what torchvision's tensor kernels (after ToImage, PILToTensor
+    or ToTensor) do otherwise than its PIL ones, which refurb's filters
+    reproduce; measured on torchvision 0.29 (tests/convert-v2.bats)."""
+    why = None
+    if name in ("Resize", "RandomResizedCrop"):
+        if _interp(t, what) == "nearest":
+            why = ("interpolation nearest on a tensor picks other source pixels "
+                   "than PIL's nearest (refurb's)")
+        elif getattr(t, "antialias", None) is not True:
+            why = ("antialias=%s on a tensor is torch's interpolation without "
+                   "antialiasing, not refurb's resize (PIL's, antialiased): use "
+                   "antialias=True" % getattr(t, "antialias", None))
+    elif name == "ColorJitter" and t.hue is not None and tuple(t.hue) != (0, 0):
+        why = ("hue=%r on a tensor is torchvision's float HSV conversion, not "
+               "PIL's 8-bit one (refurb's)" % (tuple(t.hue),))
+    elif name == "RandomPerspective":
+        why = "on a tensor torchvision's perspective samples other pixels than PIL's (refurb's)"
+    elif name in ("RandomRotation", "RandomAffine") and _interp(t, what) == "bicubic":
+        why = "interpolation bicubic on a tensor (torchvision refuses it)"
+    if why:
+        raise ConvertError("%s: %s; put it before ToImage/PILToTensor/ToTensor, "
+                           "where torchvision works on the PIL image" % (what, why))
+
+
 def _resize(t, what):
+    if t.size is None:
+        raise ConvertError("%s: size=None (the longer side to max_size): refurb "
+                           "resizes by the shorter side or to H x W" % what)
     if isinstance(t.size, int) or len(list(t.size)) == 1:
         n = t.size if isinstance(t.size, int) else list(t.size)[0]
         text = "resize=%d" % n
@@ -259,7 +347,7 @@ _RESHAPING = ("Resize", "CenterCrop", "RandomCrop", "RandomResizedCrop", "Graysc
 
 
 def _erasing(t, what, st):
-    if st.kind == "pil":
+    if st.kind == "pil" and not _is_v2(t):
         raise ConvertError("%s: needs a tensor (torchvision refuses PIL images); "
                            "put it after ToTensor or PILToTensor" % what)
     vals = [t.value] if isinstance(t.value, (int, float)) else t.value
@@ -274,12 +362,12 @@ def _erasing(t, what, st):
         raise ConvertError("%s: value=%r before Normalize (refurb draws random "
                            "values only after normalize)" % (what, t.value))
     vals = list(vals)
-    scale = 255.0 if st.kind == "float" else 1.0
+    scale = 255.0 / st.float_max if st.kind == "float" else 1.0
     px = [v * scale for v in vals]
     if any(abs(v - round(v)) > 1e-6 or not 0 <= v <= 255 for v in px):
         raise ConvertError("%s: value=%r is not a whole pixel value (0..255%s)"
                            % (what, t.value, ", as v * 255 after ToTensor"
-                              if st.kind == "float" else ""))
+                              if st.kind == "float" and st.float_max == 1 else ""))
     return head + _fill([round(v) for v in px], what, "value")
 
 
@@ -336,7 +424,7 @@ def _to_pil(t, st, what):
         raise ConvertError("%s: after Normalize (refurb normalizes last)" % what)
     if t.mode not in (None, "RGB", "L"):
         raise ConvertError("%s: mode=%r (refurb keeps RGB or L images)" % (what, t.mode))
-    st.kind = "pil"
+    st.kind, st.image, st.float_max = "pil", "pil", 1.0
 
 
 # torchvision refuses these on a float tensor (ToTensor before them)
@@ -344,28 +432,36 @@ _UINT8_ONLY = ("RandomPosterize", "RandomEqualize", "RandAugment", "AutoAugment"
                "TrivialAugmentWide")
 
 
-def _float_tensor(t, name, what):
-    """A transform after ToTensor sees floats in [0, 1]; refurb works on
-    the uint8 pixels they came from: thresholds and fills scale by 255.
-    Returns a copy: the user's transform is kept as it was."""
+def _float_tensor(t, name, what, st):
+    """A transform after ToTensor sees floats in [0, 1] (0..255 after
+    ToDtype(float32, scale=False)); refurb works on the uint8 pixels they
+    came from: thresholds and fills scale to pixel values.  Returns a
+    copy: the user's transform is kept as it was."""
     t = copy.copy(t)
+    scale = 255.0 / st.float_max
     if name in _UINT8_ONLY:
         raise ConvertError("%s: torchvision refuses a float tensor here (it needs "
                            "uint8: put it before ToTensor)" % what)
     if name == "RandomSolarize":
-        t.threshold = t.threshold * 255.0
-    fill = getattr(t, "fill", None)
+        t.threshold = t.threshold * scale
+    fill = _per_type(getattr(t, "fill", None), st)
     if fill:
         vals = [fill] if isinstance(fill, (int, float)) else list(fill)
-        t.fill = [round(v * 255.0, 6) for v in vals]
+        t.fill = [round(v * scale, 6) for v in vals]
     return t
+
+
+# transforms of batches, and of boxes, masks and key points: named apart
+_BATCH = ("CutMix", "MixUp")
+_DETECTION = ("SanitizeBoundingBoxes", "ClampBoundingBoxes", "ConvertBoundingBoxFormat",
+              "SanitizeKeyPoints", "ClampKeyPoints", "SetClampingMode", "RandomIoUCrop")
 
 
 def _convert(t, st, where):
     name = type(t).__name__
     what = "%s (%s)" % (name, where)
     if st.kind == "float" and name in _SIMPLE and _torchvision(t):
-        t = _float_tensor(t, name, what)
+        t = _float_tensor(t, name, what, st)
     if isinstance(t, (list, tuple)) or (name == "Compose" and _torchvision(t)) or \
             (name == "Sequential" and type(t).__module__.startswith("torch.nn")):
         _convert_list(_transforms_of(t), st, where)
@@ -378,13 +474,13 @@ def _convert(t, st, where):
                            "cannot know what its __call__ does; use torchvision's "
                            "transform" % (what, name, type(t).__module__))
     elif name in _SIMPLE:
-        if st.kind != "pil" and name in ("RandAugment", "AutoAugment", "TrivialAugmentWide"):
-            pass  # torchvision's uint8 tensor path gives the same ops
         if st.kind == "float" and name == "AugMix":
             raise ConvertError("%s: on a float tensor (after ToTensor) torchvision "
                                "mixes without rounding to uint8; put it before "
                                "ToTensor" % what)
-        _add(st, _SIMPLE[name](t, what))
+        if st.kind != "pil":
+            _on_tensor(name, _Attrs(t, st), what)
+        _add(st, _SIMPLE[name](_Attrs(t, st), what))
     elif name == "Grayscale":
         _add(st, "gray")
         if t.num_output_channels == 3:
@@ -392,30 +488,89 @@ def _convert(t, st, where):
     elif name == "RandomApply":
         _random_apply(t, st, what, where)
     elif name == "RandomErasing":
-        st.filters.append((_erasing(t, what, st), 1))  # also after Normalize
-    elif name == "PILToTensor":
-        st.kind = "uint8"
-    elif name == "ToTensor":
-        st.kind = "float"
+        st.filters.append((_erasing(_Attrs(t, st), what, st), 1))  # also after Normalize
+    elif name in ("PILToTensor", "ToTensor", "ToImage", "ToPureTensor"):
+        _to_tensor(t, st, what, name)
     elif name == "ToPILImage":
         _to_pil(t, st, what)
     elif name == "Pad":
         raise ConvertError("%s: refurb pads only in a crop: follow Pad with RandomCrop "
                            "(Pad(p) then RandomCrop(n) is RandomCrop(n, padding=p))" % what)
     elif name == "ConvertImageDtype":
-        st.kind = "float" if getattr(t.dtype, "is_floating_point", False) else "uint8"
+        _to_dtype(t.dtype, True, st, what)
+    elif name == "ToDtype":
+        _to_dtype(_per_type(t.dtype, st), t.scale, st, what)
     elif name == "Normalize":
         _normalize(t, st, what)
+    elif name == "Identity":
+        pass
+    elif name in _BATCH:
+        raise ConvertError("%s: %s mixes the images and labels of a batch: apply it "
+                           "to each batch in the training loop (images, labels = "
+                           "v2.%s(num_classes=N)(images, labels) on the reader's "
+                           "batches), not in a per-image pipeline" % (what, name, name))
+    elif name in _DETECTION:
+        raise ConvertError("%s: %s works on bounding boxes, masks or key points "
+                           "(detection, segmentation): refurb's pipelines feed "
+                           "classification images and labels only" % (what, name))
     else:
         raise ConvertError("%s: refurb has no filter for %s" % (what, name))
 
 
+def _to_tensor(t, st, what, name):
+    """ToImage, PILToTensor, ToTensor (a PIL image becomes a tensor) and
+    ToPureTensor (a tv_tensors.Image becomes a plain tensor)."""
+    if name == "ToPureTensor":
+        if st.kind != "pil":
+            st.image = "Tensor"
+        return
+    if st.kind != "pil":
+        if name == "ToImage":
+            st.image = "Image"
+        elif not _is_v2(t):  # v2 passes tensors through, v1 refuses them
+            raise ConvertError("%s: needs a PIL image (the image is already a tensor)"
+                               % what)
+        return
+    st.kind = "float" if name == "ToTensor" else "uint8"
+    st.float_max = 1.0
+    st.image = "Image" if name == "ToImage" else "Tensor"
+
+
+def _to_dtype(dtype, scale, st, what):
+    """ToDtype(dtype, scale) / ConvertImageDtype(dtype) (= scale=True) on
+    the image; a PIL image and dtype None pass through (as in v2)."""
+    name = str(dtype).replace("torch.", "")
+    if dtype is None or st.kind == "pil":
+        return
+    if name == "uint8":
+        if st.kind == "uint8":
+            return
+        if st.normalized or bool(scale) == (st.float_max == 255.0):
+            raise ConvertError("%s: uint8 with scale=%s from a %s float tensor: "
+                               "refurb cannot express it"
+                               % (what, scale, "normalized" if st.normalized
+                                  else "0..%s" % _num(st.float_max)))
+        st.kind, st.float_max = "uint8", 1.0  # both keep every pixel value
+        return
+    if name != "float32":
+        raise ConvertError("%s: dtype %s: refurb hands over uint8 or float32 "
+                           "(ToDtype(torch.float32, scale=True) for [0, 1])"
+                           % (what, name))
+    if st.kind == "uint8":
+        st.kind, st.float_max = "float", 1.0 if scale else 255.0
+
+
+_TYPE_CHANGING = ("Normalize", "ToTensor", "PILToTensor", "ToImage", "ToPureTensor",
+                  "ToDtype", "ConvertImageDtype")
+
+
 def _random_apply(t, st, what, where):
     inner = _State()
-    inner.kind, inner.normalized = st.kind, st.normalized
+    inner.kind, inner.image, inner.float_max = st.kind, st.image, st.float_max
+    inner.normalized = st.normalized
     for i, sub in enumerate(_transforms_of(t.transforms)):
         sub_name = type(sub).__name__
-        if sub_name in _RESHAPING or sub_name in ("Normalize", "ToTensor", "PILToTensor"):
+        if sub_name in _RESHAPING or sub_name in _TYPE_CHANGING:
             raise ConvertError("%s: cannot gate %s (refurb's apply gates only filters "
                                "that keep the image's size, channels and type)"
                                % (what, sub_name))
@@ -429,15 +584,17 @@ def _random_apply(t, st, what, where):
 
 def _normalize(t, st, what):
     if st.kind != "float":
-        raise ConvertError("%s: needs a float tensor (ToTensor first)" % what)
+        raise ConvertError("%s: needs a float tensor (ToTensor, or ToImage then "
+                           "ToDtype(torch.float32, scale=True), first)" % what)
     if st.normalized:
         raise ConvertError("%s: a second Normalize" % what)
     mean = [t.mean] if isinstance(t.mean, (int, float)) else list(t.mean)
     std = [t.std] if isinstance(t.std, (int, float)) else list(t.std)
     if len(mean) not in (1, 3) or len(std) not in (1, 3):
         raise ConvertError("%s: mean and std need 1 or 3 values" % what)
-    st.filters.append(("normalize=mean=%s:std=%s" % ("/".join(_num(v) for v in mean),
-                                                     "/".join(_num(v) for v in std)), 1))
+    f = st.float_max  # (v * f / 255 - m) / s = (v / 255 - m / f) / (s / f)
+    st.filters.append(("normalize=mean=%s:std=%s" % ("/".join(_num(v / f) for v in mean),
+                                                     "/".join(_num(v / f) for v in std)), 1))
     st.normalized = True
 
 
@@ -449,8 +606,8 @@ def pipeline_from_torchvision(transform):
     """
     st = _State()
     _convert(transform, st, "transforms")
-    if st.kind == "float" and not st.normalized:
-        st.filters.append(("normalize=mean=0:std=1", 1))  # ToTensor's [0, 1] floats
+    if st.kind == "float" and not st.normalized:  # ToTensor's [0, 1] floats, or 0..255
+        st.filters.append(("normalize=mean=0:std=%s" % _num(1 / st.float_max), 1))
     return ",".join(text for text, _ in st.filters)
 
 
@@ -552,6 +709,12 @@ def _namespace():
     for name in dir(transforms):
         if not name.startswith("_"):
             ns[name] = getattr(transforms, name)
+    try:  # torchvision >= 0.16 (0.15's v2 is a beta)
+        from torchvision.transforms import v2
+        from torchvision import tv_tensors
+        ns.update(v2=v2, tv_tensors=tv_tensors)
+    except ImportError:
+        pass
     return ns
 
 
