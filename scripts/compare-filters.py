@@ -144,6 +144,20 @@ PIXEL_CASES = [
     ("apply", "apply=p=1,colorjitter=brightness=0.8-0.8",
      T.RandomApply([T.ColorJitter(brightness=(0.8, 0.8))], p=1.0)),
     ("erasing-all", "erasing=p=1:scale=0.1-0.1:ratio=1-1:value=0", None),
+    ("pad-reflect", "pad=7/3/300/2:padding_mode=reflect",
+     T.Pad((7, 3, 300, 2), padding_mode="reflect")),
+    ("pad-symmetric", "pad=20/9:padding_mode=symmetric", T.Pad((20, 9), padding_mode="symmetric")),
+    ("pad-edge", "pad=5:padding_mode=edge", T.Pad(5, padding_mode="edge")),
+    ("pad-constant", "pad=4:fill=9/8/7", T.Pad(4, fill=(9, 8, 7))),
+]
+
+# RandomCrop with padding modes: its output must be a window of the image
+# torchvision pads before its random crop (name, spec, size, padding, mode)
+WINDOW_CASES = [
+    ("crop-reflect", "crop=224:pad=16:padding_mode=reflect", (224, 224), 16, "reflect"),
+    ("crop-symmetric-ifneeded", "crop=400x600:pad=4/8:padding_mode=symmetric:pad_if_needed=1",
+     (400, 600), (4, 8), "symmetric"),
+    ("crop-edge-ifneeded", "crop=700:padding_mode=edge:pad_if_needed=1", (700, 700), None, "edge"),
 ]
 
 # (name, refurb spec with the default ranges, torchvision transform)
@@ -161,6 +175,8 @@ KS_CASES = [
      T.RandomAffine(10, translate=(0.1, 0.2), scale=(0.8, 1.2), shear=10)),
     ("perspective", "perspective", T.RandomPerspective()),
     ("erasing", "erasing=p=0.5", None),
+    ("crop-reflect", "crop=224:pad=32:padding_mode=reflect",
+     T.RandomCrop(224, padding=32, padding_mode="reflect")),
 ]
 
 
@@ -258,6 +274,42 @@ def pixel_case(rfb, name, spec, tv, photos):
     return ok
 
 
+def padded_for_crop(img, size, padding, mode):
+    """RandomCrop.forward up to the crop: F.pad, then pad_if_needed."""
+    if padding is not None:
+        img = F.pad(img, padding, 0, mode)
+    width, height = img.size
+    if width < size[1]:
+        img = F.pad(img, [size[1] - width, 0], 0, mode)
+    if height < size[0]:
+        img = F.pad(img, [0, size[0] - height], 0, mode)
+    return np.asarray(img)
+
+
+def find_window(small, big):
+    """1 if small is exactly a window of big (found through its first row)."""
+    h, w = small.shape[:2]
+    for y in range(big.shape[0] - h + 1):
+        for x in range(big.shape[1] - w + 1):
+            if np.array_equal(big[y, x:x + w], small[0]) and \
+                    np.array_equal(big[y:y + h, x:x + w], small):
+                return True
+    return False
+
+
+def window_case(rfb, name, spec, size, padding, mode, photos, draws=3):
+    pipe = rfb.parse(spec)
+    ok = True
+    for _, img in photos:
+        big = padded_for_crop(img, size, padding, mode)
+        for s in range(draws):
+            ok = ok and find_window(rfb.run(pipe, np.asarray(img), sample=s), big)
+    rfb.dll.rfb_pipeline_free(pipe)
+    print("%-4s window %-18s a window of torchvision's padded image on every photo "
+          "(%d draws each)  %s" % ("ok" if ok else "FAIL", name, draws, spec))
+    return ok
+
+
 def perspective_case(rfb, photos, rng):
     worst = 1.0
     for _, img in photos:
@@ -344,6 +396,11 @@ def main():
             continue
         total += 1
         failed += not pixel_case(rfb, name, spec, tv, photos)
+    for name, spec, size, padding, mode in WINDOW_CASES:
+        if a.only and a.only not in name:
+            continue
+        total += 1
+        failed += not window_case(rfb, name, spec, size, padding, mode, photos)
     if not a.only or "perspective" in a.only:
         total += 1
         failed += not perspective_case(rfb, photos, np.random.default_rng(5))

@@ -102,3 +102,29 @@ EOF
 	run refurb-dump --preview "$output" -n 2 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
 	[ "$status" -eq 0 ]
 }
+
+@test "convert: padding modes of RandomCrop and Pad" {
+	need_torchvision
+	run "$PY" -m refurb_stream convert 'T.Compose([T.Pad((1, 2), padding_mode="reflect"), T.RandomCrop(32, padding=4, padding_mode="symmetric", pad_if_needed=True), T.Pad(3, fill=(1, 2, 3)), T.RandomCrop(30, padding=(1, 2, 3, 4), padding_mode="edge")])'
+	[ "$status" -eq 0 ]
+	[ "$output" = "pad=1/2:padding_mode=reflect,crop=32x32:pad=4:pad_if_needed=1:padding_mode=symmetric,pad=3:fill=1/2/3,crop=30x30:pad=1/2/3/4:padding_mode=edge" ]
+	make_dataset "$T/d" 3 1
+	run refurb-dump --preview "$output" -n 2 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
+	[ "$status" -eq 0 ]
+	run "$PY" -m refurb_stream convert 'T.Pad(-2)'
+	expect_fail 1 "refurb_stream convert: Pad (transforms): padding -2: refurb pads by whole pixels >= 0"
+}
+
+@test "padding modes: a bad mode or padding names the valid ones" {
+	make_dataset "$T/d" 3 1
+	J="$(sample_jpeg "$T/d")"
+	run refurb-dump --preview 'crop=48:pad=4:padding_mode=wrap' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 28: unknown padding_mode "wrap"'
+	[[ "$output" == *"padding_mode: constant, edge, reflect, symmetric"* ]] || false
+	run refurb-dump --preview 'pad=4:mode=reflct' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 12: unknown padding_mode "reflct" (did you mean "reflect"?)'
+	run refurb-dump --preview 'pad=1/2/3' "$J"
+	expect_fail 2 "refurb-dump: bad pipeline spec at column 5: pad needs 1, 2 or 4 values separated by '/'"
+	run refurb-dump --preview 'pad' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 1: pad needs its pad'
+}

@@ -204,7 +204,12 @@ static int run_layer(struct rfb_run *r, const struct rfb_layer *l, int position,
 		rc = rfb_randcrop_rect(&rng, r->cur.width, r->cur.height, l->height,
 				       l->width, &l->pad, l->pad_if_needed, &rect,
 				       err);
-		return rc ? rc : rfbi_run_crop(r, &rect, l->fill, err);
+		return rc ? rc : rfbi_run_crop_padded(r, &rect, l, err);
+	case RFB_F_PAD:
+		rect = (struct rfb_rect){ -l->pad.top, -l->pad.left,
+					  r->cur.height + l->pad.top + l->pad.bottom,
+					  r->cur.width + l->pad.left + l->pad.right };
+		return rfbi_run_crop_padded(r, &rect, l, err);
 	case RFB_F_RRCROP:
 		return run_rrcrop(r, l, &rng, err);
 	case RFB_F_FLIP:

@@ -44,6 +44,7 @@ enum rfb_filter {
 	RFB_F_AFFINE,
 	RFB_F_PERSPECTIVE,
 	RFB_F_APPLY,
+	RFB_F_PAD,
 	RFB_F_COUNT
 };
 
@@ -58,7 +59,8 @@ struct rfb_layer {
 				   * ratio of the target (0 = the default,
 				   * RFB_PIPE_SCALE_RATIO) */
 	enum rfb_interp interp;   /* resize, rrcrop, the augment ops */
-	struct rfb_padding pad;   /* crop */
+	struct rfb_padding pad;   /* crop, pad */
+	enum rfb_pad_mode pad_mode; /* crop, pad: torchvision's padding_mode */
 	int pad_if_needed;        /* crop */
 	unsigned char fill[3];    /* crop padding, augment ops' fill */
 	double scale[2], ratio[2];/* rrcrop */

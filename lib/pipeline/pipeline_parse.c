@@ -25,7 +25,7 @@ enum key {
 	K_RATIO, K_P, K_N, K_M, K_BINS, K_POLICY, K_MEAN, K_STD, K_PRESET,
 	K_BRIGHTNESS, K_CONTRAST, K_SATURATION, K_HUE, K_KERNEL, K_SIGMA,
 	K_VALUE, K_THRESHOLD, K_BITS, K_FACTOR, K_DEGREES, K_TRANSLATE,
-	K_SHEAR, K_DISTORTION, K_DCT,
+	K_SHEAR, K_DISTORTION, K_DCT, K_PAD_MODE,
 	K_COUNT, K_NONE = -1
 };
 
@@ -34,7 +34,7 @@ static const char *const key_names[K_COUNT] = {
 	"ratio", "p", "n", "m", "bins", "policy", "mean", "std", "preset",
 	"brightness", "contrast", "saturation", "hue", "kernel_size", "sigma",
 	"value", "threshold", "bits", "factor", "degrees", "translate",
-	"shear", "distortion_scale", "dct",
+	"shear", "distortion_scale", "dct", "padding_mode",
 };
 
 /* torchvision's argument names, accepted beside the short ones. */
@@ -45,6 +45,7 @@ static const struct {
 	{ "interpolation", K_INTERP }, { "num_ops", K_N },
 	{ "magnitude", K_M }, { "num_magnitude_bins", K_BINS },
 	{ "sharpness_factor", K_FACTOR }, { "padding", K_PAD },
+	{ "mode", K_PAD_MODE },
 };
 
 #define MAX_KEYS 8
@@ -54,7 +55,8 @@ static const struct {
 static const int filter_keys[RFB_F_COUNT][MAX_KEYS] = {
 	[RFB_F_RESIZE] = { K_SIZE, K_MAX_SIZE, K_INTERP, K_DCT, K_NONE },
 	[RFB_F_CENTERCROP] = { K_SIZE, K_NONE },
-	[RFB_F_CROP] = { K_SIZE, K_PAD, K_FILL, K_PAD_IF_NEEDED, K_NONE },
+	[RFB_F_CROP] = { K_SIZE, K_PAD, K_FILL, K_PAD_IF_NEEDED, K_PAD_MODE,
+			 K_NONE },
 	[RFB_F_RRCROP] = { K_SIZE, K_SCALE, K_RATIO, K_INTERP, K_NONE },
 	[RFB_F_FLIP] = { K_P, K_NONE },
 	[RFB_F_RANDAUG] = { K_N, K_M, K_BINS, K_INTERP, K_FILL, K_NONE },
@@ -80,6 +82,7 @@ static const int filter_keys[RFB_F_COUNT][MAX_KEYS] = {
 			   K_FILL, K_NONE },
 	[RFB_F_PERSPECTIVE] = { K_DISTORTION, K_P, K_INTERP, K_FILL, K_NONE },
 	[RFB_F_APPLY] = { K_P, K_N, K_NONE },
+	[RFB_F_PAD] = { K_PAD, K_FILL, K_PAD_MODE, K_NONE },
 };
 
 /* Filters whose first key must be given. */
@@ -89,7 +92,7 @@ static int needs_first_key(int kind)
 	case RFB_F_RESIZE: case RFB_F_CENTERCROP: case RFB_F_CROP:
 	case RFB_F_RRCROP: case RFB_F_GAUSSBLUR: case RFB_F_SOLARIZE:
 	case RFB_F_POSTERIZE: case RFB_F_SHARPNESS: case RFB_F_ROTATION:
-	case RFB_F_AFFINE:
+	case RFB_F_AFFINE: case RFB_F_PAD:
 		return 1;
 	default:
 		return 0;
@@ -452,6 +455,8 @@ static const char *const interp_names[] = { "nearest", "bilinear", "bicubic" };
 static const char *const policy_names[] = { "imagenet", "cifar10", "svhn" };
 static const char *const preset_names[] = { "imagenet" };
 static const char *const bool_names[] = { "0", "1" };
+static const char *const pad_mode_names[] = { "constant", "edge", "reflect",
+					      "symmetric" };
 
 /* ColorJitter's factor i (brightness, contrast, saturation: around 1,
  * >= 0; hue: around 0, within -0.5..0.5), torchvision's _check_input:
@@ -584,6 +589,10 @@ static int set_value(struct parser *ps, int key, const struct tok *v)
 		return parse_pad(ps, v);
 	case K_FILL:
 		return parse_fill(ps, v);
+	case K_PAD_MODE:
+		rc = parse_word(ps, v, "padding_mode", pad_mode_names, 4, &i);
+		l->pad_mode = (enum rfb_pad_mode)i;
+		return rc;
 	case K_PAD_IF_NEEDED:
 		return parse_word(ps, v, "pad_if_needed value", bool_names, 2,
 				  &l->pad_if_needed);
@@ -867,6 +876,8 @@ static int check_filter(struct parser *ps)
 				  l->magnitude, l->bins);
 	if (l->kind == RFB_F_ERASING && (rc = check_erasing(ps)))
 		return rc;
+	if (l->pad_mode != RFB_PAD_CONSTANT)
+		memset(l->fill, 0, sizeof l->fill); /* torchvision ignores it */
 	if (l->kind == RFB_F_NORMALIZE) {
 		int m = !!(ps->seen & (UINT64_C(1) << K_MEAN));
 		int s = !!(ps->seen & (UINT64_C(1) << K_STD));
@@ -910,7 +921,7 @@ static const struct {
 	{ "RandomInvert", RFB_F_INVERT }, { "RandomRotation", RFB_F_ROTATION },
 	{ "RandomAffine", RFB_F_AFFINE },
 	{ "RandomPerspective", RFB_F_PERSPECTIVE },
-	{ "RandomApply", RFB_F_APPLY },
+	{ "RandomApply", RFB_F_APPLY }, { "Pad", RFB_F_PAD },
 };
 
 static int unknown_filter(struct parser *ps, const struct tok *name)
@@ -969,7 +980,8 @@ static int keeps_shape(int kind)
 	return kind != RFB_F_RESIZE && kind != RFB_F_CENTERCROP &&
 	       kind != RFB_F_CROP && kind != RFB_F_RRCROP &&
 	       kind != RFB_F_GRAY && kind != RFB_F_RGB &&
-	       kind != RFB_F_NORMALIZE && kind != RFB_F_APPLY;
+	       kind != RFB_F_NORMALIZE && kind != RFB_F_APPLY &&
+	       kind != RFB_F_PAD;
 }
 
 /* Every apply gates layers that follow it and keep the image's shape. */

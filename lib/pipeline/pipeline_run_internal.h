@@ -106,6 +106,11 @@ void rfbi_run_take(struct rfb_run *r, const rfb_image *img, int slot);
 int rfbi_run_crop(struct rfb_run *r, const struct rfb_rect *rect,
 		  const unsigned char *fill, rfb_err *err) RFB_MUST_CHECK;
 
+/* Crop cur to rect for crop or pad layer l: the parts outside the image
+ * made by l's padding_mode (rfb_crop_padded with l->pad), or l's fill. */
+int rfbi_run_crop_padded(struct rfb_run *r, const struct rfb_rect *rect,
+			 const struct rfb_layer *l, rfb_err *err) RFB_MUST_CHECK;
+
 /* Run layers [from, n) of p, then produce the output. */
 int rfbi_run_layers(struct rfb_run *r, const rfb_pipeline *p, int from,
 		    struct rfb_pipe_out *out, rfb_err *err) RFB_MUST_CHECK;

@@ -17,7 +17,7 @@ const char *const rfbi_filter_names[RFB_F_COUNT] = {
 	"autoaug", "trivialaug", "normalize", "gray", "rgb", "vflip",
 	"grayscale", "colorjitter", "gaussblur", "erasing", "solarize",
 	"posterize", "equalize", "autocontrast", "sharpness", "invert",
-	"rotation", "affine", "perspective", "apply",
+	"rotation", "affine", "perspective", "apply", "pad",
 };
 
 /* ---- canonical text ---- */
@@ -190,6 +190,14 @@ static void put_layer(struct out *o, const struct rfb_layer *l, int repeat)
 		    l->height, l->width, l->pad.left, l->pad.top, l->pad.right,
 		    l->pad.bottom, l->fill[0], l->fill[1], l->fill[2],
 		    l->pad_if_needed);
+		/* absent when constant: older specs keep their text */
+		if (l->pad_mode != RFB_PAD_CONSTANT)
+			put(o, ":padding_mode=%s", rfb_pad_mode_name(l->pad_mode));
+		break;
+	case RFB_F_PAD:
+		put(o, "=%d/%d/%d/%d:fill=%u/%u/%u:padding_mode=%s", l->pad.left,
+		    l->pad.top, l->pad.right, l->pad.bottom, l->fill[0],
+		    l->fill[1], l->fill[2], rfb_pad_mode_name(l->pad_mode));
 		break;
 	case RFB_F_RRCROP:
 		put(o, "=%dx%d:scale=", l->height, l->width);
@@ -241,6 +249,7 @@ static int layer_equal(const struct rfb_layer *a, const struct rfb_layer *b)
 	       a->pad.left == b->pad.left && a->pad.top == b->pad.top &&
 	       a->pad.right == b->pad.right && a->pad.bottom == b->pad.bottom &&
 	       a->pad_if_needed == b->pad_if_needed &&
+	       a->pad_mode == b->pad_mode &&
 	       memcmp(a->fill, b->fill, 3) == 0 && a->scale[0] == b->scale[0] &&
 	       a->scale[1] == b->scale[1] && a->ratio[0] == b->ratio[0] &&
 	       a->ratio[1] == b->ratio[1] && a->p == b->p &&
@@ -464,6 +473,10 @@ static int layer_out_shape(const struct rfb_layer *l, struct rfb_pipe_shape *s,
 		return 0;
 	case RFB_F_CROP:
 		return crop_shape(l, s, err);
+	case RFB_F_PAD:
+		s->width += l->pad.left + l->pad.right;
+		s->height += l->pad.top + l->pad.bottom;
+		return 0;
 	case RFB_F_GRAY:
 		s->channels = 1;
 		return 0;

@@ -127,19 +127,44 @@ def _affine(t, what):
     return text + ":interp=%s%s" % (_interp(t, what), _fill(t.fill or 0, what))
 
 
+_PAD_MODES = ("constant", "edge", "reflect", "symmetric")
+
+
+def _padding(padding, what):
+    """pad=... text of torchvision's padding (int, or 1, 2 or 4 ints >= 0)."""
+    pad = [padding] if isinstance(padding, int) else list(padding)
+    if len(pad) not in (1, 2, 4):
+        raise ConvertError("%s: padding %r is not 1, 2 or 4 values" % (what, padding))
+    if any(int(v) != v or v < 0 for v in pad):
+        raise ConvertError("%s: padding %r: refurb pads by whole pixels >= 0 "
+                           "(a negative padding crops: use centercrop or crop)"
+                           % (what, padding))
+    return "pad=" + "/".join(str(int(v)) for v in pad)
+
+
+def _pad_mode(t, what):
+    if t.padding_mode not in _PAD_MODES:
+        raise ConvertError("%s: padding_mode=%r is not one of %s"
+                           % (what, t.padding_mode, ", ".join(_PAD_MODES)))
+    return "" if t.padding_mode == "constant" else ":padding_mode=" + t.padding_mode
+
+
 def _crop(t, what):
     text = "crop=%s" % _size(t.size, what)
-    if t.padding_mode != "constant":
-        raise ConvertError("%s: padding_mode=%r (only 'constant')" % (what, t.padding_mode))
     if t.padding is not None:
-        pad = [t.padding] if isinstance(t.padding, int) else list(t.padding)
-        if len(pad) not in (1, 2, 4):
-            raise ConvertError("%s: padding %r is not 1, 2 or 4 values" % (what, t.padding))
-        text += ":pad=" + "/".join(str(int(v)) for v in pad)
-    text += _fill(t.fill, what) if t.fill else ""
+        text += ":" + _padding(t.padding, what)
+    if t.padding_mode == "constant":
+        text += _fill(t.fill, what) if t.fill else ""
     if t.pad_if_needed:
         text += ":pad_if_needed=1"
-    return text
+    return text + _pad_mode(t, what)
+
+
+def _pad(t, what):
+    text = _padding(t.padding, what)
+    if t.padding_mode == "constant":
+        text += _fill(t.fill, what) if t.fill else ""
+    return text + _pad_mode(t, what)
 
 
 def _resize(t, what):
@@ -187,6 +212,7 @@ _SIMPLE = {
     "Resize": _resize,
     "CenterCrop": lambda t, w: "centercrop=%s" % _size(t.size, w),
     "RandomCrop": _crop,
+    "Pad": _pad,
     "RandomResizedCrop": lambda t, w: "rrcrop=%s:scale=%s:ratio=%s:interp=%s" % (
         _size(t.size, w), _range(t.scale), _range(t.ratio), _interp(t, w)),
     "RandomHorizontalFlip": lambda t, w: "flip=p=%s" % _p(t),
@@ -212,7 +238,7 @@ _SIMPLE = {
 
 # filters that change the image's size or channels (RandomApply cannot
 # gate them in refurb)
-_RESHAPING = ("Resize", "CenterCrop", "RandomCrop", "RandomResizedCrop", "Grayscale")
+_RESHAPING = ("Resize", "CenterCrop", "RandomCrop", "RandomResizedCrop", "Grayscale", "Pad")
 
 
 def _erasing(t, what, st):

@@ -65,6 +65,28 @@ static int run_perspective(const rfb_image *in, const char *params,
 			       RFB_INTERP_BICUBIC, f, NULL);
 }
 
+/* 1 if img equals a window of big exactly (RandomCrop with pad_if_needed:
+ * big is the image torchvision pads before its random crop). */
+static int is_window(const rfb_image *img, const rfb_image *big)
+{
+	size_t row = (size_t)img->width * img->channels;
+
+	if (img->channels != big->channels || img->width > big->width ||
+	    img->height > big->height)
+		return 0;
+	for (int y0 = 0; y0 <= big->height - img->height; y0++)
+		for (int x0 = 0; x0 <= big->width - img->width; x0++) {
+			int y = 0;
+			while (y < img->height &&
+			       memcmp(rfb_image_px(img, 0, y),
+				      rfb_image_px(big, x0, y0 + y), row) == 0)
+				y++;
+			if (y == img->height)
+				return 1;
+		}
+	return 0;
+}
+
 static int golden_case(rfb_pipe_ctx *ctx, const char *name, const char *input,
 		       const char *spec, const char *params, const char *output)
 {
@@ -84,6 +106,16 @@ static int golden_case(rfb_pipe_ctx *ctx, const char *name, const char *input,
 		if (run_perspective(&in, params, &pb, &out.img))
 			goto done;
 	} else if (run_spec(spec, &in, 0, ctx, &out)) {
+		goto done;
+	}
+	if (strcmp(params, "window=1") == 0) {
+		/* several draws: each a window of the padded image */
+		ok = 1;
+		for (uint32_t s = 0; s < 4 && ok; s++)
+			ok = run_spec(spec, &in, s, ctx, &out) == 0 &&
+			     is_window(&out.img, &expected);
+		printf("# %-36s window of the padded image%s\n", name,
+		       ok ? "" : "  FAIL");
 		goto done;
 	}
 	struct golden_diff d = golden_compare(&out.img, &expected);
@@ -170,6 +202,15 @@ static void test_errors(void)
 		{ "affine=10:translate=0.1", "translate needs 2 values A/B" },
 		{ "rrcrop=32:ratio=3/0-4/3", "is not a number" },
 		{ "posterize=9", "bits 9 out of range 0..8" },
+		{ "crop=32:pad=4:padding_mode=mirror", "unknown padding_mode \"mirror\"" },
+		{ "crop=32:pad=4:padding_mode=mirror",
+		  "padding_mode: constant, edge, reflect, symmetric" },
+		{ "pad=4:mode=reflct", "(did you mean \"reflect\"?)" },
+		{ "pad", "pad needs its pad" },
+		{ "pad=-1", "pad \"-1\" is not an integer" },
+		{ "pad=1/2/3", "pad needs 1, 2 or 4 values" },
+		{ "apply,pad=2", "apply cannot gate pad" },
+		{ "Pad=2", "(did you mean \"pad\"?)" },
 	};
 
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -207,6 +248,9 @@ static void test_aliases_and_canonical(void)
 		{ "gaussblur=5", "gaussblur=kernel_size=5x5:sigma=0.1-2" },
 		{ "crop=32:padding=4", "crop=32:pad=4" },
 		{ "apply,vflip", "apply=p=0.5:n=1,vflip=p=0.5" },
+		{ "pad=padding=2/3:padding_mode=edge", "pad=2/3/2/3:mode=edge" },
+		{ "pad=1:mode=reflect:fill=9", "pad=1:mode=reflect" },
+		{ "crop=32:pad=4:padding_mode=constant", "crop=32:pad=4" },
 	};
 	static const char *const round_trip[] = {
 		"rrcrop=224,flip,apply=0.8,colorjitter=0.4:contrast=0.4:saturation=0.4:hue=0.1,"
@@ -216,6 +260,8 @@ static void test_aliases_and_canonical(void)
 		"erasing=p=0.25:scale=0.1-0.2:ratio=1/3-3:value=9/8/7",
 		"posterize=4,equalize,autocontrast=0.3,invert=1,vflip=0.1,"
 		"colorjitter=hue=-0.2--0.1,rotation=1e-05-0.5",
+		"pad=1/2/3/4:fill=5:mode=symmetric,crop=40:pad=3:mode=reflect:pad_if_needed=1,"
+		"crop=9:pad=2:fill=1/2/3,pad=7",
 		"resize=8,normalize=imagenet,erasing=value=random,erasing=p=0.1:value=-1.5/0/2.25",
 	};
 	char a[4096], b[4096];
