@@ -14,33 +14,13 @@ bats_require_minimum_version 1.5.0
 
 # slurm_missing: why the cluster cannot run here, or nothing
 slurm_missing() {
-	/usr/bin/python3 -c 'import numpy' 2> /dev/null ||
-		{ echo "python3-numpy is not installed (run make deps)"; return 0; }
 	[ "$(id -u)" -eq 0 ] ||
 		{ echo "slurmd must run as root to start tasks (not root here)"; return 0; }
 	for p in munged mungekey slurmctld slurmd sbatch srun scontrol sinfo squeue; do
 		command -v $p > /dev/null ||
 			{ echo "$p is not installed (slurm-wlm, munge: scripts/deps --dist)"; return 0; }
 	done
-	/usr/bin/python3 -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null ||
-		echo "python3-torch with gloo is not installed (scripts/deps --dist)"
-	return 0
-}
-
-need_slurm() {
-	local why
-	why=$(slurm_missing)
-	[ -z "$why" ] || skip "$why"
-}
-
-# free_ports N: N TCP ports free on 127.0.0.1 now.
-free_ports() {
-	/usr/bin/python3 -c '
-import socket, sys
-socks = [socket.socket() for _ in range(int(sys.argv[1]))]
-for s in socks:
-    s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in socks))' "$1"
+	ddp_missing
 }
 
 start_cluster() {
@@ -135,7 +115,7 @@ teardown_file() {
 
 setup() {
 	set -o pipefail
-	need_slurm
+	skip_if_missing slurm_missing
 	C="$BATS_FILE_TMPDIR/slurm"
 	IDX="$BATS_FILE_TMPDIR/ds.idx"
 	T="$BATS_TEST_TMPDIR"

@@ -20,28 +20,12 @@ TORCHRUN_FIX="--redirects 2 --tee 2"
 
 # torchrun_missing: why torchrun cannot run a job here, or nothing
 torchrun_missing() {
-	/usr/bin/python3 -c 'import numpy' 2> /dev/null ||
-		{ echo "python3-numpy is not installed (run make deps)"; return 0; }
-	/usr/bin/python3 -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null ||
-		{ echo "python3-torch with gloo is not installed (scripts/deps --dist)"; return 0; }
+	local why
+	why=$(ddp_missing)
+	[ -z "$why" ] || { echo "$why"; return 0; }
 	command -v torchrun > /dev/null ||
 		echo "torchrun is not installed (python3-torch; scripts/deps --dist)"
 	return 0
-}
-
-need_torchrun() {
-	local why
-	why=$(torchrun_missing)
-	[ -z "$why" ] || skip "$why"
-}
-
-# free_port: a TCP port free on 127.0.0.1 now.
-free_port() {
-	/usr/bin/python3 -c '
-import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])'
 }
 
 # train OUT CACHE [ddp_train options]: one torchrun job of 2 ranks, its
@@ -51,7 +35,7 @@ train() {
 	local out="$1" cache="$2" port
 	shift 2
 	mkdir -p "$out"
-	port=$(free_port)
+	port=$(free_ports 1)
 	PYTHONPATH="$TOP/python" timeout 300 torchrun --nnodes 1 --nproc_per_node 2 \
 		--master_addr 127.0.0.1 --master_port "$port" \
 		$TORCHRUN_FIX "$TOP/tests/dist/ddp_train.py" \
@@ -80,7 +64,7 @@ teardown() {
 
 setup() {
 	set -o pipefail
-	need_torchrun
+	skip_if_missing torchrun_missing
 	IDX="$BATS_FILE_TMPDIR/ds.idx"
 	REF="$BATS_FILE_TMPDIR/ref"
 	T="$BATS_TEST_TMPDIR"

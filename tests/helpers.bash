@@ -44,3 +44,31 @@ need_pil() {
 	/usr/bin/python3 -c 'import PIL' 2>/dev/null ||
 		skip "python3-pil is not installed (scripts/deps --bench): no PIL reference"
 }
+
+# ddp_missing: why Debian's python3 cannot run a DDP trainer here (numpy,
+# torch with gloo), or nothing.  For the *_missing functions of the
+# distributed tests, which bats 1.8 cannot skip in setup_file.
+ddp_missing() {
+	/usr/bin/python3 -c 'import numpy' 2> /dev/null ||
+		{ echo "python3-numpy is not installed (run make deps)"; return 0; }
+	/usr/bin/python3 -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null ||
+		echo "python3-torch with gloo is not installed (scripts/deps --dist)"
+	return 0
+}
+
+# skip_if_missing FUNC: skip the test with FUNC's reason, if it gives one.
+skip_if_missing() {
+	local why
+	why=$("$1")
+	[ -z "$why" ] || skip "$why"
+}
+
+# free_ports N: N TCP ports free on 127.0.0.1 now.
+free_ports() {
+	/usr/bin/python3 -c '
+import socket, sys
+socks = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))' "$1"
+}

@@ -397,3 +397,24 @@ open(sys.argv[2], "wb").write(d[:2] + b"\xff\xe1" + (len(pad) + 2).to_bytes(2, "
 	[ "$status" -eq 0 ]
 	[[ "$output" == "6 samples agree with tarfile" ]]
 }
+
+@test "more shards than the descriptor limit: read with the least recently used closed" {
+	# 60 shards of one sample each, under a limit of 40 descriptors: a
+	# reader that kept every shard open would fail with EMFILE
+	"$TOP/scripts/make-shards" -n 60 ds "$T/many" > /dev/null
+	refurb-index -q -o "$T/many.idx" --classes "$T/many/classes.txt" \
+		--shards "$T/many/train-{000000..000059}.tar"
+	refurb-evict -q -r 1 -s 5 tree.idx > "$T/tree.evict"
+	refurb-evict -q -r 1 -s 5 "$T/many.idx" > "$T/many.evict"
+	# (the same cache directory: the stream's header names it)
+	refurb-plan -q -b 16 -e 0-1 -s 5 "$T/tree.evict" |
+		refurb-partial -q -j 2 -c "$T/c" -p 'resize=48' tree.idx |
+		refurb-final -q -p 'crop=40' > "$T/tree.stream"
+	rm -rf "$T/c"
+	run bash -c "ulimit -n 40 && refurb-plan -q -b 16 -e 0-1 -s 5 '$T/many.evict' |
+		refurb-partial -q -j 2 -c '$T/c' -p 'resize=48' '$T/many.idx' |
+		refurb-final -q -p 'crop=40' > '$T/many.stream'"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ -s "$T/tree.stream" ]
+	cmp "$T/tree.stream" "$T/many.stream"
+}

@@ -83,16 +83,23 @@ static enum kind member_kind(const char *ext, const char *label_ext)
 	return K_OTHER;
 }
 
-static int cmp_member(const void *a, const void *b)
+/* Keys (not NUL-terminated) in byte order, a shorter prefix first. */
+static int cmp_key(const char *x, size_t xl, const char *y, size_t yl)
 {
-	const struct member *x = a, *y = b;
-	size_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
-	int c = memcmp(x->name, y->name, n);
+	int c = memcmp(x, y, xl < yl ? xl : yl);
 
 	if (c)
 		return c;
-	if (x->key_len != y->key_len)
-		return x->key_len < y->key_len ? -1 : 1;
+	return xl < yl ? -1 : xl > yl;
+}
+
+static int cmp_member(const void *a, const void *b)
+{
+	const struct member *x = a, *y = b;
+	int c = cmp_key(x->name, x->key_len, y->name, y->key_len);
+
+	if (c)
+		return c;
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
@@ -432,13 +439,10 @@ struct key_ref {
 static int cmp_key_ref(const void *a, const void *b)
 {
 	const struct key_ref *x = a, *y = b;
-	size_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
-	int c = memcmp(x->name, y->name, n);
+	int c = cmp_key(x->name, x->key_len, y->name, y->key_len);
 
 	if (c)
 		return c;
-	if (x->key_len != y->key_len)
-		return x->key_len < y->key_len ? -1 : 1;
 	return x->cand < y->cand ? -1 : x->cand > y->cand;
 }
 

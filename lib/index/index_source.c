@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,15 +14,41 @@
 #include "refurb/io.h"
 #include "refurb/source.h"
 
+#include <sys/resource.h>
+
 #define FD_UNOPENED (-1)
+
+/* One shard's descriptor: open while in use or among the most recently
+ * used, closed (least recently used first) when more than cap are open. */
+struct shard_fd {
+	int fd;                   /* FD_UNOPENED or an open fd */
+	unsigned users;           /* reads in progress on fd */
+	uint64_t used;            /* LRU stamp */
+};
 
 struct rfb_source {
 	const rfb_index *idx;
 	char *root;               /* override, or NULL */
 	uint32_t shard_count;
-	atomic_int *fds;          /* per shard: FD_UNOPENED or an open fd */
-	pthread_mutex_t open_lock;
+	struct shard_fd *fds;     /* per shard */
+	uint32_t open, cap;       /* descriptors open, and the most kept */
+	uint64_t clock;
+	pthread_mutex_t lock;
 };
+
+/* How many shard descriptors to keep open: half of RLIMIT_NOFILE (the
+ * rest is left to the cache's segments, pipes and the libraries), at
+ * least 4, at most 4096. */
+static uint32_t fd_cap(void)
+{
+	struct rlimit rl;
+	rlim_t half;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return 4096;
+	half = rl.rlim_cur / 2;
+	return half < 4 ? 4 : half > 4096 ? 4096 : (uint32_t)half;
+}
 
 rfb_source *rfb_source_open(const rfb_index *idx, const char *root_override,
 			    rfb_err *err)
@@ -41,9 +66,10 @@ rfb_source *rfb_source_open(const rfb_index *idx, const char *root_override,
 	}
 	s->idx = idx;
 	s->shard_count = n;
+	s->cap = fd_cap();
 	for (uint32_t k = 0; k < n; k++)
-		atomic_init(&s->fds[k], FD_UNOPENED);
-	pthread_mutex_init(&s->open_lock, NULL);
+		s->fds[k].fd = FD_UNOPENED;
+	pthread_mutex_init(&s->lock, NULL);
 	return s;
 }
 
@@ -52,9 +78,9 @@ void rfb_source_close(rfb_source *s)
 	if (!s)
 		return;
 	for (uint32_t k = 0; k < s->shard_count; k++)
-		if (atomic_load(&s->fds[k]) >= 0)
-			close(atomic_load(&s->fds[k]));
-	pthread_mutex_destroy(&s->open_lock);
+		if (s->fds[k].fd >= 0)
+			close(s->fds[k].fd);
+	pthread_mutex_destroy(&s->lock);
 	free(s->fds);
 	free(s->root);
 	free(s);
@@ -95,19 +121,53 @@ static int open_shard(const rfb_source *s, uint32_t k, const char *path,
 	return fd;
 }
 
-/* The descriptor of shard k, opened on first use. */
-static int shard_fd(rfb_source *s, uint32_t k, const char *path, rfb_err *err)
+/* Close the least recently used descriptor no read is using, if any.
+ * Called with the lock held. */
+static void close_one(rfb_source *s)
 {
-	int fd = atomic_load_explicit(&s->fds[k - 1], memory_order_acquire);
+	struct shard_fd *lru = NULL;
 
-	if (fd >= 0)
-		return fd;
-	pthread_mutex_lock(&s->open_lock);
-	fd = atomic_load(&s->fds[k - 1]);
-	if (fd < 0 && (fd = open_shard(s, k, path, err)) >= 0)
-		atomic_store_explicit(&s->fds[k - 1], fd, memory_order_release);
-	pthread_mutex_unlock(&s->open_lock);
+	for (uint32_t k = 0; k < s->shard_count; k++) {
+		struct shard_fd *e = &s->fds[k];
+		if (e->fd >= 0 && !e->users && (!lru || e->used < lru->used))
+			lru = e;
+	}
+	if (lru) {
+		close(lru->fd);
+		lru->fd = FD_UNOPENED;
+		s->open--;
+	}
+}
+
+/* The descriptor of shard k, opened if needed, held until put_fd. */
+static int get_fd(rfb_source *s, uint32_t k, const char *path, rfb_err *err)
+{
+	struct shard_fd *e = &s->fds[k - 1];
+	int fd;
+
+	pthread_mutex_lock(&s->lock);
+	if (e->fd < 0) {
+		if (s->open >= s->cap)
+			close_one(s);
+		if ((fd = open_shard(s, k, path, err)) < 0) {
+			pthread_mutex_unlock(&s->lock);
+			return fd;
+		}
+		e->fd = fd;
+		s->open++;
+	}
+	e->users++;
+	e->used = ++s->clock;
+	fd = e->fd;
+	pthread_mutex_unlock(&s->lock);
 	return fd;
+}
+
+static void put_fd(rfb_source *s, uint32_t k)
+{
+	pthread_mutex_lock(&s->lock);
+	s->fds[k - 1].users--;
+	pthread_mutex_unlock(&s->lock);
 }
 
 static int grow(unsigned char **buf, size_t *cap, size_t want, rfb_err *err)
@@ -133,11 +193,12 @@ static int read_member(rfb_source *s, const rfb_sample_info *si,
 	if (si->bytes > max_len)
 		return rfb_err_set(err, RFB_ELIMIT, path, "member %s: larger than "
 				   "the limit of %zu bytes", si->path, max_len);
-	if ((fd = shard_fd(s, si->shard, path, err)) < 0)
-		return fd;
 	if ((rc = grow(buf, cap, (size_t)si->bytes + 1, err)))
 		return rc;
+	if ((fd = get_fd(s, si->shard, path, err)) < 0)
+		return fd;
 	got = rfb_pread_full(fd, *buf, (size_t)si->bytes, (off_t)si->offset);
+	put_fd(s, si->shard);
 	if (got < 0)
 		return rfb_err_sys(err, errno, path, "member %s: read failed",
 				   si->path);

@@ -451,6 +451,12 @@ AVX2 void rfbi_ops_sharpen_block_avx2(const unsigned char *in, size_t in_stride,
 
 #else
 
+/* Without x86-64 there is no AVX2: ops_color.c asks rfbi_ops_have_avx2()
+ * first and never calls the kernels below, which exist only so that it
+ * links.  They do not fall back to the scalar kernels of ops_color.c,
+ * which would make the two files call each other. */
+#include <stdlib.h>
+
 int rfbi_ops_have_avx2(void)
 {
 	return 0;
@@ -459,31 +465,36 @@ int rfbi_ops_have_avx2(void)
 void rfbi_ops_blend_level_avx2(const rfb_image *src, rfb_image *dst, int level,
 			       float factor)
 {
-	rfbi_ops_blend_level_scalar(src, dst, level, factor);
+	(void)src, (void)dst, (void)level, (void)factor;
+	abort();
 }
 
 uint64_t rfbi_ops_luma_sum_avx2(const rfb_image *img)
 {
-	return rfbi_ops_luma_sum_scalar(img);
+	(void)img;
+	abort();
 }
 
 void rfbi_ops_color_avx2(const rfb_image *src, rfb_image *dst, float factor)
 {
-	rfbi_ops_color_scalar(src, dst, factor);
+	(void)src, (void)dst, (void)factor;
+	abort();
 }
 
 void rfbi_ops_sharpen_block_avx2(const unsigned char *in, size_t in_stride,
 				 unsigned char *out, size_t out_stride, int rows,
 				 size_t m, size_t d, float factor)
 {
-	rfb_ops_sharpen_block_scalar(in, in_stride, out, out_stride, rows, m, d,
-				     factor);
+	(void)in, (void)in_stride, (void)out, (void)out_stride, (void)rows;
+	(void)m, (void)d, (void)factor;
+	abort();
 }
 
 void rfbi_ops_autocontrast_avx2(const rfb_image *stats, const rfb_image *src,
 				rfb_image *dst)
 {
-	rfbi_ops_autocontrast_scalar(stats, src, dst);
+	(void)stats, (void)src, (void)dst;
+	abort();
 }
 
 #endif

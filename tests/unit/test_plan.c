@@ -13,24 +13,7 @@
 #include "refurb/plan.h"
 #include "refurb/refurb.h"
 #include "refurb/sched.h"
-#include "test.h"
-
-static uint32_t draw(rfb_rng *g, uint32_t lo, uint32_t hi)
-{
-	return lo + rfb_rng_below(g, hi - lo + 1);
-}
-
-static rfb_sched *build(uint32_t total, uint32_t r, uint64_t seed, int policy,
-			uint32_t k, uint32_t shards)
-{
-	rfb_sched_params p = { 0xfeedULL + total, total, r, seed, policy, k,
-			       shards };
-	rfb_err err = { 0 };
-	rfb_sched *s = rfb_sched_build(&p, &err);
-
-	CHECKF(s != NULL, "%s", err.msg);
-	return s;
-}
+#include "plan_helpers.h"
 
 static rfb_plan_params pparams(uint32_t batch, uint32_t first, uint32_t last,
 			       uint64_t seed, int shuffle, int drop_last)
@@ -48,47 +31,6 @@ static rfb_plan_params pparams(uint32_t batch, uint32_t first, uint32_t last,
 }
 
 /* ---- the plan as text ---- */
-
-struct text {
-	char *data;
-	size_t len, cap;
-};
-
-static void text_put(struct text *t, const char *s, size_t n)
-{
-	if (t->len + n + 1 > t->cap) {
-		t->cap = (t->len + n + 1) * 2;
-		t->data = realloc(t->data, t->cap);
-	}
-	memcpy(t->data + t->len, s, n);
-	t->len += n;
-	t->data[t->len] = '\0';
-}
-
-/* The whole plan stream of (s, p, pixels), as refurb-plan writes it. */
-static struct text plan_text(const rfb_sched *s, const rfb_plan_params *p,
-			     const uint32_t *pixels)
-{
-	struct text t = { 0 };
-	rfb_plan *pl = rfb_plan_new(s, p, pixels, NULL);
-	char *line = malloc(rfb_plan_batch_text_max(p->batch_size));
-	rfb_plan_header h;
-	rfb_plan_item it;
-	char head[1024];
-
-	rfb_plan_header_of(pl, &h);
-	text_put(&t, head, rfb_plan_format_header(head, sizeof head, &h));
-	while (rfb_plan_next(pl, &it) > 0) {
-		if (it.type == RFB_PLAN_LINE_BATCH)
-			text_put(&t, line, rfb_plan_format_batch(line, &it.batch));
-		else
-			text_put(&t, line, rfb_plan_format_epoch_end(
-				line, 64, &it.epoch));
-	}
-	free(line);
-	rfb_plan_free(pl);
-	return t;
-}
 
 /* ---- the invariants, checked while walking a generated plan ---- */
 
@@ -741,32 +683,6 @@ static void test_parse_header(void)
 }
 
 /* ---- the stream reader ---- */
-
-/* Read a whole stream from text; returns 0 or the first error code, with
- * the number of items read. */
-static int read_all(const char *text, size_t len, rfb_err *err, int *items)
-{
-	FILE *f = tmpfile();
-	rfb_plan_reader *r;
-	rfb_plan_item it;
-	int rc;
-
-	*items = 0;
-	if (len)
-		fwrite(text, 1, len, f);
-	fflush(f);
-	lseek(fileno(f), 0, SEEK_SET);
-	r = rfb_plan_reader_open(fileno(f), "p.plan", err);
-	if (!r) {
-		fclose(f);
-		return err->code;
-	}
-	while ((rc = rfb_plan_reader_next(r, &it, err)) > 0)
-		(*items)++;
-	rfb_plan_reader_close(r);
-	fclose(f);
-	return rc;
-}
 
 static void test_reader_round_trip(void)
 {

@@ -15,90 +15,9 @@
 #include "refurb/plan.h"
 #include "refurb/refurb.h"
 #include "refurb/sched.h"
-#include "test.h"
+#include "plan_helpers.h"
 
 #define MAX_SHARDS 7
-
-static uint32_t draw(rfb_rng *g, uint32_t lo, uint32_t hi)
-{
-	return lo + rfb_rng_below(g, hi - lo + 1);
-}
-
-static rfb_sched *build(uint32_t total, uint32_t r, uint64_t seed, int policy,
-			uint32_t k, uint32_t shards)
-{
-	rfb_sched_params p = { 0xfeedULL + total, total, r, seed, policy, k,
-			       shards };
-	rfb_err err = { 0 };
-	rfb_sched *s = rfb_sched_build(&p, &err);
-
-	CHECKF(s != NULL, "%s", err.msg);
-	return s;
-}
-
-struct text {
-	char *data;
-	size_t len, cap;
-};
-
-static void text_put(struct text *t, const char *s, size_t n)
-{
-	if (t->len + n + 1 > t->cap) {
-		t->cap = (t->len + n + 1) * 2;
-		t->data = realloc(t->data, t->cap);
-	}
-	memcpy(t->data + t->len, s, n);
-	t->len += n;
-	t->data[t->len] = '\0';
-}
-
-static struct text plan_text(const rfb_sched *s, const rfb_plan_params *p,
-			     const uint32_t *pixels)
-{
-	struct text t = { 0 };
-	rfb_plan *pl = rfb_plan_new(s, p, pixels, NULL);
-	char *line = malloc(rfb_plan_batch_text_max(p->batch_size));
-	rfb_plan_header h;
-	rfb_plan_item it;
-	char head[1024];
-
-	rfb_plan_header_of(pl, &h);
-	text_put(&t, head, rfb_plan_format_header(head, sizeof head, &h));
-	while (rfb_plan_next(pl, &it) > 0) {
-		if (it.type == RFB_PLAN_LINE_BATCH)
-			text_put(&t, line, rfb_plan_format_batch(line, &it.batch));
-		else
-			text_put(&t, line, rfb_plan_format_epoch_end(
-				line, 64, &it.epoch));
-	}
-	free(line);
-	rfb_plan_free(pl);
-	return t;
-}
-
-/* Read a whole plan stream from text: 0 or the first error code. */
-static int read_all(const char *text, size_t len, rfb_err *err)
-{
-	FILE *f = tmpfile();
-	rfb_plan_reader *r;
-	rfb_plan_item it;
-	int rc;
-
-	if (len)
-		fwrite(text, 1, len, f);
-	fflush(f);
-	lseek(fileno(f), 0, SEEK_SET);
-	r = rfb_plan_reader_open(fileno(f), "p.plan", err);
-	if (!r) {
-		fclose(f);
-		return err->code;
-	}
-	while ((rc = rfb_plan_reader_next(r, &it, err)) > 0)
-		;
-	rfb_plan_reader_close(r);
-	fclose(f);
-	return rc;
-}
 
 /* ---- one case: all N shards of (T, r, seed, policy) with plan p ---- */
 
@@ -403,6 +322,7 @@ static void test_even_tail_and_reader(void)
 		const char *at, *body;
 		char mark[32];
 		rfb_err err = { 0 };
+		int items;
 
 		shards = shards > total ? total : shards;
 		s = build(total, draw(&g, 1, 5), iter, RFB_SCHED_BALANCED,
@@ -419,7 +339,7 @@ static void test_even_tail_and_reader(void)
 		CHECKF(at && body && strcmp(at, body) == 0,
 		       "epochs %u-%u are not the tail of 0-%u:\n%.300s\n%.300s",
 		       first, last, last, at ? at : "-", body ? body : "-");
-		CHECKF(read_all(a.data, a.len, &err) == 0, "%s", err.msg);
+		CHECKF(read_all(a.data, a.len, &err, &items) == 0, "%s", err.msg);
 		CHECK(strstr(a.data, full.even == RFB_PLAN_EVEN_PAD
 			      ? " even=pad\n" : " even=drop\n") != NULL);
 		free(a.data);
@@ -463,7 +383,9 @@ static void test_reader_version2(void)
 
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		rfb_err err = { 0 };
-		int rc = read_all(cases[i].text, strlen(cases[i].text), &err);
+		int items;
+		int rc = read_all(cases[i].text, strlen(cases[i].text), &err,
+				  &items);
 		CHECKF(rc == cases[i].code && strstr(err.msg, cases[i].says),
 		       "case %zu: %d '%s'", i, rc, err.msg);
 	}

@@ -6,8 +6,11 @@
  * A shard is opened the first time one of its samples is read, and is
  * refused (RFB_EMISMATCH) when it vanished or its size or mtime differ
  * from what the index recorded: its offsets would no longer be right.
- * One rfb_source is shared by all threads without locking on the read
- * path.
+ * At most half of RLIMIT_NOFILE shard descriptors (4096 at most) are
+ * kept open: past that the least recently used one no read is using is
+ * closed, so a dataset of more shards than the descriptor limit reads
+ * too.  One rfb_source is shared by all threads; a short lock guards the
+ * descriptor table, not the read.
  */
 #ifndef REFURB_SOURCE_H
 #define REFURB_SOURCE_H
