@@ -128,3 +128,30 @@ EOF
 	run refurb-dump --preview 'pad' "$J"
 	expect_fail 2 'refurb-dump: bad pipeline spec at column 1: pad needs its pad'
 }
+
+@test "convert: RandomRotation expand and center, RandomAffine center" {
+	need_torchvision
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomRotation(30, expand=True, center=(3, 4.5)), T.CenterCrop(20), T.RandomAffine(10, center=[1, 2])])'
+	[ "$status" -eq 0 ]
+	[ "$output" = "rotation=degrees=-30-30:interp=nearest:fill=0:expand=1:center=3/4.5,centercrop=20x20,affine=degrees=-10-10:interp=nearest:fill=0:center=1/2" ]
+	make_dataset "$T/d" 3 1
+	run refurb-dump --preview "$output" -n 2 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
+	[ "$status" -eq 0 ]
+	run "$PY" -m refurb_stream convert 'T.RandomApply([T.RandomRotation(30, expand=True)])'
+	expect_fail 1 "refurb_stream convert: RandomApply (transforms): cannot gate RandomRotation(expand=True)"
+}
+
+@test "rotation expand=1: a batching stage refuses a size it cannot fix" {
+	make_dataset "$T/d" 3 1
+	refurb-index -q -o "$T/train.idx" "$T/d"
+	run refurb-advise -p 'resize=64x64,rotation=20:expand=1' "$T/train.idx"
+	expect_fail 2 "refurb-advise: pipeline "
+	[[ "${lines[0]}" == *'output size depends on the angle layer 2 (rotation expand=1) draws: follow it with a crop, centercrop, rrcrop or resize=HxW'* ]] || false
+	J="$(sample_jpeg "$T/d")"
+	run refurb-dump --preview 'rotation=10:expand=2' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 20: unknown expand value "2"'
+	run refurb-dump --preview 'rotation=10:center=5' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 20: center needs 2 values X/Y'
+	run refurb-dump --preview 'apply,rotation=10:expand=1' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 7: apply cannot gate rotation expand=1'
+}

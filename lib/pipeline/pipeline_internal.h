@@ -78,6 +78,9 @@ struct rfb_layer {
 	double amount;            /* solarize threshold, sharpness factor,
 				   * perspective distortion_scale */
 	double degrees[2];        /* rotation, affine */
+	int expand;               /* rotation: expand=1 (the size changes) */
+	int has_center;           /* rotation, affine: center given */
+	double center[2];         /* rotation, affine: x, y in pixels */
 	int has_translate;        /* affine: translate given */
 	double translate[2];      /* affine: largest shift, fraction of w, h */
 	int has_scale;            /* affine: scale range in scale[] */

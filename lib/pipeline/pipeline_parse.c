@@ -25,7 +25,7 @@ enum key {
 	K_RATIO, K_P, K_N, K_M, K_BINS, K_POLICY, K_MEAN, K_STD, K_PRESET,
 	K_BRIGHTNESS, K_CONTRAST, K_SATURATION, K_HUE, K_KERNEL, K_SIGMA,
 	K_VALUE, K_THRESHOLD, K_BITS, K_FACTOR, K_DEGREES, K_TRANSLATE,
-	K_SHEAR, K_DISTORTION, K_DCT, K_PAD_MODE,
+	K_SHEAR, K_DISTORTION, K_DCT, K_PAD_MODE, K_EXPAND, K_CENTER,
 	K_COUNT, K_NONE = -1
 };
 
@@ -34,7 +34,7 @@ static const char *const key_names[K_COUNT] = {
 	"ratio", "p", "n", "m", "bins", "policy", "mean", "std", "preset",
 	"brightness", "contrast", "saturation", "hue", "kernel_size", "sigma",
 	"value", "threshold", "bits", "factor", "degrees", "translate",
-	"shear", "distortion_scale", "dct", "padding_mode",
+	"shear", "distortion_scale", "dct", "padding_mode", "expand", "center",
 };
 
 /* torchvision's argument names, accepted beside the short ones. */
@@ -77,9 +77,10 @@ static const int filter_keys[RFB_F_COUNT][MAX_KEYS] = {
 	[RFB_F_AUTOCONTRAST] = { K_P, K_NONE },
 	[RFB_F_SHARPNESS] = { K_FACTOR, K_P, K_NONE },
 	[RFB_F_INVERT] = { K_P, K_NONE },
-	[RFB_F_ROTATION] = { K_DEGREES, K_INTERP, K_FILL, K_NONE },
+	[RFB_F_ROTATION] = { K_DEGREES, K_INTERP, K_FILL, K_EXPAND, K_CENTER,
+			     K_NONE },
 	[RFB_F_AFFINE] = { K_DEGREES, K_TRANSLATE, K_SCALE, K_SHEAR, K_INTERP,
-			   K_FILL, K_NONE },
+			   K_FILL, K_CENTER, K_NONE },
 	[RFB_F_PERSPECTIVE] = { K_DISTORTION, K_P, K_INTERP, K_FILL, K_NONE },
 	[RFB_F_APPLY] = { K_P, K_N, K_NONE },
 	[RFB_F_PAD] = { K_PAD, K_FILL, K_PAD_MODE, K_NONE },
@@ -538,6 +539,21 @@ static int parse_translate(struct parser *ps, const struct tok *t)
 	return 0;
 }
 
+/* rotation, affine center: X/Y in pixels (torchvision's [x, y]) */
+static int parse_center(struct parser *ps, const struct tok *t)
+{
+	struct tok part[2];
+	int n = split(t, '/', part, 2);
+
+	if (n != 2)
+		return spec_error(ps, t->at, "center needs 2 values X/Y");
+	for (int i = 0; i < 2; i++)
+		if (parse_num(ps, &part[i], "center", &ps->cur.center[i]))
+			return RFB_ESPEC;
+	ps->cur.has_center = 1;
+	return 0;
+}
+
 /* erasing's value: "random", or 1 or 3 numbers (whole pixel values
  * 0..255 before normalize; any after it, where they are float values);
  * check_filter decides which. */
@@ -589,6 +605,10 @@ static int set_value(struct parser *ps, int key, const struct tok *v)
 		return parse_pad(ps, v);
 	case K_FILL:
 		return parse_fill(ps, v);
+	case K_EXPAND:
+		return parse_word(ps, v, "expand value", bool_names, 2, &l->expand);
+	case K_CENTER:
+		return parse_center(ps, v);
 	case K_PAD_MODE:
 		rc = parse_word(ps, v, "padding_mode", pad_mode_names, 4, &i);
 		l->pad_mode = (enum rfb_pad_mode)i;
@@ -974,9 +994,13 @@ static int add_layers(struct parser *ps)
 	return 0;
 }
 
-/* 1 if layer kind keeps the image's size and channels. */
-static int keeps_shape(int kind)
+/* 1 if layer l keeps the image's size and channels. */
+static int keeps_shape(const struct rfb_layer *l)
 {
+	int kind = l->kind;
+
+	if (kind == RFB_F_ROTATION && l->expand)
+		return 0;
 	return kind != RFB_F_RESIZE && kind != RFB_F_CENTERCROP &&
 	       kind != RFB_F_CROP && kind != RFB_F_RRCROP &&
 	       kind != RFB_F_GRAY && kind != RFB_F_RGB &&
@@ -996,12 +1020,13 @@ static int check_apply(struct parser *ps, const size_t *name_at)
 					  "apply n=%d: only %d layers follow it",
 					  l->count, ps->n - i - 1);
 		for (int k = i + 1; k <= i + l->count; k++)
-			if (!keeps_shape(ps->layers[k].kind))
+			if (!keeps_shape(&ps->layers[k]))
 				return spec_error(ps, name_at[k],
-						  "apply cannot gate %s (only "
+						  "apply cannot gate %s%s (only "
 						  "filters that keep the image's "
 						  "size and channels)",
-						  rfbi_filter_names[ps->layers[k].kind]);
+						  rfbi_filter_names[ps->layers[k].kind],
+						  ps->layers[k].expand ? " expand=1" : "");
 	}
 	return 0;
 }

@@ -265,13 +265,27 @@ static int run_random_op(struct rfb_run *r, const struct rfb_layer *l,
 	return run_op(r, op, m, l, err);
 }
 
+/* RandomRotation: one angle, then F.rotate; with expand or center PIL's
+ * general Image.rotate (expand: the output's size depends on the angle). */
 static int run_rotation(struct rfb_run *r, const struct rfb_layer *l,
 			rfb_rng *rng, rfb_err *err)
 {
 	double angle = draw_range(rng, l->degrees);
-	int rc = expand_for(r, l->fill, err);
+	const double *center = l->has_center ? l->center : NULL;
+	int rc = expand_for(r, l->fill, err), nw, nh, slot;
+	rfb_image dst;
 
-	return rc ? rc : run_op(r, RFB_OP_ROTATE, angle, l, err);
+	if (rc || (!l->expand && !l->has_center))
+		return rc ? rc : run_op(r, RFB_OP_ROTATE, angle, l, err);
+	rfb_rotate_size(r->cur.width, r->cur.height, angle, l->expand, center,
+			&nw, &nh);
+	rc = rfbi_run_target(r, nw, nh, r->cur.channels, &dst, &slot, err);
+	if (!rc) {
+		rfb_rotate(&r->cur, &dst, angle, l->expand, center, l->interp,
+			   l->fill);
+		rfbi_run_take(r, &dst, slot);
+	}
+	return rc;
 }
 
 /* RandomAffine.get_params, then F.affine. */
@@ -300,8 +314,8 @@ static int run_affine(struct rfb_run *r, const struct rfb_layer *l,
 		return rc;
 	rc = target(r, &dst, &slot, err);
 	if (!rc) {
-		rfb_affine(&r->cur, &dst, angle, translate, scale, shear, l->interp,
-			   l->fill);
+		rfb_affine(&r->cur, &dst, angle, translate, scale, shear,
+			   l->has_center ? l->center : NULL, l->interp, l->fill);
 		rfbi_run_take(r, &dst, slot);
 	}
 	return rc;

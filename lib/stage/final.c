@@ -599,7 +599,6 @@ static int read_annotation(struct final *F, const char *in_name, rfb_err *err)
 static int open_inputs(struct final *F, const char *in_name, rfb_err *err)
 {
 	const struct rfb_cache_manifest *m;
-	struct rfb_pipe_shape in = { 256, 256, 3 }, partial_out;
 	int rc;
 
 	if (!(F->idx = rfb_index_open(F->annot.index_file, err)) ||
@@ -633,8 +632,9 @@ static int open_inputs(struct final *F, const char *in_name, rfb_err *err)
 	if ((rc = rfb_pipeline_parse(F->o->pipeline, &F->final_pipe, err)) ||
 	    (rc = rfb_pipeline_parse(F->annot.partial, &F->partial_pipe, err)))
 		return rc;
-	if ((rc = rfb_pipeline_out_shape(F->partial_pipe, &in, &partial_out, err)) ||
-	    (rc = rfb_pipeline_fixed_shape(F->final_pipe, partial_out.channels,
+	/* only the channels: the partial part's size may vary per sample */
+	if ((rc = rfb_pipeline_fixed_shape(F->final_pipe,
+					   rfb_pipeline_out_channels(F->partial_pipe, 3),
 					   &F->shape, err)))
 		return rc;
 	F->dtype = rfb_pipeline_dtype(F->final_pipe);

@@ -104,18 +104,24 @@ def _degrees(t):
     return "degrees=%s" % _range(t.degrees)
 
 
+def _center(t, what):
+    """:center=X/Y text (None: "")."""
+    if t.center is None:
+        return ""
+    c = list(t.center)
+    if len(c) != 2:
+        raise ConvertError("%s: center=%r is not (x, y)" % (what, t.center))
+    return ":center=%s/%s" % (_num(c[0]), _num(c[1]))
+
+
 def _rotation(t, what):
-    if t.expand:
-        raise ConvertError("%s: expand=True changes the image size (not supported)" % what)
-    if t.center is not None:
-        raise ConvertError("%s: center=%r (refurb rotates about the centre)" % (what, t.center))
-    return "rotation=%s:interp=%s%s" % (_degrees(t), _interp(t, what),
-                                        _fill(t.fill or 0, what))
+    return "rotation=%s:interp=%s%s%s%s" % (_degrees(t), _interp(t, what),
+                                            _fill(t.fill or 0, what),
+                                            ":expand=1" if t.expand else "",
+                                            _center(t, what))
 
 
 def _affine(t, what):
-    if t.center is not None:
-        raise ConvertError("%s: center=%r (refurb uses the centre)" % (what, t.center))
     text = "affine=%s" % _degrees(t)
     if t.translate is not None:
         text += ":translate=%s/%s" % (_num(t.translate[0]), _num(t.translate[1]))
@@ -124,7 +130,8 @@ def _affine(t, what):
     if t.shear is not None:
         s = list(t.shear)
         text += ":shear=" + "/".join(_range(s[i:i + 2]) for i in range(0, len(s), 2))
-    return text + ":interp=%s%s" % (_interp(t, what), _fill(t.fill or 0, what))
+    return text + ":interp=%s%s%s" % (_interp(t, what), _fill(t.fill or 0, what),
+                                      _center(t, what))
 
 
 _PAD_MODES = ("constant", "edge", "reflect", "symmetric")
@@ -321,10 +328,12 @@ def _random_apply(t, st, what, where):
     inner.kind, inner.normalized = st.kind, st.normalized
     for i, sub in enumerate(_transforms_of(t.transforms)):
         sub_name = type(sub).__name__
-        if sub_name in _RESHAPING or sub_name in ("Normalize", "ToTensor", "PILToTensor"):
-            raise ConvertError("%s: cannot gate %s (refurb's apply gates only filters "
+        if sub_name in _RESHAPING or sub_name in ("Normalize", "ToTensor", "PILToTensor") or \
+                (sub_name == "RandomRotation" and sub.expand):
+            raise ConvertError("%s: cannot gate %s%s (refurb's apply gates only filters "
                                "that keep the image's size, channels and type)"
-                               % (what, sub_name))
+                               % (what, sub_name, "(expand=True)" if sub_name ==
+                                  "RandomRotation" else ""))
         _convert(sub, inner, "%s.transforms[%d]" % (where, i))
     n = sum(k for _, k in inner.filters)
     if n == 0:

@@ -210,6 +210,7 @@ static void test_errors(void)
 		{ "pad=-1", "pad \"-1\" is not an integer" },
 		{ "pad=1/2/3", "pad needs 1, 2 or 4 values" },
 		{ "apply,pad=2", "apply cannot gate pad" },
+		{ "apply,rotation=3:expand=1", "apply cannot gate rotation expand=1" },
 		{ "Pad=2", "(did you mean \"pad\"?)" },
 	};
 
@@ -249,6 +250,9 @@ static void test_aliases_and_canonical(void)
 		{ "crop=32:padding=4", "crop=32:pad=4" },
 		{ "apply,vflip", "apply=p=0.5:n=1,vflip=p=0.5" },
 		{ "pad=padding=2/3:padding_mode=edge", "pad=2/3/2/3:mode=edge" },
+		{ "rotation=30:expand=0", "rotation=30" },
+		{ "rotation=degrees=30:expand=1:center=1/2.5",
+		  "rotation=-30-30:center=1/2.5:expand=1" },
 		{ "pad=1:mode=reflect:fill=9", "pad=1:mode=reflect" },
 		{ "crop=32:pad=4:padding_mode=constant", "crop=32:pad=4" },
 	};
@@ -262,6 +266,7 @@ static void test_aliases_and_canonical(void)
 		"colorjitter=hue=-0.2--0.1,rotation=1e-05-0.5",
 		"pad=1/2/3/4:fill=5:mode=symmetric,crop=40:pad=3:mode=reflect:pad_if_needed=1,"
 		"crop=9:pad=2:fill=1/2/3,pad=7",
+		"rotation=5:expand=1:center=-3/4.5,centercrop=9,affine=3:center=0/0.25",
 		"resize=8,normalize=imagenet,erasing=value=random,erasing=p=0.1:value=-1.5/0/2.25",
 	};
 	char a[4096], b[4096];
@@ -440,6 +445,106 @@ static void test_erasing_after_normalize(void)
 	rfb_pipe_ctx_free(ctx);
 }
 
+/* The parsed spec's out_shape for a w x h RGB input (its return code). */
+static int shape_of(const char *spec, int w, int h, struct rfb_pipe_shape *out,
+		    rfb_err *err)
+{
+	struct rfb_pipe_shape in = { w, h, 3 };
+	rfb_pipeline *p = NULL;
+	int rc = rfb_pipeline_parse(spec, &p, NULL);
+
+	if (!rc)
+		rc = rfb_pipeline_out_shape(p, &in, out, err);
+	rfb_pipeline_free(p);
+	return rc;
+}
+
+static int fixed_of(const char *spec, struct rfb_pipe_shape *out, rfb_err *err)
+{
+	rfb_pipeline *p = NULL;
+	int rc = rfb_pipeline_parse(spec, &p, NULL);
+
+	if (!rc)
+		rc = rfb_pipeline_fixed_shape(p, 3, out, err);
+	rfb_pipeline_free(p);
+	return rc;
+}
+
+/* rotation expand=1: a size drawn per sample, fixed again by what follows;
+ * the shapes predicted where they can be, refused where they cannot. */
+static void test_rotation_expand_shapes(void)
+{
+	rfb_pipe_ctx *ctx = rfb_pipe_ctx_new(NULL);
+	struct rfb_pipe_shape s;
+	struct rfb_pipe_out out;
+	rfb_imgbuf buf = { 0 };
+	rfb_err err = { 0 };
+	rfb_image img;
+	int sizes = 0, last_w = 0, nw, nh;
+
+	make_image(&img, &buf, 67, 53);
+	/* one angle: exact, as PIL's expand computes it */
+	rfb_rotate_size(67, 53, 30.0, 1, NULL, &nw, &nh);
+	CHECK(nw == 85 && nh == 81); /* PIL 9.4: (67, 53).rotate(30, expand=1) */
+	CHECK(shape_of("rotation=30-30:expand=1", 67, 53, &s, NULL) == 0);
+	CHECK(s.width == nw && s.height == nh);
+	CHECK(run_spec("rotation=30-30:expand=1", &img, 0, ctx, &out) == 0);
+	CHECK(out.shape.width == nw && out.shape.height == nh);
+	rfb_rotate_size(67, 53, 90.0, 1, NULL, &nw, &nh);
+	CHECK(nw == 53 && nh == 67);
+	/* a range: per sample, refused until a layer fixes it */
+	CHECK(shape_of("rotation=30:expand=1", 67, 53, &s, &err) == RFB_ESPEC);
+	CHECKF(strstr(err.msg, "depends on the angle layer 1 (rotation expand=1) "
+		       "draws") != NULL, "%s", err.msg);
+	for (uint32_t k = 0; k < 20; k++) {
+		CHECK(run_spec("rotation=30:expand=1", &img, k, ctx, &out) == 0);
+		CHECK(out.shape.width >= 67 && out.shape.height >= 53);
+		sizes += out.shape.width != last_w;
+		last_w = out.shape.width;
+		CHECK(run_spec("rotation=30:expand=1,centercrop=20", &img, k, ctx,
+			       &out) == 0);
+		CHECK(out.shape.width == 20 && out.shape.height == 20);
+	}
+	CHECK(sizes > 5);
+	CHECK(shape_of("rotation=30:expand=1,centercrop=20", 67, 53, &s, NULL) == 0);
+	CHECK(s.width == 20 && s.height == 20);
+	CHECK(shape_of("rotation=30:expand=1,rrcrop=9x8,pad=1", 67, 53, &s, NULL) == 0);
+	CHECK(s.width == 10 && s.height == 11);
+	/* a crop fits every angle (the least size is at 0 degrees) ... */
+	CHECK(shape_of("rotation=10:expand=1,crop=50", 67, 53, &s, NULL) == 0);
+	/* ... or may not, unless it pads */
+	CHECK(shape_of("rotation=10:expand=1,crop=60", 67, 53, &s, &err) == RFB_ESPEC);
+	CHECKF(strstr(err.msg, "crop 60x60 may be larger than the image layer 1 "
+		       "(rotation expand=1) makes, 53x67 or more: use "
+		       "pad_if_needed=1") != NULL, "%s", err.msg);
+	CHECK(shape_of("rotation=10:expand=1,crop=60:pad_if_needed=1", 67, 53, &s,
+		       NULL) == 0);
+	CHECK(shape_of("rotation=90-180:expand=1,crop=60", 67, 53, &s, NULL) == RFB_ESPEC);
+	CHECK(shape_of("rotation=80-100:expand=1,crop=60", 67, 53, &s, NULL) == RFB_ESPEC);
+	CHECK(shape_of("rotation=80-100:expand=1,crop=50", 67, 53, &s, NULL) == 0);
+	/* batching stages need a fixed size */
+	CHECK(fixed_of("resize=64x64,rotation=20:expand=1", &s, &err) == RFB_ESPEC);
+	CHECKF(strstr(err.msg, "depends on the angle layer 2 (rotation "
+		       "expand=1) draws: follow it with a crop") != NULL, "%s",
+	       err.msg);
+	CHECK(fixed_of("resize=64x64,rotation=90-90:expand=1", &s, NULL) == 0);
+	CHECK(s.width == 64 && s.height == 64);
+	CHECK(fixed_of("resize=64x32,rotation=90-90:expand=1", &s, NULL) == 0);
+	CHECK(s.width == 64 && s.height == 32);
+	CHECK(fixed_of("rotation=20:expand=1,resize=32x30", &s, NULL) == 0);
+	CHECK(s.width == 30 && s.height == 32);
+	CHECK(strstr(parse_error("rotation=10:expand=2"),
+		     "unknown expand value \"2\"") != NULL);
+	CHECK(strstr(parse_error("rotation=10:center=5"),
+		     "center needs 2 values X/Y") != NULL);
+	CHECK(strstr(parse_error("rotation=10:center=a/1"),
+		     "center \"a\" is not a number") != NULL);
+	CHECK(strstr(parse_error("affine=10:expand=1"),
+		     "affine has no argument \"expand\"") != NULL);
+	rfb_imgbuf_free(&buf);
+	rfb_pipe_ctx_free(ctx);
+}
+
 static void test_blur_kernel(void)
 {
 	float k[23];
@@ -462,5 +567,6 @@ int main(void)
 	RUN(test_determinism_and_gray);
 	RUN(test_erasing_after_normalize);
 	RUN(test_blur_kernel);
+	RUN(test_rotation_expand_shapes);
 	return test_done();
 }

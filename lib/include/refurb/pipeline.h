@@ -93,10 +93,18 @@ struct rfb_pipe_shape {
 /*
  * The output shape for an input of in (any size; channels 1 or 3).
  * Returns 0, or a negative RFB_E* code with err filled when the input
- * cannot go through (a crop larger than the image without padding).
+ * cannot go through (a crop larger than the image without padding:
+ * RFB_EINVAL).  RFB_ESPEC when the size depends on a random draw: after
+ * a rotation with expand=1 over a range of angles no crop, centercrop,
+ * rrcrop or resize=HxW fixes it again, or a crop without pad_if_needed
+ * may not fit every angle's image (runs may then succeed or fail per
+ * sample).
  */
 int rfb_pipeline_out_shape(const rfb_pipeline *p, const struct rfb_pipe_shape *in,
 			   struct rfb_pipe_shape *out, rfb_err *err) RFB_MUST_CHECK;
+
+/* The channels p makes of in_channels (gray and rgb layers decide). */
+int rfb_pipeline_out_channels(const rfb_pipeline *p, int in_channels);
 
 /*
  * The output shape when it does not depend on the input's size (what a
