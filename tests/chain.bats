@@ -4,6 +4,7 @@
 # that waits says so, refurb_stream.chain.Chain cleans up.
 
 load helpers
+bats_require_minimum_version 1.5.0
 
 SPEC='resize=64,randaug=n=2:m=9'
 FINAL='crop=48,flip'
@@ -50,7 +51,7 @@ wait_for() {
 	[ "$status" -eq 0 ]
 	# the point refurb-final names is the one after the stream's last batch
 	need_numpy
-	last=$(/usr/bin/python3 -c '
+	last=$("$PY" -c '
 import sys
 from refurb_stream import open_stream, Truncated
 b = None
@@ -102,7 +103,7 @@ print("%d:%d" % ((e + 1, 0) if s == 5 else (e, s)))' "$T/s")
 	( sleep 5; refurb-plan -q -b 8 -e 0 train.evict |
 		refurb-partial -q -c "$T/c" -p "$SPEC" train.idx |
 		refurb-final -q -p "$FINAL" -o "$T/fifo" ) &
-	run /usr/bin/python3 -c '
+	run "$PY" -c '
 import sys
 from refurb_stream import open_stream
 s = open_stream(sys.argv[1])
@@ -115,8 +116,8 @@ print(sum(len(b.ids) for b in s))' "$T/fifo"
 }
 
 @test "refurb_stream.chain.Chain: the chain on a FIFO of its own, stopped and removed at the end; a failed chain is an error" {
-	/usr/bin/python3 -c 'import torch' 2>/dev/null || skip "torch is not installed"
-	run /usr/bin/python3 - <<'EOF'
+	"$PY" -c 'import torch' 2>/dev/null || skip "torch is not installed"
+	run "$PY" - <<'EOF'
 import os, time
 from refurb_stream import RefurbDataset, StreamError
 from refurb_stream.chain import Chain, ChainError

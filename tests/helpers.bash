@@ -33,9 +33,14 @@ expect_fail() {
 	esac
 }
 
+# The Python the reader's tests run (Debian's, which has numpy and torch
+# from make deps); REFURB_TEST_PYTHON=PATH runs them on another, e.g. a
+# venv with a current torch from PyPI.
+PY="${REFURB_TEST_PYTHON:-/usr/bin/python3}"
+
 # python3 with numpy (Debian's), or skip.
 need_numpy() {
-	/usr/bin/python3 -c 'import numpy' 2>/dev/null ||
+	"$PY" -c 'import numpy' 2>/dev/null ||
 		skip "python3-numpy is not installed (run make deps)"
 }
 

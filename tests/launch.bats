@@ -23,7 +23,6 @@ setup() {
 	need_numpy
 	IDX="$BATS_FILE_TMPDIR/ds.idx"
 	T="$BATS_TEST_TMPDIR"
-	PY=/usr/bin/python3
 	R="$TOP/tests/dist/read_rank.py"
 	export PYTHONPATH="$TOP/python"
 }

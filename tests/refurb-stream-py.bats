@@ -11,7 +11,6 @@ setup() {
 	need_numpy
 	T="$BATS_TEST_TMPDIR"
 	W="$BUILD_DIR/tools/write_stream"
-	PY=/usr/bin/python3
 	export PYTHONPATH="$TOP/python"
 }
 

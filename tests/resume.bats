@@ -5,6 +5,7 @@
 # gives from there (refurb-plan(1) --start, refurb(7) RESUMING).
 
 load helpers
+bats_require_minimum_version 1.5.0
 
 SPEC='resize=64,randaug=n=2:m=9'
 FINAL='crop=48,flip'
@@ -23,7 +24,7 @@ setup_file() {
 setup() {
 	set -o pipefail
 	need_numpy
-	/usr/bin/python3 -c 'import torch' 2>/dev/null ||
+	"$PY" -c 'import torch' 2>/dev/null ||
 		skip "torch is not installed (python3-torch): RefurbDataset not tested"
 	cd "$BATS_FILE_TMPDIR"
 	T="$BATS_TEST_TMPDIR"
@@ -35,7 +36,7 @@ setup() {
 # batch into STATE; after STOP batches die at once (os._exit, no clean-up).
 # With STATE present at the start, load it first.
 trainer() {
-	/usr/bin/python3 - "$@" <<'EOF'
+	"$PY" - "$@" <<'EOF'
 import hashlib, json, os, sys
 from refurb_stream import RefurbDataset
 fifo, log, state = sys.argv[1:4]
@@ -83,7 +84,7 @@ chain() {
 		[ "$status" -eq 9 ]
 		wait
 		[ "$(wc -l < "$T/log")" -eq "$stop" ]
-		start=$(/usr/bin/python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); print("%d:%d" % (s["epoch"], s["step"]))' "$T/state")
+		start=$("$PY" -c 'import json, sys; s = json.load(open(sys.argv[1])); print("%d:%d" % (s["epoch"], s["step"]))' "$T/state")
 		chain "$T/c" "$T/fifo" --start "$start"
 		run trainer "$T/fifo" "$T/log" "$T/state"
 		[ "$status" -eq 0 ]
