@@ -154,11 +154,23 @@ PIXEL_CASES = [
      T.RandomRotation((-45, -45), expand=True, center=(0, 0), interpolation=IM.BICUBIC)),
     ("affine-center", "affine=degrees=15-15:scale=1.2-1.2:shear=10-10:center=30/200",
      T.RandomAffine((15, 15), scale=(1.2, 1.2), shear=(10, 10), center=(30, 200))),
+    ("choice-collapsed", "choice=3:p=0/1/0,vflip=1,colorjitter=brightness=1.3-1.3,invert=1",
+     T.RandomChoice([T.RandomVerticalFlip(1.0), T.ColorJitter(brightness=(1.3, 1.3)),
+                     T.RandomInvert(1.0)], p=[0, 1, 0])),
     ("pad-reflect", "pad=7/3/300/2:padding_mode=reflect",
      T.Pad((7, 3, 300, 2), padding_mode="reflect")),
     ("pad-symmetric", "pad=20/9:padding_mode=symmetric", T.Pad((20, 9), padding_mode="symmetric")),
     ("pad-edge", "pad=5:padding_mode=edge", T.Pad(5, padding_mode="edge")),
     ("pad-constant", "pad=4:fill=9/8/7", T.Pad(4, fill=(9, 8, 7))),
+]
+
+# RandomOrder with its ranges collapsed: every output must be (within
+# +-1 on 99% of the values) torchvision's output for one of the orders
+ORDER_OPS = [T.ColorJitter(brightness=(1.3, 1.3)), T.RandomSolarize(100, p=1.0),
+             T.RandomRotation((20, 20), interpolation=IM.BILINEAR)]
+ORDER_CASES = [
+    ("order-3", "order=3,colorjitter=brightness=1.3-1.3,solarize=threshold=100:p=1,"
+     "rotation=degrees=20-20:interpolation=bilinear", ORDER_OPS),
 ]
 
 # RandomCrop with padding modes: its output must be a window of the image
@@ -188,6 +200,10 @@ KS_CASES = [
     ("crop-reflect", "crop=224:pad=32:padding_mode=reflect",
      T.RandomCrop(224, padding=32, padding_mode="reflect")),
     ("rotation-expand", "rotation=45:expand=1", T.RandomRotation(45, expand=True)),
+    ("choice", "choice=2:p=1/3,invert=1,colorjitter=0.4",
+     T.RandomChoice([T.RandomInvert(1.0), T.ColorJitter(0.4)], p=[1, 3])),
+    ("order", "order=2,colorjitter=brightness=0.4,solarize=128:p=1",
+     T.RandomOrder([T.ColorJitter(brightness=0.4), T.RandomSolarize(128, p=1.0)])),
     ("rotation-expand-crop", "rotation=180:expand=1:interpolation=bilinear,centercrop=300",
      T.Compose([T.RandomRotation(180, expand=True, interpolation=IM.BILINEAR), T.CenterCrop(300)])),
     ("rotation-center", "rotation=30:center=50/60", T.RandomRotation(30, center=(50, 60))),
@@ -328,6 +344,24 @@ def window_case(rfb, name, spec, size, padding, mode, photos, draws=3):
     return ok
 
 
+def order_case(rfb, name, spec, ops, photos, draws=6):
+    import itertools
+    pipe = rfb.parse(spec)
+    ok, seen = True, set()
+    for _, img in photos:
+        outs = [as_pixels(T.Compose([ops[i] for i in perm])(img))
+                for perm in itertools.permutations(range(len(ops)))]
+        for s in range(draws):
+            ours = rfb.run(pipe, np.asarray(img), sample=s)
+            hits = [k for k, o in enumerate(outs) if within1(ours, o)[0] >= 0.99]
+            ok = ok and len(hits) > 0
+            seen.update(hits[:1])
+    rfb.dll.rfb_pipeline_free(pipe)
+    print("%-4s order  %-18s every output one of torchvision's %d orders (%d seen)  %s"
+          % ("ok" if ok else "FAIL", name, len(outs), len(seen), spec))
+    return ok
+
+
 def perspective_case(rfb, photos, rng):
     worst = 1.0
     for _, img in photos:
@@ -414,6 +448,11 @@ def main():
             continue
         total += 1
         failed += not pixel_case(rfb, name, spec, tv, photos)
+    for name, spec, ops in ORDER_CASES:
+        if a.only and a.only not in name:
+            continue
+        total += 1
+        failed += not order_case(rfb, name, spec, ops, photos)
     for name, spec, size, padding, mode in WINDOW_CASES:
         if a.only and a.only not in name:
             continue

@@ -155,3 +155,30 @@ EOF
 	run refurb-dump --preview 'apply,rotation=10:expand=1' "$J"
 	expect_fail 2 'refurb-dump: bad pipeline spec at column 7: apply cannot gate rotation expand=1'
 }
+
+@test "convert: RandomChoice and RandomOrder become choice and order" {
+	need_torchvision
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomChoice([T.RandAugment(), T.Compose([T.RandomInvert(), T.RandomVerticalFlip()]), T.GaussianBlur(3)], p=[1, 2, 3]), T.RandomOrder([T.ColorJitter(0.4), T.RandomSolarize(128)]), T.CenterCrop(32)])'
+	[ "$status" -eq 0 ]
+	[ "$output" = "choice=n=3:p=1/2/3:layers=2/2/1,randaug=n=2:m=9:bins=31:interp=nearest,invert=p=0.5,vflip=p=0.5,gaussblur=kernel_size=3x3:sigma=0.1-2,order=n=2,colorjitter=brightness=0.6-1.4,solarize=threshold=128:p=0.5,centercrop=32x32" ]
+	make_dataset "$T/d" 3 1
+	run refurb-dump --preview "$output" -n 2 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
+	[ "$status" -eq 0 ]
+	run "$PY" -m refurb_stream convert 'T.RandomChoice([T.RandomCrop(3), T.RandomInvert()])'
+	expect_fail 1 "refurb_stream convert: RandomChoice (transforms): cannot gate RandomCrop (refurb's choice gates only"
+	run "$PY" -m refurb_stream convert 'T.RandomChoice([T.RandomInvert()], p=[0])'
+	expect_fail 1 "refurb_stream convert: RandomChoice (transforms): p=[0] needs a weight >= 0 per transform, not all 0"
+}
+
+@test "choice and order: bad options are named" {
+	make_dataset "$T/d" 3 1
+	J="$(sample_jpeg "$T/d")"
+	run refurb-dump --preview 'choice=3,vflip,invert' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 1: choice n=3: only 2 filters follow it'
+	run refurb-dump --preview 'choice=2:p=1,vflip,invert' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 1: choice n=2 needs 2 weights in p, not 1'
+	run refurb-dump --preview 'order=2,vflip,crop=8' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 15: order cannot gate crop (only filters that keep the image'"'"'s size and channels)'
+	run refurb-dump --preview 'order=2:layers=3/1,vflip,invert' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 1: order n=2: its options have 4 layers, only 2 follow it'
+}

@@ -12,6 +12,9 @@
 #include "refurb/rng.h"
 #include "refurb/transform.h"
 
+/* Most options of one choice or order. */
+#define RFB_CHOICE_MAX 16
+
 /* Largest n of one randaug=n=N filter (longer runs of equal RandAugment
  * layers are written as several filters in the canonical text). */
 #define RFB_RANDAUG_MAX_N 16
@@ -45,6 +48,8 @@ enum rfb_filter {
 	RFB_F_PERSPECTIVE,
 	RFB_F_APPLY,
 	RFB_F_PAD,
+	RFB_F_CHOICE,
+	RFB_F_ORDER,
 	RFB_F_COUNT
 };
 
@@ -86,7 +91,12 @@ struct rfb_layer {
 	int has_scale;            /* affine: scale range in scale[] */
 	int shear_n;              /* affine: 0, 2 (x) or 4 (x, y) in shear[] */
 	double shear[4];
-	int count;                /* apply: the layers after it it gates */
+	int count;                /* apply, choice, order: the layers after
+				   * it it gates */
+	int options;              /* choice, order: the options (K) */
+	int option_layers[RFB_CHOICE_MAX]; /* choice, order: layers of each
+				   * option, in order (0 until resolved) */
+	double weights[RFB_CHOICE_MAX]; /* choice: random.choices' weights */
 	int after_norm;           /* erasing: on the float tensor, after
 				   * normalize (value in evalue, or random) */
 	int erase_random;         /* erasing after normalize: value=random */

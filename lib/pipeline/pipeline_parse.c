@@ -26,6 +26,7 @@ enum key {
 	K_BRIGHTNESS, K_CONTRAST, K_SATURATION, K_HUE, K_KERNEL, K_SIGMA,
 	K_VALUE, K_THRESHOLD, K_BITS, K_FACTOR, K_DEGREES, K_TRANSLATE,
 	K_SHEAR, K_DISTORTION, K_DCT, K_PAD_MODE, K_EXPAND, K_CENTER,
+	K_LAYERS,
 	K_COUNT, K_NONE = -1
 };
 
@@ -35,6 +36,7 @@ static const char *const key_names[K_COUNT] = {
 	"brightness", "contrast", "saturation", "hue", "kernel_size", "sigma",
 	"value", "threshold", "bits", "factor", "degrees", "translate",
 	"shear", "distortion_scale", "dct", "padding_mode", "expand", "center",
+	"layers",
 };
 
 /* torchvision's argument names, accepted beside the short ones. */
@@ -84,6 +86,8 @@ static const int filter_keys[RFB_F_COUNT][MAX_KEYS] = {
 	[RFB_F_PERSPECTIVE] = { K_DISTORTION, K_P, K_INTERP, K_FILL, K_NONE },
 	[RFB_F_APPLY] = { K_P, K_N, K_NONE },
 	[RFB_F_PAD] = { K_PAD, K_FILL, K_PAD_MODE, K_NONE },
+	[RFB_F_CHOICE] = { K_N, K_P, K_LAYERS, K_NONE },
+	[RFB_F_ORDER] = { K_N, K_LAYERS, K_NONE },
 };
 
 /* Filters whose first key must be given. */
@@ -93,7 +97,7 @@ static int needs_first_key(int kind)
 	case RFB_F_RESIZE: case RFB_F_CENTERCROP: case RFB_F_CROP:
 	case RFB_F_RRCROP: case RFB_F_GAUSSBLUR: case RFB_F_SOLARIZE:
 	case RFB_F_POSTERIZE: case RFB_F_SHARPNESS: case RFB_F_ROTATION:
-	case RFB_F_AFFINE: case RFB_F_PAD:
+	case RFB_F_AFFINE: case RFB_F_PAD: case RFB_F_CHOICE: case RFB_F_ORDER:
 		return 1;
 	default:
 		return 0;
@@ -117,6 +121,8 @@ struct parser {
 	int repeat;            /* randaug n */
 	uint64_t seen;         /* keys given, bit per enum key */
 	size_t name_at;        /* column (0-based) of its name */
+	int weights_given;     /* choice: the values of p */
+	int layers_given;      /* choice, order: the values of layers */
 	char hint[400];        /* a line after the caret: the valid choices */
 };
 
@@ -554,6 +560,33 @@ static int parse_center(struct parser *ps, const struct tok *t)
 	return 0;
 }
 
+static int parse_bounded(struct parser *ps, const struct tok *v,
+			 const char *what, double lo, double hi, double *out);
+
+/* choice p (weights, one an option) or layers (layers of each option):
+ * numbers separated by '/', into out[] (*count of them). */
+static int parse_option_list(struct parser *ps, const struct tok *t,
+			     const char *what, int ints, double *out, int *count)
+{
+	struct tok part[RFB_CHOICE_MAX];
+	int n = split(t, '/', part, RFB_CHOICE_MAX), v;
+
+	if (n < 0)
+		return spec_error(ps, t->at, "%s: more than %d values", what,
+				  RFB_CHOICE_MAX);
+	for (int i = 0; i < n; i++) {
+		if (ints && parse_int(ps, &part[i], 1, RFB_PIPELINE_MAX_LAYERS,
+				      what, &v))
+			return RFB_ESPEC;
+		if (!ints && parse_bounded(ps, &part[i], what, 0.0, 1e9, &out[i]))
+			return RFB_ESPEC;
+		if (ints)
+			out[i] = v;
+	}
+	*count = n;
+	return 0;
+}
+
 /* erasing's value: "random", or 1 or 3 numbers (whole pixel values
  * 0..255 before normalize; any after it, where they are float values);
  * check_filter decides which. */
@@ -628,8 +661,23 @@ static int set_value(struct parser *ps, int key, const struct tok *v)
 	case K_RATIO:
 		return parse_range(ps, v, "ratio", 0.0, 1e6, l->ratio);
 	case K_P:
+		if (l->kind == RFB_F_CHOICE) {
+			rc = parse_option_list(ps, v, "p", 0, l->weights, &i);
+			ps->weights_given = i;
+			return rc;
+		}
 		return parse_bounded(ps, v, "p", 0.0, 1.0, &l->p);
+	case K_LAYERS: {
+		double n[RFB_CHOICE_MAX];
+		rc = parse_option_list(ps, v, "layers", 1, n, &i);
+		for (int k = 0; k < i; k++)
+			l->option_layers[k] = (int)n[k];
+		ps->layers_given = i;
+		return rc;
+	}
 	case K_N:
+		if (l->kind == RFB_F_CHOICE || l->kind == RFB_F_ORDER)
+			return parse_int(ps, v, 1, RFB_CHOICE_MAX, "n", &l->options);
 		if (l->kind == RFB_F_APPLY)
 			return parse_int(ps, v, 1, RFB_PIPELINE_MAX_LAYERS, "n",
 					 &l->count);
@@ -876,6 +924,33 @@ static int check_erasing(struct parser *ps)
 	return 0;
 }
 
+/* choice and order: p has a weight an option (default: all 1, as
+ * random.choices without weights), layers a count an option. */
+static int check_options(struct parser *ps)
+{
+	struct rfb_layer *l = &ps->cur;
+	const char *name = rfbi_filter_names[l->kind];
+	double total = 0.0;
+
+	if (ps->weights_given && ps->weights_given != l->options)
+		return spec_error(ps, ps->name_at, "%s n=%d needs %d weights in p, "
+				  "not %d", name, l->options, l->options,
+				  ps->weights_given);
+	if (ps->layers_given && ps->layers_given != l->options)
+		return spec_error(ps, ps->name_at, "%s n=%d needs %d counts in "
+				  "layers, not %d", name, l->options,
+				  l->options, ps->layers_given);
+	for (int i = 0; i < l->options; i++) {
+		if (!ps->weights_given)
+			l->weights[i] = 1.0;
+		total += l->weights[i];
+	}
+	if (!(total > 0.0))
+		return spec_error(ps, ps->name_at, "%s p: the weights are all 0",
+				  name);
+	return 0;
+}
+
 /* Checks that need the whole filter. */
 static int check_filter(struct parser *ps)
 {
@@ -895,6 +970,9 @@ static int check_filter(struct parser *ps)
 		return spec_error(ps, ps->name_at, "randaug m=%d needs m < bins (%d)",
 				  l->magnitude, l->bins);
 	if (l->kind == RFB_F_ERASING && (rc = check_erasing(ps)))
+		return rc;
+	if ((l->kind == RFB_F_CHOICE || l->kind == RFB_F_ORDER) &&
+	    (rc = check_options(ps)))
 		return rc;
 	if (l->pad_mode != RFB_PAD_CONSTANT)
 		memset(l->fill, 0, sizeof l->fill); /* torchvision ignores it */
@@ -1005,26 +1083,65 @@ static int keeps_shape(const struct rfb_layer *l)
 	       kind != RFB_F_CROP && kind != RFB_F_RRCROP &&
 	       kind != RFB_F_GRAY && kind != RFB_F_RGB &&
 	       kind != RFB_F_NORMALIZE && kind != RFB_F_APPLY &&
-	       kind != RFB_F_PAD;
+	       kind != RFB_F_PAD && kind != RFB_F_CHOICE &&
+	       kind != RFB_F_ORDER;
 }
 
-/* Every apply gates layers that follow it and keep the image's shape. */
-static int check_apply(struct parser *ps, const size_t *name_at)
+/* The layers of choice or order l at position i: each option, when not
+ * given in layers=, is the next filter (the layers of one filter share
+ * its column). */
+static int resolve_options(struct parser *ps, struct rfb_layer *l, int i,
+			   const size_t *name_at)
+{
+	const char *name = rfbi_filter_names[l->kind];
+	int at = i + 1;
+
+	for (int o = 0; o < l->options; o++) {
+		if (!l->option_layers[o]) {
+			int n = 0;
+			while (at + n < ps->n && name_at[at + n] == name_at[at])
+				n++;
+			if (n == 0)
+				return spec_error(ps, name_at[i],
+						  "%s n=%d: only %d filters follow "
+						  "it", name, l->options, o);
+			l->option_layers[o] = n;
+		}
+		at += l->option_layers[o];
+	}
+	l->count = at - i - 1;
+	return 0;
+}
+
+/* Every apply, choice and order gates layers that follow it and keep
+ * the image's shape. */
+static int check_groups(struct parser *ps, const size_t *name_at)
 {
 	for (int i = 0; i < ps->n; i++) {
-		const struct rfb_layer *l = &ps->layers[i];
-		if (l->kind != RFB_F_APPLY)
+		struct rfb_layer *l = &ps->layers[i];
+		const char *name = rfbi_filter_names[l->kind];
+		int rc;
+		if (l->kind != RFB_F_APPLY && l->kind != RFB_F_CHOICE &&
+		    l->kind != RFB_F_ORDER)
 			continue;
-		if (i + l->count >= ps->n)
+		if (l->kind != RFB_F_APPLY &&
+		    (rc = resolve_options(ps, l, i, name_at)))
+			return rc;
+		if (i + l->count >= ps->n && l->kind == RFB_F_APPLY)
 			return spec_error(ps, name_at[i],
 					  "apply n=%d: only %d layers follow it",
+					  l->count, ps->n - i - 1);
+		if (i + l->count >= ps->n)
+			return spec_error(ps, name_at[i],
+					  "%s n=%d: its options have %d layers, "
+					  "only %d follow it", name, l->options,
 					  l->count, ps->n - i - 1);
 		for (int k = i + 1; k <= i + l->count; k++)
 			if (!keeps_shape(&ps->layers[k]))
 				return spec_error(ps, name_at[k],
-						  "apply cannot gate %s%s (only "
+						  "%s cannot gate %s%s (only "
 						  "filters that keep the image's "
-						  "size and channels)",
+						  "size and channels)", name,
 						  rfbi_filter_names[ps->layers[k].kind],
 						  ps->layers[k].expand ? " expand=1" : "");
 	}
@@ -1050,6 +1167,7 @@ static int parse_filter(struct parser *ps, size_t at, size_t end)
 	/* torchvision's RandAugment applies num_ops = 2 by default */
 	ps->repeat = kind == RFB_F_RANDAUG ? 2 : 1;
 	ps->seen = 0;
+	ps->weights_given = ps->layers_given = 0;
 	ps->name_at = at;
 	at += name.n;
 	if (at < end && s[at] != '=')
@@ -1106,7 +1224,7 @@ int rfb_pipeline_parse(const char *spec, rfb_pipeline **out, rfb_err *err)
 		at = end + 1;
 	}
 	if (!rc)
-		rc = check_apply(ps, name_at);
+		rc = check_groups(ps, name_at);
 	if (!rc)
 		rc = rfbi_pipeline_make(ps->layers, ps->n, out, err);
 	free(ps);

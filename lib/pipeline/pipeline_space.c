@@ -110,6 +110,18 @@ double rfb_pipeline_layer_choices(const rfb_pipeline *p, int layer, int width,
 		return trivialaug_choices(l, width, height);
 	case RFB_F_AUTOAUG:
 		return autoaug_choices(l);
+	case RFB_F_CHOICE: {
+		int n = 0; /* the options that can be drawn */
+		for (int i = 0; i < l->options; i++)
+			n += l->weights[i] > 0;
+		return n;
+	}
+	case RFB_F_ORDER: {
+		double n = 1; /* the orders */
+		for (int i = 2; i <= l->options; i++)
+			n *= i;
+		return n;
+	}
 	default:
 		return 1;
 	}

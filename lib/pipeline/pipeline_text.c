@@ -20,7 +20,7 @@ const char *const rfbi_filter_names[RFB_F_COUNT] = {
 	"autoaug", "trivialaug", "normalize", "gray", "rgb", "vflip",
 	"grayscale", "colorjitter", "gaussblur", "erasing", "solarize",
 	"posterize", "equalize", "autocontrast", "sharpness", "invert",
-	"rotation", "affine", "perspective", "apply", "pad",
+	"rotation", "affine", "perspective", "apply", "pad", "choice", "order",
 };
 
 /* ---- canonical text ---- */
@@ -204,6 +204,17 @@ static void put_layer(struct out *o, const struct rfb_layer *l, int repeat)
 		if (l->pad_mode != RFB_PAD_CONSTANT)
 			put(o, ":padding_mode=%s", rfb_pad_mode_name(l->pad_mode));
 		break;
+	case RFB_F_CHOICE:
+	case RFB_F_ORDER:
+		put(o, "=n=%d", l->options);
+		if (l->kind == RFB_F_CHOICE) {
+			put(o, ":p=");
+			put_list(o, l->weights, l->options, '/');
+		}
+		put(o, ":layers=");
+		for (int i = 0; i < l->options; i++)
+			put(o, "%s%d", i ? "/" : "", l->option_layers[i]);
+		break;
 	case RFB_F_PAD:
 		put(o, "=%d/%d/%d/%d:fill=%u/%u/%u:padding_mode=%s", l->pad.left,
 		    l->pad.top, l->pad.right, l->pad.bottom, l->fill[0],
@@ -280,6 +291,10 @@ static int layer_equal(const struct rfb_layer *a, const struct rfb_layer *b)
 	       a->expand == b->expand && a->has_center == b->has_center &&
 	       a->center[0] == b->center[0] && a->center[1] == b->center[1] &&
 	       a->count == b->count && a->after_norm == b->after_norm &&
+	       a->options == b->options &&
+	       memcmp(a->option_layers, b->option_layers,
+		      sizeof a->option_layers) == 0 &&
+	       memcmp(a->weights, b->weights, sizeof a->weights) == 0 &&
 	       a->erase_random == b->erase_random &&
 	       memcmp(a->evalue, b->evalue, sizeof a->evalue) == 0;
 }
@@ -413,10 +428,15 @@ int rfb_pipeline_split(const rfb_pipeline *p, int k, rfb_pipeline **head,
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "normalize must stay in the final part");
 	for (int i = 0; i < k; i++)
-		if (p->layers[i].kind == RFB_F_APPLY && i + p->layers[i].count >= k)
+		if ((p->layers[i].kind == RFB_F_APPLY ||
+		     p->layers[i].kind == RFB_F_CHOICE ||
+		     p->layers[i].kind == RFB_F_ORDER) &&
+		    i + p->layers[i].count >= k)
 			return rfb_err_set(err, RFB_EINVAL, NULL,
-					   "split after layer %d cuts apply (layer "
-					   "%d) from the layers it gates", k, i + 1);
+					   "split after layer %d cuts %s (layer "
+					   "%d) from the layers it gates", k,
+					   rfbi_filter_names[p->layers[i].kind],
+					   i + 1);
 	*head = from_layers(p->layers, k, err);
 	if (*head)
 		*tail = from_layers(p->layers + k, p->nlayers - k, err);

@@ -309,6 +309,8 @@ def _convert(t, st, where):
             _add(st, "rgb")
     elif name == "RandomApply":
         _random_apply(t, st, what, where)
+    elif name in ("RandomChoice", "RandomOrder"):
+        _random_choice(t, st, what, where, name)
     elif name == "RandomErasing":
         st.filters.append((_erasing(t, what, st), 1))  # also after Normalize
     elif name == "PILToTensor":
@@ -323,18 +325,59 @@ def _convert(t, st, where):
         raise ConvertError("%s: refurb has no filter for %s" % (what, name))
 
 
+_GATES = {"RandomApply": "apply", "RandomChoice": "choice", "RandomOrder": "order"}
+
+
+def _gated(t, st, what, where, sub, i, gate):
+    """The filters of sub, the i-th transform gated by gate (RandomApply,
+    RandomChoice or RandomOrder), as a _State."""
+    inner = _State()
+    inner.kind, inner.normalized = st.kind, st.normalized
+    sub_name = type(sub).__name__
+    if sub_name in _RESHAPING or sub_name in _GATES or \
+            sub_name in ("Normalize", "ToTensor", "PILToTensor", "ConvertImageDtype") or \
+            (sub_name == "RandomRotation" and sub.expand):
+        raise ConvertError("%s: cannot gate %s%s (refurb's %s gates only filters "
+                           "that keep the image's size, channels and type)"
+                           % (what, sub_name, "(expand=True)" if sub_name ==
+                              "RandomRotation" else "", _GATES[gate]))
+    _convert(sub, inner, "%s.transforms[%d]" % (where, i))
+    return inner
+
+
+def _random_choice(t, st, what, where, name):
+    """RandomChoice / RandomOrder: choice=n=K[:p=...][:layers=...] or
+    order=n=K[:layers=...], then each transform's filters."""
+    options = [_gated(t, st, what, where, sub, i, name)
+               for i, sub in enumerate(_transforms_of(t.transforms))]
+    if not options:
+        raise ConvertError("%s: no transforms" % what)
+    if len(options) > 16:
+        raise ConvertError("%s: %d transforms (refurb's %s takes at most 16)"
+                           % (what, len(options), _GATES[name]))
+    if any(not o.filters for o in options):
+        raise ConvertError("%s: a transform that does nothing in refurb (%s) "
+                           "cannot be an option" % (what, "ToTensor or PILToTensor"))
+    text = "%s=n=%d" % (_GATES[name], len(options))
+    p = getattr(t, "p", None)
+    if p is not None:
+        p = list(p)
+        if len(p) != len(options) or any(v < 0 for v in p) or not sum(p) > 0:
+            raise ConvertError("%s: p=%r needs a weight >= 0 per transform, not all 0"
+                               % (what, p))
+        text += ":p=" + "/".join(_num(v) for v in p)
+    if any(len(o.filters) != 1 for o in options):
+        text += ":layers=" + "/".join(str(sum(k for _, k in o.filters)) for o in options)
+    _add(st, text)
+    for o in options:
+        st.filters.extend(o.filters)
+
+
 def _random_apply(t, st, what, where):
     inner = _State()
     inner.kind, inner.normalized = st.kind, st.normalized
     for i, sub in enumerate(_transforms_of(t.transforms)):
-        sub_name = type(sub).__name__
-        if sub_name in _RESHAPING or sub_name in ("Normalize", "ToTensor", "PILToTensor") or \
-                (sub_name == "RandomRotation" and sub.expand):
-            raise ConvertError("%s: cannot gate %s%s (refurb's apply gates only filters "
-                               "that keep the image's size, channels and type)"
-                               % (what, sub_name, "(expand=True)" if sub_name ==
-                                  "RandomRotation" else ""))
-        _convert(sub, inner, "%s.transforms[%d]" % (where, i))
+        inner.filters.extend(_gated(t, st, what, where, sub, i, "RandomApply").filters)
     n = sum(k for _, k in inner.filters)
     if n == 0:
         return

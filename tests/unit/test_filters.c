@@ -251,6 +251,8 @@ static void test_aliases_and_canonical(void)
 		{ "apply,vflip", "apply=p=0.5:n=1,vflip=p=0.5" },
 		{ "pad=padding=2/3:padding_mode=edge", "pad=2/3/2/3:mode=edge" },
 		{ "rotation=30:expand=0", "rotation=30" },
+		{ "choice=2,randaug=n=2,vflip", "choice=n=2:p=1/1:layers=2/1,randaug,vflip" },
+		{ "order=2,vflip,invert", "order=n=2:layers=1/1,vflip,invert" },
 		{ "rotation=degrees=30:expand=1:center=1/2.5",
 		  "rotation=-30-30:center=1/2.5:expand=1" },
 		{ "pad=1:mode=reflect:fill=9", "pad=1:mode=reflect" },
@@ -267,6 +269,8 @@ static void test_aliases_and_canonical(void)
 		"pad=1/2/3/4:fill=5:mode=symmetric,crop=40:pad=3:mode=reflect:pad_if_needed=1,"
 		"crop=9:pad=2:fill=1/2/3,pad=7",
 		"rotation=5:expand=1:center=-3/4.5,centercrop=9,affine=3:center=0/0.25",
+		"choice=3:p=0.2/0.5/1,randaug=n=1,randaug=n=1,vflip,order=2:layers=2/1,"
+		"randaug=n=2,invert,order=1,flip",
 		"resize=8,normalize=imagenet,erasing=value=random,erasing=p=0.1:value=-1.5/0/2.25",
 	};
 	char a[4096], b[4096];
@@ -338,6 +342,93 @@ static void test_probabilities(void)
 	rfb_imgbuf_free(&buf);
 }
 
+/* How often spec's output is each of the outputs of alt[0..k), over n
+ * samples, into freq[]; returns how many outputs were none of them. */
+static int outcome_rates(const char *spec, const char *const *alt, int k,
+			 const rfb_image *in, int n, double *freq)
+{
+	rfb_pipe_ctx *ctx = rfb_pipe_ctx_new(NULL), *ref = rfb_pipe_ctx_new(NULL);
+	int other = 0;
+
+	for (int j = 0; j < k; j++)
+		freq[j] = 0;
+	for (int s = 0; s < n; s++) {
+		struct rfb_pipe_out out, want;
+		int hit = -1;
+		if (run_spec(spec, in, (uint32_t)s, ctx, &out))
+			return n;
+		for (int j = 0; j < k && hit < 0; j++)
+			if (run_spec(alt[j], in, 0, ref, &want) == 0 &&
+			    want.size == out.size &&
+			    memcmp(want.data, out.data, out.size) == 0)
+				hit = j;
+		if (hit < 0)
+			other++;
+		else
+			freq[hit] += 1.0 / n;
+	}
+	rfb_pipe_ctx_free(ctx);
+	rfb_pipe_ctx_free(ref);
+	return other;
+}
+
+/* choice (RandomChoice) picks by its weights, order (RandomOrder) runs
+ * its options in every order equally often; their parse errors. */
+static void test_choice_and_order(void)
+{
+	static const char *const picks[] = { "vflip=1", "invert=1",
+					      "posterize=bits=1:p=1" };
+	static const char *const orders[] = {
+		"invert=1,posterize=bits=1:p=1", "posterize=bits=1:p=1,invert=1" };
+	static const char *const grouped[] = {
+		"vflip=1,invert=1,posterize=bits=1:p=1",
+		"posterize=bits=1:p=1,vflip=1,invert=1" };
+	const double want[3] = { 0.25, 0.5, 0.25 };
+	rfb_imgbuf buf = { 0 };
+	rfb_image img;
+	double freq[3];
+	const int n = 1200;
+
+	make_image(&img, &buf, 24, 17);
+	CHECK(outcome_rates("choice=3:p=1/2/1,vflip=1,invert=1,posterize=bits=1:p=1",
+			    picks, 3, &img, n, freq) == 0);
+	for (int j = 0; j < 3; j++)
+		CHECKF(fabs(freq[j] - want[j]) < 4 * sqrt(want[j] * (1 - want[j]) / n),
+		       "choice option %d: %.3f, want %.3f", j, freq[j], want[j]);
+	CHECK(outcome_rates("choice=n=3:p=0/1/0,vflip=1,invert=1,posterize=bits=1:p=1",
+			    picks, 3, &img, 200, freq) == 0);
+	CHECK(freq[1] > 0.999);
+	CHECK(outcome_rates("order=2,invert=1,posterize=bits=1:p=1", orders, 2,
+			    &img, n, freq) == 0);
+	CHECKF(fabs(freq[0] - 0.5) < 4 * sqrt(0.25 / n), "order: %.3f", freq[0]);
+	CHECK(outcome_rates("order=2:layers=2/1,vflip=1,invert=1,posterize=bits=1:p=1",
+			    grouped, 2, &img, n, freq) == 0);
+	CHECKF(fabs(freq[0] - 0.5) < 4 * sqrt(0.25 / n), "order: %.3f", freq[0]);
+	/* a randaug=n=2 filter is one option of two layers */
+	CHECK(strcmp(parse_error("choice=2,randaug=n=2,invert"), "") == 0);
+	CHECK(strstr(parse_error("choice=3,vflip,invert"),
+		     "choice n=3: only 2 filters follow it") != NULL);
+	CHECK(strstr(parse_error("choice=2:layers=2/2,vflip,invert,flip"),
+		     "choice n=2: its options have 4 layers, only 3 follow it") != NULL);
+	CHECK(strstr(parse_error("choice=2:p=1,vflip,invert"),
+		     "choice n=2 needs 2 weights in p, not 1") != NULL);
+	CHECK(strstr(parse_error("choice=2:p=0/0,vflip,invert"),
+		     "choice p: the weights are all 0") != NULL);
+	CHECK(strstr(parse_error("choice=2:p=1/-1,vflip,invert"),
+		     "p -1 out of range 0..1e+09") != NULL);
+	CHECK(strstr(parse_error("order=2:layers=1,vflip,invert"),
+		     "order n=2 needs 2 counts in layers, not 1") != NULL);
+	CHECK(strstr(parse_error("order=2,vflip,crop=8"),
+		     "order cannot gate crop") != NULL);
+	CHECK(strstr(parse_error("choice=2,vflip,apply,invert"),
+		     "choice cannot gate apply") != NULL);
+	CHECK(strstr(parse_error("order"), "order needs its n") != NULL);
+	CHECK(strstr(parse_error("choice=17"), "n 17 out of range 1..16") != NULL);
+	CHECK(strstr(parse_error("order=2:p=1/1,vflip,invert"),
+		     "order has no argument \"p\"") != NULL);
+	rfb_imgbuf_free(&buf);
+}
+
 static void test_split_keeps_apply(void)
 {
 	rfb_pipeline *p, *head, *tail;
@@ -354,6 +445,14 @@ static void test_split_keeps_apply(void)
 	CHECK(rfb_pipeline_split(p, 1, &head, &tail, &err) == 0);
 	CHECK(strcmp(rfb_pipeline_canonical(tail),
 		     "apply=p=0.5:n=2,vflip=p=0.5,invert=p=0.5,flip=p=0.5") == 0);
+	rfb_pipeline_free(head);
+	rfb_pipeline_free(tail);
+	rfb_pipeline_free(p);
+	CHECK(rfb_pipeline_parse("resize=32,order=2,vflip,invert,flip", &p,
+				 NULL) == 0);
+	CHECK(rfb_pipeline_split(p, 3, &head, &tail, &err) == RFB_EINVAL);
+	CHECK(strstr(err.msg, "cuts order (layer 2)") != NULL);
+	CHECK(rfb_pipeline_split(p, 4, &head, &tail, &err) == 0);
 	rfb_pipeline_free(head);
 	rfb_pipeline_free(tail);
 	rfb_pipeline_free(p);
@@ -564,6 +663,7 @@ int main(void)
 	RUN(test_aliases_and_canonical);
 	RUN(test_probabilities);
 	RUN(test_split_keeps_apply);
+	RUN(test_choice_and_order);
 	RUN(test_determinism_and_gray);
 	RUN(test_erasing_after_normalize);
 	RUN(test_blur_kernel);

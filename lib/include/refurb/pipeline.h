@@ -267,7 +267,9 @@ const char *rfb_pipeline_layer_name(const rfb_pipeline *p, int layer);
  * two signs for each signed op whose magnitude is not 0; trivialaug: the
  * distinct signed magnitudes of each op over its bins; autoaug: per
  * sub-policy, (1 + signs) for each of its two steps, summed (an upper
- * bound).  1 when layer is out of range.
+ * bound); choice: its options of weight > 0, order: K! orders (each
+ * times its gated layers' own counts: an upper bound).  1 when layer is
+ * out of range.
  */
 double rfb_pipeline_layer_choices(const rfb_pipeline *p, int layer, int width,
 				  int height);
