@@ -244,6 +244,9 @@ RECIPE_KS = [
         T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor(),
         T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
         T.RandomErasing(0.5), T.RandomErasing(0.5, value="random")])),
+    ("recipe-erasing-random-before-normalize", T.Compose([
+        T.ToTensor(), T.RandomErasing(1.0, scale=(0.2, 0.33), value="random"),
+        T.RandomErasing(0.5, value=0.2), T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])),
     ("recipe-robust", T.Compose([
         T.RandomRotation(15), T.RandomAffine(0, translate=(0.1, 0.1), shear=5),
         T.RandomPerspective(0.3), T.RandomVerticalFlip(), T.CenterCrop(224)])),
@@ -362,6 +365,39 @@ def order_case(rfb, name, spec, ops, photos, draws=6):
     return ok
 
 
+def off_grid(chw, mean, std):
+    """The values of channel 0 of a normalized CHW tensor that no pixel
+    gives (what RandomErasing(value='random') wrote)."""
+    v = chw[0].ravel().astype(np.float64)
+    k = (v * std[0] + mean[0]) * 255
+    return v[np.abs(k - np.rint(k)) > 1e-3]
+
+
+def erased_values_case(rfb, img, draws):
+    """ToTensor, RandomErasing(value='random'), Normalize: the erased
+    values themselves, refurb's against torchvision's (KS)."""
+    mean, std = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+    spec = "erasing=p=1:scale=0.05-0.05:ratio=1-1:value=random,normalize=imagenet"
+    tv = T.Compose([T.ToTensor(), T.RandomErasing(1.0, scale=(0.05, 0.05), ratio=(1, 1),
+                                                  value="random"), T.Normalize(mean, std)])
+    pipe = rfb.parse(spec)
+    arr = np.asarray(img)
+    ours = np.concatenate([off_grid(rfb.run(pipe, arr, seed=3, sample=i), mean, std)
+                           for i in range(draws)])
+    torch.manual_seed(5)
+    theirs = np.concatenate([off_grid(tv(img).numpy(), mean, std) for _ in range(draws)])
+    rfb.dll.rfb_pipeline_free(pipe)
+    n = min(len(ours), len(theirs), 20000)
+    rng = np.random.default_rng(1)
+    a, b = rng.choice(ours, n, replace=False), rng.choice(theirs, n, replace=False)
+    d, crit = ks(a, b), 1.949 * math.sqrt(2.0 / n)
+    ok = d < crit and abs(a.mean() - b.mean()) < 0.05
+    print("%-4s KS     %-18s D %.3f (critical %.3f, %d values each; mean %.3f vs %.3f, "
+          "sd %.3f vs %.3f)  %s" % ("ok" if ok else "FAIL", "erased-values", d, crit, n,
+                                     a.mean(), b.mean(), a.std(), b.std(), spec))
+    return ok
+
+
 def perspective_case(rfb, photos, rng):
     worst = 1.0
     for _, img in photos:
@@ -466,6 +502,9 @@ def main():
             continue
         total += 1
         failed += not ks_case(rfb, name, spec, tv, photos[0][1], a.draws)
+    if not a.only or a.only in "erased-values":
+        total += 1
+        failed += not erased_values_case(rfb, photos[0][1], 20)
     sys.path.insert(0, os.path.join(ROOT, "python"))
     from refurb_stream import pipeline_from_torchvision
     for name, tv in RECIPE_PIXELS + RECIPE_KS:

@@ -52,10 +52,10 @@ EOF
 
 @test "convert: an argument refurb cannot express is named" {
 	need_torchvision
-	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomRotation(10, expand=True)])'
-	expect_fail 1 "refurb_stream convert: RandomRotation (transforms[0]): expand=True"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomRotation(10, interpolation=InterpolationMode.BOX)])'
+	expect_fail 1 "refurb_stream convert: RandomRotation (transforms[0]): interpolation box"
 	run "$PY" -m refurb_stream convert 'T.Compose([T.PILToTensor(), T.RandomErasing(value="random")])'
-	expect_fail 1 "refurb_stream convert: RandomErasing (transforms[1]): value='random' before Normalize"
+	expect_fail 1 "refurb_stream convert: RandomErasing (transforms[1]): value='random' on a uint8 tensor (torchvision casts the normal values to uint8): put ToTensor before it, or erase with a whole value"
 	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.RandomErasing(value=0.5)])'
 	expect_fail 1 "refurb_stream convert: RandomErasing (transforms[1]): value=0.5 is not a whole pixel value"
 	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomApply([T.RandomCrop(8)])])'
@@ -181,4 +181,24 @@ EOF
 	expect_fail 2 'refurb-dump: bad pipeline spec at column 15: order cannot gate crop (only filters that keep the image'"'"'s size and channels)'
 	run refurb-dump --preview 'order=2:layers=3/1,vflip,invert' "$J"
 	expect_fail 2 'refurb-dump: bad pipeline spec at column 1: order n=2: its options have 4 layers, only 2 follow it'
+}
+
+@test "convert: RandomErasing(value='random') between ToTensor and Normalize" {
+	need_torchvision
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomResizedCrop(32), T.ToTensor(), T.RandomErasing(1, value="random"), T.RandomErasing(0.5), T.Normalize([0.5, 0.4, 0.3], [0.2, 0.2, 0.2])])'
+	[ "$status" -eq 0 ]
+	[ "$output" = "rrcrop=32x32:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,erasing=p=1:scale=0.02-0.33:ratio=0.3-3.3:value=random,erasing=p=0.5:scale=0.02-0.33:ratio=0.3-3.3:value=0,normalize=mean=0.5/0.4/0.3:std=0.2/0.2/0.2" ]
+	make_dataset "$T/d" 3 1
+	J="$(sample_jpeg "$T/d")"
+	run refurb-dump --preview "$output" -n 2 -o "$T/sheet.jpg" "$J"
+	[ "$status" -eq 0 ]
+	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.RandomErasing(value="random")])'
+	[ "$status" -eq 0 ]
+	[ "$output" = "erasing=p=0.5:scale=0.02-0.33:ratio=0.3-3.3:value=random,normalize=mean=0:std=1" ]
+	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.RandomErasing(value="random"), T.RandomHorizontalFlip(), T.Normalize([0.5], [0.5])])'
+	expect_fail 1 "refurb_stream convert: RandomHorizontalFlip (transforms[2]) after RandomErasing(value='random') (refurb draws its values at Normalize"
+	run refurb-dump --preview 'erasing=value=random,flip,normalize' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 22: only erasing may come between erasing value=random and normalize'
+	run refurb-dump --preview 'resize=32,erasing=value=random' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 11: erasing value=random draws float values: put a normalize after it'
 }

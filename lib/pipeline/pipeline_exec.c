@@ -323,7 +323,16 @@ static int run_finish(struct rfb_run *r, const rfb_pipeline *p,
 	if (rfb_pipeline_dtype(p) == RFB_DTYPE_F32) {
 		int at = rfbi_pipeline_norm_at(p);
 		rc = normalize_output(r->ctx, &p->layers[at], out, err);
-		/* erasing after normalize, on the float CHW tensor */
+		/* deferred erasing, then erasing after normalize, on the
+		 * float CHW tensor */
+		for (int i = 0; i < at && !rc; i++) {
+			rfb_rng rng;
+			if (!p->layers[i].deferred || !(r->deferred_on >> i & 1))
+				continue;
+			rfbi_layer_rng(r->key, i, &rng);
+			rfbi_run_erase_deferred(&p->layers[i], &rng, &p->layers[at],
+						&r->ctx->norm, out);
+		}
 		for (int i = at + 1; i < p->nlayers && !rc; i++) {
 			rfb_rng rng;
 			rfbi_layer_rng(r->key, i, &rng);
@@ -415,6 +424,8 @@ int rfbi_run_layers(struct rfb_run *r, const rfb_pipeline *p, int from,
 				i += l->count;
 			continue;
 		}
+		if (l->deferred)
+			r->deferred_on |= UINT64_C(1) << i;
 		if (l->kind == RFB_F_CHOICE || l->kind == RFB_F_ORDER) {
 			rc = l->kind == RFB_F_CHOICE ? run_choice(r, p, i, err)
 						     : run_order(r, p, i, err);
@@ -432,7 +443,7 @@ int rfb_pipe_run(rfb_pipe_ctx *ctx, const rfb_pipeline *p, const rfb_image *in,
 		 const struct rfb_pipe_key *key, struct rfb_pipe_out *out,
 		 rfb_err *err)
 {
-	struct rfb_run r = { ctx, key, *in, -1, 0, NULL, 0, 0, 0 };
+	struct rfb_run r = { ctx, key, *in, -1, 0, NULL, 0, 0, 0, 0 };
 
 	if (in->width < 1 || in->height < 1 ||
 	    (in->channels != 1 && in->channels != 3))

@@ -99,7 +99,13 @@ struct rfb_layer {
 	double weights[RFB_CHOICE_MAX]; /* choice: random.choices' weights */
 	int after_norm;           /* erasing: on the float tensor, after
 				   * normalize (value in evalue, or random) */
-	int erase_random;         /* erasing after normalize: value=random */
+	int erase_random;         /* erasing: value=random (after normalize,
+				   * or deferred) */
+	int deferred;             /* erasing before normalize with only
+				   * erasing up to it, from the first
+				   * value=random one: run on the float
+				   * tensor at normalize, as torchvision's
+				   * ToTensor, RandomErasing, Normalize */
 	double evalue[3];         /* erasing after normalize: the values */
 };
 

@@ -912,9 +912,10 @@ static int check_erasing(struct parser *ps)
 			l->after_norm = 1;
 	if (l->after_norm)
 		return 0;
-	if (l->erase_random)
-		return spec_error(ps, ps->name_at, "erasing value=random needs "
-				  "float values: put it after normalize");
+	if (l->erase_random) {
+		l->deferred = 1; /* check_deferred sees what follows */
+		return 0;
+	}
 	for (int c = 0; c < 3; c++)
 		if (l->evalue[c] != l->fill[c])
 			return spec_error(ps, ps->name_at, "erasing value %g: "
@@ -1113,6 +1114,42 @@ static int resolve_options(struct parser *ps, struct rfb_layer *l, int i,
 	return 0;
 }
 
+/*
+ * erasing value=random before normalize (torchvision's ToTensor,
+ * RandomErasing(value='random'), Normalize): the normal values are drawn
+ * on the float tensor, so the layer runs at normalize; every layer up to
+ * normalize must then be erasing too (deferred with it, in order).
+ */
+static int check_deferred(struct parser *ps, const size_t *name_at)
+{
+	int norm = -1;
+
+	for (int i = 0; i < ps->n; i++)
+		if (ps->layers[i].kind == RFB_F_NORMALIZE)
+			norm = i;
+	for (int i = 0; i < ps->n; i++) {
+		if (!ps->layers[i].deferred || ps->layers[i].after_norm)
+			continue;
+		if (norm < 0)
+			return spec_error(ps, name_at[i], "erasing value=random "
+					  "draws float values: put a normalize "
+					  "after it (torchvision's ToTensor alone "
+					  "is normalize=mean=0:std=1)");
+		for (int k = i + 1; k < norm; k++) {
+			if (ps->layers[k].kind != RFB_F_ERASING)
+				return spec_error(ps, name_at[k],
+						  "only erasing may come between "
+						  "erasing value=random and normalize "
+						  "(its values are drawn at "
+						  "normalize): move %s before it",
+						  rfbi_filter_names[ps->layers[k].kind]);
+			ps->layers[k].deferred = 1;
+		}
+		break;
+	}
+	return 0;
+}
+
 /* Every apply, choice and order gates layers that follow it and keep
  * the image's shape. */
 static int check_groups(struct parser *ps, const size_t *name_at)
@@ -1136,6 +1173,11 @@ static int check_groups(struct parser *ps, const size_t *name_at)
 					  "%s n=%d: its options have %d layers, "
 					  "only %d follow it", name, l->options,
 					  l->count, ps->n - i - 1);
+		for (int k = i + 1; k <= i + l->count; k++)
+			if (ps->layers[k].deferred && l->kind != RFB_F_APPLY)
+				return spec_error(ps, name_at[k],
+						  "%s cannot gate erasing before "
+						  "normalize after value=random", name);
 		for (int k = i + 1; k <= i + l->count; k++)
 			if (!keeps_shape(&ps->layers[k]))
 				return spec_error(ps, name_at[k],
@@ -1223,6 +1265,8 @@ int rfb_pipeline_parse(const char *spec, rfb_pipeline **out, rfb_err *err)
 			name_at[i] = at;
 		at = end + 1;
 	}
+	if (!rc)
+		rc = check_deferred(ps, name_at);
 	if (!rc)
 		rc = check_groups(ps, name_at);
 	if (!rc)

@@ -185,8 +185,11 @@ static float draw_normal(rfb_rng *rng)
 	return (float)(sqrt(-2.0 * log(1.0 - u)) * cos(2.0 * M_PI * v));
 }
 
-void rfbi_run_erase_float(const struct rfb_layer *l, rfb_rng *rng,
-			 struct rfb_pipe_out *out)
+/* Erase the drawn rectangle of the CHW tensor of out: value[ch], or when
+ * random (std[ch] != 0) (normal - mean[ch]) / std[ch] in float32. */
+static void erase_tensor(const struct rfb_layer *l, rfb_rng *rng,
+			 struct rfb_pipe_out *out, const float *value,
+			 const float *mean, const float *std)
 {
 	int w = out->shape.width, h = out->shape.height, c = out->shape.channels;
 	float *t = (float *)out->data;
@@ -198,9 +201,35 @@ void rfbi_run_erase_float(const struct rfb_layer *l, rfb_rng *rng,
 		for (int y = rect.top; y < rect.top + rect.height; y++) {
 			float *row = t + ((size_t)ch * h + (size_t)y) * w + rect.left;
 			for (int x = 0; x < rect.width; x++)
-				row[x] = l->erase_random ? draw_normal(rng)
-							 : (float)l->evalue[ch];
+				row[x] = !l->erase_random ? value[ch]
+					 : (draw_normal(rng) - mean[ch]) / std[ch];
 		}
+}
+
+void rfbi_run_erase_float(const struct rfb_layer *l, rfb_rng *rng,
+			 struct rfb_pipe_out *out)
+{
+	const float value[3] = { (float)l->evalue[0], (float)l->evalue[1],
+				 (float)l->evalue[2] };
+	const float zero[3] = { 0, 0, 0 }, one[3] = { 1, 1, 1 };
+
+	erase_tensor(l, rng, out, value, zero, one);
+}
+
+void rfbi_run_erase_deferred(const struct rfb_layer *l, rfb_rng *rng,
+			     const struct rfb_layer *nl, const rfb_norm *norm,
+			     struct rfb_pipe_out *out)
+{
+	float value[3], mean[3], std[3];
+
+	for (int c = 0; c < 3; c++) {
+		int k = nl->norm_channels == 1 ? 0 : c;
+		/* the normalized pixel of value fill[c], exactly */
+		value[c] = norm->lut[c < norm->channels ? c : 0][l->fill[c]];
+		mean[c] = (float)nl->mean[k];
+		std[c] = (float)nl->std[k];
+	}
+	erase_tensor(l, rng, out, value, mean, std);
 }
 
 static int run_erasing(struct rfb_run *r, const struct rfb_layer *l,
@@ -210,8 +239,8 @@ static int run_erasing(struct rfb_run *r, const struct rfb_layer *l,
 	rfb_image dst;
 	int slot, rc;
 
-	if (l->after_norm)
-		return 0; /* on the tensor, after normalize (run_finish in pipeline_exec.c) */
+	if (l->after_norm || l->deferred)
+		return 0; /* on the tensor, at normalize (run_finish in pipeline_exec.c) */
 	if (!draw_p(rng, l->p))
 		return 0;
 	if (!erase_rect(rng, l, r->cur.width, r->cur.height, &rect))

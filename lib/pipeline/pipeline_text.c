@@ -114,10 +114,10 @@ static void put_single(struct out *o, const struct rfb_layer *l)
 		put_range(o, "scale", l->scale);
 		put(o, ":");
 		put_range(o, "ratio", l->ratio);
-		if (!l->after_norm) {
-			put_fill(o, "value", l->fill);
-		} else if (l->erase_random) {
+		if (l->erase_random) {
 			put(o, ":value=random");
+		} else if (!l->after_norm) {
+			put_fill(o, "value", l->fill);
 		} else {
 			put(o, ":value=");
 			put_list(o, l->evalue, 3, '/');
@@ -296,6 +296,7 @@ static int layer_equal(const struct rfb_layer *a, const struct rfb_layer *b)
 		      sizeof a->option_layers) == 0 &&
 	       memcmp(a->weights, b->weights, sizeof a->weights) == 0 &&
 	       a->erase_random == b->erase_random &&
+	       a->deferred == b->deferred &&
 	       memcmp(a->evalue, b->evalue, sizeof a->evalue) == 0;
 }
 
@@ -427,6 +428,12 @@ int rfb_pipeline_split(const rfb_pipeline *p, int k, rfb_pipeline **head,
 	if (ends_in_normalize(p) && k > rfbi_pipeline_norm_at(p))
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "normalize must stay in the final part");
+	for (int i = 0; i < k; i++)
+		if (p->layers[i].deferred)
+			return rfb_err_set(err, RFB_EINVAL, NULL,
+					   "erasing value=random (layer %d) must "
+					   "stay with normalize in the final part",
+					   i + 1);
 	for (int i = 0; i < k; i++)
 		if ((p->layers[i].kind == RFB_F_APPLY ||
 		     p->layers[i].kind == RFB_F_CHOICE ||

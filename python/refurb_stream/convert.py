@@ -85,6 +85,7 @@ class _State:
         self.kind = "pil"        # pil | uint8 (PILToTensor) | float (ToTensor)
         self.normalized = False
         self.filters = []        # (text, layers)
+        self.random_erased = False  # RandomErasing(value='random') before Normalize
 
 
 def _p(t):
@@ -261,8 +262,12 @@ def _erasing(t, what, st):
             raise ConvertError("%s: value=%r needs 1 or 3 values" % (what, t.value))
         return head + ":value=" + "/".join(_num(v) for v in vals)
     if isinstance(vals, str):
-        raise ConvertError("%s: value=%r before Normalize (refurb draws random "
-                           "values only after normalize)" % (what, t.value))
+        if st.kind != "float":
+            raise ConvertError("%s: value=%r on a uint8 tensor (torchvision casts the "
+                               "normal values to uint8): put ToTensor before it, or "
+                               "erase with a whole value" % (what, t.value))
+        st.random_erased = True  # drawn at normalize: only erasing until then
+        return head + ":value=random"
     vals = list(vals)
     scale = 255.0 if st.kind == "float" else 1.0
     px = [v * scale for v in vals]
@@ -283,9 +288,14 @@ def _layers(text):
     return 1
 
 
-def _add(st, text):
+def _add(st, text, what=None):
+    what = what or text.split("=")[0]
     if st.normalized:
-        raise ConvertError("%s after Normalize (refurb normalizes last)" % text.split("=")[0])
+        raise ConvertError("%s after Normalize (refurb normalizes last)" % what)
+    if st.random_erased:
+        raise ConvertError("%s after RandomErasing(value='random') (refurb draws its "
+                           "values at Normalize: only RandomErasing may come between, "
+                           "move it before)" % what)
     st.filters.append((text, _layers(text)))
 
 
@@ -302,7 +312,7 @@ def _convert(t, st, where):
     elif name in _SIMPLE:
         if st.kind != "pil" and name in ("RandAugment", "AutoAugment", "TrivialAugmentWide"):
             pass  # torchvision's uint8 tensor path gives the same ops
-        _add(st, _SIMPLE[name](t, what))
+        _add(st, _SIMPLE[name](t, what), what)
     elif name == "Grayscale":
         _add(st, "gray")
         if t.num_output_channels == 3:
@@ -350,6 +360,9 @@ def _random_choice(t, st, what, where, name):
     order=n=K[:layers=...], then each transform's filters."""
     options = [_gated(t, st, what, where, sub, i, name)
                for i, sub in enumerate(_transforms_of(t.transforms))]
+    if any(o.random_erased for o in options):
+        raise ConvertError("%s: cannot hold RandomErasing(value='random') before "
+                           "Normalize (its values are drawn at Normalize)" % what)
     if not options:
         raise ConvertError("%s: no transforms" % what)
     if len(options) > 16:
@@ -377,11 +390,14 @@ def _random_apply(t, st, what, where):
     inner = _State()
     inner.kind, inner.normalized = st.kind, st.normalized
     for i, sub in enumerate(_transforms_of(t.transforms)):
-        inner.filters.extend(_gated(t, st, what, where, sub, i, "RandomApply").filters)
+        gated = _gated(t, st, what, where, sub, i, "RandomApply")
+        inner.filters.extend(gated.filters)
+        inner.random_erased |= gated.random_erased
     n = sum(k for _, k in inner.filters)
     if n == 0:
         return
     _add(st, "apply=p=%s:n=%d" % (_p(t), n))
+    st.random_erased |= inner.random_erased
     st.filters.extend(inner.filters)
 
 
@@ -397,6 +413,7 @@ def _normalize(t, st, what):
     st.filters.append(("normalize=mean=%s:std=%s" % ("/".join(_num(v) for v in mean),
                                                      "/".join(_num(v) for v in std)), 1))
     st.normalized = True
+    st.random_erased = False
 
 
 def pipeline_from_torchvision(transform):

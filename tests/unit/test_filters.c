@@ -271,6 +271,7 @@ static void test_aliases_and_canonical(void)
 		"rotation=5:expand=1:center=-3/4.5,centercrop=9,affine=3:center=0/0.25",
 		"choice=3:p=0.2/0.5/1,randaug=n=1,randaug=n=1,vflip,order=2:layers=2/1,"
 		"randaug=n=2,invert,order=1,flip",
+		"resize=8,erasing=p=0.3:value=random,erasing=value=3,normalize=mean=0.1:std=2",
 		"resize=8,normalize=imagenet,erasing=value=random,erasing=p=0.1:value=-1.5/0/2.25",
 	};
 	char a[4096], b[4096];
@@ -535,7 +536,8 @@ static void test_erasing_after_normalize(void)
 	CHECKF(fabs(sum / n) < 0.05 && fabs(sum2 / n - 1.0) < 0.1,
 	       "mean %.3f variance %.3f", sum / n, sum2 / n);
 	CHECK(strstr(parse_error("erasing=value=random"),
-		     "erasing value=random needs float values") != NULL);
+		     "erasing value=random draws float values: put a normalize "
+		     "after it") != NULL);
 	CHECK(strstr(parse_error("erasing=value=0.5"),
 		     "a whole pixel value 0..255") != NULL);
 	CHECK(strstr(parse_error("normalize,vflip"),
@@ -644,6 +646,64 @@ static void test_rotation_expand_shapes(void)
 	rfb_pipe_ctx_free(ctx);
 }
 
+/* ToTensor, RandomErasing(value='random'), Normalize: the erased box
+ * holds (N(0, 1) - mean) / std, drawn at normalize; erasing up to
+ * normalize is deferred with it (a constant is its normalized pixel). */
+static void test_erasing_random_before_normalize(void)
+{
+	rfb_pipe_ctx *ctx = rfb_pipe_ctx_new(NULL);
+	rfb_imgbuf buf = { 0 };
+	rfb_image img;
+	struct rfb_pipe_out out;
+	/* an 11 x 11 box, as in test_erasing_after_normalize */
+	const char *random = "erasing=p=1:scale=0.1-0.1:ratio=1-1:value=random,"
+			     "normalize=mean=0.5:std=0.25";
+	const char *then_const = "erasing=p=1:scale=0.1-0.1:ratio=1-1:value=random,"
+				 "erasing=p=1:scale=0.1-0.1:ratio=1-1:value=7,"
+				 "normalize=mean=0.5:std=0.25";
+	double sum = 0, sum2 = 0;
+	long n = 0, sevens = 0;
+
+	make_image(&img, &buf, 40, 30);
+	for (uint32_t s = 0; s < 40; s++) {
+		const float *t;
+		CHECK(run_spec(random, &img, s, ctx, &out) == 0);
+		CHECK(out.dtype == RFB_DTYPE_F32);
+		t = out.data;
+		for (int i = 0; i < 3 * 40 * 30; i++) {
+			double v = t[i], k = (v * 0.25 + 0.5) * 255;
+			if (fabs(k - nearbyint(k)) > 1e-3 || v < -2.0001 || v > 2.0001) {
+				sum += v;
+				sum2 += v * v;
+				n++;
+			}
+		}
+		CHECK(run_spec(then_const, &img, s, ctx, &out) == 0);
+		t = out.data;
+		for (int i = 0; i < 3 * 40 * 30; i++)
+			sevens += t[i] == (float)((7 / 255.0f - 0.5f) / 0.25f);
+	}
+	/* mean -0.5 / 0.25 = -2, variance 1 / 0.25^2 = 16 */
+	CHECKF(n > 40 * 363 * 9 / 10, "%ld random values", n);
+	CHECKF(fabs(sum / n + 2.0) < 0.1 &&
+	       fabs(sum2 / n - sum / n * sum / n - 16.0) < 1.0,
+	       "mean %.3f variance %.3f", sum / n, sum2 / n - sum / n * sum / n);
+	/* the constant box (drawn second) lies on top: all its samples */
+	CHECKF(sevens >= 40 * 363, "%ld normalized 7s", sevens);
+	CHECK(strstr(parse_error("erasing=value=random,vflip,normalize"),
+		     "only erasing may come between erasing value=random and "
+		     "normalize (its values are drawn at normalize): move vflip "
+		     "before it") != NULL);
+	CHECK(strstr(parse_error("choice=2,erasing=value=random,erasing,normalize"),
+		     "choice cannot gate erasing before normalize after "
+		     "value=random") != NULL);
+	CHECK(strcmp(parse_error("apply=0.5,erasing=value=random,normalize"), "") == 0);
+	CHECK(strcmp(parse_error("erasing=value=random,normalize=imagenet,"
+				 "erasing=value=random"), "") == 0);
+	rfb_imgbuf_free(&buf);
+	rfb_pipe_ctx_free(ctx);
+}
+
 static void test_blur_kernel(void)
 {
 	float k[23];
@@ -668,5 +728,6 @@ int main(void)
 	RUN(test_erasing_after_normalize);
 	RUN(test_blur_kernel);
 	RUN(test_rotation_expand_shapes);
+	RUN(test_erasing_random_before_normalize);
 	return test_done();
 }
