@@ -267,12 +267,34 @@ const char *rfb_pipeline_layer_name(const rfb_pipeline *p, int layer);
  * two signs for each signed op whose magnitude is not 0; trivialaug: the
  * distinct signed magnitudes of each op over its bins; autoaug: per
  * sub-policy, (1 + signs) for each of its two steps, summed (an upper
- * bound); choice: its options of weight > 0, order: K! orders (each
+ * bound); apply with 0 < p < 1: 2 (gated or not); choice: its options
+ * of weight > 0, order: K! orders (each
  * times its gated layers' own counts: an upper bound).  1 when layer is
  * out of range.
  */
 double rfb_pipeline_layer_choices(const rfb_pipeline *p, int layer, int width,
 				  int height);
+
+/*
+ * 1 if p may be split after its first k layers (rfb_pipeline_split
+ * takes it): no apply, choice or order cut from the layers it gates,
+ * normalize and the erasing deferred to it in the final part.
+ */
+int rfb_pipeline_splittable(const rfb_pipeline *p, int k);
+
+/*
+ * p with every gate open: its apply, choice and order layers removed, so
+ * that every layer they gate runs (each option of a choice, the options
+ * of an order in their written order) - what a cost model times.  Layer
+ * i of *out is layer position[i] of p, and runs in p with probability
+ * weight[i]: an apply's p, a choice option's weight over their total, 1
+ * otherwise (order runs every option).  weight and position hold
+ * rfb_pipeline_layers(p) values.  Returns 0 or RFB_ENOMEM/RFB_ESPEC with
+ * err filled.
+ */
+int rfb_pipeline_ungated(const rfb_pipeline *p, rfb_pipeline **out,
+			 double *weight, int *position,
+			 rfb_err *err) RFB_MUST_CHECK;
 
 /*
  * The op (enum rfb_op) that a randaug or trivialaug layer at position
