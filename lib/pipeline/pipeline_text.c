@@ -304,7 +304,9 @@ static char *canonical_text(const struct rfb_layer *layers, int n)
 {
 	struct out o = { NULL, 0, 0, 0 };
 
-	o.cap = 64 + (size_t)n * 160; /* the longest layer text is < 160 */
+	/* the longest layer text (choice=n=16 with 16 long weights, affine
+	 * with every argument) is < 400 */
+	o.cap = 64 + (size_t)n * 400;
 	o.buf = malloc(o.cap);
 	if (!o.buf)
 		return NULL;

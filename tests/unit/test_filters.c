@@ -269,6 +269,12 @@ static void test_aliases_and_canonical(void)
 		"pad=1/2/3/4:fill=5:mode=symmetric,crop=40:pad=3:mode=reflect:pad_if_needed=1,"
 		"crop=9:pad=2:fill=1/2/3,pad=7",
 		"rotation=5:expand=1:center=-3/4.5,centercrop=9,affine=3:center=0/0.25",
+		/* one layer whose canonical text is over 300 bytes */
+		"affine=degrees=-1.2345678901234567-1.2345678901234567:translate="
+		"0.12345678901234567/0.12345678901234567:scale=0.12345678901234567-"
+		"1.2345678901234567:shear=-1.2345678901234567-1.2345678901234567/"
+		"-1.2345678901234567-1.2345678901234567:interp=bilinear:fill=255/255/255:"
+		"center=123.45678901234567/123.45678901234567",
 		"choice=3:p=0.2/0.5/1,randaug=n=1,randaug=n=1,vflip,order=2:layers=2/1,"
 		"randaug=n=2,invert,order=1,flip",
 		"resize=8,erasing=p=0.3:value=random,erasing=value=3,normalize=mean=0.1:std=2",
