@@ -58,8 +58,8 @@ EOF
 	expect_fail 1 "refurb_stream convert: RandomErasing (transforms[1]): value='random' on a uint8 tensor (torchvision casts the normal values to uint8): put ToTensor before it, or erase with a whole value"
 	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.RandomErasing(value=0.5)])'
 	expect_fail 1 "refurb_stream convert: RandomErasing (transforms[1]): value=0.5 is not a whole pixel value"
-	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomApply([T.RandomCrop(8)])])'
-	expect_fail 1 "refurb_stream convert: RandomApply (transforms[0]): cannot gate RandomCrop"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomApply([T.Grayscale(3)])])'
+	expect_fail 1 "refurb_stream convert: RandomApply (transforms[0]): cannot gate Grayscale"
 }
 
 @test "convert: a bad expression or no argument is a usage error" {
@@ -137,8 +137,8 @@ EOF
 	make_dataset "$T/d" 3 1
 	run refurb-dump --preview "$output" -n 2 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
 	[ "$status" -eq 0 ]
-	run "$PY" -m refurb_stream convert 'T.RandomApply([T.RandomRotation(30, expand=True)])'
-	expect_fail 1 "refurb_stream convert: RandomApply (transforms): cannot gate RandomRotation(expand=True)"
+	run "$PY" -m refurb_stream convert 'T.RandomOrder([T.RandomRotation(30, expand=True), T.RandomInvert()])'
+	expect_fail 1 "refurb_stream convert: RandomOrder (transforms): cannot gate RandomRotation(expand=True)"
 }
 
 @test "rotation expand=1: a batching stage refuses a size it cannot fix" {
@@ -152,8 +152,8 @@ EOF
 	expect_fail 2 'refurb-dump: bad pipeline spec at column 20: unknown expand value "2"'
 	run refurb-dump --preview 'rotation=10:center=5' "$J"
 	expect_fail 2 'refurb-dump: bad pipeline spec at column 20: center needs 2 values X/Y'
-	run refurb-dump --preview 'apply,rotation=10:expand=1' "$J"
-	expect_fail 2 'refurb-dump: bad pipeline spec at column 7: apply cannot gate rotation expand=1'
+	run refurb-dump --preview 'order=2,invert,rotation=10:expand=1' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 16: order cannot gate rotation expand=1'
 }
 
 @test "convert: RandomChoice and RandomOrder become choice and order" {
@@ -164,8 +164,8 @@ EOF
 	make_dataset "$T/d" 3 1
 	run refurb-dump --preview "$output" -n 2 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
 	[ "$status" -eq 0 ]
-	run "$PY" -m refurb_stream convert 'T.RandomChoice([T.RandomCrop(3), T.RandomInvert()])'
-	expect_fail 1 "refurb_stream convert: RandomChoice (transforms): cannot gate RandomCrop (refurb's choice gates only"
+	run "$PY" -m refurb_stream convert 'T.RandomOrder([T.RandomCrop(3), T.RandomInvert()])'
+	expect_fail 1 "refurb_stream convert: RandomOrder (transforms): cannot gate RandomCrop (refurb's order gates only"
 	run "$PY" -m refurb_stream convert 'T.RandomChoice([T.RandomInvert()], p=[0])'
 	expect_fail 1 "refurb_stream convert: RandomChoice (transforms): p=[0] needs a weight >= 0 per transform, not all 0"
 }
@@ -201,4 +201,19 @@ EOF
 	expect_fail 2 'refurb-dump: bad pipeline spec at column 22: only erasing may come between erasing value=random and normalize'
 	run refurb-dump --preview 'resize=32,erasing=value=random' "$J"
 	expect_fail 2 'refurb-dump: bad pipeline spec at column 11: erasing value=random draws float values: put a normalize after it'
+}
+
+@test "convert: RandomChoice and RandomApply of crops and resizes" {
+	need_torchvision
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomChoice([T.RandomResizedCrop(32), T.Compose([T.Resize(40), T.CenterCrop(32)])]), T.RandomApply([T.Pad(4, padding_mode="reflect"), T.RandomCrop(32)], p=0.3)])'
+	[ "$status" -eq 0 ]
+	[ "$output" = "choice=n=2:layers=1/2,rrcrop=32x32:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,resize=40:interp=bilinear,centercrop=32x32,apply=p=0.3:n=2,pad=4:padding_mode=reflect,crop=32x32" ]
+	make_dataset "$T/d" 3 1
+	refurb-index -q -o "$T/train.idx" "$T/d"
+	run refurb-dump --preview "$output" -n 4 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
+	[ "$status" -eq 0 ]
+	# options of two sizes: a batching stage names the gate
+	run refurb-advise -p 'resize=64,choice=2,centercrop=48,centercrop=40' "$T/train.idx"
+	expect_fail 2 "refurb-advise: pipeline "
+	[[ "${lines[0]}" == *'output size depends on what layer 2 (choice) draws: give its options one size, or follow it with a crop'* ]] || false
 }

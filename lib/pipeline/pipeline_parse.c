@@ -1150,8 +1150,22 @@ static int check_deferred(struct parser *ps, const size_t *name_at)
 	return 0;
 }
 
-/* Every apply, choice and order gates layers that follow it and keep
- * the image's shape. */
+/* 1 if layer l may be gated by gate (apply, choice or order): an order's
+ * layers keep the image's size and channels; apply and choice may hold
+ * layers that change the size (the size is then drawn with the gate,
+ * pipeline_shape.c), never the channels, normalize or another gate. */
+static int gateable(const struct rfb_layer *gate, const struct rfb_layer *l)
+{
+	if (keeps_shape(l))
+		return 1;
+	if (gate->kind == RFB_F_ORDER)
+		return 0;
+	return l->kind == RFB_F_RESIZE || l->kind == RFB_F_CENTERCROP ||
+	       l->kind == RFB_F_CROP || l->kind == RFB_F_RRCROP ||
+	       l->kind == RFB_F_PAD || l->kind == RFB_F_ROTATION;
+}
+
+/* Every apply, choice and order gates layers that follow it (gateable). */
 static int check_groups(struct parser *ps, const size_t *name_at)
 {
 	for (int i = 0; i < ps->n; i++) {
@@ -1179,13 +1193,19 @@ static int check_groups(struct parser *ps, const size_t *name_at)
 						  "%s cannot gate erasing before "
 						  "normalize after value=random", name);
 		for (int k = i + 1; k <= i + l->count; k++)
-			if (!keeps_shape(&ps->layers[k]))
+			if (!gateable(l, &ps->layers[k]) && l->kind == RFB_F_ORDER)
 				return spec_error(ps, name_at[k],
-						  "%s cannot gate %s%s (only "
+						  "order cannot gate %s%s (only "
 						  "filters that keep the image's "
-						  "size and channels)", name,
+						  "size and channels)",
 						  rfbi_filter_names[ps->layers[k].kind],
 						  ps->layers[k].expand ? " expand=1" : "");
+			else if (!gateable(l, &ps->layers[k]))
+				return spec_error(ps, name_at[k],
+						  "%s cannot gate %s (only filters "
+						  "that keep the image's channels, "
+						  "and no normalize or other gate)",
+						  name, rfbi_filter_names[ps->layers[k].kind]);
 	}
 	return 0;
 }

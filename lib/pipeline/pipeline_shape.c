@@ -115,11 +115,18 @@ static void drawn_min_size(const struct rfb_layer *l, int w, int h, int *lo_w,
 	*lo_h = (int)ceil(mh - 1e-6);
 }
 
-/* The layer after an expanding rotation (drawn at layer varies): its
- * output size when it fixes the size again (1), 0 when the size still
- * varies (s: the least it can be), or a negative code. */
-static int after_drawn(const struct rfb_layer *l, int varies,
-		       struct rfb_pipe_shape *s, rfb_err *err)
+/* What a drawn size comes from, for messages. */
+static const char *drawn_by(const rfb_pipeline *p, int layer)
+{
+	return p->layers[layer].kind == RFB_F_ROTATION ? "rotation expand=1"
+						       : rfbi_filter_names[p->layers[layer].kind];
+}
+
+/* The layer after a drawn size (drawn at layer varies): its output size
+ * when it fixes the size again (1), 0 when the size still varies (s:
+ * the least it can be), or a negative code. */
+static int after_drawn(const rfb_pipeline *p, const struct rfb_layer *l,
+		       int varies, struct rfb_pipe_shape *s, rfb_err *err)
 {
 	switch (l->kind) {
 	case RFB_F_RESIZE:
@@ -137,9 +144,10 @@ static int after_drawn(const struct rfb_layer *l, int varies,
 		     s->height + l->pad.top + l->pad.bottom < l->height))
 			return rfb_err_set(err, RFB_ESPEC, NULL,
 					   "crop %dx%d may be larger than the image "
-					   "layer %d (rotation expand=1) makes, %dx%d "
-					   "or more: use pad_if_needed=1", l->height,
-					   l->width, varies + 1, s->height, s->width);
+					   "layer %d (%s) makes, %dx%d or more: use "
+					   "pad_if_needed=1", l->height, l->width,
+					   varies + 1, drawn_by(p, varies), s->height,
+					   s->width);
 		s->width = l->width;
 		s->height = l->height;
 		return 1;
@@ -152,37 +160,116 @@ static int after_drawn(const struct rfb_layer *l, int varies,
 	}
 }
 
+/* The size so far: s (the least it can be while varies >= 0, the layer
+ * whose draw it depends on). */
+struct size_state {
+	struct rfb_pipe_shape s;
+	int varies;
+};
+
+static int shape_layers(const rfb_pipeline *p, int from, int to,
+			struct size_state *st, rfb_err *err);
+
+/* Gate g (apply or choice at position i) on st: the size each branch
+ * (gated or not; each option of weight > 0) gives, one size when they
+ * agree, else drawn by the gate with the least of them.  An error of any
+ * branch is the gate's (some samples would fail). */
+static int shape_gate(const rfb_pipeline *p, int i, struct size_state *st,
+		      rfb_err *err)
+{
+	const struct rfb_layer *g = &p->layers[i];
+	struct size_state out[RFB_CHOICE_MAX + 1];
+	int n = 0, at = i + 1, rc, same = 1;
+
+	if (g->kind == RFB_F_APPLY) {
+		if (g->p < 1)
+			out[n++] = *st; /* not applied */
+		out[n] = *st;
+		if (g->p > 0 &&
+		    (rc = shape_layers(p, at, at + g->count, &out[n++], err)))
+			return rc;
+	} else {
+		for (int o = 0; o < g->options; o++) {
+			int len = g->option_layers[o];
+			if (g->kind == RFB_F_ORDER || g->weights[o] > 0) {
+				out[n] = *st;
+				if ((rc = shape_layers(p, at, at + len, &out[n++], err)))
+					return rc;
+			}
+			at += len;
+		}
+	}
+	/* an order's options keep the size (the parser sees to it) */
+	for (int k = 1; k < n; k++)
+		same &= out[k].varies < 0 && out[0].varies < 0 &&
+			out[k].s.width == out[0].s.width &&
+			out[k].s.height == out[0].s.height;
+	*st = out[0];
+	if (same)
+		return 0;
+	for (int k = 1; k < n; k++) {
+		if (out[k].s.width < st->s.width)
+			st->s.width = out[k].s.width;
+		if (out[k].s.height < st->s.height)
+			st->s.height = out[k].s.height;
+	}
+	st->varies = i;
+	return 0;
+}
+
+/* Layers [from, to) of p on st (a gate takes its layers with it). */
+static int shape_layers(const rfb_pipeline *p, int from, int to,
+			struct size_state *st, rfb_err *err)
+{
+	for (int i = from; i < to; i++) {
+		const struct rfb_layer *l = &p->layers[i];
+		int rc = 0;
+		if (l->kind == RFB_F_APPLY || l->kind == RFB_F_CHOICE ||
+		    l->kind == RFB_F_ORDER) {
+			rc = shape_gate(p, i, st, err);
+			i += l->count;
+		} else if (st->varies >= 0) {
+			if ((rc = after_drawn(p, l, st->varies, &st->s, err)) == 1)
+				st->varies = -1;
+		} else if (size_is_drawn(l)) {
+			drawn_min_size(l, st->s.width, st->s.height, &st->s.width,
+				       &st->s.height);
+			st->varies = i;
+		} else {
+			rc = layer_out_shape(l, &st->s, err);
+		}
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 int rfb_pipeline_out_shape(const rfb_pipeline *p, const struct rfb_pipe_shape *in,
 			   struct rfb_pipe_shape *out, rfb_err *err)
 {
-	struct rfb_pipe_shape s = *in;
-	int varies = -1; /* the layer whose draw the size depends on */
+	struct size_state st = { *in, -1 };
+	int rc;
 
-	if (s.width < 1 || s.height < 1 || (s.channels != 1 && s.channels != 3))
+	if (in->width < 1 || in->height < 1 ||
+	    (in->channels != 1 && in->channels != 3))
 		return rfb_err_set(err, RFB_EINVAL, NULL, "bad input shape %dx%dx%d",
-				   s.width, s.height, s.channels);
-	for (int i = 0; i < p->nlayers; i++) {
-		const struct rfb_layer *l = &p->layers[i];
-		int rc;
-		if (varies >= 0) {
-			if ((rc = after_drawn(l, varies, &s, err)) < 0)
-				return rc;
-			if (rc == 1)
-				varies = -1;
-		} else if (size_is_drawn(l)) {
-			drawn_min_size(l, s.width, s.height, &s.width, &s.height);
-			varies = i;
-		} else if ((rc = layer_out_shape(l, &s, err))) {
-			return rc;
-		}
-	}
-	if (varies >= 0)
+				   in->width, in->height, in->channels);
+	if ((rc = shape_layers(p, 0, p->nlayers, &st, err)))
+		return rc;
+	if (st.varies >= 0 && p->layers[st.varies].kind == RFB_F_ROTATION)
 		return rfb_err_set(err, RFB_ESPEC, NULL,
 				   "pipeline \"%s\": output size depends on the "
 				   "angle layer %d (rotation expand=1) draws: "
 				   "follow it with a crop, centercrop, rrcrop or "
-				   "resize=HxW", p->canonical, varies + 1);
-	*out = s;
+				   "resize=HxW", p->canonical, st.varies + 1);
+	if (st.varies >= 0)
+		return rfb_err_set(err, RFB_ESPEC, NULL,
+				   "pipeline \"%s\": output size depends on "
+				   "what layer %d (%s) draws: give its options one "
+				   "size, or follow it with a crop, centercrop, "
+				   "rrcrop or resize=HxW", p->canonical,
+				   st.varies + 1, drawn_by(p, st.varies));
+	*out = st.s;
 	return 0;
 }
 
@@ -198,47 +285,119 @@ int rfb_pipeline_out_channels(const rfb_pipeline *p, int in_channels)
 	return c;
 }
 
-int rfb_pipeline_fixed_shape(const rfb_pipeline *p, int in_channels,
-			     struct rfb_pipe_shape *out, rfb_err *err)
-{
-	struct rfb_pipe_shape s = { 0, 0, in_channels };
-	int fixed = 0, culprit = -1;
+/* The fixed size so far: s when fixed, else culprit is the last layer
+ * that made it depend on the input or a draw (-1: none, the input's). */
+struct fixed_state {
+	struct rfb_pipe_shape s;
+	int fixed, culprit;
+};
 
-	for (int i = 0; i < p->nlayers; i++) {
+static int fixed_layers(const rfb_pipeline *p, int from, int to,
+			struct fixed_state *st, rfb_err *err);
+
+/* Gate g at i: its branches (as shape_gate's) must agree on a fixed
+ * size, or all leave it open; otherwise the gate is the culprit. */
+static int fixed_gate(const rfb_pipeline *p, int i, struct fixed_state *st,
+		      rfb_err *err)
+{
+	const struct rfb_layer *g = &p->layers[i];
+	struct fixed_state out[RFB_CHOICE_MAX + 1];
+	int n = 0, at = i + 1, rc, same = 1;
+
+	if (g->kind == RFB_F_APPLY) {
+		if (g->p < 1)
+			out[n++] = *st;
+		out[n] = *st;
+		if (g->p > 0 &&
+		    (rc = fixed_layers(p, at, at + g->count, &out[n++], err)))
+			return rc;
+	} else {
+		for (int o = 0; o < g->options; o++) {
+			int len = g->option_layers[o];
+			if (g->kind == RFB_F_ORDER || g->weights[o] > 0) {
+				out[n] = *st;
+				if ((rc = fixed_layers(p, at, at + len, &out[n++], err)))
+					return rc;
+			}
+			at += len;
+		}
+	}
+	for (int k = 1; k < n; k++)
+		same &= out[k].fixed == out[0].fixed &&
+			(!out[0].fixed || (out[k].s.width == out[0].s.width &&
+					   out[k].s.height == out[0].s.height));
+	*st = out[0];
+	if (!same) {
+		st->fixed = 0;
+		st->culprit = i;
+	}
+	return 0;
+}
+
+static int fixed_layers(const rfb_pipeline *p, int from, int to,
+			struct fixed_state *st, rfb_err *err)
+{
+	for (int i = from; i < to; i++) {
 		const struct rfb_layer *l = &p->layers[i];
-		if ((l->kind == RFB_F_RESIZE && l->shorter) ||
-		    (!fixed && l->kind == RFB_F_ROTATION && l->expand) ||
-		    size_is_drawn(l)) {
-			fixed = 0;
-			culprit = i;
+		int rc;
+		if (l->kind == RFB_F_APPLY || l->kind == RFB_F_CHOICE ||
+		    l->kind == RFB_F_ORDER) {
+			if ((rc = fixed_gate(p, i, st, err)))
+				return rc;
+			i += l->count;
+		} else if ((l->kind == RFB_F_RESIZE && l->shorter) ||
+			   (!st->fixed && l->kind == RFB_F_ROTATION && l->expand) ||
+			   size_is_drawn(l)) {
+			st->fixed = 0;
+			st->culprit = i;
 		} else if (l->kind == RFB_F_RESIZE || l->kind == RFB_F_CENTERCROP ||
 			   l->kind == RFB_F_RRCROP || l->kind == RFB_F_CROP) {
-			fixed = 1;
-			s.width = l->width;
-			s.height = l->height;
-		} else if (layer_out_shape(l, &s, err)) {
+			st->fixed = 1;
+			st->s.width = l->width;
+			st->s.height = l->height;
+		} else if (layer_out_shape(l, &st->s, err)) {
 			if (err)
 				err->code = RFB_ESPEC;
 			return RFB_ESPEC;
 		}
 	}
-	if (!fixed && culprit >= 0 && p->layers[culprit].kind == RFB_F_ROTATION)
+	return 0;
+}
+
+int rfb_pipeline_fixed_shape(const rfb_pipeline *p, int in_channels,
+			     struct rfb_pipe_shape *out, rfb_err *err)
+{
+	struct fixed_state st = { { 0, 0, in_channels }, 0, -1 };
+	const struct rfb_layer *c;
+	int rc;
+
+	if ((rc = fixed_layers(p, 0, p->nlayers, &st, err)))
+		return rc;
+	c = st.culprit >= 0 ? &p->layers[st.culprit] : NULL;
+	if (!st.fixed && c && c->kind == RFB_F_ROTATION)
 		return rfb_err_set(err, RFB_ESPEC, NULL,
 				   "pipeline \"%s\": output size depends on the "
 				   "angle layer %d (rotation expand=1) draws: "
 				   "follow it with a crop, centercrop, rrcrop or "
-				   "resize=HxW", p->canonical, culprit + 1);
-	if (!fixed && culprit >= 0)
+				   "resize=HxW", p->canonical, st.culprit + 1);
+	if (!st.fixed && c && c->kind != RFB_F_RESIZE)
+		return rfb_err_set(err, RFB_ESPEC, NULL,
+				   "pipeline \"%s\": output size depends on "
+				   "what layer %d (%s) draws: give its options one "
+				   "size, or follow it with a crop, centercrop, "
+				   "rrcrop or resize=HxW", p->canonical,
+				   st.culprit + 1, rfbi_filter_names[c->kind]);
+	if (!st.fixed && c)
 		return rfb_err_set(err, RFB_ESPEC, NULL,
 				   "pipeline \"%s\": output size depends on the "
 				   "input: layer %d (resize=%d) comes after the "
 				   "last crop or fixed-size resize", p->canonical,
-				   culprit + 1, p->layers[culprit].shorter);
-	if (!fixed)
+				   st.culprit + 1, c->shorter);
+	if (!st.fixed)
 		return rfb_err_set(err, RFB_ESPEC, NULL,
 				   "pipeline \"%s\": output size depends on the "
 				   "input: end it with a crop, centercrop, rrcrop "
 				   "or resize=HxW", p->canonical);
-	*out = s;
+	*out = st.s;
 	return 0;
 }

@@ -244,8 +244,8 @@ _SIMPLE = {
     "RandomPerspective": _perspective,
 }
 
-# filters that change the image's size or channels (RandomApply cannot
-# gate them in refurb)
+# filters that change the image's size or channels (RandomOrder cannot
+# gate them in refurb; RandomApply and RandomChoice can, but Grayscale)
 _RESHAPING = ("Resize", "CenterCrop", "RandomCrop", "RandomResizedCrop", "Grayscale", "Pad")
 
 
@@ -344,13 +344,17 @@ def _gated(t, st, what, where, sub, i, gate):
     inner = _State()
     inner.kind, inner.normalized = st.kind, st.normalized
     sub_name = type(sub).__name__
-    if sub_name in _RESHAPING or sub_name in _GATES or \
-            sub_name in ("Normalize", "ToTensor", "PILToTensor", "ConvertImageDtype") or \
-            (sub_name == "RandomRotation" and sub.expand):
-        raise ConvertError("%s: cannot gate %s%s (refurb's %s gates only filters "
+    if sub_name in _GATES or sub_name in ("Grayscale", "Normalize", "ToTensor",
+                                          "PILToTensor", "ConvertImageDtype"):
+        raise ConvertError("%s: cannot gate %s (refurb's %s gates only filters "
+                           "that keep the image's channels and type)"
+                           % (what, sub_name, _GATES[gate]))
+    if gate == "RandomOrder" and (sub_name in _RESHAPING or (
+            sub_name == "RandomRotation" and sub.expand)):
+        raise ConvertError("%s: cannot gate %s%s (refurb's order gates only filters "
                            "that keep the image's size, channels and type)"
                            % (what, sub_name, "(expand=True)" if sub_name ==
-                              "RandomRotation" else "", _GATES[gate]))
+                              "RandomRotation" else ""))
     _convert(sub, inner, "%s.transforms[%d]" % (where, i))
     return inner
 

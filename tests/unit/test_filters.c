@@ -198,7 +198,8 @@ static void test_errors(void)
 		{ "colorjitter=brightness=-1", "a single value must be >= 0" },
 		{ "vflip=p=1.5", "p 1.5 out of range 0..1" },
 		{ "apply=0.5", "apply n=1: only 0 layers follow it" },
-		{ "apply=0.5,crop=32", "apply cannot gate crop" },
+		{ "apply=0.5,gray", "apply cannot gate gray (only filters that keep "
+		  "the image's channels, and no normalize or other gate)" },
 		{ "affine=10:translate=0.1", "translate needs 2 values A/B" },
 		{ "rrcrop=32:ratio=3/0-4/3", "is not a number" },
 		{ "posterize=9", "bits 9 out of range 0..8" },
@@ -209,8 +210,8 @@ static void test_errors(void)
 		{ "pad", "pad needs its pad" },
 		{ "pad=-1", "pad \"-1\" is not an integer" },
 		{ "pad=1/2/3", "pad needs 1, 2 or 4 values" },
-		{ "apply,pad=2", "apply cannot gate pad" },
-		{ "apply,rotation=3:expand=1", "apply cannot gate rotation expand=1" },
+		{ "apply,apply,vflip", "apply cannot gate apply" },
+		{ "order=2,vflip,rotation=3:expand=1", "order cannot gate rotation expand=1" },
 		{ "Pad=2", "(did you mean \"pad\"?)" },
 	};
 
@@ -429,6 +430,8 @@ static void test_choice_and_order(void)
 		     "order cannot gate crop") != NULL);
 	CHECK(strstr(parse_error("choice=2,vflip,apply,invert"),
 		     "choice cannot gate apply") != NULL);
+	CHECK(strstr(parse_error("choice=2,vflip,normalize"),
+		     "choice cannot gate normalize") != NULL);
 	CHECK(strstr(parse_error("order"), "order needs its n") != NULL);
 	CHECK(strstr(parse_error("choice=17"), "n 17 out of range 1..16") != NULL);
 	CHECK(strstr(parse_error("order=2:p=1/1,vflip,invert"),
@@ -710,6 +713,52 @@ static void test_erasing_random_before_normalize(void)
 	rfb_pipe_ctx_free(ctx);
 }
 
+/* apply and choice holding layers that change the size: the size is
+ * drawn with the gate, one when every branch gives it. */
+static void test_gates_that_resize(void)
+{
+	static const char *const picks[] = { "centercrop=32",
+					     "resize=40x40,centercrop=32" };
+	struct rfb_pipe_shape s;
+	rfb_imgbuf buf = { 0 };
+	rfb_err err = { 0 };
+	rfb_image img;
+	double freq[2];
+	const int n = 600;
+
+	CHECK(shape_of("apply=0.5,crop=32", 67, 53, &s, &err) == RFB_ESPEC);
+	CHECKF(strstr(err.msg, "output size depends on what layer 1 (apply) "
+		       "draws: give its options one size, or follow it with a "
+		       "crop") != NULL, "%s", err.msg);
+	CHECK(shape_of("apply=1,crop=32", 67, 53, &s, NULL) == 0 && s.width == 32);
+	CHECK(shape_of("apply=0,crop=32", 67, 53, &s, NULL) == 0 && s.width == 67);
+	CHECK(shape_of("apply=0.5,crop=32,centercrop=20", 67, 53, &s, NULL) == 0);
+	CHECK(s.width == 20 && s.height == 20);
+	CHECK(shape_of("choice=2:layers=1/2,rrcrop=32,resize=40,centercrop=32", 67,
+		       53, &s, NULL) == 0);
+	CHECK(s.width == 32 && s.height == 32);
+	CHECK(fixed_of("choice=2:layers=1/2,rrcrop=32,resize=40,centercrop=32", &s,
+		       NULL) == 0);
+	CHECK(s.width == 32 && s.height == 32);
+	CHECK(fixed_of("choice=2,rrcrop=32,centercrop=30", &s, &err) == RFB_ESPEC);
+	CHECKF(strstr(err.msg, "output size depends on what layer 1 (choice) "
+		       "draws") != NULL, "%s", err.msg);
+	CHECK(fixed_of("choice=2:p=1/0,rrcrop=32,centercrop=30", &s, NULL) == 0);
+	CHECK(s.width == 32);
+	CHECK(fixed_of("resize=64x64,apply=0.5,rotation=30:expand=1,centercrop=20",
+		       &s, NULL) == 0);
+	/* a crop that may not fit the smaller branch */
+	CHECK(shape_of("choice=2,centercrop=20,pad=4,crop=26", 67, 53, &s, &err) ==
+	      RFB_ESPEC);
+	CHECKF(strstr(err.msg, "crop 26x26 may be larger than the image layer 1 "
+		       "(choice) makes, 20x20 or more") != NULL, "%s", err.msg);
+	make_image(&img, &buf, 67, 53);
+	CHECK(outcome_rates("choice=2:layers=1/2,centercrop=32,resize=40x40,"
+			    "centercrop=32", picks, 2, &img, n, freq) == 0);
+	CHECKF(fabs(freq[0] - 0.5) < 4 * sqrt(0.25 / n), "choice: %.3f", freq[0]);
+	rfb_imgbuf_free(&buf);
+}
+
 static void test_blur_kernel(void)
 {
 	float k[23];
@@ -730,6 +779,7 @@ int main(void)
 	RUN(test_probabilities);
 	RUN(test_split_keeps_apply);
 	RUN(test_choice_and_order);
+	RUN(test_gates_that_resize);
 	RUN(test_determinism_and_gray);
 	RUN(test_erasing_after_normalize);
 	RUN(test_blur_kernel);
