@@ -411,7 +411,7 @@ open(sys.argv[2], "wb").write(d[:2] + b"\xff\xe1" + (len(pad) + 2).to_bytes(2, "
 		refurb-partial -q -j 2 -c "$T/c" -p 'resize=48' tree.idx |
 		refurb-final -q -p 'crop=40' > "$T/tree.stream"
 	rm -rf "$T/c"
-	run bash -c "ulimit -n 40 && refurb-plan -q -b 16 -e 0-1 -s 5 '$T/many.evict' |
+	run bash -c "set -o pipefail; ulimit -n 40 && refurb-plan -q -b 16 -e 0-1 -s 5 '$T/many.evict' |
 		refurb-partial -q -j 2 -c '$T/c' -p 'resize=48' '$T/many.idx' |
 		refurb-final -q -p 'crop=40' > '$T/many.stream'"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
