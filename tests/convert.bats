@@ -217,3 +217,20 @@ EOF
 	expect_fail 2 "refurb-advise: pipeline "
 	[[ "${lines[0]}" == *'output size depends on what layer 2 (choice) draws: give its options one size, or follow it with a crop'* ]] || false
 }
+
+@test "a chain with drawn sizes: partial rotation expand=1, final choice of crops; refurb-final refuses a drawn final size" {
+	set -o pipefail
+	make_dataset "$T/d" 8 2
+	refurb-index -q -o "$T/train.idx" "$T/d"
+	refurb-evict -q -r 2 --seed 1 "$T/train.idx" > "$T/train.evict"
+	refurb-plan -b 4 --epochs 0-1 --seed 1 "$T/train.evict" |
+		refurb-partial -q -c "$T/cache" -p 'resize=64,rotation=30:expand=1,pad=2:padding_mode=symmetric' "$T/train.idx" |
+		refurb-final -q -p 'choice=2:layers=1/2,rrcrop=48,resize=56,centercrop=48,erasing=value=random,normalize=imagenet' > "$T/out.stream"
+	run refurb-dump "$T/out.stream"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"images	48x48x3 float32 NCHW"* ]] || false
+	refurb-plan -b 4 --epochs 0 --seed 1 "$T/train.evict" |
+		refurb-partial -q -c "$T/cache2" -p 'resize=64' "$T/train.idx" > "$T/plan.annotated"
+	run refurb-final -q -p 'centercrop=48,rotation=30:expand=1' < "$T/plan.annotated"
+	expect_fail 2 'refurb-final: pipeline "centercrop=48x48,rotation=degrees=-3e+01-3e+01:interp=nearest:fill=0/0/0:expand=1": output size depends on the angle layer 2 (rotation expand=1) draws'
+}
