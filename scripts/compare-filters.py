@@ -15,10 +15,14 @@ dataset photos are.  Two kinds of check:
           brightness=1.3-1.3, rotation degrees 30-30, ...) against the
           torchvision transform so collapsed: >= 99% of the samples
           within +-1 on every photo (and the mean absolute error);
+          AugMix with its draws fixed (every op alone, then random
+          chains and weights) through rfb_augmix_apply;
+  KS      refurb's Dirichlet sampler against numpy's (each component);
   KS      the default (random) ranges: K draws of refurb (seeds) and K of
           torchvision (torch.manual_seed) on one photo, two-sample
           Kolmogorov-Smirnov on two statistics of each output (the mean
-          sample, the mean of the top-left quarter): D below the 0.001
+          sample, the mean of the top-left quarter; for augmix also the
+          mean absolute change from the input): D below the 0.001
           critical value.
 
 Without photos on the command line it takes N (default 8) from
@@ -214,6 +218,11 @@ KS_CASES = [
     ("rotation-center", "rotation=30:center=50/60", T.RandomRotation(30, center=(50, 60))),
     ("affine-center", "affine=10:translate=0.1/0.2:scale=0.8-1.2:shear=10:center=0/0",
      T.RandomAffine(10, translate=(0.1, 0.2), scale=(0.8, 1.2), shear=10, center=(0, 0))),
+    ("augmix", "augmix", T.AugMix()),
+    ("augmix-nearest", "augmix=severity=6:width=2:depth=2:alpha=0.5:interp=nearest:fill=40",
+     T.AugMix(6, 2, 2, 0.5, interpolation=IM.NEAREST, fill=40)),
+    ("augmix-basic", "augmix=severity=10:width=4:alpha=3:all_ops=0",
+     T.AugMix(10, 4, alpha=3.0, all_ops=False)),
 ]
 
 
@@ -252,6 +261,8 @@ RECIPE_KS = [
     ("recipe-erasing-random-before-normalize", T.Compose([
         T.ToTensor(), T.RandomErasing(1.0, scale=(0.2, 0.33), value="random"),
         T.RandomErasing(0.5, value=0.2), T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])),
+    ("recipe-augmix", T.Compose([
+        T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.AugMix(), T.PILToTensor()])),
     ("recipe-robust", T.Compose([
         T.RandomRotation(15), T.RandomAffine(0, translate=(0.1, 0.1), shear=5),
         T.RandomPerspective(0.3), T.RandomVerticalFlip(), T.CenterCrop(224)])),
@@ -431,6 +442,114 @@ def perspective_case(rfb, photos, rng):
     return ok
 
 
+class AugmixSpec(ctypes.Structure):
+    _fields_ = [("severity", ctypes.c_int), ("width", ctypes.c_int), ("depth", ctypes.c_int),
+                ("alpha", ctypes.c_double), ("all_ops", ctypes.c_int), ("interp", ctypes.c_int),
+                ("fill", ctypes.c_void_p)]
+
+
+class AugmixStep(ctypes.Structure):
+    _fields_ = [("index", ctypes.c_int), ("bin", ctypes.c_int), ("negative", ctypes.c_int)]
+
+
+class AugmixChoice(ctypes.Structure):
+    _fields_ = [("width", ctypes.c_int), ("m", ctypes.c_float * 2),
+                ("weight", ctypes.c_float * 16), ("depth", ctypes.c_int * 16),
+                ("step", (AugmixStep * 16) * 16)]
+
+
+class AugmixScratch(ctypes.Structure):
+    _fields_ = [("img", (ctypes.c_void_p * 2) * 2), ("mix", ctypes.c_void_p),
+                ("mix_cap", ctypes.c_size_t)]
+
+
+def augmix_case(rfb, photos, rng, count=6):
+    """AugMix with its draws fixed (scripts/golden-augmix.py patches
+    torchvision's; rfb_augmix_apply gets the same) on the photos: every
+    op alone, then random chains and weights."""
+    spec = importlib.util.spec_from_file_location(
+        "golden_augmix", os.path.join(ROOT, "scripts", "golden-augmix.py"))
+    ga = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ga)
+    dll = rfb.dll
+    dll.rfb_augmix_apply.argtypes = [ctypes.POINTER(AugmixSpec), ctypes.POINTER(AugmixChoice),
+                                     ctypes.POINTER(RfbImage), ctypes.POINTER(RfbImage),
+                                     ctypes.POINTER(AugmixScratch), ctypes.c_void_p]
+    dll.rfb_augmix_scratch_free.argtypes = [ctypes.POINTER(AugmixScratch)]
+    scratch = AugmixScratch()
+    cases = [((0.0, 1.0), (1.0,), [[(i, b, n)]], interp, fill)
+             for i in range(13) for b, n in ((9, 0), (4, 1))
+             for interp, fill in (("bilinear", None), ("nearest", (10, 20, 30)))]
+    for _ in range(count):
+        width = int(rng.integers(1, 5))
+        cases.append((rng.dirichlet([1, 1]).astype(np.float32).tolist(),
+                      rng.dirichlet([1] * width).astype(np.float32).tolist(),
+                      [[(int(rng.integers(13)), int(rng.integers(10)), int(rng.integers(2)))
+                        for _ in range(int(rng.integers(1, 4)))] for _ in range(width)],
+                      ("bilinear", "nearest")[int(rng.integers(2))], None))
+    worst, exact = 1.0, 1.0
+    for _, img in photos:
+        arr = np.ascontiguousarray(np.asarray(img))
+        h, w = arr.shape[:2]
+        for m, d, chains, interp, fill in cases:
+            theirs = np.asarray(ga.run(img, m, d, chains, interp, fill, True, -1))
+            fill_c = (ctypes.c_uint8 * 3)(*fill) if fill else None
+            sp = AugmixSpec(10, len(d), -1, 1.0, 1, 1 if interp == "bilinear" else 0,
+                            ctypes.cast(fill_c, ctypes.c_void_p) if fill else None)
+            c = AugmixChoice()
+            c.width = len(d)
+            c.m[0], c.m[1] = m
+            for i, chain in enumerate(chains):
+                c.weight[i] = float(np.float32(d[i]) * np.float32(m[1]))
+                c.depth[i] = len(chain)
+                for k, (index, b, n) in enumerate(chain):
+                    c.step[i][k] = AugmixStep(index, b, n)
+            out = np.zeros_like(arr)
+            src = RfbImage(arr.ctypes.data, w * 3, w, h, 3)
+            dst = RfbImage(out.ctypes.data, w * 3, w, h, 3)
+            if dll.rfb_augmix_apply(ctypes.byref(sp), ctypes.byref(c), ctypes.byref(src),
+                                    ctypes.byref(dst), ctypes.byref(scratch), rfb.err):
+                raise RuntimeError(rfb.message())
+            worst = min(worst, within1(out, theirs)[0])
+            exact = min(exact, float((out == theirs).mean()))
+    dll.rfb_augmix_scratch_free(ctypes.byref(scratch))
+    ok = worst >= 0.99
+    print("%-4s pixels %-18s within+-1 %.4f exact %.4f (worst case and photo, %d cases "
+          "with torchvision's draws fixed)" % ("ok" if ok else "FAIL", "augmix-fixed", worst,
+                                               exact, len(cases)))
+    return ok
+
+
+def dirichlet_case(rfb, draws=4000):
+    """rfb_dirichlet_draw against numpy's Dirichlet: two-sample KS on
+    every component, for alpha 0.3, 1 and 4 and 2 or 5 components."""
+    dll = rfb.dll
+    dll.rfb_rng_init.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32,
+                                 ctypes.c_uint32, ctypes.c_uint32]
+    dll.rfb_dirichlet_draw.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_double),
+                                       ctypes.c_int, ctypes.POINTER(ctypes.c_float)]
+    rng = ctypes.create_string_buffer(256)  # an rfb_rng (smaller than this)
+    npr = np.random.default_rng(8)
+    crit = 1.949 * math.sqrt(2.0 / draws)
+    worst = 0.0
+    for alpha in (0.3, 1.0, 4.0):
+        for n in (2, 5):
+            al = (ctypes.c_double * n)(*([alpha] * n))
+            out = (ctypes.c_float * n)()
+            ours = np.empty((draws, n))
+            for i in range(draws):
+                dll.rfb_rng_init(rng, 17, n, i, 0)
+                dll.rfb_dirichlet_draw(rng, al, n, out)
+                ours[i] = list(out)
+            theirs = npr.dirichlet([alpha] * n, size=draws)
+            worst = max(worst, max(ks(ours[:, k], theirs[:, k]) for k in range(n)))
+    ok = worst < crit
+    print("%-4s KS     %-18s D %.3f (worst component; critical %.3f, %d draws each, "
+          "alpha 0.3/1/4, 2 and 5 components)" % ("ok" if ok else "FAIL", "dirichlet",
+                                                  worst, crit, draws))
+    return ok
+
+
 def stats(arr):
     if arr.dtype.kind == "f":  # CHW floats
         arr = arr.transpose(1, 2, 0)
@@ -448,22 +567,31 @@ def ks(a, b):
     return float(np.max(np.abs(fa - fb)))
 
 
+def moved(out, arr):
+    """How far an output of the input's shape moved: mean |out - in|
+    (AugMix: how much of the image its Dirichlet weights keep)."""
+    return (float(np.abs(out.astype(np.float64) - arr.astype(np.float64)).mean()),)
+
+
 def ks_case(rfb, name, spec, tv, img, draws):
     pipe = rfb.parse(spec)
     arr = np.asarray(img)
-    ours = np.array([stats(rfb.run(pipe, arr, seed=7, sample=i)) for i in range(draws)])
+    stat = stats
+    if name.startswith("augmix"):
+        stat = lambda out: stats(out) + moved(out, arr)  # noqa: E731
+    ours = np.array([stat(rfb.run(pipe, arr, seed=7, sample=i)) for i in range(draws)])
     torch.manual_seed(11)
     if tv is None:
-        theirs = np.array([stats(tv_erasing(img, 0.5, (0.02, 0.33), (0.3, 3.3)))
+        theirs = np.array([stat(tv_erasing(img, 0.5, (0.02, 0.33), (0.3, 3.3)))
                            for _ in range(draws)])
     else:
-        theirs = np.array([stats(as_pixels(tv(img))) for _ in range(draws)])
+        theirs = np.array([stat(as_pixels(tv(img))) for _ in range(draws)])
     rfb.dll.rfb_pipeline_free(pipe)
     crit = 1.949 * math.sqrt(2.0 / draws)  # alpha = 0.001
-    d = [ks(ours[:, k], theirs[:, k]) for k in range(2)]
+    d = [ks(ours[:, k], theirs[:, k]) for k in range(ours.shape[1])]
     ok = max(d) < crit
-    print("%-4s KS     %-18s D %.3f %.3f (critical %.3f, %d draws each)  %s" %
-          ("ok" if ok else "FAIL", name, d[0], d[1], crit, draws, spec))
+    print("%-4s KS     %-18s D %s (critical %.3f, %d draws each)  %s" %
+          ("ok" if ok else "FAIL", name, " ".join("%.3f" % v for v in d), crit, draws, spec))
     return ok
 
 
@@ -502,6 +630,12 @@ def main():
     if not a.only or "perspective" in a.only:
         total += 1
         failed += not perspective_case(rfb, photos, np.random.default_rng(5))
+    if not a.only or "augmix" in a.only:
+        total += 1
+        failed += not augmix_case(rfb, photos, np.random.default_rng(21))
+    if not a.only or "dirichlet" in a.only:
+        total += 1
+        failed += not dirichlet_case(rfb)
     for name, spec, tv in KS_CASES:
         if a.only and a.only not in name:
             continue

@@ -234,3 +234,78 @@ EOF
 	run refurb-final -q -p 'centercrop=48,rotation=30:expand=1' < "$T/plan.annotated"
 	expect_fail 2 'refurb-final: pipeline "centercrop=48x48,rotation=degrees=-3e+01-3e+01:interp=nearest:fill=0/0/0:expand=1": output size depends on the angle layer 2 (rotation expand=1) draws'
 }
+
+@test "convert: AugMix with every argument becomes augmix, which refurb runs" {
+	need_torchvision
+	run "$PY" -m refurb_stream convert 'T.Compose([T.Resize(48), T.AugMix(), T.AugMix(severity=5, mixture_width=2, chain_depth=2, alpha=0.5, all_ops=False, interpolation=InterpolationMode.NEAREST, fill=[1, 2, 3]), T.AugMix(chain_depth=0, fill=7), T.PILToTensor()])'
+	[ "$status" -eq 0 ]
+	[ "$output" = "resize=48:interp=bilinear,augmix=severity=3:width=3:depth=-1:alpha=1:all_ops=1:interp=bilinear:fill=none,augmix=severity=5:width=2:depth=2:alpha=0.5:all_ops=0:interp=nearest:fill=1/2/3,augmix=severity=3:width=3:depth=-1:alpha=1:all_ops=1:interp=bilinear:fill=7" ]
+	make_dataset "$T/d" 3 1
+	run refurb-dump --preview "$output,centercrop=40" -n 2 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
+	[ "$status" -eq 0 ]
+	[ -s "$T/sheet.jpg" ]
+}
+
+@test "convert: an AugMix argument refurb cannot express is named" {
+	need_torchvision
+	run "$PY" -m refurb_stream convert '[T.AugMix(interpolation=InterpolationMode.BICUBIC)]'
+	expect_fail 1 "refurb_stream convert: AugMix (transforms[0]): interpolation bicubic (AugMix works on a tensor: nearest or bilinear; torchvision refuses it too)"
+	run "$PY" -m refurb_stream convert '[T.AugMix(mixture_width=20)]'
+	expect_fail 1 "refurb_stream convert: AugMix (transforms[0]): mixture_width=20 (refurb takes 1..16)"
+	run "$PY" -m refurb_stream convert '[T.AugMix(chain_depth=17)]'
+	expect_fail 1 "refurb_stream convert: AugMix (transforms[0]): chain_depth=17"
+	run "$PY" -m refurb_stream convert '[T.AugMix(alpha=0.0)]'
+	expect_fail 1 "refurb_stream convert: AugMix (transforms[0]): alpha=0.0 (Dirichlet needs alpha > 0)"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.AugMix()])'
+	expect_fail 1 "refurb_stream convert: AugMix (transforms[1]): on a float tensor (after ToTensor)"
+}
+
+@test "augmix: bad values are named with their valid range" {
+	make_dataset "$T/d" 3 1
+	J="$(sample_jpeg "$T/d")"
+	run refurb-dump --preview 'augmix=severity=11' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 17: severity 11 out of range 1..10'
+	run refurb-dump --preview 'augmix=mixture_width=0' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 22: width 0 out of range 1..16'
+	run refurb-dump --preview 'augmix=interpolation=bicubic' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 22: unknown interpolation "bicubic"'
+	[[ "$output" == *"interpolation: nearest, bilinear"$'\n'"Usage:"* ]] || false
+	run refurb-dump --preview 'augmix=alpha=-1' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 14: alpha -1 out of range: need 0 < alpha <= 1e+06'
+	run refurb-dump --preview 'augmix=alpha=0' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 14: alpha 0 out of range: need 0 < alpha <= 1e+06'
+	run refurb-dump --preview 'AugMix' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 1: unknown filter "AugMix" (did you mean "augmix"?)'
+}
+
+@test "augmix in the partial and in the final pipeline: the same stream with -j 1 and -j 2" {
+	need_numpy
+	set -o pipefail
+	make_dataset "$T/d" 12 2
+	refurb-index -q -o "$T/i" "$T/d"
+	refurb-evict -q -r 2 -s 3 -o "$T/e" "$T/i"
+	# the same cache path for both (the stream names its cache)
+	for j in 1 2; do
+		rm -rf "$T/c"
+		refurb-plan -q -b 4 -e 0-2 "$T/e" |
+			refurb-partial -q -j "$j" -c "$T/c" -p 'resize=48,augmix=severity=4' "$T/i" |
+			refurb-final -q -j "$j" -p 'augmix=width=2:depth=2:interp=nearest:fill=9,crop=32' -o "$T/s$j"
+	done
+	cmp "$T/s1" "$T/s2"
+	# augmix really ran: with vflip=p=0 in its place (same layer
+	# positions, no change) the images differ, the labels do not
+	rm -rf "$T/c"
+	refurb-plan -q -b 4 -e 0-2 "$T/e" |
+		refurb-partial -q -c "$T/c" -p 'resize=48' "$T/i" |
+		refurb-final -q -p 'vflip=p=0,crop=32' -o "$T/s3"
+	"$PY" - "$T/s1" "$T/s3" <<'PY'
+import sys
+import numpy as np
+from refurb_stream import open_stream
+a, b = list(open_stream(sys.argv[1])), list(open_stream(sys.argv[2]))
+assert len(a) == len(b) == 9, (len(a), len(b))
+for x, y in zip(a, b):
+    assert (x.labels == y.labels).all()
+    assert not (x.images == y.images).all()
+PY
+}

@@ -35,11 +35,11 @@ static float tv_linspace(float start, float end, int n, int i)
 			  fmaf(-step, (float)(n - i - 1), end);
 }
 
-/* 8 - (torch.arange(n) / ((n - 1) / divisor)).round().int() at i. */
-static int tv_posterize_bits(int n, int i, int divisor)
+/* top - (torch.arange(n) / ((n - 1) / divisor)).round().int() at i. */
+static int tv_posterize_bits(int n, int i, int top, int divisor)
 {
 	float q = (float)i / (float)((n - 1) / (double)divisor);
-	return 8 - (int)rintf(q); /* round half to even, like torch */
+	return top - (int)rintf(q); /* round half to even, like torch */
 }
 
 int rfb_aug_op_signed(enum rfb_op op)
@@ -53,6 +53,15 @@ static double table_end(enum rfb_aug_space space, enum rfb_op op, int width,
 {
 	int wide = space == RFB_AUG_SPACE_TRIVIALAUG;
 
+	if (space == RFB_AUG_SPACE_AUGMIX)
+		switch (op) {
+		case RFB_OP_TRANSLATE_X:
+			return width / 3.0;
+		case RFB_OP_TRANSLATE_Y:
+			return height / 3.0;
+		default:
+			break; /* the others are RandAugment's */
+		}
 	switch (op) {
 	case RFB_OP_SHEAR_X:
 	case RFB_OP_SHEAR_Y:
@@ -84,7 +93,9 @@ double rfb_aug_magnitude(enum rfb_aug_space space, enum rfb_op op, int bin,
 		bin = num_bins - 1;
 	switch (op) {
 	case RFB_OP_POSTERIZE:
-		return tv_posterize_bits(num_bins, bin,
+		if (space == RFB_AUG_SPACE_AUGMIX)
+			return tv_posterize_bits(num_bins, bin, 4, 4);
+		return tv_posterize_bits(num_bins, bin, 8,
 					 space == RFB_AUG_SPACE_TRIVIALAUG ? 6 : 4);
 	case RFB_OP_SOLARIZE:
 		return tv_linspace(255.0f, 0.0f, num_bins, bin);

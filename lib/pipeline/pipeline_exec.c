@@ -39,6 +39,7 @@ void rfb_pipe_ctx_free(rfb_pipe_ctx *ctx)
 	free(ctx->tensor);
 	free(ctx->scratch);
 	rfb_decoder_free(ctx->dec);
+	rfb_augmix_scratch_free(&ctx->augmix);
 	free(ctx);
 }
 

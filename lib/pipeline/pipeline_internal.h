@@ -47,6 +47,7 @@ enum rfb_filter {
 	RFB_F_AFFINE,
 	RFB_F_PERSPECTIVE,
 	RFB_F_APPLY,
+	RFB_F_AUGMIX,             /* torchvision's AugMix (augmix.h) */
 	RFB_F_PAD,
 	RFB_F_CHOICE,
 	RFB_F_ORDER,
@@ -107,6 +108,10 @@ struct rfb_layer {
 				   * tensor at normalize, as torchvision's
 				   * ToTensor, RandomErasing, Normalize */
 	double evalue[3];         /* erasing after normalize: the values */
+	/* augmix: severity in magnitude, interp, fill (when has_fill) */
+	int mix_width, mix_depth; /* mixture_width; chain_depth (-1: 1..3) */
+	int all_ops, has_fill;
+	double alpha;
 };
 
 struct rfb_pipeline {

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "pipeline_internal.h"
+#include "refurb/augmix.h"
 #include "refurb/filters.h"
 
 enum key {
@@ -25,8 +26,8 @@ enum key {
 	K_RATIO, K_P, K_N, K_M, K_BINS, K_POLICY, K_MEAN, K_STD, K_PRESET,
 	K_BRIGHTNESS, K_CONTRAST, K_SATURATION, K_HUE, K_KERNEL, K_SIGMA,
 	K_VALUE, K_THRESHOLD, K_BITS, K_FACTOR, K_DEGREES, K_TRANSLATE,
-	K_SHEAR, K_DISTORTION, K_DCT, K_PAD_MODE, K_EXPAND, K_CENTER,
-	K_LAYERS,
+	K_SHEAR, K_DISTORTION, K_DCT, K_SEVERITY, K_WIDTH, K_DEPTH, K_ALPHA,
+	K_ALL_OPS, K_PAD_MODE, K_EXPAND, K_CENTER, K_LAYERS,
 	K_COUNT, K_NONE = -1
 };
 
@@ -35,8 +36,8 @@ static const char *const key_names[K_COUNT] = {
 	"ratio", "p", "n", "m", "bins", "policy", "mean", "std", "preset",
 	"brightness", "contrast", "saturation", "hue", "kernel_size", "sigma",
 	"value", "threshold", "bits", "factor", "degrees", "translate",
-	"shear", "distortion_scale", "dct", "padding_mode", "expand", "center",
-	"layers",
+	"shear", "distortion_scale", "dct", "severity", "width", "depth",
+	"alpha", "all_ops", "padding_mode", "expand", "center", "layers",
 };
 
 /* torchvision's argument names, accepted beside the short ones. */
@@ -47,6 +48,7 @@ static const struct {
 	{ "interpolation", K_INTERP }, { "num_ops", K_N },
 	{ "magnitude", K_M }, { "num_magnitude_bins", K_BINS },
 	{ "sharpness_factor", K_FACTOR }, { "padding", K_PAD },
+	{ "mixture_width", K_WIDTH }, { "chain_depth", K_DEPTH },
 	{ "mode", K_PAD_MODE },
 };
 
@@ -85,6 +87,8 @@ static const int filter_keys[RFB_F_COUNT][MAX_KEYS] = {
 			   K_FILL, K_CENTER, K_NONE },
 	[RFB_F_PERSPECTIVE] = { K_DISTORTION, K_P, K_INTERP, K_FILL, K_NONE },
 	[RFB_F_APPLY] = { K_P, K_N, K_NONE },
+	[RFB_F_AUGMIX] = { K_SEVERITY, K_WIDTH, K_DEPTH, K_ALPHA, K_ALL_OPS,
+			   K_INTERP, K_FILL, K_NONE },
 	[RFB_F_PAD] = { K_PAD, K_FILL, K_PAD_MODE, K_NONE },
 	[RFB_F_CHOICE] = { K_N, K_P, K_LAYERS, K_NONE },
 	[RFB_F_ORDER] = { K_N, K_LAYERS, K_NONE },
@@ -608,6 +612,24 @@ static int parse_erase_value(struct parser *ps, const struct tok *v)
 	return 0;
 }
 
+/* augmix depth: 1..16, or 0 or a negative number (torchvision's
+ * chain_depth <= 0: 1..3 drawn per chain), kept as -1. */
+static int parse_depth(struct parser *ps, const struct tok *v)
+{
+	struct tok t = *v;
+	int neg = t.n > 1 && t.s[0] == '-', d;
+
+	if (neg) {
+		t.s++;
+		t.n--;
+		t.at++;
+	}
+	if (parse_int(ps, &t, 0, neg ? 1000000 : RFB_AUGMIX_MAX_DEPTH, "depth", &d))
+		return RFB_ESPEC;
+	ps->cur.mix_depth = neg || d == 0 ? -1 : d;
+	return 0;
+}
+
 /* A number in lo..hi. */
 static int parse_bounded(struct parser *ps, const struct tok *v,
 			 const char *what, double lo, double hi, double *out)
@@ -631,12 +653,19 @@ static int set_value(struct parser *ps, int key, const struct tok *v)
 	case K_MAX_SIZE:
 		return parse_int(ps, v, 0, RFB_IMAGE_MAX_SIDE, "max_size", &l->max_size);
 	case K_INTERP:
-		rc = parse_word(ps, v, "interpolation", interp_names, 3, &i);
+		/* AugMix runs on a tensor: nearest or bilinear only */
+		rc = parse_word(ps, v, "interpolation", interp_names,
+				l->kind == RFB_F_AUGMIX ? 2 : 3, &i);
 		l->interp = (enum rfb_interp)i;
 		return rc;
 	case K_PAD:
 		return parse_pad(ps, v);
 	case K_FILL:
+		if (l->kind == RFB_F_AUGMIX) {
+			l->has_fill = !(v->n == 4 && memcmp(v->s, "none", 4) == 0);
+			if (!l->has_fill)
+				return 0;
+		}
 		return parse_fill(ps, v);
 	case K_EXPAND:
 		return parse_word(ps, v, "expand value", bool_names, 2, &l->expand);
@@ -733,6 +762,22 @@ static int set_value(struct parser *ps, int key, const struct tok *v)
 		return parse_shear(ps, v);
 	case K_DISTORTION:
 		return parse_bounded(ps, v, "distortion_scale", 0.0, 1.0, &l->amount);
+	case K_SEVERITY:
+		return parse_int(ps, v, 1, RFB_AUGMIX_MAX_SEVERITY, "severity",
+				 &l->magnitude);
+	case K_WIDTH:
+		return parse_int(ps, v, 1, RFB_AUGMIX_MAX_WIDTH, "width",
+				 &l->mix_width);
+	case K_DEPTH:
+		return parse_depth(ps, v);
+	case K_ALPHA:
+		if (parse_num(ps, v, "alpha", &l->alpha))
+			return RFB_ESPEC;
+		return l->alpha > 0.0 && l->alpha <= 1e6 ? 0 :
+		       spec_error(ps, v->at, "alpha %g out of range: need 0 < "
+				  "alpha <= 1e+06", l->alpha);
+	case K_ALL_OPS:
+		return parse_word(ps, v, "all_ops value", bool_names, 2, &l->all_ops);
 	}
 	return spec_error(ps, v->at, "internal: unknown key");
 }
@@ -798,6 +843,13 @@ static void set_defaults(struct rfb_layer *l, enum rfb_filter kind)
 	case RFB_F_PERSPECTIVE:
 		l->amount = 0.5;
 		l->p = 0.5;
+		break;
+	case RFB_F_AUGMIX: /* torchvision's defaults */
+		l->magnitude = 3;
+		l->mix_width = 3;
+		l->mix_depth = -1;
+		l->alpha = 1.0;
+		l->all_ops = 1;
 		break;
 	default:
 		break;
@@ -1020,7 +1072,9 @@ static const struct {
 	{ "RandomInvert", RFB_F_INVERT }, { "RandomRotation", RFB_F_ROTATION },
 	{ "RandomAffine", RFB_F_AFFINE },
 	{ "RandomPerspective", RFB_F_PERSPECTIVE },
-	{ "RandomApply", RFB_F_APPLY }, { "Pad", RFB_F_PAD },
+	{ "RandomApply", RFB_F_APPLY }, { "AugMix", RFB_F_AUGMIX },
+	{ "Pad", RFB_F_PAD }, { "RandomChoice", RFB_F_CHOICE },
+	{ "RandomOrder", RFB_F_ORDER },
 };
 
 static int unknown_filter(struct parser *ps, const struct tok *name)

@@ -7,6 +7,7 @@
 #ifndef REFURB_PIPELINE_RUN_INTERNAL_H
 #define REFURB_PIPELINE_RUN_INTERNAL_H
 
+#include "refurb/augmix.h"
 #include "refurb/decode.h"
 #include "pipeline_internal.h"
 
@@ -25,6 +26,7 @@ struct rfb_pipe_ctx {
 	uint64_t max_pixels;
 	rfb_decoder *dec;       /* pipeline_jpeg.c's, created on first use */
 	struct rfb_pipe_decode last; /* what the last JPEG run decoded */
+	struct rfb_augmix_scratch augmix; /* augmix's chains and float mix */
 };
 
 /*

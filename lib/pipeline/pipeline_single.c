@@ -2,9 +2,10 @@
  * pipeline_single.c - running torchvision's single transforms
  * (ColorJitter, RandomGrayscale, GaussianBlur, RandomErasing, the
  * RandomX versions of RandAugment's ops, RandomVerticalFlip,
- * RandomRotation, RandomAffine, RandomPerspective) as pipeline layers:
- * their random draws, in torchvision 0.14's order, then the kernels of
- * ops.h and filters.h.  refurb-pipeline(7) lists every draw.
+ * RandomRotation, RandomAffine, RandomPerspective, AugMix) as pipeline
+ * layers: their random draws, in torchvision 0.14's order, then the
+ * kernels of ops.h, filters.h and augmix.h.  refurb-pipeline(7) lists
+ * every draw.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -423,6 +424,32 @@ static int run_perspective(struct rfb_run *r, const struct rfb_layer *l,
 	return rc;
 }
 
+/* AugMix: its draws from the layer's stream, then the chains and the
+ * mix (augmix.c).  A gray3 image becomes RGB first: torchvision gets an
+ * RGB image, and the tensor ops' gray of (v, v, v) is not always v. */
+static int run_augmix(struct rfb_run *r, const struct rfb_layer *l,
+		      rfb_rng *rng, rfb_err *err)
+{
+	struct rfb_augmix_spec spec = {
+		l->magnitude, l->mix_width, l->mix_depth, l->alpha, l->all_ops,
+		l->interp, l->has_fill ? l->fill : NULL
+	};
+	struct rfb_augmix_choice choice;
+	rfb_image dst;
+	int slot, rc = rfbi_run_expand(r, err);
+
+	if (rc)
+		return rc;
+	rfb_augmix_draw(rng, &spec, &choice);
+	rc = target(r, &dst, &slot, err);
+	if (!rc)
+		rc = rfb_augmix_apply(&spec, &choice, &r->cur, &dst,
+				      &r->ctx->augmix, err);
+	if (!rc)
+		rfbi_run_take(r, &dst, slot);
+	return rc;
+}
+
 int rfbi_run_single(struct rfb_run *r, const struct rfb_layer *l, rfb_rng *rng,
 		    rfb_err *err)
 {
@@ -442,6 +469,7 @@ int rfbi_run_single(struct rfb_run *r, const struct rfb_layer *l, rfb_rng *rng,
 	case RFB_F_ROTATION: return run_rotation(r, l, rng, err);
 	case RFB_F_AFFINE: return run_affine(r, l, rng, err);
 	case RFB_F_PERSPECTIVE: return run_perspective(r, l, rng, err);
+	case RFB_F_AUGMIX: return run_augmix(r, l, rng, err);
 	default: return 0;
 	}
 }

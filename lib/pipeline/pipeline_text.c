@@ -18,7 +18,8 @@ const char *const rfbi_filter_names[RFB_F_COUNT] = {
 	"autoaug", "trivialaug", "normalize", "gray", "rgb", "vflip",
 	"grayscale", "colorjitter", "gaussblur", "erasing", "solarize",
 	"posterize", "equalize", "autocontrast", "sharpness", "invert",
-	"rotation", "affine", "perspective", "apply", "pad", "choice", "order",
+	"rotation", "affine", "perspective", "apply", "augmix", "pad", "choice",
+	"order",
 };
 
 /* ---- canonical text ---- */
@@ -154,6 +155,16 @@ static void put_single(struct out *o, const struct rfb_layer *l)
 			put(o, ":center=");
 			put_list(o, l->center, 2, '/');
 		}
+		return;
+	case RFB_F_AUGMIX:
+		put(o, "=severity=%d:width=%d:depth=%d:alpha=", l->magnitude,
+		    l->mix_width, l->mix_depth);
+		put_num(o, l->alpha);
+		put(o, ":all_ops=%d:interp=%s", l->all_ops, rfb_interp_name(l->interp));
+		if (l->has_fill)
+			put_fill(o, "fill", l->fill);
+		else
+			put(o, ":fill=none");
 		return;
 	case RFB_F_PERSPECTIVE:
 		put(o, "=distortion_scale=");
@@ -295,7 +306,10 @@ static int layer_equal(const struct rfb_layer *a, const struct rfb_layer *b)
 	       memcmp(a->weights, b->weights, sizeof a->weights) == 0 &&
 	       a->erase_random == b->erase_random &&
 	       a->deferred == b->deferred &&
-	       memcmp(a->evalue, b->evalue, sizeof a->evalue) == 0;
+	       memcmp(a->evalue, b->evalue, sizeof a->evalue) == 0 &&
+	       a->mix_width == b->mix_width && a->mix_depth == b->mix_depth &&
+	       a->all_ops == b->all_ops && a->has_fill == b->has_fill &&
+	       a->alpha == b->alpha;
 }
 
 static char *canonical_text(const struct rfb_layer *layers, int n)

@@ -214,6 +214,29 @@ def _perspective(t, what):
         _num(t.distortion_scale), _p(t), _interp(t, what), _fill(t.fill or 0, what))
 
 
+def _augmix(t, what):
+    """AugMix: every argument; bicubic and what refurb bounds are named."""
+    interp = _interp(t, what)
+    if interp == "bicubic":
+        raise ConvertError("%s: interpolation bicubic (AugMix works on a tensor: "
+                           "nearest or bilinear; torchvision refuses it too)" % what)
+    if not 1 <= int(t.severity) <= 10:
+        raise ConvertError("%s: severity=%r (1..10)" % (what, t.severity))
+    if not 1 <= int(t.mixture_width) <= 16:
+        raise ConvertError("%s: mixture_width=%r (refurb takes 1..16)"
+                           % (what, t.mixture_width))
+    if int(t.chain_depth) > 16:
+        raise ConvertError("%s: chain_depth=%r (refurb takes up to 16, or <= 0 "
+                           "for 1..3 at random)" % (what, t.chain_depth))
+    if not float(t.alpha) > 0:
+        raise ConvertError("%s: alpha=%r (Dirichlet needs alpha > 0)" % (what, t.alpha))
+    depth = int(t.chain_depth) if int(t.chain_depth) > 0 else -1
+    fill = _fill(t.fill, what) if t.fill is not None else ":fill=none"
+    return "augmix=severity=%d:width=%d:depth=%d:alpha=%s:all_ops=%d:interp=%s%s" % (
+        int(t.severity), int(t.mixture_width), depth, _num(t.alpha),
+        1 if t.all_ops else 0, interp, fill)
+
+
 # class name -> function(transform, what) giving the filter text; these
 # work on pixels and keep to any position before normalize
 _SIMPLE = {
@@ -242,6 +265,7 @@ _SIMPLE = {
     "RandomRotation": _rotation,
     "RandomAffine": _affine,
     "RandomPerspective": _perspective,
+    "AugMix": _augmix,
 }
 
 # filters that change the image's size or channels (RandomOrder cannot
@@ -312,6 +336,10 @@ def _convert(t, st, where):
     elif name in _SIMPLE:
         if st.kind != "pil" and name in ("RandAugment", "AutoAugment", "TrivialAugmentWide"):
             pass  # torchvision's uint8 tensor path gives the same ops
+        if st.kind == "float" and name == "AugMix":
+            raise ConvertError("%s: on a float tensor (after ToTensor) torchvision "
+                               "mixes without rounding to uint8; put it before "
+                               "ToTensor" % what)
         _add(st, _SIMPLE[name](t, what), what)
     elif name == "Grayscale":
         _add(st, "gray")

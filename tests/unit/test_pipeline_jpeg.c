@@ -191,6 +191,7 @@ static void test_gray_jpeg_stays_gray(void)
 		"resize=70,gray,randaug=n=2:m=9,crop=48",
 		"rgb,resize=64,randaug=n=1:m=12:interp=bicubic,gray,flip",
 		"crop=270:pad=20:fill=5/5/5,resize=90",
+		"resize=64,augmix=width=2:depth=2:fill=4/5/6,crop=48",
 	};
 	struct jpeg j = { { 0 }, 0 };
 	rfb_pipe_ctx *exact = rfb_pipe_ctx_new(NULL), *full = rfb_pipe_ctx_new(NULL);
@@ -229,7 +230,8 @@ static void test_gray_jpeg_stays_gray(void)
  * keeps, from what that reads; the resize and the decode only the first
  * window): bit for bit the full run, for every policy, both signs of
  * every op, crops on the borders, fills, gray JPEGs, ops that cannot run
- * on windows (bilinear geometry) and crops with padding (no windows). */
+ * on windows (bilinear geometry), augmix before the crop and crops with
+ * padding (no windows). */
 static void test_windows(void)
 {
 	static const char *const specs[] = {
@@ -242,6 +244,10 @@ static void test_windows(void)
 		"resize=128,randaug=n=2:m=9:interp=bilinear,crop=96",
 		"resize=64,randaug=n=2:m=9:fill=10/20/30,crop=48,normalize=imagenet",
 		"resize=70x90,randaug=n=4:m=30,autoaug=policy=svhn,crop=33x41,flip",
+		/* augmix: its chains' geometry reads outside any window, so
+		 * the windows stop before it (augmix.c) */
+		"resize=100,augmix,centercrop=64",
+		"resize=90,randaug=n=2:m=9,augmix=severity=5:interp=nearest,crop=80,flip",
 	};
 	rfb_pipe_ctx *exact = rfb_pipe_ctx_new(NULL), *ref = rfb_pipe_ctx_new(NULL);
 	struct rfb_pipe_out oe, orf;

@@ -45,6 +45,7 @@ enum rfb_aug_space {
 	RFB_AUG_SPACE_RANDAUG,    /* RandAugment (num_bins default 31) */
 	RFB_AUG_SPACE_TRIVIALAUG, /* TrivialAugmentWide's wide space */
 	RFB_AUG_SPACE_AUTOAUG,    /* AutoAugment (always 10 bins) */
+	RFB_AUG_SPACE_AUGMIX,     /* AugMix (10 bins, augmix.h) */
 };
 
 /* One step of an AutoAugment sub-policy. */
