@@ -63,6 +63,12 @@ void cli_set_stop_line(const char *fmt, ...)
 const char *cli_signal_name(int sig);
 
 /* Set defaults: progress shown iff stderr is a terminal. */
+/* For the programs that stream images (refurb-partial, refurb-final):
+ * keep freed memory in the process instead of giving it back to the
+ * kernel and taking it again, zeroed page by page, for the next image
+ * (glibc's trim and mmap thresholds; nothing elsewhere). */
+void cli_keep_freed_memory(void);
+
 void cli_init(struct cli *c, const char *prog, const char *usage,
 	      const char *help);
 

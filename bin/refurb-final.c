@@ -26,7 +26,10 @@ static const char help[] =
 	"\n"
 	"  -p, --pipeline SPEC    the final pipeline, e.g. 'crop=224,flip'; it\n"
 	"                         must give every image the same size; ending in\n"
-	"                         normalize gives float32 NCHW, else uint8 NHWC\n"
+	"                         normalize gives float32 NCHW, else uint8 NHWC;\n"
+	"                         given K times: K views, view v runs the v-th\n"
+	"                         (asymmetric views: BYOL, DINO's global crops),\n"
+	"                         all of the same size, dtype and normalize\n"
 	"      --views K          run the final pipeline K times on every sample\n"
 	"                         (independent views, for self-supervised\n"
 	"                         training; 1 to 64, default 1): a version 2\n"
@@ -56,6 +59,8 @@ enum {
 struct args {
 	const char *in, *out, *stats;
 	int force;
+	const char *pipelines[RFB_STREAM_MAX_VIEWS]; /* -p, once per view */
+	int npipelines;
 };
 
 struct run_ctx {
@@ -215,7 +220,12 @@ static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
 	while ((opt = getopt_long(argc, argv, "p:s:i:o:fc:" CLI_COMMON_SHORTOPTS,
 				  longopts, NULL)) != -1) {
 		switch (opt) {
-		case 'p': o->pipeline = optarg; break;
+		case 'p':
+			if (a->npipelines == RFB_STREAM_MAX_VIEWS)
+				cli_usage_error(c, "more than %d pipelines (-p)",
+						RFB_STREAM_MAX_VIEWS);
+			a->pipelines[a->npipelines++] = optarg;
+			break;
 		case 'i': a->in = optarg; break;
 		case 'o': a->out = optarg; break;
 		case 'f': a->force = 1; break;
@@ -243,8 +253,17 @@ static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
 	}
 	if (optind != argc)
 		cli_usage_error(c, "unexpected argument '%s'", argv[optind]);
-	if (!o->pipeline)
+	if (!a->npipelines)
 		cli_usage_error(c, "no final pipeline: give -p SPEC");
+	o->pipeline = a->pipelines[0];
+	if (a->npipelines > 1) {
+		if (o->views && o->views != a->npipelines)
+			cli_usage_error(c, "--views %d with %d pipelines (-p): give one "
+					"-p per view, or one -p for all", o->views,
+					a->npipelines);
+		o->views = a->npipelines;
+		o->view_pipelines = a->pipelines;
+	}
 	o->threads = c->threads;
 }
 
@@ -289,6 +308,7 @@ int main(int argc, char **argv)
 	int in_fd, out_fd, rc;
 
 	cli_init(&c, "refurb-final", usage, help);
+	cli_keep_freed_memory();
 	parse(&c, &o, &a, argc, argv);
 	signal(SIGPIPE, SIG_IGN); /* a closed reader is EPIPE, handled */
 	cli_set_stop_line("refurb-final: interrupted before writing a batch\n");

@@ -45,13 +45,19 @@ static const char help[] =
 	"      --segment-size MIB cache segment size (default 256)\n"
 	"      --grace N          keep dead segments N batches (default: one\n"
 	"                         epoch, at least 64, plus what the output\n"
-	"                         pipe holds, shrunk to 4 KiB)\n"
+	"                         pipe holds: shrunk to 4 KiB unless the reader\n"
+	"                         opened the handover)\n"
 	"      --inflight N       batches computed at once (default 2)\n"
 	"      --handover[=MIB]   hand the records no later epoch reads (every miss\n"
 	"                         at r = 1) to refurb-final in shared memory, not\n"
 	"                         through the cache's files (a ring of MIB; default\n"
-	"                         two batches of 256 KiB records, 16 to 1024); the\n"
-	"                         output must be a pipe to refurb-final\n"
+	"                         two batches of 256 KiB records, 16 to 1024), and\n"
+	"                         wait up to 10 s for refurb-final to open it; the\n"
+	"                         output must be a pipe to refurb-final.  Default\n"
+	"                         when the output is a pipe: the ring is offered\n"
+	"                         without waiting and used once refurb-final opens it\n"
+	"      --no-handover      every record goes through the cache (a plan\n"
+	"                         recorded with tee can then be replayed)\n"
 	"      --costs FILE       append every computed sample's thread CPU time\n"
 	"                         to FILE (refurb-costs(5)), for refurb-plan\n"
 	"                         --balance cost=FILE\n"
@@ -64,7 +70,7 @@ static const char help[] =
 enum {
 	OPT_CODEC = 0x2000, OPT_RESET, OPT_ROOT, OPT_STRICT, OPT_MAX_PIXELS,
 	OPT_SEGMENT, OPT_GRACE, OPT_INFLIGHT, OPT_STATS, OPT_HANDOVER, OPT_COSTS,
-	OPT_MAX_BAD
+	OPT_MAX_BAD, OPT_NO_HANDOVER
 };
 
 struct run_ctx {
@@ -157,8 +163,11 @@ static void die_bad(const struct cli *c, const struct rfb_partial_opts *o,
 		(unsigned long long)st->samples_planned, first, where);
 }
 
+/* *handover: -1 not given (the default: without waiting, when the output
+ * is a pipe), 1 --handover (waiting), 0 --no-handover. */
 static void parse(struct cli *c, struct rfb_partial_opts *o, const char **in,
-		  const char **out, const char **stats, int argc, char **argv)
+		  const char **out, const char **stats, int *handover, int argc,
+		  char **argv)
 {
 	static const struct option longopts[] = {
 		{ "cache", required_argument, NULL, 'c' },
@@ -177,6 +186,7 @@ static void parse(struct cli *c, struct rfb_partial_opts *o, const char **in,
 		{ "inflight", required_argument, NULL, OPT_INFLIGHT },
 		{ "stats", required_argument, NULL, OPT_STATS },
 		{ "handover", optional_argument, NULL, OPT_HANDOVER },
+		{ "no-handover", no_argument, NULL, OPT_NO_HANDOVER },
 		{ "costs", required_argument, NULL, OPT_COSTS },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
@@ -227,7 +237,9 @@ static void parse(struct cli *c, struct rfb_partial_opts *o, const char **in,
 			o->handover = optarg ? cli_parse_u64(c, "--handover", optarg,
 							     1, 1 << 16) << 20
 					     : RFB_PARTIAL_HANDOVER_AUTO;
+			*handover = 1;
 			break;
+		case OPT_NO_HANDOVER: *handover = 0; break;
 		case OPT_MAX_BAD: parse_max_bad(c, o, optarg); break;
 		case OPT_COSTS: o->costs_path = optarg; break;
 		default:
@@ -298,19 +310,26 @@ int main(int argc, char **argv)
 	const char *in = "-", *out = "-";
 	struct run_ctx r = { &c, NULL, NULL };
 	rfb_err err = { 0 };
-	int in_fd, out_fd, rc;
+	int in_fd, out_fd, rc, handover = -1;
 
 	cli_init(&c, "refurb-partial", usage, help);
-	parse(&c, &o, &in, &out, &r.stats_path, argc, argv);
+	cli_keep_freed_memory();
+	parse(&c, &o, &in, &out, &r.stats_path, &handover, argc, argv);
 	signal(SIGPIPE, SIG_IGN); /* a closed reader is EPIPE, handled */
 	cli_set_stop_line("refurb-partial: interrupted; stopped at once (the "
 			  "cache recovers when it is opened next)\n");
 	cli_catch_stop_signals();
 	in_fd = cli_open_fd(&c, in, 0, 0);
-	if (o.handover && !is_pipe(out))
+	if (handover == 1 && !is_pipe(out))
 		cli_usage_error(&c, "--handover needs the output to be a pipe to "
 				"refurb-final (a recorded plan could not reach "
 				"its records)");
+	if (handover == 0)
+		o.handover = 0;
+	if (handover == -1 && is_pipe(out)) {
+		o.handover = RFB_PARTIAL_HANDOVER_AUTO;
+		o.handover_nowait = 1;
+	}
 	out_fd = cli_open_fd(&c, out, 1, 1);
 	if (r.stats_path) {
 		if (!(r.stats = fopen(r.stats_path, "w")))

@@ -29,11 +29,13 @@ teardown() {
 	fi
 }
 
-# run_chain CACHE R B EPOCHS: the whole chain, refurb-final reading.
+# run_chain CACHE R B EPOCHS [OPTION]: the whole chain, refurb-final
+# reading; OPTION for refurb-partial (default --no-handover: every record
+# through the cache, whose bound is the subject here).
 run_chain() {
 	refurb-evict -q -r "$2" -s 7 -o "$T/r$2.evict" train.idx
 	refurb-plan -q -b "$3" -e "0-$4" "$T/r$2.evict" |
-		refurb-partial -q -c "$1" -p "$SPEC" train.idx |
+		refurb-partial -q -c "$1" "${5:---no-handover}" -p "$SPEC" train.idx |
 		refurb-final -q -p "$FINAL" -o /dev/null
 }
 
@@ -60,7 +62,23 @@ bound_of() {
 	done
 }
 
-@test "a cache on a tmpfs sized by the man page's rule runs to the end, no ENOSPC, the peak within the bound (r = 1, 2, 3; batch 8 and 120)" {
+@test "the default (records that die at once handed over in memory): at r = 3 within the bound, at r = 1 nothing live" {
+	rm -rf "$T/c"
+	run_chain "$T/c" 3 8 8 --inflight=2
+	run refurb-dump --stats "$T/c"
+	[ "$status" -eq 0 ]
+	grep -q "^disk         .* MiB on disk, .* MiB live (.*x); bound (1 + 1/r) x live + 1.0 MiB = .* MiB (r = 3): within$" <<< "$output"
+	rm -rf "$T/c"
+	run_chain "$T/c" 1 8 8 --inflight=2
+	run refurb-dump --stats "$T/c"
+	[ "$status" -eq 0 ]
+	grep -q "^live         0 records" <<< "$output"
+	grep -q "^segments     0, 0.0 MiB on disk" <<< "$output"
+	set -- $(du -sb "$T/c")
+	[ "$1" -le 1048576 ]
+}
+
+@test "a cache on a tmpfs sized by the man page's rule runs to the end, no ENOSPC, the peak within the bound (r = 1, 2, 3; batch 8 and 120; with and without the handover)" {
 	[ "$(id -u)" -eq 0 ] || skip "mounting a tmpfs needs root"
 	command -v mountpoint > /dev/null || skip "mountpoint (util-linux) is not installed"
 	MNT="$T/mnt"
@@ -73,23 +91,28 @@ bound_of() {
 			[ "$bound" -gt 1048576 ]
 			mount -t tmpfs -o "size=$bound" tmpfs "$MNT" ||
 				skip "cannot mount a tmpfs here"
-			run_chain "$MNT/c" "$r" "$b" 9 2> "$T/err" &
-			pid=$!
-			peak=0
-			while kill -0 "$pid" 2> /dev/null; do
-				used=$(df -B1 --output=used "$MNT" | tail -n 1)
-				if [ "$used" -gt "$peak" ]; then peak=$used; fi
-				sleep 0.01
+			# through the cache, then with the handover (records that die
+			# at once in memory, refurb-partial's output pipe at 64 KiB)
+			for opt in --no-handover --handover; do
+				rm -rf "$MNT/c"
+				run_chain "$MNT/c" "$r" "$b" 9 "$opt" 2> "$T/err" &
+				pid=$!
+				peak=0
+				while kill -0 "$pid" 2> /dev/null; do
+					used=$(df -B1 --output=used "$MNT" | tail -n 1)
+					if [ "$used" -gt "$peak" ]; then peak=$used; fi
+					sleep 0.01
+				done
+				st=0
+				wait "$pid" || st=$?
+				echo "r $r batch $b $opt: bound $bound, peak $peak, status $st"
+				cat "$T/err"
+				[ "$st" -eq 0 ]
+				[ ! -s "$T/err" ]
+				[ "$peak" -le "$bound" ]
+				run refurb-dump --verify "$MNT/c"
+				[ "$status" -eq 0 ]
 			done
-			st=0
-			wait "$pid" || st=$?
-			echo "r $r batch $b: bound $bound, peak $peak, status $st"
-			cat "$T/err"
-			[ "$st" -eq 0 ]
-			[ ! -s "$T/err" ]
-			[ "$peak" -le "$bound" ]
-			run refurb-dump --verify "$MNT/c"
-			[ "$status" -eq 0 ]
 			umount "$MNT"
 		done
 	done

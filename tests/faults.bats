@@ -289,7 +289,7 @@ wait_size() {
 		# grace 1: dead segments go one batch after they die, while a
 		# slow trainer (delay us per batch) keeps refurb-final behind
 		refurb-plan -q -b 8 -e 3-11 train.evict |
-			refurb-partial -c "$T/c" --codec raw --segment-size 1 --grace 1 -p "$S" train.idx 2> "$T/p.err" |
+			refurb-partial -c "$T/c" --no-handover --codec raw --segment-size 1 --grace 1 -p "$S" train.idx 2> "$T/p.err" |
 			refurb-final $direct -p 'crop=128,flip' 2> "$T/f.err" | "$D" -s "$delay" > "$T/s.txt"
 		echo "delay $delay $direct: $(tail -n 1 "$T/p.err")"
 		[[ "$(tail -n 1 "$T/p.err")" =~ \ ([1-9][0-9]*)\ records\ compacted,\ ([1-9][0-9]*)\ segments\ deleted ]]

@@ -356,7 +356,7 @@ frames() {
 	set -o pipefail
 	refurb-evict -q -r 1 -s 7 -o "$T/r1.evict" train.idx
 	refurb-plan -q -b 8 -e 0-2 "$T/r1.evict" > "$T/p"
-	refurb-partial -q -c "$T/c0" -p "$SPEC" train.idx < "$T/p" |
+	refurb-partial -q --no-handover -c "$T/c0" -p "$SPEC" train.idx < "$T/p" |
 		refurb-final -q -p crop=48 > "$T/s0"
 	refurb-partial --handover -c "$T/c1" -p "$SPEC" train.idx < "$T/p" 2> "$T/e1" |
 		refurb-final -p crop=48 > "$T/s1" 2> "$T/e2"
@@ -378,7 +378,7 @@ frames() {
 	# 60; the rest goes to the cache
 	refurb-evict -q -r 1 -s 7 -o "$T/r1.evict" train.idx
 	refurb-plan -q -b 60 -e 0-1 "$T/r1.evict" > "$T/p"
-	refurb-partial -q -c "$T/c0" -p 'resize=96' train.idx < "$T/p" |
+	refurb-partial -q --no-handover -c "$T/c0" -p 'resize=96' train.idx < "$T/p" |
 		refurb-final -q -p crop=64 > "$T/s0"
 	for j in 1 2; do
 		refurb-partial -q -j $j --handover=1 -c "$T/c$j" -p 'resize=96' \
@@ -398,7 +398,7 @@ frames() {
 
 @test "--handover at r = 3: the stream of a run without it" {
 	set -o pipefail
-	refurb-partial -q -c "$T/c0" -p "$SPEC" train.idx < plan.txt |
+	refurb-partial -q --no-handover -c "$T/c0" -p "$SPEC" train.idx < plan.txt |
 		refurb-final -q -p crop=48 > "$T/s0"
 	refurb-partial -q --handover -c "$T/c1" -p "$SPEC" train.idx < plan.txt |
 		refurb-final -q -p crop=48 > "$T/s1"
@@ -446,6 +446,64 @@ frames() {
 	# the recorded plan replays (the ring it names is gone, unused)
 	refurb-final -q -p crop=48 -o "$T/s" < "$T/a"
 	[ "$(refurb-dump "$T/s" | grep -c BATCH)" -eq 8 ]
+}
+
+@test "the default into refurb-final hands over (as --handover); --no-handover does not; the same stream" {
+	set -o pipefail
+	refurb-evict -q -r 1 -s 7 -o "$T/r1.evict" train.idx
+	refurb-plan -q -b 8 -e 0-2 "$T/r1.evict" > "$T/p"
+	refurb-partial --no-handover -c "$T/c0" -p "$SPEC" train.idx < "$T/p" 2> "$T/e0" |
+		tee "$T/a0" | refurb-final -p crop=48 > "$T/s0" 2> "$T/f0"
+	refurb-partial -c "$T/c1" -p "$SPEC" train.idx < "$T/p" 2> "$T/e1" |
+		tee "$T/a1" | refurb-final -p crop=48 > "$T/s1" 2> "$T/f1"
+	frames "$T/s0" "$T/x0"
+	frames "$T/s1" "$T/x1"
+	cmp "$T/x0" "$T/x1"
+	# --no-handover: no ring offered, every record through the cache
+	head -n 1 "$T/a0" > "$T/h0"
+	run -1 grep -c 'handover=' "$T/h0"
+	[ "$output" = 0 ]
+	run -1 grep -c '@ffffffff\.' "$T/a0"
+	[ "$output" = 0 ]
+	run -1 grep -c 'handover' "$T/e0"
+	[ "$output" = 0 ]
+	grep -q "^refurb-partial: cache: 60 live records" "$T/e0"
+	# the default: the ring is offered and refurb-final opens it; the
+	# records of the batches placed after that go there (how many
+	# depends on when it opened it: refurb-partial does not wait), and
+	# refurb-final reads every one of them from it
+	head -n 1 "$T/a1" > "$T/h1"
+	grep -q ' handover=/proc/[0-9]*/fd/[0-9]* ' "$T/h1"
+	[[ "$(cat "$T/e1")" =~ refurb-partial:\ ([0-9]+)\ records\ handed\ to\ the\ reader ]]
+	handed=${BASH_REMATCH[1]}
+	[ "$handed" -gt 0 ]
+	[ "$handed" -le 180 ]
+	[ "$(grep -c '@ffffffff\.' "$T/a1")" -gt 0 ]
+	grep -q "^refurb-final: $handed records read from refurb-partial's handover" "$T/f1"
+	grep -q "records recomputed 0, samples left out 0" "$T/f1"
+}
+
+@test "the default into a reader that is no refurb-final: the cache, no wait, no message" {
+	set -o pipefail
+	refurb-evict -q -r 1 -s 7 -o "$T/r1.evict" train.idx
+	refurb-plan -q -b 8 -e 0 "$T/r1.evict" > "$T/p"
+	refurb-partial -c "$T/c" -p "$SPEC" train.idx < "$T/p" 2> "$T/e" |
+		cat > "$T/a"
+	head -n 1 "$T/a" > "$T/h"
+	grep -q ' handover=/proc/[0-9]*/fd/[0-9]* ' "$T/h"
+	run -1 grep -c '@ffffffff\.' "$T/a"
+	[ "$output" = 0 ]
+	run -1 grep -c 'handover' "$T/e"
+	[ "$output" = 0 ]
+	grep -q "^refurb-partial: cache: 60 live records" "$T/e"
+	# the recorded plan replays from the cache
+	refurb-final -q -p crop=48 -o "$T/s" < "$T/a"
+	[ "$(refurb-dump "$T/s" | grep -c BATCH)" -eq 8 ]
+	# into a regular file: no ring is offered at all
+	refurb-partial -q -c "$T/c2" -p "$SPEC" -o "$T/b" train.idx < "$T/p"
+	head -n 1 "$T/b" > "$T/hb"
+	run -1 grep -c 'handover=' "$T/hb"
+	[ "$output" = 0 ]
 }
 
 # alive PID: the process runs (not a zombie)
@@ -561,4 +619,32 @@ alive() {
 	# (whose recomputed records are the same: the batches agree)
 	diff <("$BUILD_DIR/tools/stream_digest" < "$T/st" | grep '^B') \
 	     <("$BUILD_DIR/tools/stream_digest" < "$T/st64" | grep '^B')
+}
+
+# setpipe_calls FILE: the F_SETPIPE_SZ calls an strace -e fcntl log holds
+setpipe_calls() {
+	awk '/F_SETPIPE_SZ/ { n++ } END { print n + 0 }' "$1"
+}
+
+@test "the output pipe is shrunk to a page only for a reader that does not tell its position" {
+	command -v strace > /dev/null || skip "strace is not installed"
+	set -o pipefail
+	# a refurb-final that opened the handover tells the cache its read
+	# position: the pipe keeps its 64 KiB
+	strace -f -o "$T/t1" -e trace=fcntl refurb-partial -q --handover -c "$T/c1" \
+		-p "$SPEC" train.idx < plan.txt | refurb-final -q -p crop=48 > "$T/s1"
+	[ "$(setpipe_calls "$T/t1")" -eq 0 ]
+	# without the handover nothing says the reader does: one page, and
+	# the grace counts what it holds
+	strace -f -o "$T/t2" -e trace=fcntl refurb-partial -q --no-handover -c "$T/c2" \
+		-p "$SPEC" train.idx < plan.txt | refurb-final -q -p crop=48 > "$T/s2"
+	[ "$(setpipe_calls "$T/t2")" -eq 1 ]
+	grep -q 'F_SETPIPE_SZ, 4096' "$T/t2"
+	# an explicit --grace leaves the pipe alone
+	strace -f -o "$T/t3" -e trace=fcntl refurb-partial -q --no-handover --grace 5 \
+		-c "$T/c3" -p "$SPEC" train.idx < plan.txt | refurb-final -q -p crop=48 > "$T/s3"
+	[ "$(setpipe_calls "$T/t3")" -eq 0 ]
+	frames "$T/s1" "$T/f1"
+	frames "$T/s2" "$T/f2"
+	cmp "$T/f1" "$T/f2"
 }

@@ -87,3 +87,59 @@ EOF
 	run refurb-final -q -p "$FINAL" --views two -i ann.txt
 	expect_fail 2 "refurb-final: --views"
 }
+
+@test "-p once per view: view v runs the v-th pipeline, as --views runs it" {
+	B='rrcrop=48,flip,solarize=threshold=128:p=0.5'
+	refurb-final -q -p "$FINAL" -p "$B" -i ann.txt -o "$T/ab.s"
+	refurb-final -q -p "$FINAL" --views 2 -i ann.txt -o "$T/aa.s"
+	refurb-final -q -p "$B" --views 2 -i ann.txt -o "$T/bb.s"
+	/usr/bin/python3 - "$T/ab.s" "$T/aa.s" "$T/bb.s" <<'PY'
+import sys
+from refurb_stream import open_stream
+ab, aa, bb = (list(open_stream(p, verify=True)) for p in sys.argv[1:])
+assert len(ab) == len(aa) == len(bb) == 15
+for x, y, z in zip(ab, aa, bb):
+    assert x.images.shape == y.images.shape == z.images.shape
+    assert (x.ids == y.ids).all() and (x.labels == z.labels).all()
+    assert (x.images[:, 0] == y.images[:, 0]).all()   # view 0: the first -p
+    assert (x.images[:, 1] == z.images[:, 1]).all()   # view 1: the second
+assert any((x.images[:, 1] != y.images[:, 1]).any() for x, y in zip(ab, aa))
+PY
+	run -0 refurb-dump "$T/ab.s"
+	[[ "$output" == *"# final	rrcrop=48x48:"*";rrcrop=48x48:"*"solarize=threshold=128:p=0.5"* ]] || false
+}
+
+@test "-p once per view: views of another size, dtype or normalize are refused" {
+	run refurb-final -q -p 'rrcrop=48' -p 'rrcrop=32' -i ann.txt -o "$T/x.s"
+	expect_fail 2 "refurb-final: view 1's pipeline makes 32x32x3 images, view 0's 48x48x3: a stream holds one image size"
+	run refurb-final -q -p 'rrcrop=48' -p 'rrcrop=48' -p 'rrcrop=48,normalize=mean=0:std=1' -i ann.txt -o "$T/x.s"
+	expect_fail 2 "refurb-final: view 2's pipeline does not end as view 0's (the same normalize, or none, in every view)"
+	run refurb-final -q -p 'rrcrop=48,normalize=mean=0.5:std=0.2' -p 'rrcrop=48,normalize=mean=0.5:std=0.3' -i ann.txt -o "$T/x.s"
+	expect_fail 2 "refurb-final: view 1's pipeline does not end as view 0's"
+	run refurb-final -q -p 'rrcrop=48' -p 'rrcrop=48,colorjiter' -i ann.txt -o "$T/x.s"
+	expect_fail 2 'refurb-final: bad pipeline spec at column 11: unknown filter "colorjiter"'
+	run refurb-final -q -p 'rrcrop=48' -p 'rrcrop=48' --views 3 -i ann.txt -o "$T/x.s"
+	expect_fail 2 "refurb-final: --views 3 with 2 pipelines (-p): give one -p per view, or one -p for all"
+	[ ! -s "$T/x.s" ]
+}
+
+@test "DINO's crops of two sizes: two chains from one plan file, zipped by the reader" {
+	G='rrcrop=48:scale=0.4-1:interp=bicubic,flip'
+	L='rrcrop=24:scale=0.05-0.4:interp=bicubic,flip'
+	refurb-partial -q -c "$T/gcache" -p "$SPEC" train.idx < plan.txt |
+		refurb-final -q -p "$G" -p "$G,solarize=threshold=128:p=0.2" -o "$T/global.s"
+	refurb-partial -q -c "$T/lcache" -p "$SPEC" train.idx < plan.txt |
+		refurb-final -q -s 8 --views 3 -p "$L" -o "$T/local.s"
+	/usr/bin/python3 - "$T/global.s" "$T/local.s" <<'PY'
+import sys
+from refurb_stream import open_stream
+n = 0
+for g, l in zip(open_stream(sys.argv[1], verify=True), open_stream(sys.argv[2], verify=True)):
+    assert (g.ids == l.ids).all() and (g.labels == l.labels).all()
+    assert (g.epoch, g.step) == (l.epoch, l.step)
+    assert g.images.shape[1:] == (2, 48, 48, 3), g.images.shape
+    assert l.images.shape[1:] == (3, 24, 24, 3), l.images.shape
+    n += 1
+assert n == 15, n
+PY
+}

@@ -188,6 +188,11 @@ int rfb_handover_wait_attached(rfb_handover *h, int watch_fd, int timeout_ms)
 	return 0;
 }
 
+int rfb_handover_attached(const rfb_handover *h)
+{
+	return __atomic_load_n(attached_word(h), __ATOMIC_ACQUIRE) != 0;
+}
+
 const unsigned char *rfb_handover_get(const rfb_handover *h, uint64_t pos,
 				      size_t len, rfb_err *err)
 {

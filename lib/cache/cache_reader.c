@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -30,6 +31,11 @@
 #define BUFFERED_SLOT_ALIGN 64      /* records start on cache lines */
 #define ARENA_BASE_ALIGN 4096
 #define ARENA_ROUND ((size_t)64 << 10)
+/* Arenas of this size or more are aligned to it and asked for huge pages
+ * (transparent huge pages in "madvise" mode, Debian's default): a batch
+ * of records is tens of MiB, and 4 KiB pages cost one page fault each
+ * the first time and a TLB miss every 4 KiB when read. */
+#define ARENA_HUGE ((size_t)2 << 20)
 #define MAX_DIO_ALIGN ((uint32_t)1 << 20)
 
 enum fd_kind { FD_UNKNOWN = 0, FD_BUFFERED, FD_DIRECT, FD_REFUSED };
@@ -351,9 +357,18 @@ static int grow_arena(rfb_batch_reader *r, size_t need, size_t align,
 	r->arena = NULL;
 	r->arena_cap = 0;
 	r->st.buffer_bytes = 0;
+	if (cap >= ARENA_HUGE) {
+		cap = round_up(cap, ARENA_HUGE);
+		if (align < ARENA_HUGE)
+			align = ARENA_HUGE;
+	}
 	if (posix_memalign(&p, align, cap) != 0)
 		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory for a "
 				   "%zu-byte batch buffer", cap);
+#ifdef MADV_HUGEPAGE
+	if (cap >= ARENA_HUGE)
+		(void)madvise(p, cap, MADV_HUGEPAGE); /* advice: may be refused */
+#endif
 	r->arena = p;
 	r->arena_cap = cap;
 	r->arena_align = align;

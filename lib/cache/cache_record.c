@@ -133,12 +133,13 @@ static void put_header(unsigned char *h, const struct rfb_record_meta *m)
 	rfb_put_le32(h + 36, rfb_crc32c(0, h, 36));
 }
 
-/* Compress (or copy) the pixels into out after the header's room. */
+/* Compress (or copy) the pixels into out after the header's room; only
+ * zstd needs them contiguous (a packed copy of a strided view). */
 static int encode_payload(rfb_codec_ctx *x, const struct rfb_codec *codec,
-			  const rfb_image *img, const unsigned char *px,
-			  size_t raw, rfb_imgbuf *out, size_t *stored,
-			  rfb_err *err)
+			  const rfb_image *img, size_t raw, rfb_imgbuf *out,
+			  size_t *stored, rfb_err *err)
 {
+	const unsigned char *px;
 	size_t cap, n;
 	int rc;
 
@@ -158,10 +159,17 @@ static int encode_payload(rfb_codec_ctx *x, const struct rfb_codec *codec,
 	if ((rc = rfb_imgbuf_reserve(out, RFB_RECORD_HEADER_SIZE + cap, err)))
 		return rc;
 	if (codec->kind == RFB_CODEC_RAW) {
-		memcpy(out->data + RFB_RECORD_HEADER_SIZE, px, raw);
+		/* the rows straight into the record, strided or not: the
+		 * only copy of the pixels */
+		rfb_image payload = { out->data + RFB_RECORD_HEADER_SIZE,
+				      (size_t)img->width * img->channels,
+				      img->width, img->height, img->channels };
+		rfb_image_copy(&payload, img);
 		*stored = raw;
 		return 0;
 	}
+	if (!(px = contiguous(x, img, err)))
+		return err ? err->code : RFB_ENOMEM;
 	n = ZSTD_compressCCtx(x->zc, out->data + RFB_RECORD_HEADER_SIZE, cap,
 			      px, raw, codec->level);
 	if (ZSTD_isError(n))
@@ -178,16 +186,13 @@ int rfb_record_encode(rfb_codec_ctx *x, const struct rfb_codec *codec,
 {
 	struct rfb_record_meta m = { 0 };
 	size_t raw = (size_t)img->width * img->height * img->channels, stored = 0;
-	const unsigned char *px;
 	int rc;
 
 	if (img->width > 65535 || img->height > 65535 || raw > RFB_RECORD_MAX_RAW)
 		return rfb_err_set(err, RFB_ELIMIT, NULL,
 				   "image %dx%d too large for a cache record",
 				   img->width, img->height);
-	if (!(px = contiguous(x, img, err)))
-		return err ? err->code : RFB_ENOMEM;
-	if ((rc = encode_payload(x, codec, img, px, raw, out, &stored, err)))
+	if ((rc = encode_payload(x, codec, img, raw, out, &stored, err)))
 		return rc;
 	if (stored > RFB_RECORD_MAX_STORED)
 		return rfb_err_set(err, RFB_ELIMIT, NULL, "record too large");
@@ -276,17 +281,14 @@ static int decode_jpeg(rfb_codec_ctx *x, const unsigned char *p,
 	return rc;
 }
 
-int rfb_record_decode(rfb_codec_ctx *x, const unsigned char *rec, size_t len,
-		      struct rfb_record_meta *m, rfb_image *img,
-		      rfb_imgbuf *buf, rfb_err *err)
+int rfb_record_decode_checked(rfb_codec_ctx *x, const unsigned char *rec,
+			      const struct rfb_record_meta *m, rfb_image *img,
+			      rfb_imgbuf *buf, rfb_err *err)
 {
 	const unsigned char *p = rec + RFB_RECORD_HEADER_SIZE;
 	size_t n;
 	int rc;
 
-	if ((rc = rfb_record_parse_header(rec, len, m, err)) ||
-	    (rc = rfb_record_verify(rec, len, m, err)))
-		return rc;
 	if (m->codec == RFB_CODEC_JPEG)
 		return decode_jpeg(x, p, m, img, buf, err);
 	if (m->codec == RFB_CODEC_RAW) {
@@ -308,4 +310,16 @@ int rfb_record_decode(rfb_codec_ctx *x, const unsigned char *rec, size_t len,
 				   ZSTD_isError(n) ? ZSTD_getErrorName(n)
 				   : "wrong length");
 	return 0;
+}
+
+int rfb_record_decode(rfb_codec_ctx *x, const unsigned char *rec, size_t len,
+		      struct rfb_record_meta *m, rfb_image *img,
+		      rfb_imgbuf *buf, rfb_err *err)
+{
+	int rc;
+
+	if ((rc = rfb_record_parse_header(rec, len, m, err)) ||
+	    (rc = rfb_record_verify(rec, len, m, err)))
+		return rc;
+	return rfb_record_decode_checked(x, rec, m, img, buf, err);
 }

@@ -200,6 +200,11 @@ int rfb_cache_append(rfb_cache *c, const unsigned char *rec, size_t len,
 	return rc;
 }
 
+void rfb_cache_set_grace(rfb_cache *c, uint64_t grace)
+{
+	c->grace = grace;
+}
+
 int rfb_cache_flush(rfb_cache *c, rfb_err *err)
 {
 	int rc;

@@ -66,6 +66,10 @@ void rfb_image_copy(rfb_image *dst, const rfb_image *src)
 {
 	size_t row = (size_t)src->width * (size_t)src->channels;
 
+	if (src->stride == row && dst->stride == row) {
+		memcpy(dst->data, src->data, row * (size_t)src->height);
+		return;
+	}
 	for (int y = 0; y < src->height; y++)
 		memcpy(dst->data + (size_t)y * dst->stride,
 		       src->data + (size_t)y * src->stride, row);

@@ -13,6 +13,9 @@
  * RFB_DECODE_LENIENT allows them; "premature end of JPEG file" (libjpeg's
  * memory source hit the end of the data and would pad with a fake EOI,
  * i.e. grey pixels) becomes RFB_ETRUNC.  Nothing is ever printed.
+ * rfb_decode_pixels_bands() hands the rows to a callback 16 at a time
+ * instead of storing the image, so that a resize can read them while
+ * they are still in the cache.
  */
 #include <setjmp.h>
 #include <stdio.h>
@@ -28,6 +31,11 @@
 
 /* Rows asked from libjpeg per jpeg_read_scanlines() call. */
 #define ROWS_PER_CALL 16
+
+/* Rows of a band of rfb_decode_pixels_bands(): an iMCU row of a 4:2:0
+ * JPEG at full scale (libjpeg has just decoded it: its rows are still in
+ * the cache), two strips of the AVX2 horizontal resize pass. */
+#define BAND_ROWS 16
 
 struct decode_errmgr {
 	struct jpeg_error_mgr pub; /* libjpeg's part: must be first */
@@ -69,6 +77,8 @@ struct decode_job {
 	unsigned char *rows; /* direct: libjpeg's first row (img starts
 			      * row_skip pixels into it) */
 	size_t row_bytes;    /* direct: from one of libjpeg's rows to the next */
+	rfb_decode_band_fn band_fn; /* rfb_decode_pixels_bands() */
+	void *band_arg;
 };
 
 /* ---- libjpeg callbacks ------------------------------------------------- */
@@ -526,21 +536,29 @@ static int view_rows(const struct jpeg_decompress_struct *c, const int r[4],
 	return 0;
 }
 
+/* Colour, scale and libjpeg's settings for job; r gets the region. */
+static int setup(struct jpeg_decompress_struct *c, struct decode_job *job,
+		 int r[4])
+{
+	int rc = choose_color(c, job);
+
+	if (rc)
+		return rc;
+	c->scale_num = 1;
+	c->scale_denom = job->opts->scale_denom ? job->opts->scale_denom : 1;
+	c->dct_method = JDCT_ISLOW;       /* PIL's (libjpeg's default) */
+	c->do_fancy_upsampling = TRUE;    /* PIL's unless draft mode */
+	jpeg_calc_output_dimensions(c);
+	return region_of(job->opts, c, r, job->err);
+}
+
 static int pixels_body(rfb_decoder *d, void *arg)
 {
 	struct decode_job *job = arg;
 	struct jpeg_decompress_struct *c = &d->cinfo;
 	int r[4] = { 0 }, rc;
 
-	rc = choose_color(c, job);
-	if (rc)
-		goto fail;
-	c->scale_num = 1;
-	c->scale_denom = job->opts->scale_denom ? job->opts->scale_denom : 1;
-	c->dct_method = JDCT_ISLOW;       /* PIL's (libjpeg's default) */
-	c->do_fancy_upsampling = TRUE;    /* PIL's unless draft mode */
-	jpeg_calc_output_dimensions(c);
-	rc = region_of(job->opts, c, r, job->err);
+	rc = setup(c, job, r);
 	if (rc)
 		goto fail;
 	rc = rfb_image_alloc(job->img, job->buf, r[2], r[3], job->channels,
@@ -572,32 +590,123 @@ fail:
 	return rc;
 }
 
-int rfb_decode_pixels(rfb_decoder *d, const struct rfb_decode_opts *opts,
-		      rfb_image *img, rfb_imgbuf *buf, rfb_err *err)
+/* Rows [r[1], r[1] + r[3]) of the (cropped) output to job->band_fn, in
+ * bands of BAND_ROWS rows (fewer at the end): libjpeg writes them into
+ * the scratch, the band is a view of them (or of their conversion). */
+static int band_rows(rfb_decoder *d, const int r[4], struct decode_job *job)
+{
+	struct jpeg_decompress_struct *c = &d->cinfo;
+	size_t in_row = (size_t)c->output_width * job->in_components;
+	unsigned char *conv = d->scratch + BAND_ROWS * in_row;
+	JSAMPROW rows[BAND_ROWS];
+	rfb_image band = { NULL, 0, r[2], 0, job->channels };
+	int done = 0, rc;
+
+	for (int i = 0; i < BAND_ROWS; i++)
+		rows[i] = d->scratch + (size_t)i * in_row;
+	if (job->convert == CONVERT_NONE) {
+		band.data = rows[0] + (size_t)job->row_skip * job->in_components;
+		band.stride = in_row;
+	} else {
+		band.data = conv;
+		band.stride = (size_t)r[2] * job->channels;
+	}
+	if (r[1] > 0)
+		jpeg_skip_scanlines(c, (JDIMENSION)r[1]);
+	while (done < r[3]) {
+		int want = r[3] - done < BAND_ROWS ? r[3] - done : BAND_ROWS;
+		for (band.height = 0; band.height < want;) {
+			int got = (int)jpeg_read_scanlines(c, rows + band.height,
+							   (JDIMENSION)(want - band.height));
+			if (got <= 0)
+				return rfb_err_set(job->err, RFB_EDECODE, NULL,
+						   "decoder stopped at row %d",
+						   done + band.height);
+			band.height += got;
+		}
+		for (int i = 0; job->convert != CONVERT_NONE && i < band.height; i++)
+			convert_row(job->convert,
+				    rows[i] + (size_t)job->row_skip * job->in_components,
+				    conv + (size_t)i * band.stride, r[2]);
+		rc = job->band_fn(job->band_arg, &band, done, job->err);
+		if (rc)
+			return rc;
+		done += band.height;
+	}
+	return 0;
+}
+
+static int bands_body(rfb_decoder *d, void *arg)
+{
+	struct decode_job *job = arg;
+	struct jpeg_decompress_struct *c = &d->cinfo;
+	int r[4] = { 0 }, rc;
+	size_t in_row, out_row;
+
+	rc = setup(c, job, r);
+	if (rc)
+		goto fail;
+	jpeg_start_decompress(c);
+	job->in_components = c->out_color_components;
+	crop_columns(c, r, job);
+	in_row = (size_t)c->output_width * job->in_components;
+	out_row = (size_t)r[2] * job->channels;
+	rc = reserve_scratch(d, (in_row + out_row) * BAND_ROWS, job->err);
+	if (rc)
+		goto fail;
+	rc = band_rows(d, r, job);
+fail:
+	jpeg_abort_decompress(c);
+	return rc;
+}
+
+/* What rfb_decode_pixels and rfb_decode_pixels_bands share. */
+static int run_pixels(rfb_decoder *d, const struct rfb_decode_opts *opts,
+		      struct decode_job *job, int (*body)(rfb_decoder *, void *),
+		      rfb_err *err)
 {
 	static const struct rfb_decode_opts defaults;
-	struct decode_job job = { 0 };
 	int rc;
 
-	if (!d || !img || !buf)
-		return rfb_err_set(err, RFB_EINVAL, NULL, "no decoder or image");
 	if (!d->have_header)
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "decode without a header read first");
 	d->have_header = 0;
-	job.opts = opts ? opts : &defaults;
-	job.img = img;
-	job.buf = buf;
-	job.err = err;
-	rc = check_opts(job.opts, err);
+	job->opts = opts ? opts : &defaults;
+	job->err = err;
+	rc = check_opts(job->opts, err);
 	if (rc) {
 		jpeg_abort_decompress(&d->cinfo);
 		return rc;
 	}
-	d->max_scans = job.opts->max_scans ? job.opts->max_scans
-					   : RFB_DECODE_DEFAULT_MAX_SCANS;
-	d->jerr.flags = job.opts->flags;
-	return guarded(d, pixels_body, &job, err);
+	d->max_scans = job->opts->max_scans ? job->opts->max_scans
+					    : RFB_DECODE_DEFAULT_MAX_SCANS;
+	d->jerr.flags = job->opts->flags;
+	return guarded(d, body, job, err);
+}
+
+int rfb_decode_pixels(rfb_decoder *d, const struct rfb_decode_opts *opts,
+		      rfb_image *img, rfb_imgbuf *buf, rfb_err *err)
+{
+	struct decode_job job = { 0 };
+
+	if (!d || !img || !buf)
+		return rfb_err_set(err, RFB_EINVAL, NULL, "no decoder or image");
+	job.img = img;
+	job.buf = buf;
+	return run_pixels(d, opts, &job, pixels_body, err);
+}
+
+int rfb_decode_pixels_bands(rfb_decoder *d, const struct rfb_decode_opts *opts,
+			    rfb_decode_band_fn fn, void *arg, rfb_err *err)
+{
+	struct decode_job job = { 0 };
+
+	if (!d || !fn)
+		return rfb_err_set(err, RFB_EINVAL, NULL, "no decoder or callback");
+	job.band_fn = fn;
+	job.band_arg = arg;
+	return run_pixels(d, opts, &job, bands_body, err);
 }
 
 int rfb_decode(rfb_decoder *d, const void *data, size_t len,

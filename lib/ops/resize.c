@@ -10,6 +10,12 @@
  * Nearest follows Geometry.c's ImagingScaleAffine: the source coordinate
  * starts at offset + scale / 2 and is accumulated in double, then
  * truncated.  Same operations in the same order give the same bits.
+ *
+ * The horizontal pass works row by row, so it can run on the source in
+ * bands as they arrive (rfb_resize_bands_*, used by the JPEG decode to
+ * resize rows while they are in the cache) with the same result.  The
+ * AVX2 kernels (resize_avx2.c) are chosen at run time; the scalar ones
+ * here and in resize_internal.h are the reference they are tested with.
  */
 #include <math.h>
 #include <stdint.h>
@@ -29,7 +35,18 @@ struct rfb_resizer {
 	size_t pre_cap;
 	rfb_imgbuf tmp;        /* horizontally resampled rows */
 	rfb_imgbuf strip;      /* the AVX2 horizontal pass's transposed rows */
-	int simd;              /* use the AVX2 kernels (when the CPU has them) */
+	int simd;              /* enum rfb_resize_kernels */
+	struct bands {         /* rfb_resize_bands_*: a resize under way */
+		int active;
+		const struct coeffs *cx, *cy;
+		int need_h, need_v;
+		int src_w, src_h, channels;
+		int row0, row1;    /* source rows the vertical pass reads */
+		int next;          /* the next source row expected */
+		rfb_image dst, tmp;/* tmp: rows [row0, row1) after the
+				    * horizontal pass (dst when there is
+				    * no vertical pass) */
+	} bands;
 };
 
 rfb_resizer *rfb_resizer_new(rfb_err *err)
@@ -45,8 +62,11 @@ rfb_resizer *rfb_resizer_new(rfb_err *err)
 
 int rfb_resizer_set_simd(rfb_resizer *rz, int on)
 {
-	rz->simd = on && rfbi_resize_have_avx2();
-	return rz->simd; /* both kernels use the same tables */
+	if (!on || !rfbi_resize_have_avx2())
+		rz->simd = RFB_RESIZE_SCALAR;
+	else
+		rz->simd = on == RFB_RESIZE_MADD ? RFB_RESIZE_MADD : RFB_RESIZE_AVX2;
+	return rz->simd; /* all kernels use the same tables */
 }
 
 void rfb_resizer_free(rfb_resizer *rz)
@@ -56,6 +76,7 @@ void rfb_resizer_free(rfb_resizer *rz)
 	for (int i = 0; i < CACHE_SLOTS; i++) {
 		free(rz->slot[i].bounds);
 		free(rz->slot[i].k);
+		free(rz->slot[i].kp);
 	}
 	free(rz->pre);
 	rfb_imgbuf_free(&rz->tmp);
@@ -176,6 +197,40 @@ static void pixel_weights(struct coeffs *c, int xx, double center,
 	c->bounds[2 * xx + 1] = xmax;
 }
 
+/*
+ * The weights in the form the pmaddwd kernel takes: each 22-bit weight
+ * k = kh 2^11 + kl with kh = k >> 11 (signed, floor) and kl = k & 2047
+ * (0 .. 2047), both int16, so that for samples p, q of taps t, t + 1
+ *   p k_t + q k_(t+1) = 2^11 (p kh_t + q kh_(t+1)) + (p kl_t + q kl_(t+1))
+ * exactly; pmaddwd forms each bracket from int16 pairs (p, q) in int32
+ * (|p kh| <= 255 * 32767: no overflow, no saturation).  Normalised
+ * weights stay well inside int16 after >> 11 (a PIL weight is at most
+ * about 1.13 x 2^22, bicubic at an edge), but a table where one would
+ * not gets madd = 0 and the pmulld kernel.  (The pmaddwd kernel is not
+ * the default: see resize_avx2.c.)
+ */
+static int split_weights(struct coeffs *c, rfb_err *err)
+{
+	size_t nk = (size_t)c->out_size * (size_t)c->kstride + 8; /* as k */
+	int rc = grow((void **)&c->kp, &c->kp_cap, nk, sizeof *c->kp, err);
+
+	if (rc)
+		return rc;
+	c->kp_valid = 1;
+	c->madd = 1;
+	for (size_t i = 0; i + 1 < nk; i += 2) {
+		int32_t h0 = c->k[i] >> MADD_LOW_BITS, h1 = c->k[i + 1] >> MADD_LOW_BITS;
+		uint32_t l0 = (uint32_t)c->k[i] & ((1u << MADD_LOW_BITS) - 1);
+		uint32_t l1 = (uint32_t)c->k[i + 1] & ((1u << MADD_LOW_BITS) - 1);
+		if (h0 < INT16_MIN || h0 > INT16_MAX || h1 < INT16_MIN ||
+		    h1 > INT16_MAX)
+			c->madd = 0;
+		c->kp[i] = (int32_t)(((uint32_t)h0 & 0xffffu) | ((uint32_t)h1 << 16));
+		c->kp[i + 1] = (int32_t)(l0 | l1 << 16);
+	}
+	return 0;
+}
+
 static int compute_filter_coeffs(rfb_resizer *rz, struct coeffs *c,
 				 rfb_err *err)
 {
@@ -207,6 +262,7 @@ static int compute_filter_coeffs(rfb_resizer *rz, struct coeffs *c,
 		double center = c->offset + (xx + c->first + 0.5) * c->scale;
 		pixel_weights(c, xx, center, support, filterscale, rz->pre);
 	}
+	c->kp_valid = 0; /* split_weights() when the pmaddwd kernel needs it */
 	return 0;
 }
 
@@ -260,6 +316,7 @@ static struct coeffs *get_coeffs(rfb_resizer *rz, int in_size, int out_size,
 			c = &rz->slot[i];
 	}
 	c->valid = 0;
+	c->kp_valid = 0;
 	c->in_size = in_size;
 	c->out_size = out_size;
 	c->first = a->first;
@@ -283,12 +340,13 @@ static int hpass(rfb_resizer *rz, const rfb_image *src, int y0, int rows,
 		 const struct coeffs *c, rfb_image *dst, rfb_err *err)
 {
 	if (rz->simd) {
-		size_t need = ((size_t)src->width + (size_t)c->ksize +
-			       (size_t)dst->width) * RFB_RESIZE_STRIP_BYTES + 32;
+		size_t need = rfbi_resize_hpass_scratch(src->width, c, dst->width);
 		int rc = rfb_imgbuf_reserve(&rz->strip, need, err);
 		if (rc)
 			return rc;
-		rfbi_resize_hpass_avx2(src, y0, rows, c, dst, rz->strip.data);
+		rfbi_resize_hpass_avx2(src, y0, rows, c,
+				       rz->simd == RFB_RESIZE_MADD && c->madd, dst,
+				       rz->strip.data);
 		return 0;
 	}
 	for (int y = 0; y < rows; y++) {
@@ -396,12 +454,15 @@ static int filter_resize(rfb_resizer *rz, const rfb_image *src,
 	return rc;
 }
 
-int rfb_resize_mapped(rfb_resizer *rz, const rfb_image *src,
-		      const struct rfb_resize_axis *ax,
-		      const struct rfb_resize_axis *ay, rfb_image *dst,
-		      enum rfb_interp interp, rfb_err *err)
+/* Check a mapped resize of src (its size and channels) into dst and get
+ * its tables. */
+static int mapped_tables(rfb_resizer *rz, const rfb_image *src,
+			 const struct rfb_resize_axis *ax,
+			 const struct rfb_resize_axis *ay, const rfb_image *dst,
+			 enum rfb_interp interp, const struct coeffs **cx,
+			 const struct coeffs **cy, rfb_err *err)
 {
-	const struct coeffs *cx, *cy;
+	struct coeffs *x;
 	int rc = check_shapes(src, dst, interp, err);
 
 	if (rc)
@@ -409,13 +470,31 @@ int rfb_resize_mapped(rfb_resizer *rz, const rfb_image *src,
 	if (!(ax->scale > 0.0) || !(ay->scale > 0.0) || !isfinite(ax->offset) ||
 	    !isfinite(ay->offset) || !isfinite(ax->scale) || !isfinite(ay->scale))
 		return rfb_err_set(err, RFB_EINVAL, NULL, "resize: bad mapping");
-	cx = get_coeffs(rz, src->width, dst->width, ax, interp, err);
-	if (!cx)
+	x = get_coeffs(rz, src->width, dst->width, ax, interp, err);
+	if (!x)
 		return err ? err->code : RFB_ENOMEM;
-	rz->slot[cx - rz->slot].used = ++rz->clock;
-	cy = get_coeffs(rz, src->height, dst->height, ay, interp, err);
-	if (!cy)
+	x->used = ++rz->clock;
+	*cx = x;
+	*cy = get_coeffs(rz, src->height, dst->height, ay, interp, err);
+	if (!*cy)
 		return err ? err->code : RFB_ENOMEM;
+	/* only the horizontal pass has a pmaddwd kernel */
+	if (rz->simd == RFB_RESIZE_MADD && interp != RFB_INTERP_NEAREST &&
+	    !x->kp_valid)
+		return split_weights(x, err);
+	return 0;
+}
+
+int rfb_resize_mapped(rfb_resizer *rz, const rfb_image *src,
+		      const struct rfb_resize_axis *ax,
+		      const struct rfb_resize_axis *ay, rfb_image *dst,
+		      enum rfb_interp interp, rfb_err *err)
+{
+	const struct coeffs *cx, *cy;
+	int rc = mapped_tables(rz, src, ax, ay, dst, interp, &cx, &cy, err);
+
+	if (rc)
+		return rc;
 	if (interp == RFB_INTERP_NEAREST) {
 		nearest_pass(src, cx, cy, dst);
 		return 0;
@@ -449,22 +528,129 @@ int rfb_resize_window(rfb_resizer *rz, const rfb_image *src, int full_w,
 	return rfb_resize_mapped(rz, src, &ax, &ay, dst, interp, err);
 }
 
+/* The mapping of a box resize of a src_w x src_h source into dst. */
+static int box_axes(const struct rfb_resize_box *box, int src_w, int src_h,
+		    const rfb_image *dst, struct rfb_resize_axis *ax,
+		    struct rfb_resize_axis *ay, rfb_err *err)
+{
+	if (!(box->x0 >= 0.0 && box->y0 >= 0.0 && box->x1 > box->x0 &&
+	      box->y1 > box->y0 && box->x1 <= src_w && box->y1 <= src_h))
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "resize box (%g,%g)-(%g,%g) outside %dx%d",
+				   box->x0, box->y0, box->x1, box->y1, src_w,
+				   src_h);
+	*ax = (struct rfb_resize_axis){ box->x0, (box->x1 - box->x0) / dst->width, 0, 0 };
+	*ay = (struct rfb_resize_axis){ box->y0, (box->y1 - box->y0) / dst->height, 0, 0 };
+	return 0;
+}
+
 int rfb_resize_box(rfb_resizer *rz, const rfb_image *src,
 		   const struct rfb_resize_box *box, rfb_image *dst,
 		   enum rfb_interp interp, rfb_err *err)
 {
-	struct rfb_resize_axis ax = { box->x0, 0.0, 0, 0 }, ay = { box->y0, 0.0, 0, 0 };
+	struct rfb_resize_axis ax, ay;
+	int rc = box_axes(box, src->width, src->height, dst, &ax, &ay, err);
 
-	if (!(box->x0 >= 0.0 && box->y0 >= 0.0 && box->x1 > box->x0 &&
-	      box->y1 > box->y0 && box->x1 <= src->width &&
-	      box->y1 <= src->height))
+	return rc ? rc : rfb_resize_mapped(rz, src, &ax, &ay, dst, interp, err);
+}
+
+/* ---- bands ---- */
+
+int rfb_resize_bands_begin(rfb_resizer *rz, int src_w, int src_h,
+			   int channels, const struct rfb_resize_axis *ax,
+			   const struct rfb_resize_axis *ay, rfb_image *dst,
+			   enum rfb_interp interp, rfb_err *err)
+{
+	struct bands *b = &rz->bands;
+	rfb_image src = { NULL, 0, src_w, src_h, channels };
+	int rc;
+
+	b->active = 0;
+	if (interp == RFB_INTERP_NEAREST)
 		return rfb_err_set(err, RFB_EINVAL, NULL,
-				   "resize box (%g,%g)-(%g,%g) outside %dx%d",
-				   box->x0, box->y0, box->x1, box->y1,
-				   src->width, src->height);
-	ax.scale = (box->x1 - box->x0) / dst->width;
-	ay.scale = (box->y1 - box->y0) / dst->height;
-	return rfb_resize_mapped(rz, src, &ax, &ay, dst, interp, err);
+				   "resize: nearest has no band form");
+	rc = mapped_tables(rz, &src, ax, ay, dst, interp, &b->cx, &b->cy, err);
+	if (rc)
+		return rc;
+	b->need_h = !identity(ax, src_w, dst->width);
+	b->need_v = !identity(ay, src_h, dst->height);
+	b->src_w = src_w, b->src_h = src_h, b->channels = channels;
+	b->next = 0;
+	b->dst = *dst;
+	if (!b->need_v) {
+		/* the horizontal pass (or a copy) writes dst's rows */
+		b->row0 = 0;
+		b->row1 = dst->height;
+		b->tmp = *dst;
+	} else {
+		b->row0 = b->cy->bounds[0];
+		b->row1 = b->cy->bounds[2 * (b->cy->out_size - 1)] +
+			  b->cy->bounds[2 * (b->cy->out_size - 1) + 1];
+		rc = rfb_image_alloc(&b->tmp, &rz->tmp, dst->width,
+				     b->row1 - b->row0, channels, err);
+		if (rc)
+			return rc;
+	}
+	b->active = 1;
+	return 0;
+}
+
+int rfb_resize_bands_begin_box(rfb_resizer *rz, int src_w, int src_h,
+			       int channels, const struct rfb_resize_box *box,
+			       rfb_image *dst, enum rfb_interp interp,
+			       rfb_err *err)
+{
+	struct rfb_resize_axis ax, ay;
+	int rc = box_axes(box, src_w, src_h, dst, &ax, &ay, err);
+
+	rz->bands.active = 0;
+	return rc ? rc : rfb_resize_bands_begin(rz, src_w, src_h, channels, &ax,
+						&ay, dst, interp, err);
+}
+
+int rfb_resize_bands_rows(rfb_resizer *rz, const rfb_image *rows, int y,
+			  rfb_err *err)
+{
+	struct bands *b = &rz->bands;
+	int lo, hi;
+	rfb_image out;
+
+	if (!b->active || y != b->next || rows->width != b->src_w ||
+	    rows->channels != b->channels || rows->height < 1 ||
+	    rows->height > b->src_h - y)
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "resize: band of %d rows at %d out of order",
+				   rows->height, y);
+	b->next += rows->height;
+	/* the rows of this band the vertical pass reads */
+	lo = y > b->row0 ? y : b->row0;
+	hi = b->next < b->row1 ? b->next : b->row1;
+	if (lo >= hi)
+		return 0;
+	out = b->tmp;
+	out.data += (size_t)(lo - b->row0) * out.stride;
+	out.height = hi - lo;
+	if (b->need_h)
+		return hpass(rz, rows, lo - y, hi - lo, b->cx, &out, err);
+	for (int i = 0; i < hi - lo; i++)
+		memcpy(out.data + (size_t)i * out.stride,
+		       rows->data + (size_t)(lo - y + i) * rows->stride,
+		       (size_t)rows->width * rows->channels);
+	return 0;
+}
+
+int rfb_resize_bands_end(rfb_resizer *rz, rfb_err *err)
+{
+	struct bands *b = &rz->bands;
+
+	if (!b->active || b->next != b->src_h)
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "resize: bands end at row %d of %d",
+				   b->active ? b->next : 0, b->src_h);
+	b->active = 0;
+	if (b->need_v)
+		vpass(rz, &b->tmp, b->row0, b->cy, &b->dst);
+	return 0;
 }
 
 int rfb_resize_shorter(int in_w, int in_h, int size, int max_size,

@@ -25,7 +25,15 @@ struct coeffs {
 	int kstride;           /* ksize rounded up to 8, zero-padded */
 	int *bounds;           /* [2k] = first source pixel, [2k+1] = count */
 	int32_t *k;            /* out_size * kstride (+ 8) fixed-point weights */
-	size_t bounds_cap, k_cap;
+	/* k split for pmaddwd (resize_avx2.c): for taps 2j and 2j + 1 of
+	 * output pixel xx, kp[xx * kstride + 2j] holds their high parts
+	 * (k >> 11, signed) and kp[... + 2j + 1] their low parts
+	 * (k & 2047), each as two int16 (tap 2j in the low half); valid
+	 * only when kp_valid (resize.c's split_weights, run when the kernel
+	 * is first asked for) and madd is 1 (every high part fits in int16) */
+	int32_t *kp;
+	int kp_valid, madd;
+	size_t bounds_cap, k_cap, kp_cap;
 	unsigned long used;    /* LRU stamp */
 };
 
@@ -101,14 +109,16 @@ static inline void rfb_resize_vrow(const unsigned char *in, size_t stride,
 /* 1 if the CPU runs the AVX2 kernels (always 0 off x86-64). */
 int rfbi_resize_have_avx2(void);
 
+/* Bits of a weight's low part in the pmaddwd split (k = kh 2^11 + kl). */
+#define MADD_LOW_BITS 11
+
 /* The AVX2 kernels (call only when rfbi_resize_have_avx2()).  The
- * horizontal pass needs (src->width + c->ksize + dst->width) *
- * RFB_RESIZE_STRIP_BYTES + 32 bytes of scratch (a column of 8 rows side
- * by side in 32 bytes - 8 for one channel - for the input with ksize
- * columns of padding and for the output; aligned inside to 32). */
-#define RFB_RESIZE_STRIP_BYTES 32
+ * horizontal pass needs rfbi_resize_hpass_scratch() bytes of scratch.
+ * madd: 1 for the pmaddwd kernel (needs c->madd), 0 for the pmulld one. */
+size_t rfbi_resize_hpass_scratch(int src_width, const struct coeffs *c,
+				 int dst_width);
 void rfbi_resize_hpass_avx2(const rfb_image *src, int y0, int rows,
-			    const struct coeffs *c, rfb_image *dst,
+			    const struct coeffs *c, int madd, rfb_image *dst,
 			    unsigned char *scratch);
 void rfbi_resize_vrow_avx2(const unsigned char *in, size_t stride, int n,
 			   const int32_t *k, unsigned char *out, size_t len);

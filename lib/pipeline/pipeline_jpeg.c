@@ -8,7 +8,9 @@
  * possibly DCT-scaled), and the folded layers are finished on that
  * decode by a resize whose sampling positions are those the full-size
  * resize would use (rfb_resize_mapped) or, for a resized crop, from the
- * crop's exact box.  Then the remaining layers run as usual.
+ * crop's exact box.  That resize can run on the decoder's bands of rows
+ * as they come (decode_bands; rfb_pipe_ctx_set_band_resize says when).
+ * Then the remaining layers run as usual.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -46,6 +48,22 @@ static rfb_decoder *decoder(rfb_pipe_ctx *ctx, rfb_err *err)
 void rfb_pipe_ctx_set_scale_ratio(rfb_pipe_ctx *ctx, double min_ratio)
 {
 	ctx->scale_ratio = min_ratio;
+}
+
+void rfb_pipe_ctx_set_band_resize(rfb_pipe_ctx *ctx, enum rfb_pipe_band mode)
+{
+	ctx->band_mode = (int)mode + 1;
+}
+
+/* Whether a folded resize of a w x h decode runs on its bands. */
+static int band_worth(const rfb_pipe_ctx *ctx, int w, int h)
+{
+	enum rfb_pipe_band mode = ctx->band_mode ? (enum rfb_pipe_band)(ctx->band_mode - 1)
+						 : RFB_PIPE_BAND_AUTO;
+
+	if (mode == RFB_PIPE_BAND_AUTO)
+		return (uint64_t)w * (uint64_t)h * 3 > RFB_PIPE_BAND_MIN_BYTES;
+	return mode == RFB_PIPE_BAND_ON;
 }
 
 void rfb_pipe_ctx_last_decode(const rfb_pipe_ctx *ctx, struct rfb_pipe_decode *d)
@@ -114,8 +132,11 @@ static void plan_resize(rfb_pipe_ctx *ctx, const rfb_pipeline *p, int s, int w,
 	source_span(sx, l->interp, win.left, win.width, w, &x0, &x1);
 	source_span(sy, l->interp, win.top, win.height, h, &y0, &y1);
 	d = pick_denom(ctx, l, w, h, x1 - x0, y1 - y0, win.width, win.height);
-	if (d == 1 && folded == 1 && win.width == out_w && win.height == out_h)
-		return; /* whole image at full size: nothing to gain */
+	/* the whole image at full size: nothing to gain from a region, but
+	 * a band resize still saves storing the decoded image whole */
+	if (d == 1 && folded == 1 && win.width == out_w && win.height == out_h &&
+	    (!band_worth(ctx, w, h) || l->interp == RFB_INTERP_NEAREST))
+		return;
 	if (rfb_decode_map_region(w, h, d, x0, y0, x1 - x0, y1 - y0, &pl->opts, box))
 		return;
 	pl->folded = folded;
@@ -210,6 +231,69 @@ static int finish_plan(struct rfb_run *r, const struct plan *pl, rfb_err *err)
 	return rc;
 }
 
+/* Decoding in bands straight into the folded resize. */
+struct band_job {
+	struct rfb_run *r;
+	const struct plan *pl;
+	rfb_image dst;
+	int slot;
+	int started;
+};
+
+/* The decoder's callback: the first band starts the resize (its channel
+ * count is the decode's), every band goes through its horizontal pass. */
+static int on_band(void *arg, const rfb_image *rows, int y, rfb_err *err)
+{
+	struct band_job *j = arg;
+	const struct plan *pl = j->pl;
+	rfb_resizer *rz = j->r->ctx->rz;
+	int rc;
+
+	if (!j->started) {
+		rc = rfbi_run_target(j->r, pl->out_w, pl->out_h, rows->channels,
+				    &j->dst, &j->slot, err);
+		if (!rc && pl->finish == FIN_MAPPED)
+			rc = rfb_resize_bands_begin(rz, pl->opts.width, pl->opts.height,
+						    rows->channels, &pl->ax, &pl->ay,
+						    &j->dst, pl->interp, err);
+		else if (!rc)
+			rc = rfb_resize_bands_begin_box(rz, pl->opts.width,
+							pl->opts.height, rows->channels,
+							&pl->box, &j->dst, pl->interp,
+							err);
+		if (rc)
+			return rc;
+		j->started = 1;
+	}
+	return rfb_resize_bands_rows(rz, rows, y, err);
+}
+
+/* Decode and finish the plan in one go (pl->finish set, a region, not
+ * nearest): the decoded image is never stored whole.  cur becomes the
+ * folded layers' output; *decoded gets the decode's size and channels. */
+static int decode_bands(rfb_decoder *dec, struct rfb_run *r,
+			const struct plan *pl, rfb_image *decoded, rfb_err *err)
+{
+	struct band_job j = { r, pl, { 0 }, 0, 0 };
+	int rc = rfb_decode_pixels_bands(dec, &pl->opts, on_band, &j, err);
+
+	if (!rc)
+		rc = rfb_resize_bands_end(r->ctx->rz, err);
+	if (rc)
+		return rc;
+	*decoded = (rfb_image){ NULL, 0, pl->opts.width, pl->opts.height,
+				j.dst.channels };
+	rfbi_run_take(r, &j.dst, j.slot);
+	return 0;
+}
+
+static int can_band(const rfb_pipe_ctx *ctx, const struct plan *pl)
+{
+	return pl->finish != FIN_NONE && pl->interp != RFB_INTERP_NEAREST &&
+	       pl->opts.width > 0 && pl->opts.height > 0 &&
+	       band_worth(ctx, pl->opts.width, pl->opts.height);
+}
+
 static void record(struct rfb_pipe_decode *last, const struct rfb_jpeg_info *info,
 		   const struct plan *pl, const rfb_image *img)
 {
@@ -270,12 +354,20 @@ static int run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 	if (rc)
 		return rc;
 	make_plan(ctx, p, start, info.width, info.height, key, &pl);
-	rc = rfb_decode_pixels(dec, &pl.opts, &r.cur, &ctx->buf[0], err);
-	if (rc)
-		return rc;
+	if (can_band(ctx, &pl)) {
+		rfb_image decoded;
+		rc = decode_bands(dec, &r, &pl, &decoded, err);
+		if (rc)
+			return rc;
+		record(&ctx->last, &info, &pl, &decoded);
+	} else {
+		rc = rfb_decode_pixels(dec, &pl.opts, &r.cur, &ctx->buf[0], err);
+		if (rc)
+			return rc;
+		record(&ctx->last, &info, &pl, &r.cur);
+		rc = finish_plan(&r, &pl, err);
+	}
 	r.gray3 = pl.opts.color == RFB_DECODE_KEEP && r.cur.channels == 1;
-	record(&ctx->last, &info, &pl, &r.cur);
-	rc = finish_plan(&r, &pl, err);
 	if (pl.windowed) {
 		/* the window plan starts on what the plan made: the window
 		 * when the resize was folded, else the whole image */

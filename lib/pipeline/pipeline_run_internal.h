@@ -25,6 +25,7 @@ struct rfb_pipe_ctx {
 	double scale_ratio;     /* < 0: the decoder's RFB_DECODE_MIN_RATIO */
 	uint64_t max_pixels;
 	rfb_decoder *dec;       /* pipeline_jpeg.c's, created on first use */
+	int band_mode;          /* enum rfb_pipe_band + 1; 0: not set (AUTO) */
 	struct rfb_pipe_decode last; /* what the last JPEG run decoded */
 	struct rfb_augmix_scratch augmix; /* augmix's chains and float mix */
 };

@@ -75,6 +75,8 @@ struct partial {
 	rfb_pipeline *pipe;
 	rfb_cache *cache;
 	rfb_handover *ho;         /* --handover, or NULL */
+	int ho_live;              /* a reader opened it: records go there */
+	int pipe_settled;         /* settle_pipe() ran */
 	uint64_t batch_start;     /* ring position of the batch being settled */
 	rfb_costs_writer *costs;   /* --costs, or NULL */
 	rfb_plan_reader *reader;
@@ -91,6 +93,8 @@ struct partial {
 	uint8_t *bad_seen;        /* a bit per id: its image failed this run */
 	int first_batch_seen;     /* the first batch that read images is done */
 };
+
+static void settle_pipe(struct partial *P);
 
 uint32_t rfb_partial_write_epoch(uint32_t epoch, uint32_t phase,
 				 uint32_t reuse)
@@ -332,7 +336,7 @@ static int settle_job(struct partial *P, struct slot *s, uint32_t i,
 		return rc;
 	rc = RFB_ELIMIT;
 	/* a record no later epoch reads goes to the reader in memory */
-	if (P->ho && j->death <= s->batch.epoch + 1) {
+	if (P->ho_live && j->death <= s->batch.epoch + 1) {
 		rfb_err why = { 0 };
 		rc = rfb_handover_put(P->ho, j->rec.data, j->rec_len, P->batch_start,
 				      P->out_fd, &a.offset, &why);
@@ -378,8 +382,13 @@ static int finish_batch(void *engine, int slot, rfb_err *err)
 	int rc;
 
 	rfb_group_wait(&s->group);
-	if (P->ho)
+	/* without waiting for the reader, the ring is used from the first
+	 * batch placed after it opened it */
+	if (P->ho && !P->ho_live)
+		P->ho_live = rfb_handover_attached(P->ho);
+	if (P->ho_live)
 		P->batch_start = rfb_handover_position(P->ho);
+	settle_pipe(P);
 	for (uint32_t i = 0; i < s->batch.count; i++)
 		if (s->has_job[i] && (rc = settle_job(P, s, i, err)))
 			return rc;
@@ -451,18 +460,41 @@ static int rebuild_schedule(struct partial *P, const char *in_name,
  * at least 12 bytes) and the batches in flight on both sides; 0 when the
  * output is not a pipe.  A dead segment must outlive the lines that point
  * into it, and a reader slower than the chain (a trainer) keeps the pipe
- * full.  The pipe is first shrunk to one page: at 64 KiB, batches of 8
- * would let refurb-partial run some 600 batches ahead, and keeping their
- * dead segments would cost many epochs of disk. */
-static uint64_t pipe_lag_batches(const struct partial *P)
+ * full.  With shrink, the pipe is first shrunk to one page: at 64 KiB,
+ * batches of 8 would let refurb-partial run some 600 batches ahead, and
+ * keeping their dead segments would cost many epochs of disk. */
+static uint64_t pipe_lag_batches(const struct partial *P, int shrink)
 {
 	int cap = fcntl(P->out_fd, F_GETPIPE_SZ);
 
 	if (cap <= 0)
 		return 0;
-	if (cap > 4096 && fcntl(P->out_fd, F_SETPIPE_SZ, 4096) > 0)
+	if (shrink && cap > 4096 && fcntl(P->out_fd, F_SETPIPE_SZ, 4096) > 0)
 		cap = fcntl(P->out_fd, F_GETPIPE_SZ);
 	return (uint64_t)cap / (12u * P->h->batch_size) + (uint64_t)P->nslots + 8;
+}
+
+/* The default grace: one epoch's batches, at least 64, and the pipe's. */
+static uint64_t default_grace(const struct partial *P, int shrink)
+{
+	return (P->h->batches > 64 ? P->h->batches : 64) +
+	       pipe_lag_batches(P, shrink);
+}
+
+/* Before the first batch is passed on: a reader that opened the handover
+ * is a refurb-final, which tells the cache its read position (refurb-
+ * cache(5)): dead segments then go by that position, the pipe's lag
+ * does not matter and the pipe keeps its size.  Any other reader (or
+ * none known) gets the pipe shrunk to a page, and the grace that counts
+ * it.  An explicit --grace is left alone, and so is the pipe. */
+static void settle_pipe(struct partial *P)
+{
+	if (P->pipe_settled)
+		return;
+	P->pipe_settled = 1;
+	if (P->o->grace || P->ho_live)
+		return;
+	rfb_cache_set_grace(P->cache, default_grace(P, 1));
 }
 
 static int open_cache(struct partial *P, rfb_err *err)
@@ -470,9 +502,8 @@ static int open_cache(struct partial *P, rfb_err *err)
 	const struct rfb_partial_opts *o = P->o;
 	struct rfb_cache_manifest m = { 0 };
 	struct rfb_cache_recovery rec;
-	uint64_t grace = o->grace ? o->grace
-			 : (P->h->batches > 64 ? P->h->batches : 64) +
-			   pipe_lag_batches(P);
+	/* the pipe at its size for now: settle_pipe() may shrink it */
+	uint64_t grace = o->grace ? o->grace : default_grace(P, 0);
 
 	m.index_identity = P->h->index_identity;
 	m.schedule_identity = P->h->schedule_identity;
@@ -605,6 +636,7 @@ static int wait_reader(struct partial *P, rfb_err *err)
 		P->ho = NULL;
 		P->st->handover_unused = 1;
 	}
+	P->ho_live = P->ho != NULL;
 	return 0;
 }
 
@@ -654,7 +686,7 @@ static int setup(struct partial *P, int in_fd, const char *in_name,
 		return err ? err->code : RFB_ENOMEM;
 	if ((rc = write_header(P, err)))
 		return rc;
-	return P->ho ? wait_reader(P, err) : 0;
+	return P->ho && !o->handover_nowait ? wait_reader(P, err) : 0;
 }
 
 /* The stream: batches are queued and finished in order; an epoch's end
@@ -683,6 +715,7 @@ static int run(struct partial *P, rfb_err *err)
 		    (rc = rfb_cache_checkpoint_start(P->cache, err)))
 			return rc;
 		size_t n = rfb_plan_format_epoch_end(line, sizeof line, &item.epoch);
+		settle_pipe(P);
 		if ((rc = write_out(P, line, n, err)))
 			return rc;
 	}

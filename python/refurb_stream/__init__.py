@@ -463,7 +463,8 @@ def __getattr__(name):  # torch is imported only when RefurbDataset is used
     raise AttributeError(name)
 
 
-from refurb_stream.convert import ConvertError, pipeline_from_torchvision  # noqa: E402,F401
+from refurb_stream.convert import (ConvertError, final_options,  # noqa: E402,F401
+                                   pipeline_from_torchvision, views_from_torchvision)
 
 # ---- check mode ------------------------------------------------------------
 

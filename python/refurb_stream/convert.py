@@ -17,16 +17,35 @@ pixels and hands them over as uint8 NHWC, or as float32 NCHW when the
 pipeline ends in normalize (ToTensor alone becomes normalize=mean=0:std=1,
 ToTensor then Normalize(m, s) becomes normalize=mean=m:std=s).
 
+Also read: torch.nn.Sequential of transforms, objects holding a Compose
+in .transforms (torchvision's references presets), Pad followed by
+RandomCrop (one crop with padding), ToPILImage (a no-op on the decoded
+image), thresholds and fills written after ToTensor (on [0, 1]: scaled
+by 255).  Refused: classes that are not torchvision's (whatever their
+name), ops torchvision refuses on float tensors, anything after
+Normalize but RandomErasing.  Geometric ops after ToTensor run as on the
+PIL image (antialiased resize), as refurb always works on pixels.
+
+views_from_torchvision(views) converts one transform per view
+(self-supervised recipes) and final_options(specs) gives refurb-final's
+arguments: one -p and --views K when all views are alike, one -p per
+view otherwise; views of different sizes or normalizations are refused.
+
 From a shell:  python3 -m refurb_stream convert 'T.Compose([...])'
+               python3 -m refurb_stream convert --views '[view1, view2]'
+               python3 -m refurb_stream convert --file recipe.py
+(--file runs the file and converts its `transform`, or its `views`.)
 (T and transforms are torchvision.transforms; every transform class and
 InterpolationMode are also in scope; '-' reads the expression from stdin).
 
 torchvision is not imported here: transforms are recognised by class
 name and read through their attributes.
 """
+import copy
 import sys
 
-__all__ = ["ConvertError", "pipeline_from_torchvision", "main"]
+__all__ = ["ConvertError", "pipeline_from_torchvision", "views_from_torchvision",
+           "final_options", "main"]
 
 
 class ConvertError(ValueError):
@@ -327,12 +346,80 @@ def _transforms_of(t):
     return list(getattr(t, "transforms", t))
 
 
+def _torchvision(t):
+    """Whether t is an object of torchvision's (not a class of the same name)."""
+    return type(t).__module__.split(".")[0] == "torchvision"
+
+
+def _convert_list(items, st, where):
+    items = list(items)
+    i = 0
+    while i < len(items):
+        t = items[i]
+        nxt = items[i + 1] if i + 1 < len(items) else None
+        if _is(t, "Pad") and _is(nxt, "RandomCrop") and nxt.padding is None:
+            # Pad then RandomCrop is RandomCrop with padding: crop= pads
+            crop = copy.copy(nxt)
+            crop.padding, crop.fill, crop.padding_mode = t.padding, t.fill, t.padding_mode
+            _convert(crop, st, "%s[%d..%d]" % (where, i, i + 1))
+            i += 2
+            continue
+        _convert(t, st, "%s[%d]" % (where, i))
+        i += 1
+
+
+def _is(t, name):
+    return t is not None and type(t).__name__ == name and _torchvision(t)
+
+
+def _to_pil(t, st, what):
+    """ToPILImage: a no-op on the decoded image; after ToTensor /
+    PILToTensor it gives the uint8 pixels back."""
+    if st.normalized:
+        raise ConvertError("%s: after Normalize (refurb normalizes last)" % what)
+    if t.mode not in (None, "RGB", "L"):
+        raise ConvertError("%s: mode=%r (refurb keeps RGB or L images)" % (what, t.mode))
+    st.kind = "pil"
+
+
+# torchvision refuses these on a float tensor (ToTensor before them)
+_UINT8_ONLY = ("RandomPosterize", "RandomEqualize", "RandAugment", "AutoAugment",
+               "TrivialAugmentWide")
+
+
+def _float_tensor(t, name, what):
+    """A transform after ToTensor sees floats in [0, 1]; refurb works on
+    the uint8 pixels they came from: thresholds and fills scale by 255.
+    Returns a copy: the user's transform is kept as it was."""
+    t = copy.copy(t)
+    if name in _UINT8_ONLY:
+        raise ConvertError("%s: torchvision refuses a float tensor here (it needs "
+                           "uint8: put it before ToTensor)" % what)
+    if name == "RandomSolarize":
+        t.threshold = t.threshold * 255.0
+    fill = getattr(t, "fill", None)
+    if fill:
+        vals = [fill] if isinstance(fill, (int, float)) else list(fill)
+        t.fill = [round(v * 255.0, 6) for v in vals]
+    return t
+
+
 def _convert(t, st, where):
     name = type(t).__name__
     what = "%s (%s)" % (name, where)
-    if name == "Compose" or isinstance(t, (list, tuple)):
-        for i, sub in enumerate(_transforms_of(t)):
-            _convert(sub, st, "%s[%d]" % (where, i))
+    if st.kind == "float" and name in _SIMPLE and _torchvision(t):
+        t = _float_tensor(t, name, what)
+    if isinstance(t, (list, tuple)) or (name == "Compose" and _torchvision(t)) or \
+            (name == "Sequential" and type(t).__module__.startswith("torch.nn")):
+        _convert_list(_transforms_of(t), st, where)
+    elif not _torchvision(t) and hasattr(t, "transforms"):
+        # a wrapper holding a Compose, as torchvision's references presets
+        # (ClassificationPresetTrain: self.transforms = Compose([...]))
+        _convert(t.transforms, st, "%s.transforms" % where)
+    elif not _torchvision(t):
+        raise ConvertError("%s: not torchvision's %s (a class of module %s): refurb "
+                           "cannot know what its __call__ does; use torchvision's "
+                           "transform" % (what, name, type(t).__module__))
     elif name in _SIMPLE:
         if st.kind != "pil" and name in ("RandAugment", "AutoAugment", "TrivialAugmentWide"):
             pass  # torchvision's uint8 tensor path gives the same ops
@@ -355,6 +442,11 @@ def _convert(t, st, where):
         st.kind = "uint8"
     elif name == "ToTensor":
         st.kind = "float"
+    elif name == "ToPILImage":
+        _to_pil(t, st, what)
+    elif name == "Pad":
+        raise ConvertError("%s: refurb pads only in a crop: follow Pad with RandomCrop "
+                           "(Pad(p) then RandomCrop(n) is RandomCrop(n, padding=p))" % what)
     elif name == "ConvertImageDtype":
         st.kind = "float" if getattr(t.dtype, "is_floating_point", False) else "uint8"
     elif name == "Normalize":
@@ -461,6 +553,89 @@ def pipeline_from_torchvision(transform):
     return ",".join(text for text, _ in st.filters)
 
 
+def _view_list(views):
+    """The transforms of views: a list, a wrapper of one base transform
+    (MoCo's TwoCropsTransform(base_transform), SimCLR's
+    ContrastiveLearningViewGenerator(base_transform, n_views)), or DINO's
+    DataAugmentationDINO (global_transfo1, global_transfo2, local_transfo
+    times local_crops_number)."""
+    if not isinstance(views, (list, tuple)) and hasattr(views, "base_transform"):
+        return [views.base_transform] * int(getattr(views, "n_views", 2))
+    if not isinstance(views, (list, tuple)) and hasattr(views, "global_transfo1"):
+        # DINO's DataAugmentationDINO: two global crops, then the local ones
+        return ([views.global_transfo1, views.global_transfo2] +
+                [views.local_transfo] * int(getattr(views, "local_crops_number", 0)))
+    if not isinstance(views, (list, tuple)):
+        raise ConvertError("views: %s is not a list of transforms (nor a wrapper "
+                           "with base_transform)" % type(views).__name__)
+    return list(views)
+
+
+def views_from_torchvision(views):
+    """The final pipeline of every view: a list of K specs.
+
+    views is a list of transforms, one per view (or an object with
+    base_transform and n_views, as MoCo's and SimCLR's wrappers).
+    refurb-final runs them as K views of every sample (final_options()
+    gives its arguments).  Views may differ (BYOL's and DINO's asymmetric
+    views) but must make images of one size and end alike (the same
+    Normalize, or none): a stream holds one image shape.  Raises
+    ConvertError naming the view and the transform otherwise.
+    """
+    views = _view_list(views)
+    if not 1 <= len(views) <= 64:
+        raise ConvertError("views: %d views (refurb-final takes 1 to 64)" % len(views))
+    specs = []
+    for v, t in enumerate(views):
+        try:
+            specs.append(pipeline_from_torchvision(t))
+        except ConvertError as e:
+            raise ConvertError("views[%d]: %s" % (v, e)) from None
+    size0, norm0 = _out_size(specs[0]), _ending(specs[0])
+    for v, spec in enumerate(specs[1:], 1):
+        if _out_size(spec) != size0:
+            raise ConvertError(
+                "views[%d] makes %s images, views[0] %s: one stream holds one image "
+                "size; convert the views of each size on their own and run one "
+                "chain per size from one plan file (each with its own cache and "
+                "--seed), then zip the two streams (refurb(7), FROM A TORCHVISION "
+                "RECIPE)"
+                % (v, _out_size(spec), size0))
+        if _ending(spec) != norm0:
+            raise ConvertError("views[%d] ends in %s, views[0] in %s: every view of a "
+                               "stream needs the same Normalize (or none)"
+                               % (v, _ending(spec) or "no normalize", norm0 or "no normalize"))
+    return specs
+
+
+def final_options(specs):
+    """refurb-final's arguments for the views of views_from_torchvision:
+    ['-p', spec, '--views', 'K'] when every view is the same recipe, one
+    '-p' per view otherwise."""
+    if all(s == specs[0] for s in specs):
+        return ["-p", specs[0]] + (["--views", str(len(specs))] if len(specs) > 1 else [])
+    return [a for s in specs for a in ("-p", s)]
+
+
+def _out_size(spec):
+    """HxW of a spec's output: its last crop, or resize to HxW ("?" if none)."""
+    size = "?"
+    for f in spec.split(","):
+        name, _, args = f.partition("=")
+        first = args.split(":")[0]
+        if name in ("crop", "centercrop", "rrcrop") or (name == "resize" and "x" in first):
+            size = first
+    return size
+
+
+def _ending(spec):
+    """The spec's normalize filter, or None."""
+    for f in spec.split(","):
+        if f.startswith("normalize="):
+            return f
+    return None
+
+
 def _namespace():
     import torch
     import torchvision
@@ -468,29 +643,73 @@ def _namespace():
 
     ns = {"T": transforms, "transforms": transforms, "torch": torch,
           "torchvision": torchvision}
+    try:  # interpolation=Image.BICUBIC, as older recipes write it
+        from PIL import Image
+        ns["Image"] = Image
+    except ImportError:
+        pass
     for name in dir(transforms):
         if not name.startswith("_"):
             ns[name] = getattr(transforms, name)
     return ns
 
 
-USAGE = "usage: python3 -m refurb_stream convert EXPRESSION   (EXPRESSION '-' = stdin)"
+USAGE = ("usage: python3 -m refurb_stream convert EXPRESSION   (EXPRESSION '-' = stdin)\n"
+         "       python3 -m refurb_stream convert --views EXPRESSION\n"
+         "       python3 -m refurb_stream convert --file RECIPE.py\n"
+         "  --views: EXPRESSION is a list of transforms, one per view; prints\n"
+         "  refurb-final's -p (and --views) arguments\n"
+         "  --file: runs RECIPE.py and converts what it names transform (the\n"
+         "  spec) or views (refurb-final's arguments)")
+
+
+def _from_file(path):
+    """(object, is_views) of a recipe file's `views` or `transform`."""
+    import os
+    import runpy
+    d = os.path.dirname(os.path.abspath(path))
+    sys.path.insert(0, d)  # its own helper modules beside it
+    try:
+        ns = runpy.run_path(path)
+    finally:
+        sys.path.remove(d)
+    if "views" in ns:
+        return ns["views"], True
+    if "transform" in ns:
+        return ns["transform"], False
+    raise ValueError("%s defines neither transform nor views" % path)
 
 
 def main(args):
     """python3 -m refurb_stream convert EXPRESSION: print the pipeline."""
-    if len(args) != 1 or args[0] in ("-h", "--help"):
-        print(USAGE, file=sys.stderr if len(args) != 1 else sys.stdout)
-        return 2 if len(args) != 1 else 0
-    text = sys.stdin.read() if args[0] == "-" else args[0]
-    try:
-        transform = eval(text, _namespace())  # noqa: S307 - the user's own code
-    except Exception as e:  # noqa: BLE001 - any error of the user's expression
-        print("refurb_stream convert: cannot evaluate the expression: %s: %s"
-              % (type(e).__name__, e), file=sys.stderr)
+    if args and args[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0
+    mode = args[0] if args and args[0] in ("--views", "--file") else None
+    if mode:
+        args = args[1:]
+    if len(args) != 1:
+        print(USAGE, file=sys.stderr)
         return 2
     try:
-        print(pipeline_from_torchvision(transform))
+        if mode == "--file":
+            transform, views = _from_file(args[0])
+        else:
+            text = sys.stdin.read() if args[0] == "-" else args[0]
+            transform = eval(text, _namespace())  # noqa: S307 - the user's own code
+            views = mode == "--views"
+    except Exception as e:  # noqa: BLE001 - any error of the user's code
+        print("refurb_stream convert: cannot %s: %s: %s"
+              % ("run " + args[0] if mode == "--file" else "evaluate the expression",
+                 type(e).__name__, e), file=sys.stderr)
+        return 2
+    try:
+        if views:
+            import shlex
+            print(" ".join(shlex.quote(a) for a in
+                           final_options(views_from_torchvision(transform))))
+        else:
+            print(pipeline_from_torchvision(transform))
     except ConvertError as e:
         print("refurb_stream convert: %s" % e, file=sys.stderr)
         return 1

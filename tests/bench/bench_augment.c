@@ -3,7 +3,7 @@
  * scripts/bench-augment.
  *
  *   bench_augment [-p SPEC] [-r RUNS] [--full-decode] [--ratio R]
- *                 [--decode-only] FILE...
+ *                 [--decode-only] [--band off|on|auto] FILE...
  *
  * Loads every FILE into memory, then runs SPEC (default the paper's
  * ImageNet pipeline 'resize=256,randaug=n=2:m=9,crop=224,flip') on each
@@ -11,7 +11,9 @@
  * calling thread only, each pass with new epochs (new random draws).
  * Prints one line: images, then the median, lowest and highest images
  * per second of thread CPU time over the passes.  --full-decode turns the decode-time
- * shortcuts off; --ratio sets the DCT-scaling ratio (pipeline.h).
+ * shortcuts off; --ratio sets the DCT-scaling ratio (pipeline.h);
+ * --band sets the band resize (rfb_pipe_ctx_set_band_resize: off, on,
+ * auto, the default).
  * --decode-only times a full decode to RGB instead (libjpeg-turbo through
  * rfb_decode, into one reused buffer): the decode bound.
  *
@@ -78,10 +80,12 @@ int main(int argc, char **argv)
 		{ "full-decode", no_argument, NULL, 'F' },
 		{ "ratio", required_argument, NULL, 'R' },
 		{ "decode-only", no_argument, NULL, 'D' },
+		{ "band", required_argument, NULL, 'B' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *spec = "resize=256,randaug=n=2:m=9,crop=224,flip";
 	int runs = 5, full = 0, decode_only = 0, opt, n;
+	enum rfb_pipe_band band = RFB_PIPE_BAND_AUTO;
 	double ratio = -1, t[MAX_RUNS];
 	rfb_pipeline *p = NULL;
 	rfb_err err = { 0 };
@@ -93,6 +97,11 @@ int main(int argc, char **argv)
 		case 'F': full = 1; break;
 		case 'R': ratio = atof(optarg); break;
 		case 'D': decode_only = 1; break;
+		case 'B':
+			band = strcmp(optarg, "off") == 0  ? RFB_PIPE_BAND_OFF
+			       : strcmp(optarg, "on") == 0 ? RFB_PIPE_BAND_ON
+							   : RFB_PIPE_BAND_AUTO;
+			break;
 		default: return 2;
 		}
 	}
@@ -100,7 +109,7 @@ int main(int argc, char **argv)
 	if (runs < 1 || runs > MAX_RUNS || n < 1) {
 		fprintf(stderr, "usage: bench_augment [-p SPEC] [-r RUNS] "
 				"[--full-decode] [--ratio R] [--decode-only] "
-				"FILE...\n");
+				"[--band off|on|auto] FILE...\n");
 		return 2;
 	}
 	if (rfb_pipeline_parse(spec, &p, &err)) {
@@ -115,6 +124,7 @@ int main(int argc, char **argv)
 		return 1;
 	rfb_pipe_ctx_set_fast_decode(ctx, !full);
 	rfb_pipe_ctx_set_scale_ratio(ctx, ratio);
+	rfb_pipe_ctx_set_band_resize(ctx, band);
 	for (int i = 0; i < n; i++)
 		if (rfb_file_load(argv[optind + i], (size_t)1 << 28, &in[i].data,
 				  &in[i].len, &err)) {

@@ -419,6 +419,126 @@ static void test_truncation(void)
 	}
 }
 
+/* rfb_decode_pixels_bands: the bands, glued, are rfb_decode_pixels's
+ * image (whole, regions, every scale, the three colour modes, every
+ * variant), in order, each at most 16 rows and all 16 but the last. */
+struct glue {
+	rfb_image img;   /* the image the bands are copied into */
+	int next;        /* the next row expected */
+	int bad;         /* bands out of order, of a wrong shape or size */
+	int stop_at;     /* >= 0: fail at the band starting at this row */
+};
+
+static int glue_band(void *arg, const rfb_image *rows, int y, rfb_err *err)
+{
+	struct glue *g = arg;
+
+	if (g->stop_at >= 0 && y >= g->stop_at)
+		return rfb_err_set(err, RFB_ELIMIT, NULL, "stopped at %d", y);
+	g->bad += y != g->next || rows->width != g->img.width ||
+		  rows->channels != g->img.channels || rows->height < 1 ||
+		  rows->height > 16 || rows->height > g->img.height - y ||
+		  (rows->height < 16 && y + rows->height != g->img.height);
+	for (int i = 0; !g->bad && i < rows->height; i++)
+		memcpy(rfb_image_px(&g->img, 0, y + i),
+		       rows->data + (size_t)i * rows->stride,
+		       (size_t)rows->width * rows->channels);
+	g->next = y + rows->height;
+	return 0;
+}
+
+static int bands_match(const struct file *f, const struct rfb_decode_opts *o,
+		       const rfb_image *want)
+{
+	struct glue g = { { 0 }, 0, 0, -1 };
+	rfb_err err = { 0 };
+	int ok;
+
+	if (rfb_image_alloc(&g.img, &gbuf, want->width, want->height,
+			    want->channels, NULL) ||
+	    rfb_decode_header(dec, f->data, f->len, o, NULL, &err) ||
+	    rfb_decode_pixels_bands(dec, o, glue_band, &g, &err))
+		return 0;
+	ok = !g.bad && g.next == want->height && same(&g.img, want);
+	return ok;
+}
+
+static void test_bands(void)
+{
+	static const enum rfb_decode_color colors[] = {
+		RFB_DECODE_RGB, RFB_DECODE_KEEP, RFB_DECODE_GRAY
+	};
+	rfb_rng rng;
+
+	rfb_rng_init(&rng, 9, 0, 0, 0);
+	for (int i = 0; i < NVARIANTS; i++) {
+		char jpeg[64];
+		struct file f;
+		int bad = 0, n = 0;
+
+		snprintf(jpeg, sizeof jpeg, "%s.jpg", variants[i]);
+		f = load(jpeg);
+		for (int d = 1; d <= 8; d *= 2)
+			for (int c = 0; c < 3; c++) {
+				struct rfb_decode_opts o = { .scale_denom = d,
+							     .color = colors[c] };
+				rfb_image full, want;
+				CHECK(decode(&f, &o, &full, &buf) == 0);
+				bad += !bands_match(&f, &o, &full), n++;
+				for (int k = 0; k < 8; k++, n++) {
+					o.x = (int)rfb_rng_below(&rng, (uint32_t)full.width);
+					o.y = (int)rfb_rng_below(&rng, (uint32_t)full.height);
+					o.width = 1 + (int)rfb_rng_below(&rng, (uint32_t)(full.width - o.x));
+					o.height = 1 + (int)rfb_rng_below(&rng, (uint32_t)(full.height - o.y));
+					o.flags = k & 1 ? RFB_DECODE_VIEW : 0;
+					want = full;
+					want.data = rfb_image_px(&full, o.x, o.y);
+					want.width = o.width;
+					want.height = o.height;
+					bad += !bands_match(&f, &o, &want);
+				}
+			}
+		CHECKF(bad == 0, "%s: %d of %d band decodes differ", jpeg, bad, n);
+		free(f.data);
+	}
+}
+
+/* A callback's error stops the decode and is returned; the decoder is
+ * usable again; no callback is an error; truncation is RFB_ETRUNC. */
+static void test_bands_errors(void)
+{
+	struct file f = load("rgb420.jpg"), cut;
+	struct glue g = { { 0 }, 0, 0, 32 };
+	rfb_err err = { 0 };
+	rfb_image full;
+	int bad = 0;
+
+	CHECK(decode(&f, NULL, &full, &buf) == 0);
+	CHECK(rfb_image_alloc(&g.img, &gbuf, full.width, full.height, 3, NULL) == 0);
+	CHECK(rfb_decode_header(dec, f.data, f.len, NULL, NULL, &err) == 0);
+	CHECK(rfb_decode_pixels_bands(dec, NULL, glue_band, &g, &err) == RFB_ELIMIT);
+	CHECK(strcmp(err.msg, "stopped at 32") == 0);
+	CHECK(g.next == 32 && g.bad == 0);
+	CHECK(rfb_decode_pixels_bands(dec, NULL, glue_band, &g, &err) == RFB_EINVAL);
+	CHECK(strstr(err.msg, "header") != NULL);
+	CHECK(rfb_decode_header(dec, f.data, f.len, NULL, NULL, &err) == 0);
+	CHECK(rfb_decode_pixels_bands(dec, NULL, NULL, &g, &err) == RFB_EINVAL);
+	CHECK(strstr(err.msg, "callback") != NULL);
+	CHECK(bands_match(&f, &(struct rfb_decode_opts){ 0 }, &full));
+	for (size_t len = 2; len < f.len; len += 7) {
+		g.next = 0;
+		g.stop_at = -1;
+		cut = copy_of(&f);
+		cut.len = len;
+		if (rfb_decode_header(dec, cut.data, cut.len, NULL, NULL, &err) == 0)
+			bad += rfb_decode_pixels_bands(dec, NULL, glue_band, &g,
+						       &err) != RFB_ETRUNC;
+		free(cut.data);
+	}
+	CHECKF(bad == 0, "%d cuts not reported as truncated", bad);
+	free(f.data);
+}
+
 /* Rows above a cut of a baseline file still decode, exactly. */
 static void test_region_above_cut(void)
 {
@@ -740,6 +860,8 @@ int main(void)
 	RUN(test_scaled_sizes);
 	RUN(test_regions_exact);
 	RUN(test_regions_view);
+	RUN(test_bands);
+	RUN(test_bands_errors);
 	RUN(test_bad_regions);
 	RUN(test_buffer_reuse);
 	RUN(test_pick_scale);

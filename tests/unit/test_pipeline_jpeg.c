@@ -139,7 +139,8 @@ static void test_rgb_photo(void)
 		/* a centercrop that pads is not folded (found by fuzz_pipeline:
 		 * its outside rectangle became the resize's window, read past
 		 * the decoded rows) */
-		{ "resize=200,centercrop=300", 0, 0 },
+		{ "resize=200,centercrop=300", 1, 0 }, /* the resize alone,
+						       * banded */
 		{ "resize=90x120:interp=bicubic,crop=64,flip,normalize=imagenet", 2, 1 },
 		{ "rrcrop=64", 1, 1 },
 		{ "rrcrop=200:scale=0.5-1", 1, 0 },
@@ -149,7 +150,8 @@ static void test_rgb_photo(void)
 		{ "crop=1400:pad=8", 1, 0 }, /* folded when inside */
 		{ "crop=1500x2000:pad=8", 0, 0 },
 		{ "flip,resize=64", 0, 0 },
-		{ "resize=1600", 0, 0 }, /* an upscale reads everything */
+		{ "resize=1600", 1, 0 }, /* an upscale reads everything:
+					  * folded for the band resize only */
 		{ "gray,resize=80,crop=64", 2, 1 },
 		{ "", 0, 0 },
 	};
@@ -166,7 +168,7 @@ static void test_gray_photo(void)
 		{ "resize=64", 1, 1 },
 		{ "gray,rrcrop=64:scale=0.6-1", 1, 1 },
 		{ "rgb,centercrop=100", 1, 0 },
-		{ "resize=200", 0, 0 },
+		{ "resize=200", 1, 0 }, /* the band resize */
 	};
 	struct jpeg j = { { 0 }, 0 };
 
@@ -382,6 +384,83 @@ static void test_dct_ratio(void)
 	rfb_imgbuf_free(&j.bytes);
 }
 
+/* Band resize (the default: the folded resize's horizontal pass on each
+ * band of decoded rows) against decoding whole then resizing: the same
+ * bytes and the same decode for every way a resize is folded
+ * (resize alone, with a crop, with a window plan, rrcrop's box, DCT
+ * scaling, bicubic, a gray filter converting in the bands, a gray JPEG
+ * staying one channel), and nearest (never banded). */
+static void test_band_resize(void)
+{
+	static const char *const specs[] = {
+		"resize=256,randaug=n=2:m=9,crop=224,flip",
+		"resize=256,randaug=n=2:m=9",
+		"resize=90x120:interp=bicubic,crop=64,flip",
+		"resize=300:dct=1",
+		"resize=64",
+		"rrcrop=64",
+		"rrcrop=200:scale=0.5-1:interp=bicubic",
+		"gray,resize=80,crop=64",
+		"resize=77:interp=nearest,flip",
+		"resize=256,centercrop=224",
+	};
+	struct jpeg js[3] = { { { 0 }, 0 }, { { 0 }, 0 }, { { 0 }, 0 } };
+	rfb_pipe_ctx *band = rfb_pipe_ctx_new(NULL), *whole = rfb_pipe_ctx_new(NULL);
+	struct rfb_pipe_out ob, ow;
+	struct rfb_pipe_decode db, dw;
+	int banded = 0;
+
+	encode_photo(&js[0], 500, 375, 0);
+	encode_photo(&js[1], 1203, 997, 0);
+	encode_photo(&js[2], 375, 500, 1);
+	rfb_pipe_ctx_set_band_resize(band, RFB_PIPE_BAND_ON);
+	rfb_pipe_ctx_set_band_resize(whole, RFB_PIPE_BAND_OFF);
+	for (size_t c = 0; c < sizeof specs / sizeof specs[0]; c++) {
+		rfb_pipeline *p = NULL;
+		CHECKF(rfb_pipeline_parse(specs[c], &p, NULL) == 0, "%s", specs[c]);
+		for (uint32_t s = 0; s < 12 && p; s++) {
+			const struct jpeg *j = &js[s % 3];
+			struct rfb_pipe_key k = { 3, 1, s, RFB_STAGE_PARTIAL };
+			CHECK(rfb_pipe_run_jpeg(band, p, j->bytes.data, j->len, &k, &ob,
+						NULL) == 0);
+			CHECK(rfb_pipe_run_jpeg(whole, p, j->bytes.data, j->len, &k, &ow,
+						NULL) == 0);
+			rfb_pipe_ctx_last_decode(band, &db);
+			rfb_pipe_ctx_last_decode(whole, &dw);
+			CHECKF(ob.size == ow.size && ob.dtype == ow.dtype &&
+			       memcmp(ob.data, ow.data, ow.size) == 0,
+			       "%s sample %u", specs[c], s);
+			/* the same decode; a whole-image resize is folded
+			 * only for the band resize */
+			dw.layers_folded += db.layers_folded == 1 && dw.layers_folded == 0 &&
+					    db.width == db.image_width &&
+					    db.height == db.image_height;
+			CHECKF(memcmp(&db, &dw, sizeof db) == 0, "%s sample %u: record",
+			       specs[c], s);
+			banded += db.layers_folded > 0 && !strstr(specs[c], "nearest");
+		}
+		rfb_pipeline_free(p);
+	}
+	CHECK(banded > 50);
+	/* auto: a whole-image resize is banded above 1 MiB decoded only */
+	rfb_pipe_ctx_set_band_resize(band, RFB_PIPE_BAND_AUTO);
+	rfb_pipeline *p = NULL;
+	CHECK(rfb_pipeline_parse("resize=256,randaug=n=2:m=9", &p, NULL) == 0);
+	for (int i = 0; i < 3 && p; i++) {
+		struct rfb_pipe_key k = { 3, 1, 0, RFB_STAGE_PARTIAL };
+		CHECK(rfb_pipe_run_jpeg(band, p, js[i].bytes.data, js[i].len, &k, &ob,
+					NULL) == 0);
+		rfb_pipe_ctx_last_decode(band, &db);
+		CHECKF(db.layers_folded == (i == 1), "image %d: folded %d", i,
+		       db.layers_folded);
+	}
+	rfb_pipeline_free(p);
+	rfb_pipe_ctx_free(band);
+	rfb_pipe_ctx_free(whole);
+	for (int i = 0; i < 3; i++)
+		rfb_imgbuf_free(&js[i].bytes);
+}
+
 static void test_bad_jpeg(void)
 {
 	struct jpeg j = { { 0 }, 0 };
@@ -414,6 +493,7 @@ int main(void)
 	RUN(test_gray_jpeg_stays_gray);
 	RUN(test_windows);
 	RUN(test_dct_ratio);
+	RUN(test_band_resize);
 	RUN(test_bad_jpeg);
 	return test_done();
 }

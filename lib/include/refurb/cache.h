@@ -107,6 +107,11 @@ rfb_cache *rfb_cache_open(const char *dir, const struct rfb_cache_manifest *want
  */
 int rfb_cache_close(rfb_cache *c, rfb_err *err) RFB_MUST_CHECK;
 
+/* Change the grace (batches) given to rfb_cache_open: the writer's
+ * downstream lag changed before any batch was passed on (refurb-partial
+ * shrank its output pipe). */
+void rfb_cache_set_grace(rfb_cache *c, uint64_t grace);
+
 /* The record serving sample, if any: 0 or RFB_ENOTFOUND. */
 int rfb_cache_lookup(const rfb_cache *c, uint32_t sample,
 		     struct rfb_cache_entry *e) RFB_MUST_CHECK;

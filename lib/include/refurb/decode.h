@@ -112,6 +112,22 @@ int rfb_decode_pixels(rfb_decoder *d, const struct rfb_decode_opts *opts,
 		      rfb_image *img, rfb_imgbuf *buf,
 		      rfb_err *err) RFB_MUST_CHECK;
 
+/*
+ * rfb_decode_pixels() without an output image: the rows go, top to
+ * bottom, in bands of up to 16 rows, to fn(arg, rows, y, err), rows being
+ * rows y .. y + rows->height - 1 of the output (region or whole scaled
+ * image, its channels as opts->color says; a view into the decoder's
+ * memory, valid during the call only), while they are still in the CPU's
+ * cache.  fn returns 0 to go on, or a negative RFB_E* code with err filled
+ * to stop: rfb_decode_pixels_bands() then returns that code.  Otherwise
+ * as rfb_decode_pixels().
+ */
+typedef int (*rfb_decode_band_fn)(void *arg, const rfb_image *rows, int y,
+				  rfb_err *err);
+int rfb_decode_pixels_bands(rfb_decoder *d, const struct rfb_decode_opts *opts,
+			    rfb_decode_band_fn fn, void *arg,
+			    rfb_err *err) RFB_MUST_CHECK;
+
 /* rfb_decode_header() then rfb_decode_pixels() with the same opts. */
 int rfb_decode(rfb_decoder *d, const void *data, size_t len,
 	       const struct rfb_decode_opts *opts, rfb_image *img,

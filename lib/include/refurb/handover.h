@@ -83,6 +83,10 @@ uint64_t rfb_handover_position(const rfb_handover *h);
  */
 int rfb_handover_wait_attached(rfb_handover *h, int watch_fd, int timeout_ms);
 
+/* Writer: 1 if a reader has attached (at any time so far), else 0; does
+ * not wait. */
+int rfb_handover_attached(const rfb_handover *h);
+
 /*
  * Reader: the record at pos, len bytes, in place, or NULL with err
  * filled when the address cannot be in the ring (the caller heals).

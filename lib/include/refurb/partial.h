@@ -23,7 +23,8 @@ struct rfb_partial_stats {
 	uint64_t image_bytes;   /* JPEG bytes read */
 	uint64_t record_bytes;  /* bytes of records appended */
 	uint64_t handover_records; /* handed to the reader in memory */
-	int handover_unused;    /* --handover, but no reader opened the ring */
+	int handover_unused;    /* --handover, but no reader opened the ring
+				 * (in time: only when waiting for it) */
 	uint64_t written_bytes; /* bytes written to segments (compaction too) */
 	uint64_t compacted, deleted_segments;
 	uint64_t live_records, live_bytes, raw_bytes;
@@ -94,6 +95,14 @@ struct rfb_partial_opts {
 				  * RFB_PARTIAL_HANDOVER_AUTO: sized by the
 				  * batch (the output must then be a pipe
 				  * to refurb-final: handover.h) */
+	/* With handover: 0, wait (up to RFB_PARTIAL_HANDOVER_WAIT_MS) for
+	 * the reader to open the ring before the first record, so that
+	 * which records go where does not depend on timing; 1, do not wait:
+	 * the ring is used from the first batch whose records are placed
+	 * after a reader opened it (before, and if none ever does, they go
+	 * to the cache).  refurb-partial's default when its output is a
+	 * pipe: a reader that is no refurb-final costs nothing. */
+	int handover_nowait;
 	const char *out_name;    /* the output, for messages; NULL: "(output)" */
 	/* When not NULL and non-zero (a signal handler sets it), the run
 	 * stops before the next batch: the batches under way are finished

@@ -194,6 +194,30 @@ void rfb_pipe_ctx_set_max_pixels(rfb_pipe_ctx *ctx, uint64_t max_pixels);
 void rfb_pipe_ctx_set_scale_ratio(rfb_pipe_ctx *ctx, double min_ratio);
 
 /*
+ * Band resize: when rfb_pipe_run_jpeg folds a resize (bilinear or
+ * bicubic) into the decode, its horizontal pass can run on each band of
+ * 16 decoded rows as the decoder outputs them, while they are in the
+ * cache, so that the decoded image is never stored whole
+ * (rfb_decode_pixels_bands, rfb_resize_bands_begin); a resize of the whole
+ * image at full size is then folded too.  Both ways give the same bytes.
+ * RFB_PIPE_BAND_AUTO (the default) bands only decodes of more than
+ * RFB_PIPE_BAND_MIN_BYTES (width x height x 3): measured on an AMD Zen 4
+ * (1 MiB of L2 a core) with bench_augment --band, the paper's partial
+ * pipeline (resize=256,randaug=n=2:m=9) runs 2% slower banded on 500x375
+ * photos (560 KB decoded: they stay in L2 anyway, and the resize's
+ * scratch evicts the decoder's own data from L1) and 4% to 7% faster on
+ * 1000x750 and 1600x1200 ones.  RFB_PIPE_BAND_ON bands every folded
+ * resize, RFB_PIPE_BAND_OFF none.  For tests and measurements.
+ */
+enum rfb_pipe_band {
+	RFB_PIPE_BAND_OFF = 0,
+	RFB_PIPE_BAND_ON = 1,
+	RFB_PIPE_BAND_AUTO = 2,
+};
+#define RFB_PIPE_BAND_MIN_BYTES (1u << 20)
+void rfb_pipe_ctx_set_band_resize(rfb_pipe_ctx *ctx, enum rfb_pipe_band mode);
+
+/*
  * Run p on an already decoded image (1 or 3 channels, kept as they are:
  * use the gray/rgb filters to convert).  The input is not modified.
  * Returns 0 or a negative RFB_E* code with err filled.

@@ -113,4 +113,15 @@ int rfb_record_decode(rfb_codec_ctx *x, const unsigned char *rec, size_t len,
 		      struct rfb_record_meta *m, rfb_image *img,
 		      rfb_imgbuf *buf, rfb_err *err) RFB_MUST_CHECK;
 
+/*
+ * Decode like rfb_record_decode a record whose header was parsed into *m
+ * and whose length and payload checksum were checked already (by
+ * rfb_record_parse_header and rfb_record_verify: rfb_batch_reader_wait
+ * does both for every record it returns), without a second pass over
+ * its bytes.  Returns 0 or a negative RFB_E* code with err filled.
+ */
+int rfb_record_decode_checked(rfb_codec_ctx *x, const unsigned char *rec,
+			      const struct rfb_record_meta *m, rfb_image *img,
+			      rfb_imgbuf *buf, rfb_err *err) RFB_MUST_CHECK;
+
 #endif

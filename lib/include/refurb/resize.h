@@ -29,9 +29,20 @@ rfb_resizer *rfb_resizer_new(rfb_err *err) RFB_MUST_CHECK;
 /* Free a resizer and its tables.  NULL accepted. */
 void rfb_resizer_free(rfb_resizer *rz);
 
+/* Which kernels rfb_resizer_set_simd() selects. */
+enum rfb_resize_kernels {
+	RFB_RESIZE_SCALAR = 0, /* the portable scalar kernels (the reference) */
+	RFB_RESIZE_AVX2 = 1,   /* AVX2, horizontal pass with pmulld (default) */
+	RFB_RESIZE_MADD = 2,   /* AVX2, horizontal pass with pmaddwd on tap
+				* pairs (slower than pmulld on the AMD Zen 4
+				* it was measured on: scripts/bench-resize) */
+};
+
 /* Use the AVX2 kernels (on by default where the CPU has them) or the
- * portable scalar ones; both give the same bytes.  Returns whether the
- * AVX2 kernels are now in use.  For tests and benchmarks. */
+ * portable scalar ones; all give the same bytes.  on is an
+ * enum rfb_resize_kernels (any other non-zero value means
+ * RFB_RESIZE_AVX2).  Returns the kernels now in use: RFB_RESIZE_SCALAR
+ * when the CPU has no AVX2.  For tests and benchmarks. */
 int rfb_resizer_set_simd(rfb_resizer *rz, int on);
 
 /*
@@ -87,6 +98,37 @@ int rfb_resize_mapped(rfb_resizer *rz, const rfb_image *src,
 		      const struct rfb_resize_axis *ax,
 		      const struct rfb_resize_axis *ay, rfb_image *dst,
 		      enum rfb_interp interp, rfb_err *err) RFB_MUST_CHECK;
+
+/*
+ * rfb_resize_mapped (and rfb_resize_box) on a source that arrives in bands
+ * of rows, top to bottom, as a decoder produces them: each band's rows go
+ * through the horizontal pass at once, while they are in the cache, into
+ * the resizer's narrow intermediate; the vertical pass runs at the end.
+ * The bytes are those of rfb_resize_mapped on the whole source (the
+ * horizontal pass works row by row).
+ *
+ * _begin: the source's size and channel count, the mapping and dst
+ * (allocated by the caller, dst's size and channels; it must stay valid
+ * until _end).  Returns 0 or RFB_EINVAL (bad shapes or mapping, or
+ * nearest, which has no band form) / RFB_ENOMEM with err filled.
+ * _rows: rows, its rows being source rows y .. y + rows->height - 1 (the
+ * next ones: bands come in order and cover the source, any height each;
+ * rows only needs to stay valid during the call).  _end: the vertical
+ * pass into dst.  Between _begin and _end the resizer must not be used
+ * for anything else; a new _begin abandons an unfinished one.
+ */
+int rfb_resize_bands_begin(rfb_resizer *rz, int src_w, int src_h,
+			   int channels, const struct rfb_resize_axis *ax,
+			   const struct rfb_resize_axis *ay, rfb_image *dst,
+			   enum rfb_interp interp, rfb_err *err) RFB_MUST_CHECK;
+/* The same with rfb_resize_box's box (checked against src_w x src_h). */
+int rfb_resize_bands_begin_box(rfb_resizer *rz, int src_w, int src_h,
+			       int channels, const struct rfb_resize_box *box,
+			       rfb_image *dst, enum rfb_interp interp,
+			       rfb_err *err) RFB_MUST_CHECK;
+int rfb_resize_bands_rows(rfb_resizer *rz, const rfb_image *rows, int y,
+			  rfb_err *err) RFB_MUST_CHECK;
+int rfb_resize_bands_end(rfb_resizer *rz, rfb_err *err) RFB_MUST_CHECK;
 
 /*
  * torchvision's Resize output size for an in_w x in_h image.  size > 0 and
