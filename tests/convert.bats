@@ -229,6 +229,12 @@ EOF
 	run refurb-dump "$T/out.stream"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"images	48x48x3 float32 NCHW"* ]] || false
+	# a view of its own per -p (the partial part's size is drawn)
+	refurb-plan -b 4 --epochs 0-1 --seed 1 "$T/train.evict" |
+		refurb-partial -q -c "$T/cache3" -p 'resize=64,rotation=30:expand=1' "$T/train.idx" |
+		refurb-final -q -p 'centercrop=40' -p 'rrcrop=40,invert' > "$T/views.stream"
+	run refurb-dump "$T/views.stream"
+	[ "$status" -eq 0 ]
 	refurb-plan -b 4 --epochs 0 --seed 1 "$T/train.evict" |
 		refurb-partial -q -c "$T/cache2" -p 'resize=64' "$T/train.idx" > "$T/plan.annotated"
 	run refurb-final -q -p 'centercrop=48,rotation=30:expand=1' < "$T/plan.annotated"

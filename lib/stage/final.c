@@ -634,13 +634,9 @@ static int open_view_pipes(struct final *F, rfb_err *err)
 {
 	float mean0[3] = { 0 }, std0[3] = { 0 }; /* unused channels stay 0 */
 	int norm0 = rfb_pipeline_normalization(F->final_pipe, mean0, std0);
-	struct rfb_pipe_shape in = { 256, 256, 3 }, partial_out;
-	int rc, in_channels;
-
-	/* the views start from the partial part's channels, as view 0 did */
-	if ((rc = rfb_pipeline_out_shape(F->partial_pipe, &in, &partial_out, err)))
-		return rc;
-	in_channels = partial_out.channels;
+	/* the views start from the partial part's channels, as view 0 did
+	 * (only the channels: its size may be drawn per sample) */
+	int rc, in_channels = rfb_pipeline_out_channels(F->partial_pipe, 3);
 
 	if (!(F->view_pipe = calloc((size_t)F->views, sizeof *F->view_pipe)))
 		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
