@@ -206,8 +206,8 @@ static void print_costs(FILE *out, const rfb_advice *a, const struct options *o)
 	fprintf(out, "# rates: %s on %g cores; unique fraction after %g epochs; "
 		"|A| = %.4g\n", o->t.steady ? "steady state" : "mean over the "
 		"epochs", o->t.cores, o->t.epochs, a->choices);
-	fprintf(out, "# layer\tname\tinput\tpartial_ms\tfinal_ms\tchoices\n");
-	fprintf(out, "# 0\tdecode\t-\t%.3f\t-\t1\n", a->decode_s * 1e3);
+	fprintf(out, "# layer\tname\tinput\tpartial_ms\tfinal_ms\tchoices\truns\n");
+	fprintf(out, "# 0\tdecode\t-\t%.3f\t-\t1\t1\n", a->decode_s * 1e3);
 	for (int j = 0; j < a->layers; j++) {
 		const struct rfb_advise_layer *l = &a->layer[j];
 		fprintf(out, "# %d\t%s\t%dx%d\t", j + 1, l->name, l->in_width,
@@ -216,7 +216,8 @@ static void print_costs(FILE *out, const rfb_advice *a, const struct options *o)
 			fprintf(out, "-");
 		else
 			fprintf(out, "%.3f", l->partial_s * 1e3);
-		fprintf(out, "\t%.3f\t%.6g\n", l->final_s * 1e3, l->choices);
+		fprintf(out, "\t%.3f\t%.6g\t%.6g\n", l->final_s * 1e3, l->choices,
+			l->runs);
 	}
 	fprintf(out, "# final_layers\tpartial_ms\twrite_ms\tread_ms\tfinal_ms\t"
 		"transfer_ms\trecord_bytes\tfinal_choices\n");

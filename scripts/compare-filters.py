@@ -148,6 +148,42 @@ PIXEL_CASES = [
     ("apply", "apply=p=1,colorjitter=brightness=0.8-0.8",
      T.RandomApply([T.ColorJitter(brightness=(0.8, 0.8))], p=1.0)),
     ("erasing-all", "erasing=p=1:scale=0.1-0.1:ratio=1-1:value=0", None),
+    ("rotation-expand", "rotation=degrees=30-30:expand=1",
+     T.RandomRotation((30, 30), expand=True)),
+    ("rotation-expand-bilinear", "rotation=degrees=-107.5--107.5:expand=1:interpolation=bilinear:fill=1/2/3",
+     T.RandomRotation((-107.5, -107.5), expand=True, interpolation=IM.BILINEAR, fill=(1, 2, 3))),
+    ("rotation-expand90", "rotation=degrees=90-90:expand=1", T.RandomRotation((90, 90), expand=True)),
+    ("rotation-center", "rotation=degrees=20-20:center=100/30", T.RandomRotation((20, 20), center=(100, 30))),
+    ("rotation-center-expand", "rotation=degrees=-45--45:expand=1:center=0/0:interpolation=bicubic",
+     T.RandomRotation((-45, -45), expand=True, center=(0, 0), interpolation=IM.BICUBIC)),
+    ("affine-center", "affine=degrees=15-15:scale=1.2-1.2:shear=10-10:center=30/200",
+     T.RandomAffine((15, 15), scale=(1.2, 1.2), shear=(10, 10), center=(30, 200))),
+    ("choice-collapsed", "choice=3:p=0/1/0,vflip=1,colorjitter=brightness=1.3-1.3,invert=1",
+     T.RandomChoice([T.RandomVerticalFlip(1.0), T.ColorJitter(brightness=(1.3, 1.3)),
+                     T.RandomInvert(1.0)], p=[0, 1, 0])),
+    ("pad-reflect", "pad=7/3/300/2:padding_mode=reflect",
+     T.Pad((7, 3, 300, 2), padding_mode="reflect")),
+    ("pad-symmetric", "pad=20/9:padding_mode=symmetric", T.Pad((20, 9), padding_mode="symmetric")),
+    ("pad-edge", "pad=5:padding_mode=edge", T.Pad(5, padding_mode="edge")),
+    ("pad-constant", "pad=4:fill=9/8/7", T.Pad(4, fill=(9, 8, 7))),
+]
+
+# RandomOrder with its ranges collapsed: every output must be (within
+# +-1 on 99% of the values) torchvision's output for one of the orders
+ORDER_OPS = [T.ColorJitter(brightness=(1.3, 1.3)), T.RandomSolarize(100, p=1.0),
+             T.RandomRotation((20, 20), interpolation=IM.BILINEAR)]
+ORDER_CASES = [
+    ("order-3", "order=3,colorjitter=brightness=1.3-1.3,solarize=threshold=100:p=1,"
+     "rotation=degrees=20-20:interpolation=bilinear", ORDER_OPS),
+]
+
+# RandomCrop with padding modes: its output must be a window of the image
+# torchvision pads before its random crop (name, spec, size, padding, mode)
+WINDOW_CASES = [
+    ("crop-reflect", "crop=224:pad=16:padding_mode=reflect", (224, 224), 16, "reflect"),
+    ("crop-symmetric-ifneeded", "crop=400x600:pad=4/8:padding_mode=symmetric:pad_if_needed=1",
+     (400, 600), (4, 8), "symmetric"),
+    ("crop-edge-ifneeded", "crop=700:padding_mode=edge:pad_if_needed=1", (700, 700), None, "edge"),
 ]
 
 # (name, refurb spec with the default ranges, torchvision transform)
@@ -165,6 +201,23 @@ KS_CASES = [
      T.RandomAffine(10, translate=(0.1, 0.2), scale=(0.8, 1.2), shear=10)),
     ("perspective", "perspective", T.RandomPerspective()),
     ("erasing", "erasing=p=0.5", None),
+    ("crop-reflect", "crop=224:pad=32:padding_mode=reflect",
+     T.RandomCrop(224, padding=32, padding_mode="reflect")),
+    ("rotation-expand", "rotation=45:expand=1", T.RandomRotation(45, expand=True)),
+    ("choice", "choice=2:p=1/3,invert=1,colorjitter=0.4",
+     T.RandomChoice([T.RandomInvert(1.0), T.ColorJitter(0.4)], p=[1, 3])),
+    ("choice-crops", "choice=2:layers=1/2,rrcrop=224,resize=256,centercrop=224",
+     T.RandomChoice([T.RandomResizedCrop(224), T.Compose([T.Resize(256), T.CenterCrop(224)])])),
+    ("apply-crop", "apply=0.4:n=2,pad=16:padding_mode=reflect,crop=300,centercrop=300",
+     T.Compose([T.RandomApply([T.Pad(16, padding_mode="reflect"), T.RandomCrop(300)], p=0.4),
+                T.CenterCrop(300)])),
+    ("order", "order=2,colorjitter=brightness=0.4,solarize=128:p=1",
+     T.RandomOrder([T.ColorJitter(brightness=0.4), T.RandomSolarize(128, p=1.0)])),
+    ("rotation-expand-crop", "rotation=180:expand=1:interpolation=bilinear,centercrop=300",
+     T.Compose([T.RandomRotation(180, expand=True, interpolation=IM.BILINEAR), T.CenterCrop(300)])),
+    ("rotation-center", "rotation=30:center=50/60", T.RandomRotation(30, center=(50, 60))),
+    ("affine-center", "affine=10:translate=0.1/0.2:scale=0.8-1.2:shear=10:center=0/0",
+     T.RandomAffine(10, translate=(0.1, 0.2), scale=(0.8, 1.2), shear=10, center=(0, 0))),
     ("augmix", "augmix", T.AugMix()),
     ("augmix-nearest", "augmix=severity=6:width=2:depth=2:alpha=0.5:interp=nearest:fill=40",
      T.AugMix(6, 2, 2, 0.5, interpolation=IM.NEAREST, fill=40)),
@@ -205,6 +258,9 @@ RECIPE_KS = [
         T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor(),
         T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
         T.RandomErasing(0.5), T.RandomErasing(0.5, value="random")])),
+    ("recipe-erasing-random-before-normalize", T.Compose([
+        T.ToTensor(), T.RandomErasing(1.0, scale=(0.2, 0.33), value="random"),
+        T.RandomErasing(0.5, value=0.2), T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])),
     ("recipe-augmix", T.Compose([
         T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.AugMix(), T.PILToTensor()])),
     ("recipe-robust", T.Compose([
@@ -245,6 +301,8 @@ def erased_box(out, img):
 
 
 def within1(a, b):
+    if a.shape != b.shape:  # a different size (rotation expand=1) fails
+        return 0.0, 255.0
     d = np.abs(a.astype(int) - b.astype(int))
     return float((d <= 1).mean()), float(d.mean())
 
@@ -266,6 +324,93 @@ def pixel_case(rfb, name, spec, tv, photos):
     ok = worst >= 0.99
     print("%-4s pixels %-18s within+-1 %.4f (worst photo)  mae %.3f  %s" %
           ("ok" if ok else "FAIL", name, worst, mae, spec))
+    return ok
+
+
+def padded_for_crop(img, size, padding, mode):
+    """RandomCrop.forward up to the crop: F.pad, then pad_if_needed."""
+    if padding is not None:
+        img = F.pad(img, padding, 0, mode)
+    width, height = img.size
+    if width < size[1]:
+        img = F.pad(img, [size[1] - width, 0], 0, mode)
+    if height < size[0]:
+        img = F.pad(img, [0, size[0] - height], 0, mode)
+    return np.asarray(img)
+
+
+def find_window(small, big):
+    """1 if small is exactly a window of big (found through its first row)."""
+    h, w = small.shape[:2]
+    for y in range(big.shape[0] - h + 1):
+        for x in range(big.shape[1] - w + 1):
+            if np.array_equal(big[y, x:x + w], small[0]) and \
+                    np.array_equal(big[y:y + h, x:x + w], small):
+                return True
+    return False
+
+
+def window_case(rfb, name, spec, size, padding, mode, photos, draws=3):
+    pipe = rfb.parse(spec)
+    ok = True
+    for _, img in photos:
+        big = padded_for_crop(img, size, padding, mode)
+        for s in range(draws):
+            ok = ok and find_window(rfb.run(pipe, np.asarray(img), sample=s), big)
+    rfb.dll.rfb_pipeline_free(pipe)
+    print("%-4s window %-18s a window of torchvision's padded image on every photo "
+          "(%d draws each)  %s" % ("ok" if ok else "FAIL", name, draws, spec))
+    return ok
+
+
+def order_case(rfb, name, spec, ops, photos, draws=6):
+    import itertools
+    pipe = rfb.parse(spec)
+    ok, seen = True, set()
+    for _, img in photos:
+        outs = [as_pixels(T.Compose([ops[i] for i in perm])(img))
+                for perm in itertools.permutations(range(len(ops)))]
+        for s in range(draws):
+            ours = rfb.run(pipe, np.asarray(img), sample=s)
+            hits = [k for k, o in enumerate(outs) if within1(ours, o)[0] >= 0.99]
+            ok = ok and len(hits) > 0
+            seen.update(hits[:1])
+    rfb.dll.rfb_pipeline_free(pipe)
+    print("%-4s order  %-18s every output one of torchvision's %d orders (%d seen)  %s"
+          % ("ok" if ok else "FAIL", name, len(outs), len(seen), spec))
+    return ok
+
+
+def off_grid(chw, mean, std):
+    """The values of channel 0 of a normalized CHW tensor that no pixel
+    gives (what RandomErasing(value='random') wrote)."""
+    v = chw[0].ravel().astype(np.float64)
+    k = (v * std[0] + mean[0]) * 255
+    return v[np.abs(k - np.rint(k)) > 1e-3]
+
+
+def erased_values_case(rfb, img, draws):
+    """ToTensor, RandomErasing(value='random'), Normalize: the erased
+    values themselves, refurb's against torchvision's (KS)."""
+    mean, std = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+    spec = "erasing=p=1:scale=0.05-0.05:ratio=1-1:value=random,normalize=imagenet"
+    tv = T.Compose([T.ToTensor(), T.RandomErasing(1.0, scale=(0.05, 0.05), ratio=(1, 1),
+                                                  value="random"), T.Normalize(mean, std)])
+    pipe = rfb.parse(spec)
+    arr = np.asarray(img)
+    ours = np.concatenate([off_grid(rfb.run(pipe, arr, seed=3, sample=i), mean, std)
+                           for i in range(draws)])
+    torch.manual_seed(5)
+    theirs = np.concatenate([off_grid(tv(img).numpy(), mean, std) for _ in range(draws)])
+    rfb.dll.rfb_pipeline_free(pipe)
+    n = min(len(ours), len(theirs), 20000)
+    rng = np.random.default_rng(1)
+    a, b = rng.choice(ours, n, replace=False), rng.choice(theirs, n, replace=False)
+    d, crit = ks(a, b), 1.949 * math.sqrt(2.0 / n)
+    ok = d < crit and abs(a.mean() - b.mean()) < 0.05
+    print("%-4s KS     %-18s D %.3f (critical %.3f, %d values each; mean %.3f vs %.3f, "
+          "sd %.3f vs %.3f)  %s" % ("ok" if ok else "FAIL", "erased-values", d, crit, n,
+                                     a.mean(), b.mean(), a.std(), b.std(), spec))
     return ok
 
 
@@ -472,6 +617,16 @@ def main():
             continue
         total += 1
         failed += not pixel_case(rfb, name, spec, tv, photos)
+    for name, spec, ops in ORDER_CASES:
+        if a.only and a.only not in name:
+            continue
+        total += 1
+        failed += not order_case(rfb, name, spec, ops, photos)
+    for name, spec, size, padding, mode in WINDOW_CASES:
+        if a.only and a.only not in name:
+            continue
+        total += 1
+        failed += not window_case(rfb, name, spec, size, padding, mode, photos)
     if not a.only or "perspective" in a.only:
         total += 1
         failed += not perspective_case(rfb, photos, np.random.default_rng(5))
@@ -486,6 +641,9 @@ def main():
             continue
         total += 1
         failed += not ks_case(rfb, name, spec, tv, photos[0][1], a.draws)
+    if not a.only or a.only in "erased-values":
+        total += 1
+        failed += not erased_values_case(rfb, photos[0][1], 20)
     sys.path.insert(0, os.path.join(ROOT, "python"))
     from refurb_stream import pipeline_from_torchvision
     for name, tv in RECIPE_PIXELS + RECIPE_KS:

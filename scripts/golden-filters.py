@@ -54,6 +54,42 @@ CASES = [
      T.RandomApply([T.ColorJitter(brightness=(0.8, 0.8))], p=1.0), True),
     ("apply_p0", "apply=p=0:n=2,invert=p=1,vflip=p=1",
      T.RandomApply([T.RandomInvert(p=1.0), T.RandomVerticalFlip(p=1.0)], p=0.0), True),
+    ("rotation_expand", "rotation=degrees=30-30:expand=1", T.RandomRotation((30, 30), expand=True),
+     True),
+    ("rotation_expand_bilinear", "rotation=degrees=-100--100:expand=1:interpolation=bilinear:"
+     "fill=10/20/30", T.RandomRotation((-100, -100), expand=True, interpolation=IM.BILINEAR,
+                                       fill=(10, 20, 30)), False),
+    ("rotation_expand90", "rotation=degrees=90-90:expand=1", T.RandomRotation((90, 90), expand=True),
+     True),
+    ("rotation_expand270", "rotation=degrees=-90--90:expand=1",
+     T.RandomRotation((-90, -90), expand=True), True),
+    ("rotation_center", "rotation=degrees=25-25:center=10/7", T.RandomRotation((25, 25), center=(10, 7)),
+     True),
+    ("rotation_center_expand", "rotation=degrees=-40--40:expand=1:center=0/0:interpolation=bicubic",
+     T.RandomRotation((-40, -40), expand=True, center=(0, 0), interpolation=IM.BICUBIC), True),
+    ("rotation_center180", "rotation=degrees=180-180:center=5.5/5", T.RandomRotation((180, 180),
+                                                                               center=(5.5, 5)), True),
+    ("affine_center", "affine=degrees=15-15:scale=1.2-1.2:shear=10-10:center=3/40",
+     T.RandomAffine((15, 15), scale=(1.2, 1.2), shear=(10, 10), center=(3, 40)), True),
+    ("affine_center_bilinear", "affine=degrees=-30--30:translate=0/0:center=60.5/2:interpolation=bilinear",
+     T.RandomAffine((-30, -30), translate=(0, 0), center=(60.5, 2), interpolation=IM.BILINEAR), True),
+    ("choice_collapsed", "choice=3:p=0/1/0,vflip=1,colorjitter=brightness=1.3-1.3,invert=1",
+     T.RandomChoice([T.RandomVerticalFlip(1.0), T.ColorJitter(brightness=(1.3, 1.3)),
+                     T.RandomInvert(1.0)], p=[0, 1, 0]), True),
+    ("choice_group", "choice=2:p=0/1:layers=1/2,vflip=1,rotation=10-10,invert=1",
+     T.RandomChoice([T.RandomVerticalFlip(1.0), T.Compose([T.RandomRotation((10, 10)),
+                                                          T.RandomInvert(1.0)])], p=[0, 1]), True),
+    ("choice_resize", "choice=2:p=0/1:layers=1/2,centercrop=40,resize=50,centercrop=40",
+     T.RandomChoice([T.CenterCrop(40), T.Compose([T.Resize(50), T.CenterCrop(40)])], p=[0, 1]),
+     True),
+    ("apply_resize", "apply=1,resize=30", T.RandomApply([T.Resize(30)], p=1.0), True),
+    ("order_one", "order=1,rotation=15-15", T.RandomOrder([T.RandomRotation((15, 15))]), True),
+    ("pad_reflect", "pad=5/3/70/2:padding_mode=reflect",
+     T.Pad((5, 3, 70, 2), padding_mode="reflect"), True),
+    ("pad_symmetric", "pad=padding=9/40:mode=symmetric", T.Pad((9, 40), padding_mode="symmetric"),
+     True),
+    ("pad_edge", "pad=4:padding_mode=edge", T.Pad(4, padding_mode="edge"), True),
+    ("pad_constant", "pad=3/1/4/1:fill=10/20/30", T.Pad((3, 1, 4, 1), fill=(10, 20, 30)), False),
     ("jitter_chain", "colorjitter=brightness=1.2-1.2,colorjitter=saturation=0.5-0.5,"
      "colorjitter=hue=0.2-0.2", T.Compose([T.ColorJitter(brightness=(1.2, 1.2)),
                                           T.ColorJitter(saturation=(0.5, 0.5)),
@@ -89,6 +125,43 @@ def perspective_cases(suite):
             suite.add("perspective%d_%s" % (k, iname), iname, "perspective", params, out)
 
 
+# RandomCrop(size, padding, padding_mode) with the crop as large as the
+# padded image (no draw): (case, image, spec, transform)
+CROPS = [
+    ("crop_reflect", "rgb67x53", "crop=59x77:padding=5/3:padding_mode=reflect",
+     T.RandomCrop((59, 77), padding=(5, 3), padding_mode="reflect")),
+    ("crop_symmetric", "gray41x29", "crop=31x45:pad=2/1:padding_mode=symmetric",
+     T.RandomCrop((31, 45), padding=(2, 1), padding_mode="symmetric")),
+    ("crop_edge", "rgb128x96", "crop=98x130:pad=1:padding_mode=edge",
+     T.RandomCrop(size=(98, 130), padding=1, padding_mode="edge")),
+]
+
+# RandomCrop with pad_if_needed draws the crop's place: the output is a
+# "window" of the image torchvision pads before cropping, which is what
+# these cases hold (tests/unit/test_filters.c finds the window).
+WINDOWS = [
+    ("window_reflect", "rgb67x53", "crop=150x100:padding=3:padding_mode=reflect:pad_if_needed=1",
+     (150, 100), 3, "reflect"),
+    ("window_symmetric", "gray41x29", "crop=40x90:pad=1/2:padding_mode=symmetric:pad_if_needed=1",
+     (40, 90), (1, 2), "symmetric"),
+    ("window_edge", "rgb128x96", "crop=99x129:padding_mode=edge:pad_if_needed=1",
+     (99, 129), None, "edge"),
+]
+
+
+def padded_for_crop(img, size, padding, mode):
+    """RandomCrop.forward up to the crop: F.pad, then pad_if_needed."""
+    from torchvision.transforms import functional as F
+    if padding is not None:
+        img = F.pad(img, padding, 0, mode)
+    width, height = img.size
+    if width < size[1]:
+        img = F.pad(img, [size[1] - width, 0], 0, mode)
+    if height < size[0]:
+        img = F.pad(img, [0, size[0] - height], 0, mode)
+    return img
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
         os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "data", "golden")
@@ -100,6 +173,11 @@ def main():
                 continue
             out = tv(suite.inputs[iname])
             suite.add("%s_%s" % (case, iname), iname, spec, {}, out)
+    for case, iname, spec, tv in CROPS:
+        suite.add(case, iname, spec, {}, tv(suite.inputs[iname]))
+    for case, iname, spec, size, padding, mode in WINDOWS:
+        out = padded_for_crop(suite.inputs[iname], size, padding, mode)
+        suite.add(case, iname, spec, {"window": "1"}, out)
     perspective_cases(suite)
     suite.write()
     print("%d cases in %s" % (len(suite.rows), suite.dir))

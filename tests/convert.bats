@@ -53,14 +53,14 @@ EOF
 
 @test "convert: an argument refurb cannot express is named" {
 	need_torchvision
-	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomRotation(10, expand=True)])'
-	expect_fail 1 "refurb_stream convert: RandomRotation (transforms[0]): expand=True"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomRotation(10, interpolation=InterpolationMode.BOX)])'
+	expect_fail 1 "refurb_stream convert: RandomRotation (transforms[0]): interpolation box"
 	run "$PY" -m refurb_stream convert 'T.Compose([T.PILToTensor(), T.RandomErasing(value="random")])'
-	expect_fail 1 "refurb_stream convert: RandomErasing (transforms[1]): value='random' before Normalize"
+	expect_fail 1 "refurb_stream convert: RandomErasing (transforms[1]): value='random' on a uint8 tensor (torchvision casts the normal values to uint8): put ToTensor before it, or erase with a whole value"
 	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.RandomErasing(value=0.5)])'
 	expect_fail 1 "refurb_stream convert: RandomErasing (transforms[1]): value=0.5 is not a whole pixel value"
-	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomApply([T.RandomCrop(8)])])'
-	expect_fail 1 "refurb_stream convert: RandomApply (transforms[0]): cannot gate RandomCrop"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomApply([T.Grayscale(3)])])'
+	expect_fail 1 "refurb_stream convert: RandomApply (transforms[0]): cannot gate Grayscale"
 }
 
 @test "convert: a bad expression or no argument is a usage error" {
@@ -102,6 +102,144 @@ EOF
 	make_dataset "$T/d" 3 1
 	run refurb-dump --preview "$output" -n 2 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
 	[ "$status" -eq 0 ]
+}
+
+@test "convert: padding modes of RandomCrop and Pad" {
+	need_torchvision
+	run "$PY" -m refurb_stream convert 'T.Compose([T.Pad((1, 2), padding_mode="reflect"), T.RandomCrop(32, padding=4, padding_mode="symmetric", pad_if_needed=True), T.Pad(3, fill=(1, 2, 3)), T.RandomCrop(30, padding=(1, 2, 3, 4), padding_mode="edge")])'
+	[ "$status" -eq 0 ]
+	[ "$output" = "pad=1/2:padding_mode=reflect,crop=32x32:pad=4:pad_if_needed=1:padding_mode=symmetric,pad=3:fill=1/2/3,crop=30x30:pad=1/2/3/4:padding_mode=edge" ]
+	make_dataset "$T/d" 3 1
+	run refurb-dump --preview "$output" -n 2 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
+	[ "$status" -eq 0 ]
+	run "$PY" -m refurb_stream convert 'T.Pad(-2)'
+	expect_fail 1 "refurb_stream convert: Pad (transforms): padding -2: refurb pads by whole pixels >= 0"
+}
+
+@test "padding modes: a bad mode or padding names the valid ones" {
+	make_dataset "$T/d" 3 1
+	J="$(sample_jpeg "$T/d")"
+	run refurb-dump --preview 'crop=48:pad=4:padding_mode=wrap' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 28: unknown padding_mode "wrap"'
+	[[ "$output" == *"padding_mode: constant, edge, reflect, symmetric"* ]] || false
+	run refurb-dump --preview 'pad=4:mode=reflct' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 12: unknown padding_mode "reflct" (did you mean "reflect"?)'
+	run refurb-dump --preview 'pad=1/2/3' "$J"
+	expect_fail 2 "refurb-dump: bad pipeline spec at column 5: pad needs 1, 2 or 4 values separated by '/'"
+	run refurb-dump --preview 'pad' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 1: pad needs its pad'
+}
+
+@test "convert: RandomRotation expand and center, RandomAffine center" {
+	need_torchvision
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomRotation(30, expand=True, center=(3, 4.5)), T.CenterCrop(20), T.RandomAffine(10, center=[1, 2])])'
+	[ "$status" -eq 0 ]
+	[ "$output" = "rotation=degrees=-30-30:interp=nearest:fill=0:expand=1:center=3/4.5,centercrop=20x20,affine=degrees=-10-10:interp=nearest:fill=0:center=1/2" ]
+	make_dataset "$T/d" 3 1
+	run refurb-dump --preview "$output" -n 2 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
+	[ "$status" -eq 0 ]
+	run "$PY" -m refurb_stream convert 'T.RandomOrder([T.RandomRotation(30, expand=True), T.RandomInvert()])'
+	expect_fail 1 "refurb_stream convert: RandomOrder (transforms): cannot gate RandomRotation(expand=True)"
+}
+
+@test "rotation expand=1: a batching stage refuses a size it cannot fix" {
+	make_dataset "$T/d" 3 1
+	refurb-index -q -o "$T/train.idx" "$T/d"
+	run refurb-advise -p 'resize=64x64,rotation=20:expand=1' "$T/train.idx"
+	expect_fail 2 "refurb-advise: pipeline "
+	[[ "${lines[0]}" == *'output size depends on the angle layer 2 (rotation expand=1) draws: follow it with a crop, centercrop, rrcrop or resize=HxW'* ]] || false
+	J="$(sample_jpeg "$T/d")"
+	run refurb-dump --preview 'rotation=10:expand=2' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 20: unknown expand value "2"'
+	run refurb-dump --preview 'rotation=10:center=5' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 20: center needs 2 values X/Y'
+	run refurb-dump --preview 'order=2,invert,rotation=10:expand=1' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 16: order cannot gate rotation expand=1'
+}
+
+@test "convert: RandomChoice and RandomOrder become choice and order" {
+	need_torchvision
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomChoice([T.RandAugment(), T.Compose([T.RandomInvert(), T.RandomVerticalFlip()]), T.GaussianBlur(3)], p=[1, 2, 3]), T.RandomOrder([T.ColorJitter(0.4), T.RandomSolarize(128)]), T.CenterCrop(32)])'
+	[ "$status" -eq 0 ]
+	[ "$output" = "choice=n=3:p=1/2/3:layers=2/2/1,randaug=n=2:m=9:bins=31:interp=nearest,invert=p=0.5,vflip=p=0.5,gaussblur=kernel_size=3x3:sigma=0.1-2,order=n=2,colorjitter=brightness=0.6-1.4,solarize=threshold=128:p=0.5,centercrop=32x32" ]
+	make_dataset "$T/d" 3 1
+	run refurb-dump --preview "$output" -n 2 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
+	[ "$status" -eq 0 ]
+	run "$PY" -m refurb_stream convert 'T.RandomOrder([T.RandomCrop(3), T.RandomInvert()])'
+	expect_fail 1 "refurb_stream convert: RandomOrder (transforms): cannot gate RandomCrop (refurb's order gates only"
+	run "$PY" -m refurb_stream convert 'T.RandomChoice([T.RandomInvert()], p=[0])'
+	expect_fail 1 "refurb_stream convert: RandomChoice (transforms): p=[0] needs a weight >= 0 per transform, not all 0"
+}
+
+@test "choice and order: bad options are named" {
+	make_dataset "$T/d" 3 1
+	J="$(sample_jpeg "$T/d")"
+	run refurb-dump --preview 'choice=3,vflip,invert' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 1: choice n=3: only 2 filters follow it'
+	run refurb-dump --preview 'choice=2:p=1,vflip,invert' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 1: choice n=2 needs 2 weights in p, not 1'
+	run refurb-dump --preview 'order=2,vflip,crop=8' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 15: order cannot gate crop (only filters that keep the image'"'"'s size and channels)'
+	run refurb-dump --preview 'order=2:layers=3/1,vflip,invert' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 1: order n=2: its options have 4 layers, only 2 follow it'
+}
+
+@test "convert: RandomErasing(value='random') between ToTensor and Normalize" {
+	need_torchvision
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomResizedCrop(32), T.ToTensor(), T.RandomErasing(1, value="random"), T.RandomErasing(0.5), T.Normalize([0.5, 0.4, 0.3], [0.2, 0.2, 0.2])])'
+	[ "$status" -eq 0 ]
+	[ "$output" = "rrcrop=32x32:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,erasing=p=1:scale=0.02-0.33:ratio=0.3-3.3:value=random,erasing=p=0.5:scale=0.02-0.33:ratio=0.3-3.3:value=0,normalize=mean=0.5/0.4/0.3:std=0.2/0.2/0.2" ]
+	make_dataset "$T/d" 3 1
+	J="$(sample_jpeg "$T/d")"
+	run refurb-dump --preview "$output" -n 2 -o "$T/sheet.jpg" "$J"
+	[ "$status" -eq 0 ]
+	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.RandomErasing(value="random")])'
+	[ "$status" -eq 0 ]
+	[ "$output" = "erasing=p=0.5:scale=0.02-0.33:ratio=0.3-3.3:value=random,normalize=mean=0:std=1" ]
+	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.RandomErasing(value="random"), T.RandomHorizontalFlip(), T.Normalize([0.5], [0.5])])'
+	expect_fail 1 "refurb_stream convert: RandomHorizontalFlip (transforms[2]) after RandomErasing(value='random') (refurb draws its values at Normalize"
+	run refurb-dump --preview 'erasing=value=random,flip,normalize' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 22: only erasing may come between erasing value=random and normalize'
+	run refurb-dump --preview 'resize=32,erasing=value=random' "$J"
+	expect_fail 2 'refurb-dump: bad pipeline spec at column 11: erasing value=random draws float values: put a normalize after it'
+}
+
+@test "convert: RandomChoice and RandomApply of crops and resizes" {
+	need_torchvision
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomChoice([T.RandomResizedCrop(32), T.Compose([T.Resize(40), T.CenterCrop(32)])]), T.RandomApply([T.Pad(4, padding_mode="reflect"), T.RandomCrop(32)], p=0.3)])'
+	[ "$status" -eq 0 ]
+	[ "$output" = "choice=n=2:layers=1/2,rrcrop=32x32:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,resize=40:interp=bilinear,centercrop=32x32,apply=p=0.3:n=2,pad=4:padding_mode=reflect,crop=32x32" ]
+	make_dataset "$T/d" 3 1
+	refurb-index -q -o "$T/train.idx" "$T/d"
+	run refurb-dump --preview "$output" -n 4 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
+	[ "$status" -eq 0 ]
+	# options of two sizes: a batching stage names the gate
+	run refurb-advise -p 'resize=64,choice=2,centercrop=48,centercrop=40' "$T/train.idx"
+	expect_fail 2 "refurb-advise: pipeline "
+	[[ "${lines[0]}" == *'output size depends on what layer 2 (choice) draws: give its options one size, or follow it with a crop'* ]] || false
+}
+
+@test "a chain with drawn sizes: partial rotation expand=1, final choice of crops; refurb-final refuses a drawn final size" {
+	set -o pipefail
+	make_dataset "$T/d" 8 2
+	refurb-index -q -o "$T/train.idx" "$T/d"
+	refurb-evict -q -r 2 --seed 1 "$T/train.idx" > "$T/train.evict"
+	refurb-plan -b 4 --epochs 0-1 --seed 1 "$T/train.evict" |
+		refurb-partial -q -c "$T/cache" -p 'resize=64,rotation=30:expand=1,pad=2:padding_mode=symmetric' "$T/train.idx" |
+		refurb-final -q -p 'choice=2:layers=1/2,rrcrop=48,resize=56,centercrop=48,erasing=value=random,normalize=imagenet' > "$T/out.stream"
+	run refurb-dump "$T/out.stream"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"images	48x48x3 float32 NCHW"* ]] || false
+	# a view of its own per -p (the partial part's size is drawn)
+	refurb-plan -b 4 --epochs 0-1 --seed 1 "$T/train.evict" |
+		refurb-partial -q -c "$T/cache3" -p 'resize=64,rotation=30:expand=1' "$T/train.idx" |
+		refurb-final -q -p 'centercrop=40' -p 'rrcrop=40,invert' > "$T/views.stream"
+	run refurb-dump "$T/views.stream"
+	[ "$status" -eq 0 ]
+	refurb-plan -b 4 --epochs 0 --seed 1 "$T/train.evict" |
+		refurb-partial -q -c "$T/cache2" -p 'resize=64' "$T/train.idx" > "$T/plan.annotated"
+	run refurb-final -q -p 'centercrop=48,rotation=30:expand=1' < "$T/plan.annotated"
+	expect_fail 2 'refurb-final: pipeline "centercrop=48x48,rotation=degrees=-3e+01-3e+01:interp=nearest:fill=0/0/0:expand=1": output size depends on the angle layer 2 (rotation expand=1) draws'
 }
 
 @test "convert: AugMix with every argument becomes augmix, which refurb runs" {

@@ -83,8 +83,8 @@ setup() {
 	# only flip final (|A_F| = 2): r = 4 repeats most augmentations
 	awk -F'\t' '$1 == 1 && $4 == 4 { exit !($7 < 0.6) }' table.tsv
 	# the costs and choices behind the rows are printed
-	grep -q '^# layer	name	input	partial_ms	final_ms	choices$' table.tsv
-	grep -q '^# 2	randaug	.*	23$' table.tsv
+	grep -q '^# layer	name	input	partial_ms	final_ms	choices	runs$' table.tsv
+	grep -q '^# 2	randaug	.*	23	1$' table.tsv
 	grep -q '^# 5	flip	56x56	-	' table.tsv
 	grep -q '^# pareto	' table.tsv
 }
@@ -143,4 +143,35 @@ setup() {
 	run refurb-advise -p "$FULL" --tmp-dir "$T/nodir" train.idx
 	expect_fail 1 "refurb-advise: $T/nodir/refurb-advise."
 	[[ "${lines[0]}" == *"cannot create the record file"* ]]
+}
+
+@test "gates: apply, choice and order cost what their layers run, splits keep them whole" {
+	GATED='resize=64,apply=0.3:n=2,colorjitter=0.4,gaussblur=9,crop=56,choice=2:p=1/3,invert,solarize=100,order=2,vflip,flip'
+	run refurb-advise -q -n 6 --repeat 1 -R 2 -p "$GATED" train.idx
+	[ "$status" -eq 0 ]
+	echo "$output" > "$T/gated.tsv"
+	# 11 layers; splits inside a gate's layers are left out: 11 10 7 6 3
+	[ "$(grep -v '^#' "$T/gated.tsv" | tail -n +2 | cut -f1 | uniq | tr '\n' ' ')" = "3 6 7 10 11 " ]
+	# how often each layer runs
+	grep -q '^# 2	apply	[0-9x]*	0.000	0.000	2	1$' "$T/gated.tsv"
+	grep -q '^# 3	colorjitter	.*	0.3$' "$T/gated.tsv"
+	grep -q '^# 4	gaussblur	.*	0.3$' "$T/gated.tsv"
+	grep -q '^# 7	invert	.*	0.25$' "$T/gated.tsv"
+	grep -q '^# 8	solarize	.*	0.75$' "$T/gated.tsv"
+	grep -q '^# 10	vflip	.*	1$' "$T/gated.tsv"
+	# a split's partial time is the decode plus its layers' (expected) costs
+	awk -F'\t' '
+		/^# [0-9]+\t[a-z]+\t/ { cost[$1] = $4 }
+		/^# [0-9]+\t[0-9.]+\t[0-9.]+\t/ {
+			k = 11 - substr($1, 3); sum = 0
+			for (j = 0; j <= k; j++) sum += cost["# " j]
+			if (sum - $2 > 0.002 * (k + 1) || $2 - sum > 0.002 * (k + 1)) {
+				print "split " k ": " $2 " vs " sum; bad = 1 }
+			n++ }
+		END { exit bad || n != 5 }' "$T/gated.tsv"
+	# a gate that never opens: its layers cost nothing
+	run refurb-advise -q -n 4 --repeat 1 -R 1 -p 'resize=64,apply=0:n=2,gaussblur=23,colorjitter=0.4,crop=56' train.idx
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"# 3	gaussblur	"*"	0.000	0.000	1	0"* ]] || false
+	[[ "$output" == *"# 4	colorjitter	"*"	0.000	0.000	1	0"* ]] || false
 }

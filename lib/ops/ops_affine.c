@@ -180,7 +180,10 @@ static void copy_runs_fixed(const rfb_image *src, unsigned char *out,
  * of the full images, so every pixel gets PIL's value.
  */
 struct frame {
-	int sx, sy, dx, dy, full_w, full_h;
+	int sx, sy, dx, dy;
+	int full_w, full_h;   /* the full input (the engines' source limits) */
+	int out_w, out_h;     /* the full output (the same, but for Image.rotate
+			       * with expand) */
 };
 
 /* Source pixel (x, y) of the full image in the window src. */
@@ -362,7 +365,7 @@ static void affine_nearest(const rfb_image *src, rfb_image *dst,
 			   const double a[6], const unsigned char *fill,
 			   const struct frame *f)
 {
-	switch (nearest_engine(a, f->full_w, f->full_h)) {
+	switch (nearest_engine(a, f->out_w, f->out_h)) {
 	case ENGINE_SHIFT:
 		nearest_shift(src, dst, (int)-a[2], (int)-a[5], fill, f);
 		break;
@@ -586,7 +589,8 @@ void rfbi_ops_affine(const rfb_image *src, const struct rfb_place *sp,
 		     rfb_image *dst, const struct rfb_place *dp, const double a[6],
 		     enum rfb_interp interp, const unsigned char *fill)
 {
-	struct frame f = { sp->x, sp->y, dp->x, dp->y, dp->full_w, dp->full_h };
+	struct frame f = { sp->x, sp->y, dp->x, dp->y, sp->full_w, sp->full_h,
+			   dp->full_w, dp->full_h };
 
 	if (interp == RFB_INTERP_NEAREST)
 		affine_nearest(src, dst, a, fill, &f);
@@ -641,21 +645,20 @@ void rfbi_ops_perspective(const rfb_image *src, rfb_image *dst,
 #define TILE 16 /* pixels: square tiles keep both images in cache */
 
 /* Source pixel of output (x, r) for quarter 1 = ROTATE_90 (counter-
- * clockwise) or 3 = ROTATE_270 of a square image of side n. */
+ * clockwise) or 3 = ROTATE_270 (the output is src transposed in size). */
 static const unsigned char *quarter_src(const rfb_image *src, int quarter,
 					int x, int r)
 {
-	int n = src->width;
-	return quarter == 1 ? rfb_image_px(src, n - 1 - r, x) :
-			      rfb_image_px(src, r, n - 1 - x);
+	return quarter == 1 ? rfb_image_px(src, src->width - 1 - r, x) :
+			      rfb_image_px(src, r, src->height - 1 - x);
 }
 
 /* One tile of a quarter turn; c is a constant in each instance. */
 static inline void quarter_tile(const rfb_image *src, rfb_image *dst,
 				int quarter, int x0, int r0, int c)
 {
-	int n = src->width;
-	int x1 = x0 + TILE < n ? x0 + TILE : n, r1 = r0 + TILE < n ? r0 + TILE : n;
+	int w = dst->width, h = dst->height;
+	int x1 = x0 + TILE < w ? x0 + TILE : w, r1 = r0 + TILE < h ? r0 + TILE : h;
 	/* along an output row the source steps one row down (90) or up */
 	ptrdiff_t step = quarter == 1 ? (ptrdiff_t)src->stride :
 					-(ptrdiff_t)src->stride;
@@ -669,13 +672,11 @@ static inline void quarter_tile(const rfb_image *src, rfb_image *dst,
 	}
 }
 
-/* ROTATE_90 / ROTATE_270 of a square image. */
+/* ROTATE_90 / ROTATE_270: dst is src->height x src->width. */
 void rfbi_ops_quarter_turn(const rfb_image *src, rfb_image *dst, int quarter)
 {
-	int n = src->width;
-
-	for (int r0 = 0; r0 < n; r0 += TILE)
-		for (int x0 = 0; x0 < n; x0 += TILE) {
+	for (int r0 = 0; r0 < dst->height; r0 += TILE)
+		for (int x0 = 0; x0 < dst->width; x0 += TILE) {
 			if (src->channels == 1)
 				quarter_tile(src, dst, quarter, x0, r0, 1);
 			else

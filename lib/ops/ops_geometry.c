@@ -85,10 +85,12 @@ static void tv_inverse_affine(const double center[2], double angle,
 	tv_inverse_affine_scaled(center, angle, translate, 1.0, shear, m);
 }
 
-/* Image.rotate's matrix for angle (already % 360) about the centre. */
-static void pil_rotate_matrix(int w, int h, double angle, double m[6])
+/* Image.rotate's matrix for angle (already % 360) about center (its
+ * rotn_center; no post-translation). */
+static void pil_rotate_matrix_at(const double center[2], double angle,
+				 double m[6])
 {
-	double cx = w / 2.0, cy = h / 2.0;
+	double cx = center[0], cy = center[1];
 	double rad = -py_radians(angle);
 	double x = -cx, y = -cy;
 
@@ -102,6 +104,14 @@ static void pil_rotate_matrix(int w, int h, double angle, double m[6])
 	m[5] = m[3] * x + m[4] * y + m[5];
 	m[2] += cx;
 	m[5] += cy;
+}
+
+/* Image.rotate's matrix for angle (already % 360) about the centre. */
+static void pil_rotate_matrix(int w, int h, double angle, double m[6])
+{
+	double center[2] = { w / 2.0, h / 2.0 };
+
+	pil_rotate_matrix_at(center, angle, m);
 }
 
 /* ---- the ops ---- */
@@ -167,8 +177,9 @@ static void run_job(const struct job *j, const rfb_image *src, rfb_image *dst,
 	case JOB_ROTATE180: rfbi_ops_rotate180(src, dst); break;
 	case JOB_QUARTER: rfbi_ops_quarter_turn(src, dst, j->quarter); break;
 	case JOB_AFFINE: {
-		struct rfb_place p = { 0, 0, dst->width, dst->height };
-		rfbi_ops_affine(src, &p, dst, &p, j->m, interp, fill);
+		struct rfb_place sp = { 0, 0, src->width, src->height };
+		struct rfb_place dp = { 0, 0, dst->width, dst->height };
+		rfbi_ops_affine(src, &sp, dst, &dp, j->m, interp, fill);
 		break;
 	}
 	}
@@ -205,13 +216,83 @@ void rfbi_ops_rotate(const rfb_image *src, rfb_image *dst, double degrees,
 
 void rfb_affine(const rfb_image *src, rfb_image *dst, double angle,
 		const double translate[2], double scale, const double shear[2],
-		enum rfb_interp interp, const unsigned char *fill)
+		const double *center, enum rfb_interp interp,
+		const unsigned char *fill)
 {
-	/* F.affine's PIL branch: center [w * 0.5, h * 0.5] */
-	double center[2] = { src->width * 0.5, src->height * 0.5 };
+	/* F.affine's PIL branch: center [w * 0.5, h * 0.5] unless given */
+	double mid[2] = { src->width * 0.5, src->height * 0.5 };
 	struct job j = { JOB_AFFINE, 0, { 0 } };
 
-	tv_inverse_affine_scaled(center, angle, translate, scale, shear, j.m);
+	tv_inverse_affine_scaled(center ? center : mid, angle, translate, scale,
+				 shear, j.m);
+	run_job(&j, src, dst, interp, fill);
+}
+
+/*
+ * Image.rotate(angle, expand, center) for a w x h image: the job, and the
+ * output size (*nw, *nh).  Without center the shortcuts of rotate_job
+ * (ROTATE_90/270 also for non-square images when expanding); with it, the
+ * matrix about center; with expand, the size of the rotated corners'
+ * bounding box (ceil of the largest minus floor of the smallest) and the
+ * matrix moved to its middle.
+ */
+static void rotate_general(int w, int h, double degrees, int expand,
+			   const double *center, struct job *j, int *nw, int *nh)
+{
+	double angle = py_mod360(degrees), mid[2] = { w / 2.0, h / 2.0 };
+	double *m = j->m, xx[4], yy[4];
+	const int corner[4][2] = { { 0, 0 }, { w, 0 }, { w, h }, { 0, h } };
+
+	*nw = w;
+	*nh = h;
+	if (!center) {
+		rotate_job(w, h, degrees, j);
+		if (expand && (angle == 90.0 || angle == 270.0)) {
+			j->kind = JOB_QUARTER;
+			j->quarter = angle == 90.0 ? 1 : 3;
+		}
+		if (j->kind == JOB_QUARTER) {
+			*nw = h;
+			*nh = w;
+		}
+		if (j->kind != JOB_AFFINE || !expand)
+			return;
+	}
+	*j = (struct job){ JOB_AFFINE, 0, { 0 } };
+	pil_rotate_matrix_at(center ? center : mid, angle, m);
+	if (!expand)
+		return;
+	for (int i = 0; i < 4; i++) {
+		xx[i] = m[0] * corner[i][0] + m[1] * corner[i][1] + m[2];
+		yy[i] = m[3] * corner[i][0] + m[4] * corner[i][1] + m[5];
+	}
+	*nw = (int)(ceil(fmax(fmax(xx[0], xx[1]), fmax(xx[2], xx[3]))) -
+		    floor(fmin(fmin(xx[0], xx[1]), fmin(xx[2], xx[3]))));
+	*nh = (int)(ceil(fmax(fmax(yy[0], yy[1]), fmax(yy[2], yy[3]))) -
+		    floor(fmin(fmin(yy[0], yy[1]), fmin(yy[2], yy[3]))));
+	double tx = -(*nw - w) / 2.0, ty = -(*nh - h) / 2.0;
+	double c = m[0] * tx + m[1] * ty + m[2], f = m[3] * tx + m[4] * ty + m[5];
+	m[2] = c;
+	m[5] = f;
+}
+
+void rfb_rotate_size(int w, int h, double angle, int expand,
+		     const double *center, int *nw, int *nh)
+{
+	struct job j;
+
+	rotate_general(w, h, angle, expand, center, &j, nw, nh);
+}
+
+void rfb_rotate(const rfb_image *src, rfb_image *dst, double angle,
+		int expand, const double *center, enum rfb_interp interp,
+		const unsigned char *fill)
+{
+	struct job j;
+	int nw, nh;
+
+	rotate_general(src->width, src->height, angle, expand, center, &j, &nw,
+		       &nh);
 	run_job(&j, src, dst, interp, fill);
 }
 

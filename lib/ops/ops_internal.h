@@ -147,9 +147,10 @@ uint64_t rfbi_ops_luma_sum_avx2(const rfb_image *img);
 
 /*
  * Image.transform(AFFINE, a, resample=interp, fillcolor=fill) of an image
- * the size of dp's full one, computed for the window dst placed at dp
- * from src placed at sp (which holds every pixel rfbi_ops_affine_need
- * names).  Windows only with NEAREST: the filters need whole images
+ * the size of sp's full one into one the size of dp's full one (the same
+ * but for Image.rotate with expand), computed for the window dst placed
+ * at dp from src placed at sp (which holds every pixel
+ * rfbi_ops_affine_need names).  Windows only with NEAREST: the filters need whole images
  * (sp and dp at 0, 0).  fill has one value per channel.
  */
 void rfbi_ops_affine(const rfb_image *src, const struct rfb_place *sp,
@@ -165,7 +166,7 @@ void rfbi_ops_perspective(const rfb_image *src, rfb_image *dst,
 			  const double a[8], enum rfb_interp interp,
 			  const unsigned char *fill);
 /* Image.rotate's ROTATE_180, and ROTATE_90 (quarter 1) / ROTATE_270 (3)
- * of a square image. */
+ * (dst is src->height x src->width: the same for a square image). */
 void rfbi_ops_rotate180(const rfb_image *src, rfb_image *dst);
 void rfbi_ops_quarter_turn(const rfb_image *src, rfb_image *dst, int quarter);
 

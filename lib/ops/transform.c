@@ -59,6 +59,118 @@ int rfb_crop(const rfb_image *src, const struct rfb_rect *r,
 	return 0;
 }
 
+const char *rfb_pad_mode_name(enum rfb_pad_mode mode)
+{
+	static const char *const names[] = { "constant", "edge", "reflect",
+					      "symmetric" };
+	return mode <= RFB_PAD_SYMMETRIC ? names[mode] : "?";
+}
+
+/*
+ * np.pad's source index for position q of an axis of n samples padded
+ * by lo and hi (q in [0, lo + n + hi)).  Reflections longer than the
+ * image are not periodic: np.pad fills both sides in rounds, each
+ * mirroring the part filled so far (a right chunk can repeat values of
+ * the left pad), so the rounds are replayed: their number grows with
+ * the log of pad / n (the filled part at least doubles every round).
+ */
+static int np_index(long q, int n, long lo, long hi, enum rfb_pad_mode mode)
+{
+	long round[64][4], L = lo, R = hi, P = n + lo + hi;
+	int rounds = 0, eo = mode == RFB_PAD_SYMMETRIC;
+
+	if (mode == RFB_PAD_EDGE || (mode == RFB_PAD_REFLECT && n == 1))
+		return q < lo ? 0 : q >= lo + n ? n - 1 : (int)(q - lo);
+	while ((L > 0 || R > 0) && rounds < 64) {
+		long E = P - R, old = E - L - (1 - eo);
+		long cl = old < L ? old : L, cr = old < R ? old : R;
+		round[rounds][0] = L;
+		round[rounds][1] = E;
+		round[rounds][2] = cl;
+		round[rounds][3] = cr;
+		rounds++;
+		L -= cl;
+		R -= cr;
+	}
+	while (q < lo || q >= lo + n) {
+		int t = 0;
+		for (; t < rounds; t++) {
+			long Lt = round[t][0], Et = round[t][1];
+			if (q >= Lt - round[t][2] && q < Lt) {
+				q = 2 * Lt - eo - q;
+				break;
+			}
+			if (q >= Et && q < Et + round[t][3]) {
+				q = 2 * Et - 2 + eo - q;
+				break;
+			}
+		}
+		if (t == rounds)
+			return 0; /* not reached: every padded position is filled */
+	}
+	return (int)(q - lo);
+}
+
+/*
+ * Source index of coordinate i (src's coordinates) of an axis of n
+ * samples padded by lo and hi, of a crop of size t: where the padded
+ * axis is shorter than t, RandomCrop's pad_if_needed pads it again by
+ * t - padded on both sides (np.pad of the padded image).
+ */
+static int pad_index(long i, int n, int lo, int hi, int t,
+		     enum rfb_pad_mode mode)
+{
+	long padded = (long)n + lo + hi, ip = i + lo;
+
+	if (ip < 0 || ip >= padded) {
+		long d = t > padded ? t - padded : 0;
+		ip = np_index(ip + d, (int)padded, d, d, mode);
+	}
+	return np_index(ip, n, lo, hi, mode);
+}
+
+int rfb_crop_padded(const rfb_image *src, const struct rfb_rect *r,
+		    const struct rfb_padding *pad, enum rfb_pad_mode mode,
+		    const unsigned char *fill, rfb_image *dst, rfb_err *err)
+{
+	static const struct rfb_padding none = { 0, 0, 0, 0 };
+	int ch = src->channels;
+	int x0 = clampi(-r->left, 0, r->width);
+	int x1 = clampi(src->width - r->left, x0, r->width);
+
+	if (mode == RFB_PAD_CONSTANT)
+		return rfb_crop(src, r, fill, dst, err);
+	if (dst->width != r->width || dst->height != r->height ||
+	    dst->channels != ch)
+		return rfb_err_set(err, RFB_EINVAL, NULL,
+				   "crop: destination is %dx%dx%d, not %dx%dx%d",
+				   dst->width, dst->height, dst->channels,
+				   r->width, r->height, ch);
+	if (!pad)
+		pad = &none;
+	for (int y = 0; y < r->height; y++) {
+		unsigned char *out = dst->data + (size_t)y * dst->stride;
+		int sy = pad_index((long)r->top + y, src->height, pad->top,
+				   pad->bottom, r->height, mode);
+		const unsigned char *row = rfb_image_px(src, 0, sy);
+		/* the middle is a copy, only the padded columns are mapped */
+		for (int x = 0; x < r->width; x++) {
+			if (x == x0 && x1 > x0) {
+				memcpy(out + (size_t)x0 * ch,
+				       row + (size_t)(r->left + x0) * ch,
+				       (size_t)(x1 - x0) * ch);
+				x = x1 - 1;
+				continue;
+			}
+			int sx = pad_index((long)r->left + x, src->width,
+					   pad->left, pad->right, r->width, mode);
+			memcpy(out + (size_t)x * ch, row + (size_t)sx * ch,
+			       (size_t)ch);
+		}
+	}
+	return 0;
+}
+
 int rfb_rect_inside(const struct rfb_rect *r, int w, int h)
 {
 	return r->top >= 0 && r->left >= 0 && r->height > 0 && r->width > 0 &&

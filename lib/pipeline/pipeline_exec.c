@@ -205,7 +205,12 @@ static int run_layer(struct rfb_run *r, const struct rfb_layer *l, int position,
 		rc = rfb_randcrop_rect(&rng, r->cur.width, r->cur.height, l->height,
 				       l->width, &l->pad, l->pad_if_needed, &rect,
 				       err);
-		return rc ? rc : rfbi_run_crop(r, &rect, l->fill, err);
+		return rc ? rc : rfbi_run_crop_padded(r, &rect, l, err);
+	case RFB_F_PAD:
+		rect = (struct rfb_rect){ -l->pad.top, -l->pad.left,
+					  r->cur.height + l->pad.top + l->pad.bottom,
+					  r->cur.width + l->pad.left + l->pad.right };
+		return rfbi_run_crop_padded(r, &rect, l, err);
 	case RFB_F_RRCROP:
 		return run_rrcrop(r, l, &rng, err);
 	case RFB_F_FLIP:
@@ -220,6 +225,8 @@ static int run_layer(struct rfb_run *r, const struct rfb_layer *l, int position,
 		return run_channels(r, 3, err);
 	case RFB_F_NORMALIZE:
 	case RFB_F_APPLY:
+	case RFB_F_CHOICE:
+	case RFB_F_ORDER:
 	case RFB_F_COUNT:
 		break;
 	default:
@@ -317,7 +324,16 @@ static int run_finish(struct rfb_run *r, const rfb_pipeline *p,
 	if (rfb_pipeline_dtype(p) == RFB_DTYPE_F32) {
 		int at = rfbi_pipeline_norm_at(p);
 		rc = normalize_output(r->ctx, &p->layers[at], out, err);
-		/* erasing after normalize, on the float CHW tensor */
+		/* deferred erasing, then erasing after normalize, on the
+		 * float CHW tensor */
+		for (int i = 0; i < at && !rc; i++) {
+			rfb_rng rng;
+			if (!p->layers[i].deferred || !(r->deferred_on >> i & 1))
+				continue;
+			rfbi_layer_rng(r->key, i, &rng);
+			rfbi_run_erase_deferred(&p->layers[i], &rng, &p->layers[at],
+						&r->ctx->norm, out);
+		}
 		for (int i = at + 1; i < p->nlayers && !rc; i++) {
 			rfb_rng rng;
 			rfbi_layer_rng(r->key, i, &rng);
@@ -328,12 +344,79 @@ static int run_finish(struct rfb_run *r, const rfb_pipeline *p,
 	return 0;
 }
 
+/* Run the n layers of p from first (an option of a choice or order). */
+static int run_option(struct rfb_run *r, const rfb_pipeline *p, int first,
+		      int n, rfb_err *err)
+{
+	int rc = 0;
+
+	for (int k = first; k < first + n && !rc; k++)
+		rc = run_layer(r, &p->layers[k], k, err);
+	return rc;
+}
+
+/* RandomChoice (choice at position i): random.choices(weights=p), i.e.
+ * the first option whose cumulative weight exceeds one uniform times
+ * their total, then its layers. */
+static int run_choice(struct rfb_run *r, const rfb_pipeline *p, int i,
+		      rfb_err *err)
+{
+	const struct rfb_layer *l = &p->layers[i];
+	double total = 0.0, x, cum = 0.0;
+	int first = i + 1, k = 0;
+	rfb_rng rng;
+
+	for (int o = 0; o < l->options; o++)
+		total += l->weights[o];
+	rfbi_layer_rng(r->key, i, &rng);
+	x = rfb_rng_uniform(&rng) * total;
+	for (k = 0; k < l->options - 1; k++) {
+		cum += l->weights[k];
+		if (x < cum)
+			break;
+		first += l->option_layers[k];
+	}
+	/* the last option only when x passed every other (or rounding) */
+	while (k > 0 && l->weights[k] == 0.0) {
+		k--;
+		first -= l->option_layers[k];
+	}
+	return run_option(r, p, first, l->option_layers[k], err);
+}
+
+/* RandomOrder (order at position i): random.shuffle of the options
+ * (Fisher-Yates from the last), then each option's layers in that order;
+ * every layer keeps its own random stream. */
+static int run_order(struct rfb_run *r, const rfb_pipeline *p, int i,
+		     rfb_err *err)
+{
+	const struct rfb_layer *l = &p->layers[i];
+	int order[RFB_CHOICE_MAX], start[RFB_CHOICE_MAX], rc = 0;
+	rfb_rng rng;
+
+	rfbi_layer_rng(r->key, i, &rng);
+	for (int o = 0, at = i + 1; o < l->options; o++) {
+		order[o] = o;
+		start[o] = at;
+		at += l->option_layers[o];
+	}
+	for (int o = l->options - 1; o > 0; o--) {
+		int j = (int)rfb_rng_below(&rng, (uint32_t)o + 1), t = order[o];
+		order[o] = order[j];
+		order[j] = t;
+	}
+	for (int o = 0; o < l->options && !rc; o++)
+		rc = run_option(r, p, start[order[o]],
+				l->option_layers[order[o]], err);
+	return rc;
+}
+
 int rfbi_run_layers(struct rfb_run *r, const rfb_pipeline *p, int from,
 		    struct rfb_pipe_out *out, rfb_err *err)
 {
 	for (int i = from; i < p->nlayers; i++) {
 		const struct rfb_layer *l = &p->layers[i];
-		int rc;
+		int rc = 0;
 		if (l->kind == RFB_F_APPLY) {
 			/* RandomApply: skip its layers when p < torch.rand(1) */
 			rfb_rng rng;
@@ -342,7 +425,16 @@ int rfbi_run_layers(struct rfb_run *r, const rfb_pipeline *p, int from,
 				i += l->count;
 			continue;
 		}
-		if ((rc = run_layer(r, l, i, err)))
+		if (l->deferred)
+			r->deferred_on |= UINT64_C(1) << i;
+		if (l->kind == RFB_F_CHOICE || l->kind == RFB_F_ORDER) {
+			rc = l->kind == RFB_F_CHOICE ? run_choice(r, p, i, err)
+						     : run_order(r, p, i, err);
+			i += l->count;
+		} else {
+			rc = run_layer(r, l, i, err);
+		}
+		if (rc)
 			return rc;
 	}
 	return run_finish(r, p, out, err);
@@ -352,7 +444,7 @@ int rfb_pipe_run(rfb_pipe_ctx *ctx, const rfb_pipeline *p, const rfb_image *in,
 		 const struct rfb_pipe_key *key, struct rfb_pipe_out *out,
 		 rfb_err *err)
 {
-	struct rfb_run r = { ctx, key, *in, -1, 0, NULL, 0, 0, 0 };
+	struct rfb_run r = { ctx, key, *in, -1, 0, NULL, 0, 0, 0, 0 };
 
 	if (in->width < 1 || in->height < 1 ||
 	    (in->channels != 1 && in->channels != 3))

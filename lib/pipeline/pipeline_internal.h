@@ -12,6 +12,9 @@
 #include "refurb/rng.h"
 #include "refurb/transform.h"
 
+/* Most options of one choice or order. */
+#define RFB_CHOICE_MAX 16
+
 /* Largest n of one randaug=n=N filter (longer runs of equal RandAugment
  * layers are written as several filters in the canonical text). */
 #define RFB_RANDAUG_MAX_N 16
@@ -45,6 +48,9 @@ enum rfb_filter {
 	RFB_F_PERSPECTIVE,
 	RFB_F_APPLY,
 	RFB_F_AUGMIX,             /* torchvision's AugMix (augmix.h) */
+	RFB_F_PAD,
+	RFB_F_CHOICE,
+	RFB_F_ORDER,
 	RFB_F_COUNT
 };
 
@@ -59,7 +65,8 @@ struct rfb_layer {
 				   * ratio of the target (0 = the default,
 				   * RFB_PIPE_SCALE_RATIO) */
 	enum rfb_interp interp;   /* resize, rrcrop, the augment ops */
-	struct rfb_padding pad;   /* crop */
+	struct rfb_padding pad;   /* crop, pad */
+	enum rfb_pad_mode pad_mode; /* crop, pad: torchvision's padding_mode */
 	int pad_if_needed;        /* crop */
 	unsigned char fill[3];    /* crop padding, augment ops' fill */
 	double scale[2], ratio[2];/* rrcrop */
@@ -77,15 +84,29 @@ struct rfb_layer {
 	double amount;            /* solarize threshold, sharpness factor,
 				   * perspective distortion_scale */
 	double degrees[2];        /* rotation, affine */
+	int expand;               /* rotation: expand=1 (the size changes) */
+	int has_center;           /* rotation, affine: center given */
+	double center[2];         /* rotation, affine: x, y in pixels */
 	int has_translate;        /* affine: translate given */
 	double translate[2];      /* affine: largest shift, fraction of w, h */
 	int has_scale;            /* affine: scale range in scale[] */
 	int shear_n;              /* affine: 0, 2 (x) or 4 (x, y) in shear[] */
 	double shear[4];
-	int count;                /* apply: the layers after it it gates */
+	int count;                /* apply, choice, order: the layers after
+				   * it it gates */
+	int options;              /* choice, order: the options (K) */
+	int option_layers[RFB_CHOICE_MAX]; /* choice, order: layers of each
+				   * option, in order (0 until resolved) */
+	double weights[RFB_CHOICE_MAX]; /* choice: random.choices' weights */
 	int after_norm;           /* erasing: on the float tensor, after
 				   * normalize (value in evalue, or random) */
-	int erase_random;         /* erasing after normalize: value=random */
+	int erase_random;         /* erasing: value=random (after normalize,
+				   * or deferred) */
+	int deferred;             /* erasing before normalize with only
+				   * erasing up to it, from the first
+				   * value=random one: run on the float
+				   * tensor at normalize, as torchvision's
+				   * ToTensor, RandomErasing, Normalize */
 	double evalue[3];         /* erasing after normalize: the values */
 	/* augmix: severity in magnitude, interp, fill (when has_fill) */
 	int mix_width, mix_depth; /* mixture_width; chain_depth (-1: 1..3) */

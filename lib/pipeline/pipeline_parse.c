@@ -27,7 +27,7 @@ enum key {
 	K_BRIGHTNESS, K_CONTRAST, K_SATURATION, K_HUE, K_KERNEL, K_SIGMA,
 	K_VALUE, K_THRESHOLD, K_BITS, K_FACTOR, K_DEGREES, K_TRANSLATE,
 	K_SHEAR, K_DISTORTION, K_DCT, K_SEVERITY, K_WIDTH, K_DEPTH, K_ALPHA,
-	K_ALL_OPS,
+	K_ALL_OPS, K_PAD_MODE, K_EXPAND, K_CENTER, K_LAYERS,
 	K_COUNT, K_NONE = -1
 };
 
@@ -37,7 +37,7 @@ static const char *const key_names[K_COUNT] = {
 	"brightness", "contrast", "saturation", "hue", "kernel_size", "sigma",
 	"value", "threshold", "bits", "factor", "degrees", "translate",
 	"shear", "distortion_scale", "dct", "severity", "width", "depth",
-	"alpha", "all_ops",
+	"alpha", "all_ops", "padding_mode", "expand", "center", "layers",
 };
 
 /* torchvision's argument names, accepted beside the short ones. */
@@ -49,6 +49,7 @@ static const struct {
 	{ "magnitude", K_M }, { "num_magnitude_bins", K_BINS },
 	{ "sharpness_factor", K_FACTOR }, { "padding", K_PAD },
 	{ "mixture_width", K_WIDTH }, { "chain_depth", K_DEPTH },
+	{ "mode", K_PAD_MODE },
 };
 
 #define MAX_KEYS 8
@@ -58,7 +59,8 @@ static const struct {
 static const int filter_keys[RFB_F_COUNT][MAX_KEYS] = {
 	[RFB_F_RESIZE] = { K_SIZE, K_MAX_SIZE, K_INTERP, K_DCT, K_NONE },
 	[RFB_F_CENTERCROP] = { K_SIZE, K_NONE },
-	[RFB_F_CROP] = { K_SIZE, K_PAD, K_FILL, K_PAD_IF_NEEDED, K_NONE },
+	[RFB_F_CROP] = { K_SIZE, K_PAD, K_FILL, K_PAD_IF_NEEDED, K_PAD_MODE,
+			 K_NONE },
 	[RFB_F_RRCROP] = { K_SIZE, K_SCALE, K_RATIO, K_INTERP, K_NONE },
 	[RFB_F_FLIP] = { K_P, K_NONE },
 	[RFB_F_RANDAUG] = { K_N, K_M, K_BINS, K_INTERP, K_FILL, K_NONE },
@@ -79,13 +81,17 @@ static const int filter_keys[RFB_F_COUNT][MAX_KEYS] = {
 	[RFB_F_AUTOCONTRAST] = { K_P, K_NONE },
 	[RFB_F_SHARPNESS] = { K_FACTOR, K_P, K_NONE },
 	[RFB_F_INVERT] = { K_P, K_NONE },
-	[RFB_F_ROTATION] = { K_DEGREES, K_INTERP, K_FILL, K_NONE },
+	[RFB_F_ROTATION] = { K_DEGREES, K_INTERP, K_FILL, K_EXPAND, K_CENTER,
+			     K_NONE },
 	[RFB_F_AFFINE] = { K_DEGREES, K_TRANSLATE, K_SCALE, K_SHEAR, K_INTERP,
-			   K_FILL, K_NONE },
+			   K_FILL, K_CENTER, K_NONE },
 	[RFB_F_PERSPECTIVE] = { K_DISTORTION, K_P, K_INTERP, K_FILL, K_NONE },
 	[RFB_F_APPLY] = { K_P, K_N, K_NONE },
 	[RFB_F_AUGMIX] = { K_SEVERITY, K_WIDTH, K_DEPTH, K_ALPHA, K_ALL_OPS,
 			   K_INTERP, K_FILL, K_NONE },
+	[RFB_F_PAD] = { K_PAD, K_FILL, K_PAD_MODE, K_NONE },
+	[RFB_F_CHOICE] = { K_N, K_P, K_LAYERS, K_NONE },
+	[RFB_F_ORDER] = { K_N, K_LAYERS, K_NONE },
 };
 
 /* Filters whose first key must be given. */
@@ -95,7 +101,7 @@ static int needs_first_key(int kind)
 	case RFB_F_RESIZE: case RFB_F_CENTERCROP: case RFB_F_CROP:
 	case RFB_F_RRCROP: case RFB_F_GAUSSBLUR: case RFB_F_SOLARIZE:
 	case RFB_F_POSTERIZE: case RFB_F_SHARPNESS: case RFB_F_ROTATION:
-	case RFB_F_AFFINE:
+	case RFB_F_AFFINE: case RFB_F_PAD: case RFB_F_CHOICE: case RFB_F_ORDER:
 		return 1;
 	default:
 		return 0;
@@ -119,6 +125,8 @@ struct parser {
 	int repeat;            /* randaug n */
 	uint64_t seen;         /* keys given, bit per enum key */
 	size_t name_at;        /* column (0-based) of its name */
+	int weights_given;     /* choice: the values of p */
+	int layers_given;      /* choice, order: the values of layers */
 	char hint[400];        /* a line after the caret: the valid choices */
 };
 
@@ -458,6 +466,8 @@ static const char *const interp_names[] = { "nearest", "bilinear", "bicubic" };
 static const char *const policy_names[] = { "imagenet", "cifar10", "svhn" };
 static const char *const preset_names[] = { "imagenet" };
 static const char *const bool_names[] = { "0", "1" };
+static const char *const pad_mode_names[] = { "constant", "edge", "reflect",
+					      "symmetric" };
 
 /* ColorJitter's factor i (brightness, contrast, saturation: around 1,
  * >= 0; hue: around 0, within -0.5..0.5), torchvision's _check_input:
@@ -539,6 +549,48 @@ static int parse_translate(struct parser *ps, const struct tok *t)
 	return 0;
 }
 
+/* rotation, affine center: X/Y in pixels (torchvision's [x, y]) */
+static int parse_center(struct parser *ps, const struct tok *t)
+{
+	struct tok part[2];
+	int n = split(t, '/', part, 2);
+
+	if (n != 2)
+		return spec_error(ps, t->at, "center needs 2 values X/Y");
+	for (int i = 0; i < 2; i++)
+		if (parse_num(ps, &part[i], "center", &ps->cur.center[i]))
+			return RFB_ESPEC;
+	ps->cur.has_center = 1;
+	return 0;
+}
+
+static int parse_bounded(struct parser *ps, const struct tok *v,
+			 const char *what, double lo, double hi, double *out);
+
+/* choice p (weights, one an option) or layers (layers of each option):
+ * numbers separated by '/', into out[] (*count of them). */
+static int parse_option_list(struct parser *ps, const struct tok *t,
+			     const char *what, int ints, double *out, int *count)
+{
+	struct tok part[RFB_CHOICE_MAX];
+	int n = split(t, '/', part, RFB_CHOICE_MAX), v;
+
+	if (n < 0)
+		return spec_error(ps, t->at, "%s: more than %d values", what,
+				  RFB_CHOICE_MAX);
+	for (int i = 0; i < n; i++) {
+		if (ints && parse_int(ps, &part[i], 1, RFB_PIPELINE_MAX_LAYERS,
+				      what, &v))
+			return RFB_ESPEC;
+		if (!ints && parse_bounded(ps, &part[i], what, 0.0, 1e9, &out[i]))
+			return RFB_ESPEC;
+		if (ints)
+			out[i] = v;
+	}
+	*count = n;
+	return 0;
+}
+
 /* erasing's value: "random", or 1 or 3 numbers (whole pixel values
  * 0..255 before normalize; any after it, where they are float values);
  * check_filter decides which. */
@@ -615,6 +667,14 @@ static int set_value(struct parser *ps, int key, const struct tok *v)
 				return 0;
 		}
 		return parse_fill(ps, v);
+	case K_EXPAND:
+		return parse_word(ps, v, "expand value", bool_names, 2, &l->expand);
+	case K_CENTER:
+		return parse_center(ps, v);
+	case K_PAD_MODE:
+		rc = parse_word(ps, v, "padding_mode", pad_mode_names, 4, &i);
+		l->pad_mode = (enum rfb_pad_mode)i;
+		return rc;
 	case K_PAD_IF_NEEDED:
 		return parse_word(ps, v, "pad_if_needed value", bool_names, 2,
 				  &l->pad_if_needed);
@@ -630,8 +690,23 @@ static int set_value(struct parser *ps, int key, const struct tok *v)
 	case K_RATIO:
 		return parse_range(ps, v, "ratio", 0.0, 1e6, l->ratio);
 	case K_P:
+		if (l->kind == RFB_F_CHOICE) {
+			rc = parse_option_list(ps, v, "p", 0, l->weights, &i);
+			ps->weights_given = i;
+			return rc;
+		}
 		return parse_bounded(ps, v, "p", 0.0, 1.0, &l->p);
+	case K_LAYERS: {
+		double n[RFB_CHOICE_MAX];
+		rc = parse_option_list(ps, v, "layers", 1, n, &i);
+		for (int k = 0; k < i; k++)
+			l->option_layers[k] = (int)n[k];
+		ps->layers_given = i;
+		return rc;
+	}
 	case K_N:
+		if (l->kind == RFB_F_CHOICE || l->kind == RFB_F_ORDER)
+			return parse_int(ps, v, 1, RFB_CHOICE_MAX, "n", &l->options);
 		if (l->kind == RFB_F_APPLY)
 			return parse_int(ps, v, 1, RFB_PIPELINE_MAX_LAYERS, "n",
 					 &l->count);
@@ -889,15 +964,43 @@ static int check_erasing(struct parser *ps)
 			l->after_norm = 1;
 	if (l->after_norm)
 		return 0;
-	if (l->erase_random)
-		return spec_error(ps, ps->name_at, "erasing value=random needs "
-				  "float values: put it after normalize");
+	if (l->erase_random) {
+		l->deferred = 1; /* check_deferred sees what follows */
+		return 0;
+	}
 	for (int c = 0; c < 3; c++)
 		if (l->evalue[c] != l->fill[c])
 			return spec_error(ps, ps->name_at, "erasing value %g: "
 					  "before normalize a value is a whole "
 					  "pixel value 0..255", l->evalue[c]);
 	memset(l->evalue, 0, sizeof l->evalue);
+	return 0;
+}
+
+/* choice and order: p has a weight an option (default: all 1, as
+ * random.choices without weights), layers a count an option. */
+static int check_options(struct parser *ps)
+{
+	struct rfb_layer *l = &ps->cur;
+	const char *name = rfbi_filter_names[l->kind];
+	double total = 0.0;
+
+	if (ps->weights_given && ps->weights_given != l->options)
+		return spec_error(ps, ps->name_at, "%s n=%d needs %d weights in p, "
+				  "not %d", name, l->options, l->options,
+				  ps->weights_given);
+	if (ps->layers_given && ps->layers_given != l->options)
+		return spec_error(ps, ps->name_at, "%s n=%d needs %d counts in "
+				  "layers, not %d", name, l->options,
+				  l->options, ps->layers_given);
+	for (int i = 0; i < l->options; i++) {
+		if (!ps->weights_given)
+			l->weights[i] = 1.0;
+		total += l->weights[i];
+	}
+	if (!(total > 0.0))
+		return spec_error(ps, ps->name_at, "%s p: the weights are all 0",
+				  name);
 	return 0;
 }
 
@@ -921,6 +1024,11 @@ static int check_filter(struct parser *ps)
 				  l->magnitude, l->bins);
 	if (l->kind == RFB_F_ERASING && (rc = check_erasing(ps)))
 		return rc;
+	if ((l->kind == RFB_F_CHOICE || l->kind == RFB_F_ORDER) &&
+	    (rc = check_options(ps)))
+		return rc;
+	if (l->pad_mode != RFB_PAD_CONSTANT)
+		memset(l->fill, 0, sizeof l->fill); /* torchvision ignores it */
 	if (l->kind == RFB_F_NORMALIZE) {
 		int m = !!(ps->seen & (UINT64_C(1) << K_MEAN));
 		int s = !!(ps->seen & (UINT64_C(1) << K_STD));
@@ -965,6 +1073,8 @@ static const struct {
 	{ "RandomAffine", RFB_F_AFFINE },
 	{ "RandomPerspective", RFB_F_PERSPECTIVE },
 	{ "RandomApply", RFB_F_APPLY }, { "AugMix", RFB_F_AUGMIX },
+	{ "Pad", RFB_F_PAD }, { "RandomChoice", RFB_F_CHOICE },
+	{ "RandomOrder", RFB_F_ORDER },
 };
 
 static int unknown_filter(struct parser *ps, const struct tok *name)
@@ -1017,33 +1127,139 @@ static int add_layers(struct parser *ps)
 	return 0;
 }
 
-/* 1 if layer kind keeps the image's size and channels. */
-static int keeps_shape(int kind)
+/* 1 if layer l keeps the image's size and channels. */
+static int keeps_shape(const struct rfb_layer *l)
 {
+	int kind = l->kind;
+
+	if (kind == RFB_F_ROTATION && l->expand)
+		return 0;
 	return kind != RFB_F_RESIZE && kind != RFB_F_CENTERCROP &&
 	       kind != RFB_F_CROP && kind != RFB_F_RRCROP &&
 	       kind != RFB_F_GRAY && kind != RFB_F_RGB &&
-	       kind != RFB_F_NORMALIZE && kind != RFB_F_APPLY;
+	       kind != RFB_F_NORMALIZE && kind != RFB_F_APPLY &&
+	       kind != RFB_F_PAD && kind != RFB_F_CHOICE &&
+	       kind != RFB_F_ORDER;
 }
 
-/* Every apply gates layers that follow it and keep the image's shape. */
-static int check_apply(struct parser *ps, const size_t *name_at)
+/* The layers of choice or order l at position i: each option, when not
+ * given in layers=, is the next filter (the layers of one filter share
+ * its column). */
+static int resolve_options(struct parser *ps, struct rfb_layer *l, int i,
+			   const size_t *name_at)
+{
+	const char *name = rfbi_filter_names[l->kind];
+	int at = i + 1;
+
+	for (int o = 0; o < l->options; o++) {
+		if (!l->option_layers[o]) {
+			int n = 0;
+			while (at + n < ps->n && name_at[at + n] == name_at[at])
+				n++;
+			if (n == 0)
+				return spec_error(ps, name_at[i],
+						  "%s n=%d: only %d filters follow "
+						  "it", name, l->options, o);
+			l->option_layers[o] = n;
+		}
+		at += l->option_layers[o];
+	}
+	l->count = at - i - 1;
+	return 0;
+}
+
+/*
+ * erasing value=random before normalize (torchvision's ToTensor,
+ * RandomErasing(value='random'), Normalize): the normal values are drawn
+ * on the float tensor, so the layer runs at normalize; every layer up to
+ * normalize must then be erasing too (deferred with it, in order).
+ */
+static int check_deferred(struct parser *ps, const size_t *name_at)
+{
+	int norm = -1;
+
+	for (int i = 0; i < ps->n; i++)
+		if (ps->layers[i].kind == RFB_F_NORMALIZE)
+			norm = i;
+	for (int i = 0; i < ps->n; i++) {
+		if (!ps->layers[i].deferred || ps->layers[i].after_norm)
+			continue;
+		if (norm < 0)
+			return spec_error(ps, name_at[i], "erasing value=random "
+					  "draws float values: put a normalize "
+					  "after it (torchvision's ToTensor alone "
+					  "is normalize=mean=0:std=1)");
+		for (int k = i + 1; k < norm; k++) {
+			if (ps->layers[k].kind != RFB_F_ERASING)
+				return spec_error(ps, name_at[k],
+						  "only erasing may come between "
+						  "erasing value=random and normalize "
+						  "(its values are drawn at "
+						  "normalize): move %s before it",
+						  rfbi_filter_names[ps->layers[k].kind]);
+			ps->layers[k].deferred = 1;
+		}
+		break;
+	}
+	return 0;
+}
+
+/* 1 if layer l may be gated by gate (apply, choice or order): an order's
+ * layers keep the image's size and channels; apply and choice may hold
+ * layers that change the size (the size is then drawn with the gate,
+ * pipeline_shape.c), never the channels, normalize or another gate. */
+static int gateable(const struct rfb_layer *gate, const struct rfb_layer *l)
+{
+	if (keeps_shape(l))
+		return 1;
+	if (gate->kind == RFB_F_ORDER)
+		return 0;
+	return l->kind == RFB_F_RESIZE || l->kind == RFB_F_CENTERCROP ||
+	       l->kind == RFB_F_CROP || l->kind == RFB_F_RRCROP ||
+	       l->kind == RFB_F_PAD || l->kind == RFB_F_ROTATION;
+}
+
+/* Every apply, choice and order gates layers that follow it (gateable). */
+static int check_groups(struct parser *ps, const size_t *name_at)
 {
 	for (int i = 0; i < ps->n; i++) {
-		const struct rfb_layer *l = &ps->layers[i];
-		if (l->kind != RFB_F_APPLY)
+		struct rfb_layer *l = &ps->layers[i];
+		const char *name = rfbi_filter_names[l->kind];
+		int rc;
+		if (l->kind != RFB_F_APPLY && l->kind != RFB_F_CHOICE &&
+		    l->kind != RFB_F_ORDER)
 			continue;
-		if (i + l->count >= ps->n)
+		if (l->kind != RFB_F_APPLY &&
+		    (rc = resolve_options(ps, l, i, name_at)))
+			return rc;
+		if (i + l->count >= ps->n && l->kind == RFB_F_APPLY)
 			return spec_error(ps, name_at[i],
 					  "apply n=%d: only %d layers follow it",
 					  l->count, ps->n - i - 1);
+		if (i + l->count >= ps->n)
+			return spec_error(ps, name_at[i],
+					  "%s n=%d: its options have %d layers, "
+					  "only %d follow it", name, l->options,
+					  l->count, ps->n - i - 1);
 		for (int k = i + 1; k <= i + l->count; k++)
-			if (!keeps_shape(ps->layers[k].kind))
+			if (ps->layers[k].deferred && l->kind != RFB_F_APPLY)
 				return spec_error(ps, name_at[k],
-						  "apply cannot gate %s (only "
+						  "%s cannot gate erasing before "
+						  "normalize after value=random", name);
+		for (int k = i + 1; k <= i + l->count; k++)
+			if (!gateable(l, &ps->layers[k]) && l->kind == RFB_F_ORDER)
+				return spec_error(ps, name_at[k],
+						  "order cannot gate %s%s (only "
 						  "filters that keep the image's "
 						  "size and channels)",
-						  rfbi_filter_names[ps->layers[k].kind]);
+						  rfbi_filter_names[ps->layers[k].kind],
+						  ps->layers[k].expand ? " expand=1" : "");
+			else if (!gateable(l, &ps->layers[k]))
+				return spec_error(ps, name_at[k],
+						  "%s cannot gate %s (only filters "
+						  "that keep the image's channels, "
+						  "and no normalize or other gate)",
+						  name, rfbi_filter_names[ps->layers[k].kind]);
 	}
 	return 0;
 }
@@ -1067,6 +1283,7 @@ static int parse_filter(struct parser *ps, size_t at, size_t end)
 	/* torchvision's RandAugment applies num_ops = 2 by default */
 	ps->repeat = kind == RFB_F_RANDAUG ? 2 : 1;
 	ps->seen = 0;
+	ps->weights_given = ps->layers_given = 0;
 	ps->name_at = at;
 	at += name.n;
 	if (at < end && s[at] != '=')
@@ -1123,7 +1340,9 @@ int rfb_pipeline_parse(const char *spec, rfb_pipeline **out, rfb_err *err)
 		at = end + 1;
 	}
 	if (!rc)
-		rc = check_apply(ps, name_at);
+		rc = check_deferred(ps, name_at);
+	if (!rc)
+		rc = check_groups(ps, name_at);
 	if (!rc)
 		rc = rfbi_pipeline_make(ps->layers, ps->n, out, err);
 	free(ps);

@@ -63,6 +63,27 @@ int rfbi_run_crop(struct rfb_run *r, const struct rfb_rect *rect,
 	return rc;
 }
 
+int rfbi_run_crop_padded(struct rfb_run *r, const struct rfb_rect *rect,
+			 const struct rfb_layer *l, rfb_err *err)
+{
+	rfb_image dst;
+	int slot, rc;
+
+	if (l->pad_mode == RFB_PAD_CONSTANT ||
+	    rfb_rect_inside(rect, r->cur.width, r->cur.height))
+		return rfbi_run_crop(r, rect, l->fill, err);
+	/* the padding repeats the image's own pixels: a gray3 image stays
+	 * gray */
+	rc = rfbi_run_target(r, rect->width, rect->height, r->cur.channels, &dst,
+			    &slot, err);
+	if (!rc)
+		rc = rfb_crop_padded(&r->cur, rect, &l->pad, l->pad_mode, NULL,
+				     &dst, err);
+	if (!rc)
+		rfbi_run_take(r, &dst, slot);
+	return rc;
+}
+
 void rfbi_layer_rng(const struct rfb_pipe_key *k, int position, rfb_rng *rng)
 {
 	rfb_rng_init(rng, k->seed, k->epoch, k->sample,

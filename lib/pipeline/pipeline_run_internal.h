@@ -65,6 +65,8 @@ struct rfb_run {
 	 * ops run so far */
 	const struct rfb_win_plan *win;
 	int win_x, win_y, win_op;
+	uint64_t deferred_on; /* bit i: deferred erasing layer i was reached
+			       * (not skipped by an apply) */
 };
 
 /* The ops augment layer l (number position) draws on a w x h image, into
@@ -109,6 +111,11 @@ void rfbi_run_take(struct rfb_run *r, const rfb_image *img, int slot);
 int rfbi_run_crop(struct rfb_run *r, const struct rfb_rect *rect,
 		  const unsigned char *fill, rfb_err *err) RFB_MUST_CHECK;
 
+/* Crop cur to rect for crop or pad layer l: the parts outside the image
+ * made by l's padding_mode (rfb_crop_padded with l->pad), or l's fill. */
+int rfbi_run_crop_padded(struct rfb_run *r, const struct rfb_rect *rect,
+			 const struct rfb_layer *l, rfb_err *err) RFB_MUST_CHECK;
+
 /* Run layers [from, n) of p, then produce the output. */
 int rfbi_run_layers(struct rfb_run *r, const rfb_pipeline *p, int from,
 		    struct rfb_pipe_out *out, rfb_err *err) RFB_MUST_CHECK;
@@ -117,6 +124,15 @@ int rfbi_run_layers(struct rfb_run *r, const rfb_pipeline *p, int from,
  * float32 CHW tensor of out, in place. */
 void rfbi_run_erase_float(const struct rfb_layer *l, rfb_rng *rng,
 			 struct rfb_pipe_out *out);
+
+/* Deferred erasing (layer l, its random stream rng) on the float32 CHW
+ * tensor of out, normalized by norm with nl's mean and std: its constant
+ * is the normalized pixel value, value=random draws (N(0, 1) - mean) /
+ * std, what torchvision's Normalize makes of the normal values that
+ * RandomErasing wrote into the ToTensor image. */
+void rfbi_run_erase_deferred(const struct rfb_layer *l, rfb_rng *rng,
+			     const struct rfb_layer *nl, const rfb_norm *norm,
+			     struct rfb_pipe_out *out);
 
 /* Run one of torchvision's single transforms (pipeline_single.c): layer
  * l with its random stream rng. */

@@ -177,31 +177,81 @@ static int erase_rect(rfb_rng *rng, const struct rfb_layer *l, int w, int h,
 	return 0;
 }
 
-/* A standard normal value (Box-Muller on two uniforms; torch's normal_
- * draws its own way: the distribution is the same, not the values). */
-static float draw_normal(rfb_rng *rng)
+/* Two standard normal float32 values: Marsaglia's polar method (no
+ * trigonometry; a point outside the unit disc, one in five, is drawn
+ * again) on a point of a 2^16 x 2^16 grid centred in the square, one
+ * random word a point (the generator is most of the cost).  torch's
+ * normal_ draws its own way: the same distribution, not the values. */
+static void draw_normals(rfb_rng *rng, float z[2])
 {
-	double u = rfb_rng_uniform(rng), v = rfb_rng_uniform(rng);
+	float u, v, s;
 
-	return (float)(sqrt(-2.0 * log(1.0 - u)) * cos(2.0 * M_PI * v));
+	do {
+		uint32_t w = rfb_rng_u32(rng);
+		u = ((float)(w >> 16) + 0.5f) * 0x1.0p-15f - 1.0f;
+		v = ((float)(w & 0xffff) + 0.5f) * 0x1.0p-15f - 1.0f;
+		s = u * u + v * v;
+	} while (s >= 1.0f);
+	s = sqrtf(-2.0f * logf(s) / s);
+	z[0] = u * s;
+	z[1] = v * s;
 }
 
-void rfbi_run_erase_float(const struct rfb_layer *l, rfb_rng *rng,
-			 struct rfb_pipe_out *out)
+/* Erase the drawn rectangle of the CHW tensor of out: value[ch], or when
+ * random (N(0, 1) - mean[ch]) / std[ch] in float32. */
+static void erase_tensor(const struct rfb_layer *l, rfb_rng *rng,
+			 struct rfb_pipe_out *out, const float *value,
+			 const float *mean, const float *std)
 {
 	int w = out->shape.width, h = out->shape.height, c = out->shape.channels;
-	float *t = (float *)out->data;
+	float *t = (float *)out->data, z[2] = { 0, 0 };
 	struct rfb_rect rect;
+	unsigned k = 0; /* normals used: a pair is drawn every other one */
+	/* random values: a multiply is as good as torch's division */
+	const float inv_std[3] = { 1.0f / std[0], 1.0f / std[1], 1.0f / std[2] };
 
 	if (!draw_p(rng, l->p) || !erase_rect(rng, l, w, h, &rect))
 		return;
 	for (int ch = 0; ch < c; ch++)
 		for (int y = rect.top; y < rect.top + rect.height; y++) {
 			float *row = t + ((size_t)ch * h + (size_t)y) * w + rect.left;
-			for (int x = 0; x < rect.width; x++)
-				row[x] = l->erase_random ? draw_normal(rng)
-							 : (float)l->evalue[ch];
+			if (!l->erase_random) {
+				for (int x = 0; x < rect.width; x++)
+					row[x] = value[ch];
+				continue;
+			}
+			for (int x = 0; x < rect.width; x++, k++) {
+				if (!(k & 1))
+					draw_normals(rng, z);
+				row[x] = (z[k & 1] - mean[ch]) * inv_std[ch];
+			}
 		}
+}
+
+void rfbi_run_erase_float(const struct rfb_layer *l, rfb_rng *rng,
+			 struct rfb_pipe_out *out)
+{
+	const float value[3] = { (float)l->evalue[0], (float)l->evalue[1],
+				 (float)l->evalue[2] };
+	const float zero[3] = { 0, 0, 0 }, one[3] = { 1, 1, 1 };
+
+	erase_tensor(l, rng, out, value, zero, one);
+}
+
+void rfbi_run_erase_deferred(const struct rfb_layer *l, rfb_rng *rng,
+			     const struct rfb_layer *nl, const rfb_norm *norm,
+			     struct rfb_pipe_out *out)
+{
+	float value[3], mean[3], std[3];
+
+	for (int c = 0; c < 3; c++) {
+		int k = nl->norm_channels == 1 ? 0 : c;
+		/* the normalized pixel of value fill[c], exactly */
+		value[c] = norm->lut[c < norm->channels ? c : 0][l->fill[c]];
+		mean[c] = (float)nl->mean[k];
+		std[c] = (float)nl->std[k];
+	}
+	erase_tensor(l, rng, out, value, mean, std);
 }
 
 static int run_erasing(struct rfb_run *r, const struct rfb_layer *l,
@@ -211,8 +261,8 @@ static int run_erasing(struct rfb_run *r, const struct rfb_layer *l,
 	rfb_image dst;
 	int slot, rc;
 
-	if (l->after_norm)
-		return 0; /* on the tensor, after normalize (run_finish in pipeline_exec.c) */
+	if (l->after_norm || l->deferred)
+		return 0; /* on the tensor, at normalize (run_finish in pipeline_exec.c) */
 	if (!draw_p(rng, l->p))
 		return 0;
 	if (!erase_rect(rng, l, r->cur.width, r->cur.height, &rect))
@@ -266,13 +316,27 @@ static int run_random_op(struct rfb_run *r, const struct rfb_layer *l,
 	return run_op(r, op, m, l, err);
 }
 
+/* RandomRotation: one angle, then F.rotate; with expand or center PIL's
+ * general Image.rotate (expand: the output's size depends on the angle). */
 static int run_rotation(struct rfb_run *r, const struct rfb_layer *l,
 			rfb_rng *rng, rfb_err *err)
 {
 	double angle = draw_range(rng, l->degrees);
-	int rc = expand_for(r, l->fill, err);
+	const double *center = l->has_center ? l->center : NULL;
+	int rc = expand_for(r, l->fill, err), nw, nh, slot;
+	rfb_image dst;
 
-	return rc ? rc : run_op(r, RFB_OP_ROTATE, angle, l, err);
+	if (rc || (!l->expand && !l->has_center))
+		return rc ? rc : run_op(r, RFB_OP_ROTATE, angle, l, err);
+	rfb_rotate_size(r->cur.width, r->cur.height, angle, l->expand, center,
+			&nw, &nh);
+	rc = rfbi_run_target(r, nw, nh, r->cur.channels, &dst, &slot, err);
+	if (!rc) {
+		rfb_rotate(&r->cur, &dst, angle, l->expand, center, l->interp,
+			   l->fill);
+		rfbi_run_take(r, &dst, slot);
+	}
+	return rc;
 }
 
 /* RandomAffine.get_params, then F.affine. */
@@ -301,8 +365,8 @@ static int run_affine(struct rfb_run *r, const struct rfb_layer *l,
 		return rc;
 	rc = target(r, &dst, &slot, err);
 	if (!rc) {
-		rfb_affine(&r->cur, &dst, angle, translate, scale, shear, l->interp,
-			   l->fill);
+		rfb_affine(&r->cur, &dst, angle, translate, scale, shear,
+			   l->has_center ? l->center : NULL, l->interp, l->fill);
 		rfbi_run_take(r, &dst, slot);
 	}
 	return rc;

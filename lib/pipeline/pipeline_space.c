@@ -1,10 +1,13 @@
 /*
  * pipeline_space.c - what the layers of a pipeline can draw: the number
  * of distinct outcomes of each layer (its parameter space, for Theorem
- * 1's |A| and |A_F|) and the RandAugment op a layer draws for a key (for
- * predicting a sample's cost).  See pipeline.h.
+ * 1's |A| and |A_F|), the RandAugment op a layer draws for a key (for
+ * predicting a sample's cost), and the gates (apply, choice, order)
+ * opened, with how often each gated layer runs (for its expected cost).
+ * See pipeline.h.
  */
 #include <math.h>
+#include <stdlib.h>
 
 #include "pipeline_internal.h"
 
@@ -110,6 +113,20 @@ double rfb_pipeline_layer_choices(const rfb_pipeline *p, int layer, int width,
 		return trivialaug_choices(l, width, height);
 	case RFB_F_AUTOAUG:
 		return autoaug_choices(l);
+	case RFB_F_APPLY:
+		return l->p > 0 && l->p < 1 ? 2 : 1;
+	case RFB_F_CHOICE: {
+		int n = 0; /* the options that can be drawn */
+		for (int i = 0; i < l->options; i++)
+			n += l->weights[i] > 0;
+		return n;
+	}
+	case RFB_F_ORDER: {
+		double n = 1; /* the orders */
+		for (int i = 2; i <= l->options; i++)
+			n *= i;
+		return n;
+	}
 	default:
 		return 1;
 	}
@@ -134,4 +151,70 @@ int rfb_pipeline_layer_op(const rfb_pipeline *p, int layer,
 	else
 		return -1;
 	return (int)op.op;
+}
+
+static int is_gate(const struct rfb_layer *l)
+{
+	return l->kind == RFB_F_APPLY || l->kind == RFB_F_CHOICE ||
+	       l->kind == RFB_F_ORDER;
+}
+
+int rfb_pipeline_splittable(const rfb_pipeline *p, int k)
+{
+	if (k < 0 || k > p->nlayers)
+		return 0;
+	for (int i = 0; i < k; i++)
+		if (p->layers[i].deferred ||
+		    (is_gate(&p->layers[i]) && i + p->layers[i].count >= k))
+			return 0;
+	return rfbi_pipeline_norm_at(p) < 0 || k <= rfbi_pipeline_norm_at(p);
+}
+
+/* How often the layers gated by gate l (at i) run, into weight[]
+ * (indexed by position in p). */
+static void gate_weights(const struct rfb_layer *l, int i, double *weight)
+{
+	double total = 0.0;
+	int at = i + 1;
+
+	if (l->kind == RFB_F_APPLY) {
+		for (int k = at; k < at + l->count; k++)
+			weight[k] = l->p;
+		return;
+	}
+	for (int o = 0; o < l->options; o++)
+		total += l->weights[o];
+	for (int o = 0; o < l->options; o++) {
+		for (int k = at; k < at + l->option_layers[o]; k++)
+			weight[k] = l->kind == RFB_F_ORDER ? 1.0
+							   : l->weights[o] / total;
+		at += l->option_layers[o];
+	}
+}
+
+int rfb_pipeline_ungated(const rfb_pipeline *p, rfb_pipeline **out,
+			 double *weight, int *position, rfb_err *err)
+{
+	struct rfb_layer *layers = calloc((size_t)p->nlayers + 1, sizeof *layers);
+	double w[RFB_PIPELINE_MAX_LAYERS];
+	int n = 0, rc;
+
+	*out = NULL;
+	if (!layers)
+		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	for (int i = 0; i < p->nlayers; i++)
+		w[i] = 1.0;
+	for (int i = 0; i < p->nlayers; i++)
+		if (is_gate(&p->layers[i]))
+			gate_weights(&p->layers[i], i, w);
+	for (int i = 0; i < p->nlayers; i++) {
+		if (is_gate(&p->layers[i]))
+			continue;
+		layers[n] = p->layers[i];
+		weight[n] = w[i];
+		position[n++] = i;
+	}
+	rc = rfbi_pipeline_make(layers, n, out, err);
+	free(layers);
+	return rc;
 }

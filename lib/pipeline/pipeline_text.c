@@ -1,6 +1,7 @@
 /*
  * pipeline_text.c - a parsed pipeline as a value: its canonical text,
- * layer equality, split and join (the split policy), and output shapes.
+ * layer equality, split and join (the split policy).  Output shapes are
+ * pipeline_shape.c's.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,7 +18,8 @@ const char *const rfbi_filter_names[RFB_F_COUNT] = {
 	"autoaug", "trivialaug", "normalize", "gray", "rgb", "vflip",
 	"grayscale", "colorjitter", "gaussblur", "erasing", "solarize",
 	"posterize", "equalize", "autocontrast", "sharpness", "invert",
-	"rotation", "affine", "perspective", "apply", "augmix",
+	"rotation", "affine", "perspective", "apply", "augmix", "pad", "choice",
+	"order",
 };
 
 /* ---- canonical text ---- */
@@ -111,10 +113,10 @@ static void put_single(struct out *o, const struct rfb_layer *l)
 		put_range(o, "scale", l->scale);
 		put(o, ":");
 		put_range(o, "ratio", l->ratio);
-		if (!l->after_norm) {
-			put_fill(o, "value", l->fill);
-		} else if (l->erase_random) {
+		if (l->erase_random) {
 			put(o, ":value=random");
+		} else if (!l->after_norm) {
+			put_fill(o, "value", l->fill);
 		} else {
 			put(o, ":value=");
 			put_list(o, l->evalue, 3, '/');
@@ -146,6 +148,13 @@ static void put_single(struct out *o, const struct rfb_layer *l)
 		}
 		put(o, ":interp=%s", rfb_interp_name(l->interp));
 		put_fill(o, "fill", l->fill);
+		/* absent when not given: older specs keep their text */
+		if (l->expand)
+			put(o, ":expand=1");
+		if (l->has_center) {
+			put(o, ":center=");
+			put_list(o, l->center, 2, '/');
+		}
 		return;
 	case RFB_F_AUGMIX:
 		put(o, "=severity=%d:width=%d:depth=%d:alpha=", l->magnitude,
@@ -200,6 +209,25 @@ static void put_layer(struct out *o, const struct rfb_layer *l, int repeat)
 		    l->height, l->width, l->pad.left, l->pad.top, l->pad.right,
 		    l->pad.bottom, l->fill[0], l->fill[1], l->fill[2],
 		    l->pad_if_needed);
+		/* absent when constant: older specs keep their text */
+		if (l->pad_mode != RFB_PAD_CONSTANT)
+			put(o, ":padding_mode=%s", rfb_pad_mode_name(l->pad_mode));
+		break;
+	case RFB_F_CHOICE:
+	case RFB_F_ORDER:
+		put(o, "=n=%d", l->options);
+		if (l->kind == RFB_F_CHOICE) {
+			put(o, ":p=");
+			put_list(o, l->weights, l->options, '/');
+		}
+		put(o, ":layers=");
+		for (int i = 0; i < l->options; i++)
+			put(o, "%s%d", i ? "/" : "", l->option_layers[i]);
+		break;
+	case RFB_F_PAD:
+		put(o, "=%d/%d/%d/%d:fill=%u/%u/%u:padding_mode=%s", l->pad.left,
+		    l->pad.top, l->pad.right, l->pad.bottom, l->fill[0],
+		    l->fill[1], l->fill[2], rfb_pad_mode_name(l->pad_mode));
 		break;
 	case RFB_F_RRCROP:
 		put(o, "=%dx%d:scale=", l->height, l->width);
@@ -251,6 +279,7 @@ static int layer_equal(const struct rfb_layer *a, const struct rfb_layer *b)
 	       a->pad.left == b->pad.left && a->pad.top == b->pad.top &&
 	       a->pad.right == b->pad.right && a->pad.bottom == b->pad.bottom &&
 	       a->pad_if_needed == b->pad_if_needed &&
+	       a->pad_mode == b->pad_mode &&
 	       memcmp(a->fill, b->fill, 3) == 0 && a->scale[0] == b->scale[0] &&
 	       a->scale[1] == b->scale[1] && a->ratio[0] == b->ratio[0] &&
 	       a->ratio[1] == b->ratio[1] && a->p == b->p &&
@@ -268,8 +297,15 @@ static int layer_equal(const struct rfb_layer *a, const struct rfb_layer *b)
 	       a->translate[1] == b->translate[1] &&
 	       a->has_scale == b->has_scale && a->shear_n == b->shear_n &&
 	       memcmp(a->shear, b->shear, sizeof a->shear) == 0 &&
+	       a->expand == b->expand && a->has_center == b->has_center &&
+	       a->center[0] == b->center[0] && a->center[1] == b->center[1] &&
 	       a->count == b->count && a->after_norm == b->after_norm &&
+	       a->options == b->options &&
+	       memcmp(a->option_layers, b->option_layers,
+		      sizeof a->option_layers) == 0 &&
+	       memcmp(a->weights, b->weights, sizeof a->weights) == 0 &&
 	       a->erase_random == b->erase_random &&
+	       a->deferred == b->deferred &&
 	       memcmp(a->evalue, b->evalue, sizeof a->evalue) == 0 &&
 	       a->mix_width == b->mix_width && a->mix_depth == b->mix_depth &&
 	       a->all_ops == b->all_ops && a->has_fill == b->has_fill &&
@@ -280,7 +316,9 @@ static char *canonical_text(const struct rfb_layer *layers, int n)
 {
 	struct out o = { NULL, 0, 0, 0 };
 
-	o.cap = 64 + (size_t)n * 160; /* the longest layer text is < 160 */
+	/* the longest layer text (choice=n=16 with 16 long weights, affine
+	 * with every argument) is < 400 */
+	o.cap = 64 + (size_t)n * 400;
 	o.buf = malloc(o.cap);
 	if (!o.buf)
 		return NULL;
@@ -405,10 +443,21 @@ int rfb_pipeline_split(const rfb_pipeline *p, int k, rfb_pipeline **head,
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "normalize must stay in the final part");
 	for (int i = 0; i < k; i++)
-		if (p->layers[i].kind == RFB_F_APPLY && i + p->layers[i].count >= k)
+		if (p->layers[i].deferred)
 			return rfb_err_set(err, RFB_EINVAL, NULL,
-					   "split after layer %d cuts apply (layer "
-					   "%d) from the layers it gates", k, i + 1);
+					   "erasing value=random (layer %d) must "
+					   "stay with normalize in the final part",
+					   i + 1);
+	for (int i = 0; i < k; i++)
+		if ((p->layers[i].kind == RFB_F_APPLY ||
+		     p->layers[i].kind == RFB_F_CHOICE ||
+		     p->layers[i].kind == RFB_F_ORDER) &&
+		    i + p->layers[i].count >= k)
+			return rfb_err_set(err, RFB_EINVAL, NULL,
+					   "split after layer %d cuts %s (layer "
+					   "%d) from the layers it gates", k,
+					   rfbi_filter_names[p->layers[i].kind],
+					   i + 1);
 	*head = from_layers(p->layers, k, err);
 	if (*head)
 		*tail = from_layers(p->layers + k, p->nlayers - k, err);
@@ -435,116 +484,4 @@ int rfb_pipeline_join(const rfb_pipeline *a, const rfb_pipeline *b,
 	memcpy(layers, a->layers, (size_t)a->nlayers * sizeof *layers);
 	memcpy(layers + a->nlayers, b->layers, (size_t)b->nlayers * sizeof *layers);
 	return rfbi_pipeline_make(layers, a->nlayers + b->nlayers, out, err);
-}
-
-/* ---- shapes ---- */
-
-static int crop_shape(const struct rfb_layer *l, struct rfb_pipe_shape *s,
-		      rfb_err *err)
-{
-	int w = s->width + l->pad.left + l->pad.right;
-	int h = s->height + l->pad.top + l->pad.bottom;
-
-	if (!l->pad_if_needed && (w < l->width || h < l->height))
-		return rfb_err_set(err, RFB_EINVAL, NULL,
-				   "crop %dx%d larger than the %s image %dx%d "
-				   "(use pad= or pad_if_needed=1)", l->height,
-				   l->width, l->pad.left + l->pad.top +
-				   l->pad.right + l->pad.bottom ? "padded" : "",
-				   h, w);
-	s->width = l->width;
-	s->height = l->height;
-	return 0;
-}
-
-/* Output size of one layer for a w x h x c input (no randomness needed:
- * every filter's output size depends only on its input's).  0 or a
- * negative code with err filled. */
-static int layer_out_shape(const struct rfb_layer *l, struct rfb_pipe_shape *s,
-			   rfb_err *err)
-{
-	switch (l->kind) {
-	case RFB_F_RESIZE:
-		if (l->shorter)
-			return rfb_resize_shorter(s->width, s->height, l->shorter,
-						  l->max_size, &s->width,
-						  &s->height, err);
-		/* fall through */
-	case RFB_F_CENTERCROP:
-	case RFB_F_RRCROP:
-		s->width = l->width;
-		s->height = l->height;
-		return 0;
-	case RFB_F_CROP:
-		return crop_shape(l, s, err);
-	case RFB_F_GRAY:
-		s->channels = 1;
-		return 0;
-	case RFB_F_RGB:
-		s->channels = 3;
-		return 0;
-	case RFB_F_NORMALIZE:
-		if (l->norm_channels > s->channels)
-			return rfb_err_set(err, RFB_EINVAL, NULL,
-					   "normalize has %d values for a "
-					   "%d-channel image", l->norm_channels,
-					   s->channels);
-		return 0;
-	default:
-		return 0;
-	}
-}
-
-int rfb_pipeline_out_shape(const rfb_pipeline *p, const struct rfb_pipe_shape *in,
-			   struct rfb_pipe_shape *out, rfb_err *err)
-{
-	struct rfb_pipe_shape s = *in;
-
-	if (s.width < 1 || s.height < 1 || (s.channels != 1 && s.channels != 3))
-		return rfb_err_set(err, RFB_EINVAL, NULL, "bad input shape %dx%dx%d",
-				   s.width, s.height, s.channels);
-	for (int i = 0; i < p->nlayers; i++) {
-		int rc = layer_out_shape(&p->layers[i], &s, err);
-		if (rc)
-			return rc;
-	}
-	*out = s;
-	return 0;
-}
-
-int rfb_pipeline_fixed_shape(const rfb_pipeline *p, int in_channels,
-			     struct rfb_pipe_shape *out, rfb_err *err)
-{
-	struct rfb_pipe_shape s = { 0, 0, in_channels };
-	int fixed = 0, culprit = -1;
-
-	for (int i = 0; i < p->nlayers; i++) {
-		const struct rfb_layer *l = &p->layers[i];
-		if (l->kind == RFB_F_RESIZE && l->shorter) {
-			fixed = 0;
-			culprit = i;
-		} else if (l->kind == RFB_F_RESIZE || l->kind == RFB_F_CENTERCROP ||
-			   l->kind == RFB_F_RRCROP || l->kind == RFB_F_CROP) {
-			fixed = 1;
-			s.width = l->width;
-			s.height = l->height;
-		} else if (layer_out_shape(l, &s, err)) {
-			if (err)
-				err->code = RFB_ESPEC;
-			return RFB_ESPEC;
-		}
-	}
-	if (!fixed && culprit >= 0)
-		return rfb_err_set(err, RFB_ESPEC, NULL,
-				   "pipeline \"%s\": output size depends on the "
-				   "input: layer %d (resize=%d) comes after the "
-				   "last crop or fixed-size resize", p->canonical,
-				   culprit + 1, p->layers[culprit].shorter);
-	if (!fixed)
-		return rfb_err_set(err, RFB_ESPEC, NULL,
-				   "pipeline \"%s\": output size depends on the "
-				   "input: end it with a crop, centercrop, rrcrop "
-				   "or resize=HxW", p->canonical);
-	*out = s;
-	return 0;
 }

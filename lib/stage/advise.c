@@ -1,7 +1,9 @@
 /*
  * advise.c - the measuring half of the cost model (advise.h): time every
  * split point of a full pipeline on a seeded sample of the index, with
- * thread CPU time, per image the median of a few runs.
+ * thread CPU time, per image the median of a few runs.  A pipeline with
+ * gates (apply, choice, order) is timed with every gate open, and each
+ * gated layer then counts for its cost times how often it runs.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,7 +33,10 @@ struct bench {
 	/* shared by the timing threads */
 	const struct rfb_advise_opts *o;
 	rfb_index *idx;
-	rfb_pipeline *full;
+	rfb_pipeline *full;            /* what is timed: gates open */
+	rfb_pipeline *gated;           /* the spec's, when it has gates */
+	double weight[RFB_PIPELINE_MAX_LAYERS];  /* full's layer i runs */
+	int position[RFB_PIPELINE_MAX_LAYERS];   /* as gated's layer ... */
 	rfb_pipeline **head, **tail;  /* by split k */
 	int *width, *height;           /* [k * sample + i]: input of layer k */
 	double *out_bytes;             /* per split, summed */
@@ -222,6 +227,18 @@ static int bench_open(struct bench *b, rfb_err *err)
 		return err->code;
 	if ((rc = rfb_pipeline_parse(o->spec, &b->full, err)))
 		return rc;
+	for (int i = 0; i < rfb_pipeline_layers(b->full); i++) {
+		const char *name = rfb_pipeline_layer_name(b->full, i);
+		if (strcmp(name, "apply") && strcmp(name, "choice") &&
+		    strcmp(name, "order"))
+			continue;
+		b->gated = b->full;
+		b->full = NULL;
+		if ((rc = rfb_pipeline_ungated(b->gated, &b->full, b->weight,
+					       b->position, err)))
+			return rc;
+		break;
+	}
 	if ((L = rfb_pipeline_layers(b->full)) < 1)
 		return rfb_err_set(err, RFB_ESPEC, NULL,
 				   "the pipeline has no layer to split");
@@ -232,7 +249,7 @@ static int bench_open(struct bench *b, rfb_err *err)
 	a->layers = a->splits = L;
 	a->layer = calloc((size_t)L, sizeof *a->layer);
 	a->split = calloc((size_t)L, sizeof *a->split);
-	a->spec = dup_text(rfb_pipeline_canonical(b->full));
+	a->spec = dup_text(rfb_pipeline_canonical(b->gated ? b->gated : b->full));
 	b->width = malloc((size_t)L * (o->sample + 1) * sizeof *b->width);
 	b->height = malloc((size_t)L * (o->sample + 1) * sizeof *b->height);
 	b->out_bytes = calloc((size_t)L, sizeof *b->out_bytes);
@@ -255,6 +272,7 @@ static void bench_close(struct bench *b)
 	free(b->head);
 	free(b->tail);
 	rfb_pipeline_free(b->full);
+	rfb_pipeline_free(b->gated);
 	rfb_index_close(b->idx);
 	free(b->width);
 	free(b->height);
@@ -491,6 +509,7 @@ static void summarize(struct bench *b)
 					  a->measured);
 		l->choices = rfb_pipeline_layer_choices(b->full, j, l->in_width,
 							l->in_height);
+		l->runs = 1.0;
 		l->partial_s = j + 1 < L ? a->split[j + 1].partial_s -
 					   a->split[j].partial_s : NAN;
 		l->final_s = a->split[j].final_s -
@@ -741,6 +760,115 @@ out:
 	return rc;
 }
 
+/* The cost of gated layer g (its measured cost, times how often it runs)
+ * and of a gate (nothing: its one draw) into out[], gated's layers. */
+static void gated_layers(const struct bench *b, struct rfb_advise_layer *out)
+{
+	const rfb_advice *a = b->a;
+	int G = rfb_pipeline_layers(b->gated);
+
+	for (int g = 0, u = 0; g < G; g++) {
+		struct rfb_advise_layer *l = &out[g];
+		/* a gate takes the input size of the layer after it */
+		const struct rfb_advise_layer *m = &a->layer[u < a->layers ? u
+							     : a->layers - 1];
+		l->name = rfb_pipeline_layer_name(b->gated, g);
+		l->in_width = m->in_width;
+		l->in_height = m->in_height;
+		l->choices = rfb_pipeline_layer_choices(b->gated, g, m->in_width,
+							m->in_height);
+		l->runs = 1.0;
+		if (u < a->layers && b->position[u] == g) {
+			l->runs = b->weight[u];
+			/* a layer that never runs costs 0, not -0 */
+			l->partial_s = b->weight[u] > 0 ? m->partial_s * b->weight[u] : 0;
+			l->final_s = b->weight[u] > 0 ? m->final_s * b->weight[u] : 0;
+			u++;
+		}
+	}
+}
+
+/* The split of gated at k, from the timed one at u: what the gated
+ * layers do not run comes off (their cost times 1 - weight). */
+static int gated_split(const struct bench *b, int k, int u,
+		       const struct rfb_advise_layer *layer,
+		       struct rfb_advise_split *s, rfb_err *err)
+{
+	const rfb_advice *a = b->a;
+	rfb_pipeline *head = NULL, *tail = NULL;
+	struct rfb_pipe_shape shape;
+	int G = rfb_pipeline_layers(b->gated), rc;
+
+	*s = a->split[u];
+	s->partial_spec = s->final_spec = NULL;
+	for (int v = 0; v < a->layers; v++) {
+		double off = 1.0 - b->weight[v];
+		if (v < u)
+			s->partial_s -= off * a->layer[v].partial_s;
+		else
+			s->final_s -= off * a->layer[v].final_s;
+	}
+	s->final_layers = G - k;
+	s->final_choices = 1;
+	for (int g = k; g < G; g++)
+		s->final_choices *= layer[g].choices;
+	if ((rc = rfb_pipeline_fixed_shape(b->gated, 3, &shape, err)) ||
+	    (rc = rfb_pipeline_split(b->gated, k, &head, &tail, err)) ||
+	    (rc = fix_tail(&tail, &shape, err)))
+		goto out;
+	s->partial_spec = dup_text(rfb_pipeline_canonical(head));
+	s->final_spec = dup_text(rfb_pipeline_canonical(tail));
+	if (!s->partial_spec || !s->final_spec)
+		rc = rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+out:
+	rfb_pipeline_free(head);
+	rfb_pipeline_free(tail);
+	return rc;
+}
+
+/*
+ * The advice of the spec with gates from the one timed with them open:
+ * its layers (gated ones at their expected cost, gates free), and the
+ * splits that keep every gate with its layers.  The timed split u
+ * matching gated's split k has the same layers partial, so k - u gates
+ * are before it.
+ */
+static int regate(struct bench *b, rfb_err *err)
+{
+	rfb_advice *a = b->a;
+	int G = rfb_pipeline_layers(b->gated), n = 0, rc = 0;
+	struct rfb_advise_layer *layer = calloc((size_t)G, sizeof *layer);
+	struct rfb_advise_split *split = calloc((size_t)G, sizeof *split);
+
+	if (!layer || !split) {
+		rc = rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+		goto out;
+	}
+	gated_layers(b, layer);
+	for (int k = 0, u = 0; k < G && !rc; k++) {
+		if (u < a->layers && b->position[u] < k)
+			u++;
+		if (!rfb_pipeline_splittable(b->gated, k))
+			continue;
+		rc = gated_split(b, k, u, layer, &split[n++], err);
+	}
+	a->choices = 1;
+	for (int g = 0; g < G; g++)
+		a->choices *= layer[g].choices;
+out:
+	for (int k = 0; k < a->splits; k++) {
+		free(a->split[k].partial_spec);
+		free(a->split[k].final_spec);
+	}
+	free(a->layer);
+	free(a->split);
+	a->layer = layer;
+	a->split = split;
+	a->layers = G;
+	a->splits = n;
+	return rc;
+}
+
 rfb_advice *rfb_advise_measure(const struct rfb_advise_opts *o, rfb_err *err)
 {
 	struct bench b = { .o = o, .fd = -1 };
@@ -753,6 +881,8 @@ rfb_advice *rfb_advise_measure(const struct rfb_advise_opts *o, rfb_err *err)
 	if (bench_open(&b, err) || measure_sample(&b, err))
 		goto fail;
 	summarize(&b);
+	if (b.gated && regate(&b, err))
+		goto fail;
 	a = b.a;
 	b.a = NULL;
 fail:

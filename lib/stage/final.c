@@ -634,13 +634,9 @@ static int open_view_pipes(struct final *F, rfb_err *err)
 {
 	float mean0[3] = { 0 }, std0[3] = { 0 }; /* unused channels stay 0 */
 	int norm0 = rfb_pipeline_normalization(F->final_pipe, mean0, std0);
-	struct rfb_pipe_shape in = { 256, 256, 3 }, partial_out;
-	int rc, in_channels;
-
-	/* the views start from the partial part's channels, as view 0 did */
-	if ((rc = rfb_pipeline_out_shape(F->partial_pipe, &in, &partial_out, err)))
-		return rc;
-	in_channels = partial_out.channels;
+	/* the views start from the partial part's channels, as view 0 did
+	 * (only the channels: its size may be drawn per sample) */
+	int rc, in_channels = rfb_pipeline_out_channels(F->partial_pipe, 3);
 
 	if (!(F->view_pipe = calloc((size_t)F->views, sizeof *F->view_pipe)))
 		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
@@ -679,7 +675,6 @@ static int open_view_pipes(struct final *F, rfb_err *err)
 static int open_inputs(struct final *F, const char *in_name, rfb_err *err)
 {
 	const struct rfb_cache_manifest *m;
-	struct rfb_pipe_shape in = { 256, 256, 3 }, partial_out;
 	int rc;
 
 	if (!(F->idx = rfb_index_open(F->annot.index_file, err)) ||
@@ -714,8 +709,9 @@ static int open_inputs(struct final *F, const char *in_name, rfb_err *err)
 				     : F->o->pipeline, &F->final_pipe, err)) ||
 	    (rc = rfb_pipeline_parse(F->annot.partial, &F->partial_pipe, err)))
 		return rc;
-	if ((rc = rfb_pipeline_out_shape(F->partial_pipe, &in, &partial_out, err)) ||
-	    (rc = rfb_pipeline_fixed_shape(F->final_pipe, partial_out.channels,
+	/* only the channels: the partial part's size may vary per sample */
+	if ((rc = rfb_pipeline_fixed_shape(F->final_pipe,
+					   rfb_pipeline_out_channels(F->partial_pipe, 3),
 					   &F->shape, err)))
 		return rc;
 	F->dtype = rfb_pipeline_dtype(F->final_pipe);

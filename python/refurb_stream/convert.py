@@ -115,6 +115,7 @@ class _State:
                                  # ToDtype(float32, scale=False))
         self.normalized = False
         self.filters = []        # (text, layers)
+        self.random_erased = False  # RandomErasing(value='random') before Normalize
 
 
 def _key_name(key):
@@ -183,18 +184,24 @@ def _degrees(t):
     return "degrees=%s" % _range(t.degrees)
 
 
+def _center(t, what):
+    """:center=X/Y text (None: "")."""
+    if t.center is None:
+        return ""
+    c = list(t.center)
+    if len(c) != 2:
+        raise ConvertError("%s: center=%r is not (x, y)" % (what, t.center))
+    return ":center=%s/%s" % (_num(c[0]), _num(c[1]))
+
+
 def _rotation(t, what):
-    if t.expand:
-        raise ConvertError("%s: expand=True changes the image size (not supported)" % what)
-    if t.center is not None:
-        raise ConvertError("%s: center=%r (refurb rotates about the centre)" % (what, t.center))
-    return "rotation=%s:interp=%s%s" % (_degrees(t), _interp(t, what),
-                                        _fill(t.fill or 0, what))
+    return "rotation=%s:interp=%s%s%s%s" % (_degrees(t), _interp(t, what),
+                                            _fill(t.fill or 0, what),
+                                            ":expand=1" if t.expand else "",
+                                            _center(t, what))
 
 
 def _affine(t, what):
-    if t.center is not None:
-        raise ConvertError("%s: center=%r (refurb uses the centre)" % (what, t.center))
     text = "affine=%s" % _degrees(t)
     if t.translate is not None:
         text += ":translate=%s/%s" % (_num(t.translate[0]), _num(t.translate[1]))
@@ -203,22 +210,48 @@ def _affine(t, what):
     if t.shear is not None:
         s = list(t.shear)
         text += ":shear=" + "/".join(_range(s[i:i + 2]) for i in range(0, len(s), 2))
-    return text + ":interp=%s%s" % (_interp(t, what), _fill(t.fill or 0, what))
+    return text + ":interp=%s%s%s" % (_interp(t, what), _fill(t.fill or 0, what),
+                                      _center(t, what))
+
+
+_PAD_MODES = ("constant", "edge", "reflect", "symmetric")
+
+
+def _padding(padding, what):
+    """pad=... text of torchvision's padding (int, or 1, 2 or 4 ints >= 0)."""
+    pad = [padding] if isinstance(padding, int) else list(padding)
+    if len(pad) not in (1, 2, 4):
+        raise ConvertError("%s: padding %r is not 1, 2 or 4 values" % (what, padding))
+    if any(int(v) != v or v < 0 for v in pad):
+        raise ConvertError("%s: padding %r: refurb pads by whole pixels >= 0 "
+                           "(a negative padding crops: use centercrop or crop)"
+                           % (what, padding))
+    return "pad=" + "/".join(str(int(v)) for v in pad)
+
+
+def _pad_mode(t, what):
+    if t.padding_mode not in _PAD_MODES:
+        raise ConvertError("%s: padding_mode=%r is not one of %s"
+                           % (what, t.padding_mode, ", ".join(_PAD_MODES)))
+    return "" if t.padding_mode == "constant" else ":padding_mode=" + t.padding_mode
 
 
 def _crop(t, what):
     text = "crop=%s" % _size(t.size, what)
-    if t.padding_mode != "constant":
-        raise ConvertError("%s: padding_mode=%r (only 'constant')" % (what, t.padding_mode))
     if t.padding is not None:
-        pad = [t.padding] if isinstance(t.padding, int) else list(t.padding)
-        if len(pad) not in (1, 2, 4):
-            raise ConvertError("%s: padding %r is not 1, 2 or 4 values" % (what, t.padding))
-        text += ":pad=" + "/".join(str(int(v)) for v in pad)
-    text += _fill(t.fill, what) if t.fill else ""
+        text += ":" + _padding(t.padding, what)
+    if t.padding_mode == "constant":
+        text += _fill(t.fill, what) if t.fill else ""
     if t.pad_if_needed:
         text += ":pad_if_needed=1"
-    return text
+    return text + _pad_mode(t, what)
+
+
+def _pad(t, what):
+    text = _padding(t.padding, what)
+    if t.padding_mode == "constant":
+        text += _fill(t.fill, what) if t.fill else ""
+    return text + _pad_mode(t, what)
 
 
 def _on_tensor(name, t, what):
@@ -317,6 +350,7 @@ _SIMPLE = {
     "Resize": _resize,
     "CenterCrop": lambda t, w: "centercrop=%s" % _size(t.size, w),
     "RandomCrop": _crop,
+    "Pad": _pad,
     "RandomResizedCrop": lambda t, w: "rrcrop=%s:scale=%s:ratio=%s:interp=%s" % (
         _size(t.size, w), _range(t.scale), _range(t.ratio), _interp(t, w)),
     "RandomHorizontalFlip": lambda t, w: "flip=p=%s" % _p(t),
@@ -341,9 +375,9 @@ _SIMPLE = {
     "AugMix": _augmix,
 }
 
-# filters that change the image's size or channels (RandomApply cannot
-# gate them in refurb)
-_RESHAPING = ("Resize", "CenterCrop", "RandomCrop", "RandomResizedCrop", "Grayscale")
+# filters that change the image's size or channels (RandomOrder cannot
+# gate them in refurb; RandomApply and RandomChoice can, but Grayscale)
+_RESHAPING = ("Resize", "CenterCrop", "RandomCrop", "RandomResizedCrop", "Grayscale", "Pad")
 
 
 def _erasing(t, what, st):
@@ -359,8 +393,12 @@ def _erasing(t, what, st):
             raise ConvertError("%s: value=%r needs 1 or 3 values" % (what, t.value))
         return head + ":value=" + "/".join(_num(v) for v in vals)
     if isinstance(vals, str):
-        raise ConvertError("%s: value=%r before Normalize (refurb draws random "
-                           "values only after normalize)" % (what, t.value))
+        if st.kind != "float":
+            raise ConvertError("%s: value=%r on a uint8 tensor (torchvision casts the "
+                               "normal values to uint8): put ToTensor before it, or "
+                               "erase with a whole value" % (what, t.value))
+        st.random_erased = True  # drawn at normalize: only erasing until then
+        return head + ":value=random"
     vals = list(vals)
     scale = 255.0 / st.float_max if st.kind == "float" else 1.0
     px = [v * scale for v in vals]
@@ -381,9 +419,14 @@ def _layers(text):
     return 1
 
 
-def _add(st, text):
+def _add(st, text, what=None):
+    what = what or text.split("=")[0]
     if st.normalized:
-        raise ConvertError("%s after Normalize (refurb normalizes last)" % text.split("=")[0])
+        raise ConvertError("%s after Normalize (refurb normalizes last)" % what)
+    if st.random_erased:
+        raise ConvertError("%s after RandomErasing(value='random') (refurb draws its "
+                           "values at Normalize: only RandomErasing may come between, "
+                           "move it before)" % what)
     st.filters.append((text, _layers(text)))
 
 
@@ -480,22 +523,21 @@ def _convert(t, st, where):
                                "ToTensor" % what)
         if st.kind != "pil":
             _on_tensor(name, _Attrs(t, st), what)
-        _add(st, _SIMPLE[name](_Attrs(t, st), what))
+        _add(st, _SIMPLE[name](_Attrs(t, st), what), what)
     elif name == "Grayscale":
         _add(st, "gray")
         if t.num_output_channels == 3:
             _add(st, "rgb")
     elif name == "RandomApply":
         _random_apply(t, st, what, where)
+    elif name in ("RandomChoice", "RandomOrder"):
+        _random_choice(t, st, what, where, name)
     elif name == "RandomErasing":
         st.filters.append((_erasing(_Attrs(t, st), what, st), 1))  # also after Normalize
     elif name in ("PILToTensor", "ToTensor", "ToImage", "ToPureTensor"):
         _to_tensor(t, st, what, name)
     elif name == "ToPILImage":
         _to_pil(t, st, what)
-    elif name == "Pad":
-        raise ConvertError("%s: refurb pads only in a crop: follow Pad with RandomCrop "
-                           "(Pad(p) then RandomCrop(n) is RandomCrop(n, padding=p))" % what)
     elif name == "ConvertImageDtype":
         _to_dtype(t.dtype, True, st, what)
     elif name == "ToDtype":
@@ -564,21 +606,74 @@ _TYPE_CHANGING = ("Normalize", "ToTensor", "PILToTensor", "ToImage", "ToPureTens
                   "ToDtype", "ConvertImageDtype")
 
 
+_GATES = {"RandomApply": "apply", "RandomChoice": "choice", "RandomOrder": "order"}
+
+
+def _gated(t, st, what, where, sub, i, gate):
+    """The filters of sub, the i-th transform gated by gate (RandomApply,
+    RandomChoice or RandomOrder), as a _State."""
+    inner = _State()
+    inner.kind, inner.image, inner.float_max = st.kind, st.image, st.float_max
+    inner.normalized = st.normalized
+    sub_name = type(sub).__name__
+    if sub_name in _GATES or sub_name == "Grayscale" or sub_name in _TYPE_CHANGING:
+        raise ConvertError("%s: cannot gate %s (refurb's %s gates only filters "
+                           "that keep the image's channels and type)"
+                           % (what, sub_name, _GATES[gate]))
+    if gate == "RandomOrder" and (sub_name in _RESHAPING or (
+            sub_name == "RandomRotation" and sub.expand)):
+        raise ConvertError("%s: cannot gate %s%s (refurb's order gates only filters "
+                           "that keep the image's size, channels and type)"
+                           % (what, sub_name, "(expand=True)" if sub_name ==
+                              "RandomRotation" else ""))
+    _convert(sub, inner, "%s.transforms[%d]" % (where, i))
+    return inner
+
+
+def _random_choice(t, st, what, where, name):
+    """RandomChoice / RandomOrder: choice=n=K[:p=...][:layers=...] or
+    order=n=K[:layers=...], then each transform's filters."""
+    options = [_gated(t, st, what, where, sub, i, name)
+               for i, sub in enumerate(_transforms_of(t.transforms))]
+    if any(o.random_erased for o in options):
+        raise ConvertError("%s: cannot hold RandomErasing(value='random') before "
+                           "Normalize (its values are drawn at Normalize)" % what)
+    if not options:
+        raise ConvertError("%s: no transforms" % what)
+    if len(options) > 16:
+        raise ConvertError("%s: %d transforms (refurb's %s takes at most 16)"
+                           % (what, len(options), _GATES[name]))
+    if any(not o.filters for o in options):
+        raise ConvertError("%s: a transform that does nothing in refurb (%s) "
+                           "cannot be an option" % (what, "ToTensor or PILToTensor"))
+    text = "%s=n=%d" % (_GATES[name], len(options))
+    p = getattr(t, "p", None)
+    if p is not None:
+        p = list(p)
+        if len(p) != len(options) or any(v < 0 for v in p) or not sum(p) > 0:
+            raise ConvertError("%s: p=%r needs a weight >= 0 per transform, not all 0"
+                               % (what, p))
+        text += ":p=" + "/".join(_num(v) for v in p)
+    if any(len(o.filters) != 1 for o in options):
+        text += ":layers=" + "/".join(str(sum(k for _, k in o.filters)) for o in options)
+    _add(st, text)
+    for o in options:
+        st.filters.extend(o.filters)
+
+
 def _random_apply(t, st, what, where):
     inner = _State()
     inner.kind, inner.image, inner.float_max = st.kind, st.image, st.float_max
     inner.normalized = st.normalized
     for i, sub in enumerate(_transforms_of(t.transforms)):
-        sub_name = type(sub).__name__
-        if sub_name in _RESHAPING or sub_name in _TYPE_CHANGING:
-            raise ConvertError("%s: cannot gate %s (refurb's apply gates only filters "
-                               "that keep the image's size, channels and type)"
-                               % (what, sub_name))
-        _convert(sub, inner, "%s.transforms[%d]" % (where, i))
+        gated = _gated(t, st, what, where, sub, i, "RandomApply")
+        inner.filters.extend(gated.filters)
+        inner.random_erased |= gated.random_erased
     n = sum(k for _, k in inner.filters)
     if n == 0:
         return
     _add(st, "apply=p=%s:n=%d" % (_p(t), n))
+    st.random_erased |= inner.random_erased
     st.filters.extend(inner.filters)
 
 
@@ -596,6 +691,7 @@ def _normalize(t, st, what):
     st.filters.append(("normalize=mean=%s:std=%s" % ("/".join(_num(v / f) for v in mean),
                                                      "/".join(_num(v / f) for v in std)), 1))
     st.normalized = True
+    st.random_erased = False
 
 
 def pipeline_from_torchvision(transform):

@@ -65,6 +65,28 @@ static int run_perspective(const rfb_image *in, const char *params,
 			       RFB_INTERP_BICUBIC, f, NULL);
 }
 
+/* 1 if img equals a window of big exactly (RandomCrop with pad_if_needed:
+ * big is the image torchvision pads before its random crop). */
+static int is_window(const rfb_image *img, const rfb_image *big)
+{
+	size_t row = (size_t)img->width * img->channels;
+
+	if (img->channels != big->channels || img->width > big->width ||
+	    img->height > big->height)
+		return 0;
+	for (int y0 = 0; y0 <= big->height - img->height; y0++)
+		for (int x0 = 0; x0 <= big->width - img->width; x0++) {
+			int y = 0;
+			while (y < img->height &&
+			       memcmp(rfb_image_px(img, 0, y),
+				      rfb_image_px(big, x0, y0 + y), row) == 0)
+				y++;
+			if (y == img->height)
+				return 1;
+		}
+	return 0;
+}
+
 static int golden_case(rfb_pipe_ctx *ctx, const char *name, const char *input,
 		       const char *spec, const char *params, const char *output)
 {
@@ -84,6 +106,16 @@ static int golden_case(rfb_pipe_ctx *ctx, const char *name, const char *input,
 		if (run_perspective(&in, params, &pb, &out.img))
 			goto done;
 	} else if (run_spec(spec, &in, 0, ctx, &out)) {
+		goto done;
+	}
+	if (strcmp(params, "window=1") == 0) {
+		/* several draws: each a window of the padded image */
+		ok = 1;
+		for (uint32_t s = 0; s < 4 && ok; s++)
+			ok = run_spec(spec, &in, s, ctx, &out) == 0 &&
+			     is_window(&out.img, &expected);
+		printf("# %-36s window of the padded image%s\n", name,
+		       ok ? "" : "  FAIL");
 		goto done;
 	}
 	struct golden_diff d = golden_compare(&out.img, &expected);
@@ -166,10 +198,21 @@ static void test_errors(void)
 		{ "colorjitter=brightness=-1", "a single value must be >= 0" },
 		{ "vflip=p=1.5", "p 1.5 out of range 0..1" },
 		{ "apply=0.5", "apply n=1: only 0 layers follow it" },
-		{ "apply=0.5,crop=32", "apply cannot gate crop" },
+		{ "apply=0.5,gray", "apply cannot gate gray (only filters that keep "
+		  "the image's channels, and no normalize or other gate)" },
 		{ "affine=10:translate=0.1", "translate needs 2 values A/B" },
 		{ "rrcrop=32:ratio=3/0-4/3", "is not a number" },
 		{ "posterize=9", "bits 9 out of range 0..8" },
+		{ "crop=32:pad=4:padding_mode=mirror", "unknown padding_mode \"mirror\"" },
+		{ "crop=32:pad=4:padding_mode=mirror",
+		  "padding_mode: constant, edge, reflect, symmetric" },
+		{ "pad=4:mode=reflct", "(did you mean \"reflect\"?)" },
+		{ "pad", "pad needs its pad" },
+		{ "pad=-1", "pad \"-1\" is not an integer" },
+		{ "pad=1/2/3", "pad needs 1, 2 or 4 values" },
+		{ "apply,apply,vflip", "apply cannot gate apply" },
+		{ "order=2,vflip,rotation=3:expand=1", "order cannot gate rotation expand=1" },
+		{ "Pad=2", "(did you mean \"pad\"?)" },
 	};
 
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -207,6 +250,14 @@ static void test_aliases_and_canonical(void)
 		{ "gaussblur=5", "gaussblur=kernel_size=5x5:sigma=0.1-2" },
 		{ "crop=32:padding=4", "crop=32:pad=4" },
 		{ "apply,vflip", "apply=p=0.5:n=1,vflip=p=0.5" },
+		{ "pad=padding=2/3:padding_mode=edge", "pad=2/3/2/3:mode=edge" },
+		{ "rotation=30:expand=0", "rotation=30" },
+		{ "choice=2,randaug=n=2,vflip", "choice=n=2:p=1/1:layers=2/1,randaug,vflip" },
+		{ "order=2,vflip,invert", "order=n=2:layers=1/1,vflip,invert" },
+		{ "rotation=degrees=30:expand=1:center=1/2.5",
+		  "rotation=-30-30:center=1/2.5:expand=1" },
+		{ "pad=1:mode=reflect:fill=9", "pad=1:mode=reflect" },
+		{ "crop=32:pad=4:padding_mode=constant", "crop=32:pad=4" },
 	};
 	static const char *const round_trip[] = {
 		"rrcrop=224,flip,apply=0.8,colorjitter=0.4:contrast=0.4:saturation=0.4:hue=0.1,"
@@ -216,6 +267,18 @@ static void test_aliases_and_canonical(void)
 		"erasing=p=0.25:scale=0.1-0.2:ratio=1/3-3:value=9/8/7",
 		"posterize=4,equalize,autocontrast=0.3,invert=1,vflip=0.1,"
 		"colorjitter=hue=-0.2--0.1,rotation=1e-05-0.5",
+		"pad=1/2/3/4:fill=5:mode=symmetric,crop=40:pad=3:mode=reflect:pad_if_needed=1,"
+		"crop=9:pad=2:fill=1/2/3,pad=7",
+		"rotation=5:expand=1:center=-3/4.5,centercrop=9,affine=3:center=0/0.25",
+		/* one layer whose canonical text is over 300 bytes */
+		"affine=degrees=-1.2345678901234567-1.2345678901234567:translate="
+		"0.12345678901234567/0.12345678901234567:scale=0.12345678901234567-"
+		"1.2345678901234567:shear=-1.2345678901234567-1.2345678901234567/"
+		"-1.2345678901234567-1.2345678901234567:interp=bilinear:fill=255/255/255:"
+		"center=123.45678901234567/123.45678901234567",
+		"choice=3:p=0.2/0.5/1,randaug=n=1,randaug=n=1,vflip,order=2:layers=2/1,"
+		"randaug=n=2,invert,order=1,flip",
+		"resize=8,erasing=p=0.3:value=random,erasing=value=3,normalize=mean=0.1:std=2",
 		"resize=8,normalize=imagenet,erasing=value=random,erasing=p=0.1:value=-1.5/0/2.25",
 	};
 	char a[4096], b[4096];
@@ -287,6 +350,95 @@ static void test_probabilities(void)
 	rfb_imgbuf_free(&buf);
 }
 
+/* How often spec's output is each of the outputs of alt[0..k), over n
+ * samples, into freq[]; returns how many outputs were none of them. */
+static int outcome_rates(const char *spec, const char *const *alt, int k,
+			 const rfb_image *in, int n, double *freq)
+{
+	rfb_pipe_ctx *ctx = rfb_pipe_ctx_new(NULL), *ref = rfb_pipe_ctx_new(NULL);
+	int other = 0;
+
+	for (int j = 0; j < k; j++)
+		freq[j] = 0;
+	for (int s = 0; s < n; s++) {
+		struct rfb_pipe_out out, want;
+		int hit = -1;
+		if (run_spec(spec, in, (uint32_t)s, ctx, &out))
+			return n;
+		for (int j = 0; j < k && hit < 0; j++)
+			if (run_spec(alt[j], in, 0, ref, &want) == 0 &&
+			    want.size == out.size &&
+			    memcmp(want.data, out.data, out.size) == 0)
+				hit = j;
+		if (hit < 0)
+			other++;
+		else
+			freq[hit] += 1.0 / n;
+	}
+	rfb_pipe_ctx_free(ctx);
+	rfb_pipe_ctx_free(ref);
+	return other;
+}
+
+/* choice (RandomChoice) picks by its weights, order (RandomOrder) runs
+ * its options in every order equally often; their parse errors. */
+static void test_choice_and_order(void)
+{
+	static const char *const picks[] = { "vflip=1", "invert=1",
+					      "posterize=bits=1:p=1" };
+	static const char *const orders[] = {
+		"invert=1,posterize=bits=1:p=1", "posterize=bits=1:p=1,invert=1" };
+	static const char *const grouped[] = {
+		"vflip=1,invert=1,posterize=bits=1:p=1",
+		"posterize=bits=1:p=1,vflip=1,invert=1" };
+	const double want[3] = { 0.25, 0.5, 0.25 };
+	rfb_imgbuf buf = { 0 };
+	rfb_image img;
+	double freq[3];
+	const int n = 1200;
+
+	make_image(&img, &buf, 24, 17);
+	CHECK(outcome_rates("choice=3:p=1/2/1,vflip=1,invert=1,posterize=bits=1:p=1",
+			    picks, 3, &img, n, freq) == 0);
+	for (int j = 0; j < 3; j++)
+		CHECKF(fabs(freq[j] - want[j]) < 4 * sqrt(want[j] * (1 - want[j]) / n),
+		       "choice option %d: %.3f, want %.3f", j, freq[j], want[j]);
+	CHECK(outcome_rates("choice=n=3:p=0/1/0,vflip=1,invert=1,posterize=bits=1:p=1",
+			    picks, 3, &img, 200, freq) == 0);
+	CHECK(freq[1] > 0.999);
+	CHECK(outcome_rates("order=2,invert=1,posterize=bits=1:p=1", orders, 2,
+			    &img, n, freq) == 0);
+	CHECKF(fabs(freq[0] - 0.5) < 4 * sqrt(0.25 / n), "order: %.3f", freq[0]);
+	CHECK(outcome_rates("order=2:layers=2/1,vflip=1,invert=1,posterize=bits=1:p=1",
+			    grouped, 2, &img, n, freq) == 0);
+	CHECKF(fabs(freq[0] - 0.5) < 4 * sqrt(0.25 / n), "order: %.3f", freq[0]);
+	/* a randaug=n=2 filter is one option of two layers */
+	CHECK(strcmp(parse_error("choice=2,randaug=n=2,invert"), "") == 0);
+	CHECK(strstr(parse_error("choice=3,vflip,invert"),
+		     "choice n=3: only 2 filters follow it") != NULL);
+	CHECK(strstr(parse_error("choice=2:layers=2/2,vflip,invert,flip"),
+		     "choice n=2: its options have 4 layers, only 3 follow it") != NULL);
+	CHECK(strstr(parse_error("choice=2:p=1,vflip,invert"),
+		     "choice n=2 needs 2 weights in p, not 1") != NULL);
+	CHECK(strstr(parse_error("choice=2:p=0/0,vflip,invert"),
+		     "choice p: the weights are all 0") != NULL);
+	CHECK(strstr(parse_error("choice=2:p=1/-1,vflip,invert"),
+		     "p -1 out of range 0..1e+09") != NULL);
+	CHECK(strstr(parse_error("order=2:layers=1,vflip,invert"),
+		     "order n=2 needs 2 counts in layers, not 1") != NULL);
+	CHECK(strstr(parse_error("order=2,vflip,crop=8"),
+		     "order cannot gate crop") != NULL);
+	CHECK(strstr(parse_error("choice=2,vflip,apply,invert"),
+		     "choice cannot gate apply") != NULL);
+	CHECK(strstr(parse_error("choice=2,vflip,normalize"),
+		     "choice cannot gate normalize") != NULL);
+	CHECK(strstr(parse_error("order"), "order needs its n") != NULL);
+	CHECK(strstr(parse_error("choice=17"), "n 17 out of range 1..16") != NULL);
+	CHECK(strstr(parse_error("order=2:p=1/1,vflip,invert"),
+		     "order has no argument \"p\"") != NULL);
+	rfb_imgbuf_free(&buf);
+}
+
 static void test_split_keeps_apply(void)
 {
 	rfb_pipeline *p, *head, *tail;
@@ -303,6 +455,14 @@ static void test_split_keeps_apply(void)
 	CHECK(rfb_pipeline_split(p, 1, &head, &tail, &err) == 0);
 	CHECK(strcmp(rfb_pipeline_canonical(tail),
 		     "apply=p=0.5:n=2,vflip=p=0.5,invert=p=0.5,flip=p=0.5") == 0);
+	rfb_pipeline_free(head);
+	rfb_pipeline_free(tail);
+	rfb_pipeline_free(p);
+	CHECK(rfb_pipeline_parse("resize=32,order=2,vflip,invert,flip", &p,
+				 NULL) == 0);
+	CHECK(rfb_pipeline_split(p, 3, &head, &tail, &err) == RFB_EINVAL);
+	CHECK(strstr(err.msg, "cuts order (layer 2)") != NULL);
+	CHECK(rfb_pipeline_split(p, 4, &head, &tail, &err) == 0);
 	rfb_pipeline_free(head);
 	rfb_pipeline_free(tail);
 	rfb_pipeline_free(p);
@@ -385,13 +545,218 @@ static void test_erasing_after_normalize(void)
 	CHECKF(fabs(sum / n) < 0.05 && fabs(sum2 / n - 1.0) < 0.1,
 	       "mean %.3f variance %.3f", sum / n, sum2 / n);
 	CHECK(strstr(parse_error("erasing=value=random"),
-		     "erasing value=random needs float values") != NULL);
+		     "erasing value=random draws float values: put a normalize "
+		     "after it") != NULL);
 	CHECK(strstr(parse_error("erasing=value=0.5"),
 		     "a whole pixel value 0..255") != NULL);
 	CHECK(strstr(parse_error("normalize,vflip"),
 		     "only erasing may follow it") != NULL);
 	rfb_imgbuf_free(&buf);
 	rfb_pipe_ctx_free(ctx);
+}
+
+/* The parsed spec's out_shape for a w x h RGB input (its return code). */
+static int shape_of(const char *spec, int w, int h, struct rfb_pipe_shape *out,
+		    rfb_err *err)
+{
+	struct rfb_pipe_shape in = { w, h, 3 };
+	rfb_pipeline *p = NULL;
+	int rc = rfb_pipeline_parse(spec, &p, NULL);
+
+	if (!rc)
+		rc = rfb_pipeline_out_shape(p, &in, out, err);
+	rfb_pipeline_free(p);
+	return rc;
+}
+
+static int fixed_of(const char *spec, struct rfb_pipe_shape *out, rfb_err *err)
+{
+	rfb_pipeline *p = NULL;
+	int rc = rfb_pipeline_parse(spec, &p, NULL);
+
+	if (!rc)
+		rc = rfb_pipeline_fixed_shape(p, 3, out, err);
+	rfb_pipeline_free(p);
+	return rc;
+}
+
+/* rotation expand=1: a size drawn per sample, fixed again by what follows;
+ * the shapes predicted where they can be, refused where they cannot. */
+static void test_rotation_expand_shapes(void)
+{
+	rfb_pipe_ctx *ctx = rfb_pipe_ctx_new(NULL);
+	struct rfb_pipe_shape s;
+	struct rfb_pipe_out out;
+	rfb_imgbuf buf = { 0 };
+	rfb_err err = { 0 };
+	rfb_image img;
+	int sizes = 0, last_w = 0, nw, nh;
+
+	make_image(&img, &buf, 67, 53);
+	/* one angle: exact, as PIL's expand computes it */
+	rfb_rotate_size(67, 53, 30.0, 1, NULL, &nw, &nh);
+	CHECK(nw == 85 && nh == 81); /* PIL 9.4: (67, 53).rotate(30, expand=1) */
+	CHECK(shape_of("rotation=30-30:expand=1", 67, 53, &s, NULL) == 0);
+	CHECK(s.width == nw && s.height == nh);
+	CHECK(run_spec("rotation=30-30:expand=1", &img, 0, ctx, &out) == 0);
+	CHECK(out.shape.width == nw && out.shape.height == nh);
+	rfb_rotate_size(67, 53, 90.0, 1, NULL, &nw, &nh);
+	CHECK(nw == 53 && nh == 67);
+	/* a range: per sample, refused until a layer fixes it */
+	CHECK(shape_of("rotation=30:expand=1", 67, 53, &s, &err) == RFB_ESPEC);
+	CHECKF(strstr(err.msg, "depends on the angle layer 1 (rotation expand=1) "
+		       "draws") != NULL, "%s", err.msg);
+	for (uint32_t k = 0; k < 20; k++) {
+		CHECK(run_spec("rotation=30:expand=1", &img, k, ctx, &out) == 0);
+		CHECK(out.shape.width >= 67 && out.shape.height >= 53);
+		sizes += out.shape.width != last_w;
+		last_w = out.shape.width;
+		CHECK(run_spec("rotation=30:expand=1,centercrop=20", &img, k, ctx,
+			       &out) == 0);
+		CHECK(out.shape.width == 20 && out.shape.height == 20);
+	}
+	CHECK(sizes > 5);
+	CHECK(shape_of("rotation=30:expand=1,centercrop=20", 67, 53, &s, NULL) == 0);
+	CHECK(s.width == 20 && s.height == 20);
+	CHECK(shape_of("rotation=30:expand=1,rrcrop=9x8,pad=1", 67, 53, &s, NULL) == 0);
+	CHECK(s.width == 10 && s.height == 11);
+	/* a crop fits every angle (the least size is at 0 degrees) ... */
+	CHECK(shape_of("rotation=10:expand=1,crop=50", 67, 53, &s, NULL) == 0);
+	/* ... or may not, unless it pads */
+	CHECK(shape_of("rotation=10:expand=1,crop=60", 67, 53, &s, &err) == RFB_ESPEC);
+	CHECKF(strstr(err.msg, "crop 60x60 may be larger than the image layer 1 "
+		       "(rotation expand=1) makes, 53x67 or more: use "
+		       "pad_if_needed=1") != NULL, "%s", err.msg);
+	CHECK(shape_of("rotation=10:expand=1,crop=60:pad_if_needed=1", 67, 53, &s,
+		       NULL) == 0);
+	CHECK(shape_of("rotation=90-180:expand=1,crop=60", 67, 53, &s, NULL) == RFB_ESPEC);
+	CHECK(shape_of("rotation=80-100:expand=1,crop=60", 67, 53, &s, NULL) == RFB_ESPEC);
+	CHECK(shape_of("rotation=80-100:expand=1,crop=50", 67, 53, &s, NULL) == 0);
+	/* batching stages need a fixed size */
+	CHECK(fixed_of("resize=64x64,rotation=20:expand=1", &s, &err) == RFB_ESPEC);
+	CHECKF(strstr(err.msg, "depends on the angle layer 2 (rotation "
+		       "expand=1) draws: follow it with a crop") != NULL, "%s",
+	       err.msg);
+	CHECK(fixed_of("resize=64x64,rotation=90-90:expand=1", &s, NULL) == 0);
+	CHECK(s.width == 64 && s.height == 64);
+	CHECK(fixed_of("resize=64x32,rotation=90-90:expand=1", &s, NULL) == 0);
+	CHECK(s.width == 64 && s.height == 32);
+	CHECK(fixed_of("rotation=20:expand=1,resize=32x30", &s, NULL) == 0);
+	CHECK(s.width == 30 && s.height == 32);
+	CHECK(strstr(parse_error("rotation=10:expand=2"),
+		     "unknown expand value \"2\"") != NULL);
+	CHECK(strstr(parse_error("rotation=10:center=5"),
+		     "center needs 2 values X/Y") != NULL);
+	CHECK(strstr(parse_error("rotation=10:center=a/1"),
+		     "center \"a\" is not a number") != NULL);
+	CHECK(strstr(parse_error("affine=10:expand=1"),
+		     "affine has no argument \"expand\"") != NULL);
+	rfb_imgbuf_free(&buf);
+	rfb_pipe_ctx_free(ctx);
+}
+
+/* ToTensor, RandomErasing(value='random'), Normalize: the erased box
+ * holds (N(0, 1) - mean) / std, drawn at normalize; erasing up to
+ * normalize is deferred with it (a constant is its normalized pixel). */
+static void test_erasing_random_before_normalize(void)
+{
+	rfb_pipe_ctx *ctx = rfb_pipe_ctx_new(NULL);
+	rfb_imgbuf buf = { 0 };
+	rfb_image img;
+	struct rfb_pipe_out out;
+	/* an 11 x 11 box, as in test_erasing_after_normalize */
+	const char *random = "erasing=p=1:scale=0.1-0.1:ratio=1-1:value=random,"
+			     "normalize=mean=0.5:std=0.25";
+	const char *then_const = "erasing=p=1:scale=0.1-0.1:ratio=1-1:value=random,"
+				 "erasing=p=1:scale=0.1-0.1:ratio=1-1:value=7,"
+				 "normalize=mean=0.5:std=0.25";
+	double sum = 0, sum2 = 0;
+	long n = 0, sevens = 0;
+
+	make_image(&img, &buf, 40, 30);
+	for (uint32_t s = 0; s < 40; s++) {
+		const float *t;
+		CHECK(run_spec(random, &img, s, ctx, &out) == 0);
+		CHECK(out.dtype == RFB_DTYPE_F32);
+		t = out.data;
+		for (int i = 0; i < 3 * 40 * 30; i++) {
+			double v = t[i], k = (v * 0.25 + 0.5) * 255;
+			if (fabs(k - nearbyint(k)) > 1e-3 || v < -2.0001 || v > 2.0001) {
+				sum += v;
+				sum2 += v * v;
+				n++;
+			}
+		}
+		CHECK(run_spec(then_const, &img, s, ctx, &out) == 0);
+		t = out.data;
+		for (int i = 0; i < 3 * 40 * 30; i++)
+			sevens += t[i] == (float)((7 / 255.0f - 0.5f) / 0.25f);
+	}
+	/* mean -0.5 / 0.25 = -2, variance 1 / 0.25^2 = 16 */
+	CHECKF(n > 40 * 363 * 9 / 10, "%ld random values", n);
+	CHECKF(fabs(sum / n + 2.0) < 0.1 &&
+	       fabs(sum2 / n - sum / n * sum / n - 16.0) < 1.0,
+	       "mean %.3f variance %.3f", sum / n, sum2 / n - sum / n * sum / n);
+	/* the constant box (drawn second) lies on top: all its samples */
+	CHECKF(sevens >= 40 * 363, "%ld normalized 7s", sevens);
+	CHECK(strstr(parse_error("erasing=value=random,vflip,normalize"),
+		     "only erasing may come between erasing value=random and "
+		     "normalize (its values are drawn at normalize): move vflip "
+		     "before it") != NULL);
+	CHECK(strstr(parse_error("choice=2,erasing=value=random,erasing,normalize"),
+		     "choice cannot gate erasing before normalize after "
+		     "value=random") != NULL);
+	CHECK(strcmp(parse_error("apply=0.5,erasing=value=random,normalize"), "") == 0);
+	CHECK(strcmp(parse_error("erasing=value=random,normalize=imagenet,"
+				 "erasing=value=random"), "") == 0);
+	rfb_imgbuf_free(&buf);
+	rfb_pipe_ctx_free(ctx);
+}
+
+/* apply and choice holding layers that change the size: the size is
+ * drawn with the gate, one when every branch gives it. */
+static void test_gates_that_resize(void)
+{
+	static const char *const picks[] = { "centercrop=32",
+					     "resize=40x40,centercrop=32" };
+	struct rfb_pipe_shape s;
+	rfb_imgbuf buf = { 0 };
+	rfb_err err = { 0 };
+	rfb_image img;
+	double freq[2];
+	const int n = 600;
+
+	CHECK(shape_of("apply=0.5,crop=32", 67, 53, &s, &err) == RFB_ESPEC);
+	CHECKF(strstr(err.msg, "output size depends on what layer 1 (apply) "
+		       "draws: give its options one size, or follow it with a "
+		       "crop") != NULL, "%s", err.msg);
+	CHECK(shape_of("apply=1,crop=32", 67, 53, &s, NULL) == 0 && s.width == 32);
+	CHECK(shape_of("apply=0,crop=32", 67, 53, &s, NULL) == 0 && s.width == 67);
+	CHECK(shape_of("apply=0.5,crop=32,centercrop=20", 67, 53, &s, NULL) == 0);
+	CHECK(s.width == 20 && s.height == 20);
+	CHECK(shape_of("choice=2:layers=1/2,rrcrop=32,resize=40,centercrop=32", 67,
+		       53, &s, NULL) == 0);
+	CHECK(s.width == 32 && s.height == 32);
+	CHECK(fixed_of("choice=2:layers=1/2,rrcrop=32,resize=40,centercrop=32", &s,
+		       NULL) == 0);
+	CHECK(s.width == 32 && s.height == 32);
+	CHECK(fixed_of("choice=2,rrcrop=32,centercrop=30", &s, &err) == RFB_ESPEC);
+	CHECKF(strstr(err.msg, "output size depends on what layer 1 (choice) "
+		       "draws") != NULL, "%s", err.msg);
+	CHECK(fixed_of("choice=2:p=1/0,rrcrop=32,centercrop=30", &s, NULL) == 0);
+	CHECK(s.width == 32);
+	CHECK(fixed_of("resize=64x64,apply=0.5,rotation=30:expand=1,centercrop=20",
+		       &s, NULL) == 0);
+	/* a crop that may not fit the smaller branch */
+	CHECK(shape_of("choice=2,centercrop=20,pad=4,crop=26", 67, 53, &s, &err) ==
+	      RFB_ESPEC);
+	CHECKF(strstr(err.msg, "crop 26x26 may be larger than the image layer 1 "
+		       "(choice) makes, 20x20 or more") != NULL, "%s", err.msg);
+	make_image(&img, &buf, 67, 53);
+	CHECK(outcome_rates("choice=2:layers=1/2,centercrop=32,resize=40x40,"
+			    "centercrop=32", picks, 2, &img, n, freq) == 0);
+	CHECKF(fabs(freq[0] - 0.5) < 4 * sqrt(0.25 / n), "choice: %.3f", freq[0]);
+	rfb_imgbuf_free(&buf);
 }
 
 static void test_blur_kernel(void)
@@ -413,8 +778,12 @@ int main(void)
 	RUN(test_aliases_and_canonical);
 	RUN(test_probabilities);
 	RUN(test_split_keeps_apply);
+	RUN(test_choice_and_order);
+	RUN(test_gates_that_resize);
 	RUN(test_determinism_and_gray);
 	RUN(test_erasing_after_normalize);
 	RUN(test_blur_kernel);
+	RUN(test_rotation_expand_shapes);
+	RUN(test_erasing_random_before_normalize);
 	return test_done();
 }

@@ -21,6 +21,13 @@
  * batch stream, both ends).  The model (rfb_advise_predict) then adds
  * these up per image: misses pay partial + write, every use pays read +
  * final + transfer.
+ *
+ * A pipeline with gates (apply, choice, order) is timed with every gate
+ * open (rfb_pipeline_ungated: every gated layer runs); each gated layer
+ * then costs its timed cost times how often it runs, a gate nothing, and
+ * the splits are those that keep every gate with its layers
+ * (rfb_pipeline_splittable): split partial and final times are the timed
+ * ones less what the gated layers do not run.
  */
 #ifndef REFURB_ADVISE_H
 #define REFURB_ADVISE_H
@@ -58,6 +65,12 @@ struct rfb_advise_layer {
 	double final_s;            /* what it costs per use in the final part */
 	double choices;            /* distinct outcomes (|A| factor) */
 	int in_width, in_height;   /* median input size */
+	double runs;               /* how often it runs: 1, or for a layer
+				    * gated by apply, choice or order its
+				    * probability (apply's p, the option's
+				    * weight over their total, 1); its costs
+				    * are then its cost when it runs (timed
+				    * with the gates open) times runs */
 };
 
 /* One split point: the first layers partial, the last final_layers final.
@@ -82,7 +95,9 @@ typedef struct rfb_advice {
 	uint32_t failed;           /* sampled images left out */
 	int layers;                /* L */
 	struct rfb_advise_layer *layer;   /* L */
-	int splits;                /* L: final_layers = L - k for k = 0 .. L-1 */
+	int splits;                /* L: final_layers = L - k for k = 0 .. L-1
+				    * (fewer with gates: only the splits
+				    * rfb_pipeline_splittable takes) */
 	struct rfb_advise_split *split;   /* by k */
 	double decode_s;           /* read + decode alone (k = 0's partial) */
 	double choices;            /* |A| */

@@ -59,13 +59,34 @@ void rfb_erase(rfb_image *img, const struct rfb_rect *r,
 
 /*
  * F.affine(img, angle, translate, scale, shear, interpolation, fill,
- * center=None) on a PIL image: torchvision's inverse matrix about the
- * centre (w * 0.5, h * 0.5), then Image.transform(AFFINE).  translate in
- * pixels, shear in degrees (x, y), scale > 0.  fill one value a channel.
+ * center) on a PIL image: torchvision's inverse matrix about center
+ * (x, y in pixels; NULL: the centre (w * 0.5, h * 0.5)), then
+ * Image.transform(AFFINE).  translate in pixels, shear in degrees (x, y),
+ * scale > 0.  fill one value a channel.
  */
 void rfb_affine(const rfb_image *src, rfb_image *dst, double angle,
 		const double translate[2], double scale, const double shear[2],
-		enum rfb_interp interp, const unsigned char *fill);
+		const double *center, enum rfb_interp interp,
+		const unsigned char *fill);
+
+/*
+ * The size of F.rotate(img, angle, expand=expand, center=center) of a
+ * w x h PIL image, into *nw, *nh: w x h without expand; with it, PIL's
+ * Image.rotate(expand=True) box around the rotated corners (a quarter
+ * turn without center swaps the sides).  center (x, y) or NULL.
+ */
+void rfb_rotate_size(int w, int h, double angle, int expand,
+		     const double *center, int *nw, int *nh);
+
+/*
+ * F.rotate(img, angle, interpolation, expand, center, fill) on a PIL
+ * image (Image.rotate, its 0/90/180/270 shortcuts only without center):
+ * dst has rfb_rotate_size()'s size and src's channels, and does not
+ * overlap src.
+ */
+void rfb_rotate(const rfb_image *src, rfb_image *dst, double angle,
+		int expand, const double *center, enum rfb_interp interp,
+		const unsigned char *fill);
 
 /*
  * F.perspective(img, startpoints, endpoints, interpolation, fill) on a

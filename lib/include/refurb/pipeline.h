@@ -93,10 +93,18 @@ struct rfb_pipe_shape {
 /*
  * The output shape for an input of in (any size; channels 1 or 3).
  * Returns 0, or a negative RFB_E* code with err filled when the input
- * cannot go through (a crop larger than the image without padding).
+ * cannot go through (a crop larger than the image without padding:
+ * RFB_EINVAL).  RFB_ESPEC when the size depends on a random draw: after
+ * a rotation with expand=1 over a range of angles no crop, centercrop,
+ * rrcrop or resize=HxW fixes it again, or a crop without pad_if_needed
+ * may not fit every angle's image (runs may then succeed or fail per
+ * sample).
  */
 int rfb_pipeline_out_shape(const rfb_pipeline *p, const struct rfb_pipe_shape *in,
 			   struct rfb_pipe_shape *out, rfb_err *err) RFB_MUST_CHECK;
+
+/* The channels p makes of in_channels (gray and rgb layers decide). */
+int rfb_pipeline_out_channels(const rfb_pipeline *p, int in_channels);
 
 /*
  * The output shape when it does not depend on the input's size (what a
@@ -283,10 +291,34 @@ const char *rfb_pipeline_layer_name(const rfb_pipeline *p, int layer);
  * two signs for each signed op whose magnitude is not 0; trivialaug: the
  * distinct signed magnitudes of each op over its bins; autoaug: per
  * sub-policy, (1 + signs) for each of its two steps, summed (an upper
- * bound).  1 when layer is out of range.
+ * bound); apply with 0 < p < 1: 2 (gated or not); choice: its options
+ * of weight > 0, order: K! orders (each
+ * times its gated layers' own counts: an upper bound).  1 when layer is
+ * out of range.
  */
 double rfb_pipeline_layer_choices(const rfb_pipeline *p, int layer, int width,
 				  int height);
+
+/*
+ * 1 if p may be split after its first k layers (rfb_pipeline_split
+ * takes it): no apply, choice or order cut from the layers it gates,
+ * normalize and the erasing deferred to it in the final part.
+ */
+int rfb_pipeline_splittable(const rfb_pipeline *p, int k);
+
+/*
+ * p with every gate open: its apply, choice and order layers removed, so
+ * that every layer they gate runs (each option of a choice, the options
+ * of an order in their written order) - what a cost model times.  Layer
+ * i of *out is layer position[i] of p, and runs in p with probability
+ * weight[i]: an apply's p, a choice option's weight over their total, 1
+ * otherwise (order runs every option).  weight and position hold
+ * rfb_pipeline_layers(p) values.  Returns 0 or RFB_ENOMEM/RFB_ESPEC with
+ * err filled.
+ */
+int rfb_pipeline_ungated(const rfb_pipeline *p, rfb_pipeline **out,
+			 double *weight, int *position,
+			 rfb_err *err) RFB_MUST_CHECK;
 
 /*
  * The op (enum rfb_op) that a randaug or trivialaug layer at position

@@ -33,6 +33,18 @@ struct rfb_padding {
 	int left, top, right, bottom;
 };
 
+/* torchvision's padding_mode: how pixels outside the image are made
+ * (np.pad's modes; constant fills with a value). */
+enum rfb_pad_mode {
+	RFB_PAD_CONSTANT,
+	RFB_PAD_EDGE,      /* the nearest edge pixel repeated */
+	RFB_PAD_REFLECT,   /* mirrored without repeating the edge: 2 1 | 0 1 2 */
+	RFB_PAD_SYMMETRIC  /* mirrored with the edge repeated: 1 0 | 0 1 2 */
+};
+
+/* The mode's name ("constant", "edge", "reflect", "symmetric"). */
+const char *rfb_pad_mode_name(enum rfb_pad_mode mode);
+
 /*
  * Crop src to r into dst (allocated by the caller with r's size and src's
  * channels, not overlapping src).  Parts of r outside src are filled with
@@ -42,6 +54,21 @@ struct rfb_padding {
 int rfb_crop(const rfb_image *src, const struct rfb_rect *r,
 	     const unsigned char *fill, rfb_image *dst,
 	     rfb_err *err) RFB_MUST_CHECK;
+
+/*
+ * Crop src to r (src's coordinates) where the pixels outside src come
+ * from torchvision's F.pad(img, pad, padding_mode=mode) (np.pad: edge,
+ * reflect, symmetric; mode constant is rfb_crop with fill) and, for the
+ * parts of r beyond the padded image (RandomCrop's pad_if_needed, which
+ * pads the padded image again), from that padded image padded the same
+ * way.  Reflections longer than the image repeat as np.pad's do (a
+ * 1-pixel image reflects as edge).  pad may be NULL (none).  dst as for
+ * rfb_crop.  Returns 0 or RFB_EINVAL on a shape mismatch.
+ */
+int rfb_crop_padded(const rfb_image *src, const struct rfb_rect *r,
+		    const struct rfb_padding *pad, enum rfb_pad_mode mode,
+		    const unsigned char *fill, rfb_image *dst,
+		    rfb_err *err) RFB_MUST_CHECK;
 
 /* 1 if r lies inside a w x h image (so a crop is only a view). */
 int rfb_rect_inside(const struct rfb_rect *r, int w, int h);
