@@ -191,6 +191,8 @@ struct entry_check {
 	rfb_cache_view *view;
 	FILE *out;
 	uint64_t problems;
+	uint64_t died;           /* entries of segments deleted as they died */
+	struct rfb_cache_checkpoint_info info;
 	rfb_imgbuf buf;
 };
 
@@ -201,6 +203,14 @@ static void check_entry(void *ctx, uint32_t sample, const struct rfb_cache_entry
 	rfb_err err = { 0 };
 	int fd = rfb_cache_view_fd(k->view, e->addr.segment, &err);
 
+	/* a segment whose records die in the epoch after the checkpoint was
+	 * killed when that epoch began and deleted once the reader had passed
+	 * it: the checkpoint still names it until the next one, and recovery
+	 * drops its entries (refurb-cache(5), DURABILITY) */
+	if (fd == RFB_ENOTFOUND && e->death_epoch <= k->info.epoch + 1) {
+		k->died++;
+		return;
+	}
 	if (fd >= 0 && rfb_imgbuf_reserve(&k->buf, e->addr.length, &err) == 0 &&
 	    rfb_pread_full(fd, k->buf.data, e->addr.length, (off_t)e->addr.offset) ==
 		    (ssize_t)e->addr.length &&
@@ -223,7 +233,7 @@ static int verify(struct cli *c, const char *dir, struct survey *s, FILE *out)
 	k.view = rfb_cache_view_open(dir, 0, &err);
 	if (!k.view)
 		cli_die_err(c, &err);
-	rc = rfb_cache_read_checkpoint(dir, check_entry, &k, NULL, &err);
+	rc = rfb_cache_read_checkpoint(dir, check_entry, &k, &k.info, &err);
 	rfb_cache_view_close(k.view);
 	rfb_imgbuf_free(&k.buf);
 	if (rc && rc != RFB_ENOTFOUND) {
@@ -232,6 +242,10 @@ static int verify(struct cli *c, const char *dir, struct survey *s, FILE *out)
 		k.problems++;
 	}
 	s->problems += k.problems;
+	if (k.died)
+		fprintf(out, "%s: %llu checkpoint entries are in segments deleted "
+			"as their records died after the checkpoint (the next run "
+			"drops them)\n", dir, (unsigned long long)k.died);
 	fprintf(out, "%s: %llu records checked, %llu problems\n", dir,
 		(unsigned long long)s->records, (unsigned long long)s->problems);
 	return s->problems ? 1 : 0;

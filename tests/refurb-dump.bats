@@ -127,3 +127,32 @@ setup() {
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"segment 000000ff offset 0: segment header cut short (0 of "*" bytes): a writer killed while creating it; the next writer removes it"* ]]
 }
+
+@test "--verify: a segment gone after the checkpoint is a problem, unless its records died in the next epoch" {
+	set -o pipefail
+	T="$BATS_TEST_TMPDIR"
+	# epoch 0 of r = 3: its records die in epochs 1, 2 and 3, one segment
+	# each; the checkpoint is epoch 0's
+	refurb-evict -q -r 3 -o "$T/s.evict" "$IDX"
+	refurb-plan -q -b 8 -e 0-0 "$T/s.evict" |
+		refurb-partial -q --no-handover -c "$T/c" -p resize=48 "$IDX" > /dev/null
+	refurb-dump "$T/c" | awk -F'\t' '!/^#/ { print $1, $6 }' | sort -u > "$T/segs"
+	[ "$(wc -l < "$T/segs")" -eq 3 ]
+	read -r seg1 d1 < <(awk '$2 == 1' "$T/segs")
+	read -r seg3 d3 < <(awk '$2 == 3' "$T/segs")
+	[ "$d1" -eq 1 ]
+	[ "$d3" -eq 3 ]
+	# the segment dying in epoch 1 is deleted when epoch 1 begins
+	cp "$T/c/$seg1.seg" "$T/keep.seg"
+	rm "$T/c/$seg1.seg"
+	run refurb-dump --verify "$T/c"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[[ "$output" == *"$T/c: "*" checkpoint entries are in segments deleted as their records died after the checkpoint (the next run drops them)"* ]]
+	[[ "${lines[-1]}" == "$T/c: "*" records checked, 0 problems" ]]
+	# one dying in epoch 3 cannot be gone yet: records were lost
+	cp "$T/keep.seg" "$T/c/$seg1.seg"
+	rm "$T/c/$seg3.seg"
+	run refurb-dump --verify "$T/c"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"segment $seg3 offset "*": segment is gone"* ]]
+}

@@ -137,6 +137,14 @@ int rfb_cache_read_checkpoint(const char *dir,
 					       rfb_get_le32(p + 16),
 					       rfb_get_le64(p + 8) },
 					     rfb_get_le32(p + 20), 0 };
+		/* the death epoch is its segment's (the table is sorted by id) */
+		for (uint32_t j = 0; j < k.segments; j++) {
+			const unsigned char *g = k.seg_table + (size_t)j * CKPT_SEG;
+			if (rfb_get_le32(g) == e.addr.segment) {
+				e.death_epoch = rfb_get_le32(g + 4);
+				break;
+			}
+		}
 		fn(ctx, rfb_get_le32(p), &e);
 	}
 	free(k.data);

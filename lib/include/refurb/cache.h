@@ -301,8 +301,9 @@ int rfb_cache_scan(const char *dir, rfb_cache_visit_fn fn, void *ctx,
 		   rfb_err *err) RFB_MUST_CHECK;
 
 /*
- * Load dir's record index checkpoint: fills *info (NULL accepted) and
- * calls fn (NULL accepted) for every entry.  Returns 0, RFB_ENOTFOUND if
+ * Load dir's record index checkpoint: fills *info (NULL accepted) first,
+ * then calls fn (NULL accepted) for every entry, with its segment's death
+ * epoch.  Returns 0, RFB_ENOTFOUND if
  * there is no checkpoint, or a negative RFB_E* code if it is corrupt.
  */
 int rfb_cache_read_checkpoint(const char *dir,
