@@ -64,6 +64,7 @@ struct slot {
 struct rfb_batch_reader {
 	rfb_cache_view *view;
 	int direct;                /* the view opens segments with O_DIRECT */
+	int defer_payload;         /* the caller checks the payload */
 	int state;
 	io_context_t ctx;
 	size_t max_batch, n;       /* n: records in the current batch */
@@ -539,7 +540,8 @@ static int check_record(rfb_batch_reader *r, struct slot *s,
 	if (s->expect != RFB_BATCH_ANY_SAMPLE && o->meta.sample != s->expect)
 		return fail(o, s, RFB_EMISMATCH, "the record is sample %u, "
 			    "expected sample %u", o->meta.sample, s->expect);
-	if ((rc = rfb_record_verify(p, s->addr.length, &o->meta, &why)))
+	if (!r->defer_payload &&
+	    (rc = rfb_record_verify(p, s->addr.length, &o->meta, &why)))
 		return fail(o, s, rc, "%s", why.msg);
 	o->data = p;
 	r->st.record_bytes += s->addr.length;
@@ -566,6 +568,11 @@ static int finish_record(rfb_batch_reader *r, size_t i)
 			    s->res - (long long)s->skip < 0 ? 0
 			    : s->res - (long long)s->skip, (size_t)s->addr.length);
 	return check_record(r, s, o, r->arena + s->buf_pos + s->skip);
+}
+
+void rfb_batch_reader_defer_payload(rfb_batch_reader *r, int on)
+{
+	r->defer_payload = on;
 }
 
 int rfb_batch_reader_wait(rfb_batch_reader *r,

@@ -178,20 +178,28 @@ static int source_image(struct fworker *w, struct ftask *t, rfb_image *img)
 	double t0 = rfb_now();
 	int rc;
 
-	/* a record from the cache was checked by the batch reader (header,
-	 * address, payload checksum): decoded without a second pass; one
-	 * from the handover ring is checked here */
-	int checked = t->slot->addrs[t->out].segment != RFB_HANDOVER_SEGMENT;
+	/* a record from the cache was checked by the batch reader but for
+	 * its payload's checksum (rfb_batch_reader_defer_payload): checked
+	 * here, where the final pipeline then finds it in this core's
+	 * cache; one from the handover ring is checked here as a whole */
+	const struct rfb_cache_addr *a = &t->slot->addrs[t->out];
+	rfb_err bad = { 0 };
 
 	if (t->rec->status == 0 &&
-	    (checked ? rfb_record_decode_checked(w->codec, t->rec->data,
-						 &t->rec->meta, img,
-						 &w->record_img, &t->why)
-		     : rfb_record_decode(w->codec, t->rec->data, t->rec->length,
-					 &m, img, &w->record_img, &t->why)) == 0) {
+	    (a->segment == RFB_HANDOVER_SEGMENT
+	     ? rfb_record_decode(w->codec, t->rec->data, t->rec->length, &m,
+				 img, &w->record_img, &t->why)
+	     : rfb_record_verify(t->rec->data, t->rec->length, &t->rec->meta,
+				 &bad) ||
+	       rfb_record_decode_checked(w->codec, t->rec->data, &t->rec->meta,
+					 img, &w->record_img, &bad)) == 0) {
 		t->decode_s = rfb_now() - t0;
 		return 0;
 	}
+	if (bad.code)   /* where, as the batch reader says it */
+		rfb_err_set(&t->why, bad.code, NULL,
+			    "record at segment %08x offset %llu: %s", a->segment,
+			    (unsigned long long)a->offset, bad.msg);
 	/* the record is bad: recompute it (unless strict) */
 	if (t->rec->status)
 		t->why = t->rec->why;
@@ -795,6 +803,7 @@ static int make_slots(struct final *F, rfb_err *err)
 					   F->nslots);
 		if (!(s->reader = rfb_batch_reader_new(F->view, bs, err)))
 			return err->code;
+		rfb_batch_reader_defer_payload(s->reader, 1);
 	}
 	return 0;
 }

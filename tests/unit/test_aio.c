@@ -488,6 +488,25 @@ static void corrupt_in(const char *parent, int direct)
 			CHECK(same_record(&f, idx[j], &out[j]));
 		}
 	}
+	/* with the payload deferred to the caller: the header is still
+	 * checked, the payload only by rfb_record_verify */
+	rfb_batch_reader_defer_payload(r, 1);
+	CHECK(r && read_batch(r, &f, idx, 12, &out) == 1);
+	for (size_t j = 0; r && j < 12; j++) {
+		rfb_err why = { 0 };
+		if (j == 7) {
+			CHECK(out[j].status == RFB_ECHECKSUM && !out[j].data);
+			continue;
+		}
+		CHECK(out[j].status == 0);
+		CHECK(out[j].data != NULL);
+		if (!out[j].data)
+			continue;
+		CHECK(rfb_record_verify(out[j].data, out[j].length, &out[j].meta,
+					&why) == (j == 2 ? RFB_ECHECKSUM : 0));
+		if (j != 2)
+			CHECK(same_record(&f, idx[j], &out[j]));
+	}
 	rfb_batch_reader_free(r);
 	rfb_cache_view_close(v);
 	remove_fixture(&f);

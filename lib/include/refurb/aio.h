@@ -161,6 +161,16 @@ int rfb_batch_reader_wait(rfb_batch_reader *r,
 int rfb_batch_reader_set_align(rfb_batch_reader *r, uint32_t align,
 			       rfb_err *err) RFB_MUST_CHECK;
 
+/*
+ * With on = 1, rfb_batch_reader_wait checks each record's read, header,
+ * length and sample but not its payload checksum: the caller verifies
+ * each record it uses (rfb_record_verify) before using it, in the thread
+ * that uses it, so that the record's bytes are read once while they are
+ * in that core's cache instead of once for the check and again for the
+ * work (refurb-final does).  0 (the default) checks everything.
+ */
+void rfb_batch_reader_defer_payload(rfb_batch_reader *r, int on);
+
 /* The reader's mode (enum rfb_batch_mode). */
 int rfb_batch_reader_mode(const rfb_batch_reader *r);
 
