@@ -87,77 +87,52 @@ static int is_window(const rfb_image *img, const rfb_image *big)
 	return 0;
 }
 
-static int golden_case(rfb_pipe_ctx *ctx, const char *name, const char *input,
-		       const char *spec, const char *params, const char *output)
+/* A case: the manifest's spec through a pipeline (or rfb_perspective). */
+static int golden_case(void *ctx, const struct golden_case *g)
 {
-	rfb_imgbuf inb = { 0 }, expb = { 0 }, pb = { 0 };
-	rfb_image in, expected;
+	int perspective = strcmp(g->op, "perspective") == 0;
+	rfb_imgbuf pb = { 0 };
 	struct rfb_pipe_out out;
-	char path[512];
 	int ok = 0;
 
-	snprintf(path, sizeof path, GOLDEN_DIR "/%s", input);
-	if (golden_read_pnm(path, &in, &inb))
-		goto done;
-	snprintf(path, sizeof path, GOLDEN_DIR "/%s", output);
-	if (golden_read_pnm(path, &expected, &expb))
-		goto done;
-	if (strcmp(spec, "perspective") == 0) {
-		if (run_perspective(&in, params, &pb, &out.img))
+	if (perspective) {
+		if (run_perspective(g->in, g->params, &pb, &out.img))
 			goto done;
-	} else if (run_spec(spec, &in, 0, ctx, &out)) {
+	} else if (run_spec(g->op, g->in, 0, ctx, &out)) {
 		goto done;
 	}
-	if (strcmp(params, "window=1") == 0) {
+	if (strcmp(g->params, "window=1") == 0) {
 		/* several draws: each a window of the padded image */
 		ok = 1;
 		for (uint32_t s = 0; s < 4 && ok; s++)
-			ok = run_spec(spec, &in, s, ctx, &out) == 0 &&
-			     is_window(&out.img, &expected);
-		printf("# %-36s window of the padded image%s\n", name,
+			ok = run_spec(g->op, g->in, s, ctx, &out) == 0 &&
+			     is_window(&out.img, g->expected);
+		printf("# %-36s window of the padded image%s\n", g->name,
 		       ok ? "" : "  FAIL");
 		goto done;
 	}
-	struct golden_diff d = golden_compare(&out.img, &expected);
+	struct golden_diff d = golden_compare(&out.img, g->expected);
 	/* perspective: the coefficients come from another solver (torch's
 	 * float32 least squares), so a few samples on the image's edge fall
 	 * in or out of it: the issue's tolerance (>= 99% within +-1), not
 	 * the MAE bound */
-	ok = strcmp(spec, "perspective") == 0
-		? d.same_shape && d.within1 >= 0.99 : golden_ok_color(&d);
-	printf("# %-36s exact %.4f  within1 %.4f  mae %.4f%s\n", name, d.exact,
-	       d.within1, d.mean_abs, ok ? "" : "  FAIL");
+	ok = perspective ? d.same_shape && d.within1 >= 0.99
+			 : golden_ok_color(&d);
+	printf("# %-36s exact %.4f  within1 %.4f  mae %.4f%s\n", g->name,
+	       d.exact, d.within1, d.mean_abs, ok ? "" : "  FAIL");
 done:
-	rfb_imgbuf_free(&inb);
-	rfb_imgbuf_free(&expb);
 	rfb_imgbuf_free(&pb);
 	return ok;
 }
 
 static void test_golden(void)
 {
-	FILE *f = fopen(GOLDEN_DIR "/manifest.tsv", "r");
-	char line[1024], name[128], input[128], spec[512], params[128], output[128];
-	int n = 0, bad = 0;
 	rfb_pipe_ctx *ctx = rfb_pipe_ctx_new(NULL);
+	int bad, n = golden_run(GOLDEN_DIR, golden_case, ctx, &bad);
 
-	CHECKF(f != NULL, "no %s/manifest.tsv (run scripts/golden-filters.py)",
-	       GOLDEN_DIR);
-	while (f && fgets(line, sizeof line, f)) {
-		if (line[0] == '#')
-			continue;
-		if (sscanf(line, "%127s %127s %511s %127s %127s", name, input, spec,
-			   params, output) != 5) {
-			printf("# bad manifest line: %s", line);
-			bad++;
-			continue;
-		}
-		n++;
-		bad += !golden_case(ctx, name, input, spec, params, output);
-	}
-	if (f)
-		fclose(f);
 	rfb_pipe_ctx_free(ctx);
+	CHECKF(n >= 0, "no %s/manifest.tsv (run scripts/golden-filters.py)",
+	       GOLDEN_DIR);
 	printf("# %d golden cases, %d out of tolerance\n", n, bad);
 	CHECK(n >= 60);
 	CHECK(bad == 0);
