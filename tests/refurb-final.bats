@@ -12,9 +12,7 @@ FINAL='crop=56,flip'
 
 setup_file() {
 	cd "$BATS_FILE_TMPDIR"
-	make_dataset ds 60 3
-	refurb-index -q -o train.idx ds
-	refurb-evict -q -r 3 -s 7 -o train.evict train.idx
+	make_train 60 3
 	refurb-plan -q -b 8 -e 0-4 train.evict > plan.txt
 	refurb-partial -q -c cache -p "$SPEC" train.idx < plan.txt > ann.txt
 }
