@@ -90,13 +90,13 @@ static inline int golden_ok_color(const struct golden_diff *d)
 
 /* One line of a golden manifest (tab-separated: case, input, op, params,
  * output; scripts/golden_common.py) with its two images read. */
-struct golden_case {
+struct golden_line {
 	const char *name, *op, *params;
 	const rfb_image *in, *expected;
 };
 
 /* Checks one case; returns 1 if it is within tolerance. */
-typedef int (*golden_check_fn)(void *ctx, const struct golden_case *c);
+typedef int (*golden_check_fn)(void *ctx, const struct golden_line *c);
 
 /*
  * Run check on every case of dir/manifest.tsv ('#' lines skipped), with
@@ -119,7 +119,7 @@ static inline int golden_run(const char *dir, golden_check_fn check,
 	while (fgets(line, sizeof line, f)) {
 		rfb_imgbuf inb = { 0 }, expb = { 0 };
 		rfb_image in, expected;
-		struct golden_case c = { name, op, params, &in, &expected };
+		struct golden_line c = { name, op, params, &in, &expected };
 		int ok;
 
 		if (line[0] == '#')

@@ -114,7 +114,7 @@ struct augmix_golden {
 };
 
 /* A case: rfb_augmix_apply with the manifest's choices. */
-static int golden_case(void *ctx, const struct golden_case *g)
+static int golden_case(void *ctx, const struct golden_line *g)
 {
 	struct augmix_golden *t = ctx;
 	rfb_imgbuf outb = { 0 };

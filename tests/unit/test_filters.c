@@ -88,7 +88,7 @@ static int is_window(const rfb_image *img, const rfb_image *big)
 }
 
 /* A case: the manifest's spec through a pipeline (or rfb_perspective). */
-static int golden_case(void *ctx, const struct golden_case *g)
+static int golden_case(void *ctx, const struct golden_line *g)
 {
 	int perspective = strcmp(g->op, "perspective") == 0;
 	rfb_imgbuf pb = { 0 };
