@@ -163,10 +163,10 @@ static void *ckpt_main(void *arg)
 		if (fsync(k->fds[i]) < 0) {
 			int e = errno;
 			/* a path too long for the message names the cache */
-			k->rc = rfb_err_sys(&k->err, e,
-					    rfb_cache_segment_path(k->dir, k->ids[i],
-								   path, sizeof path)
-					    ? k->dir : path, "fsync failed");
+			if (rfb_cache_segment_path(k->dir, k->ids[i], path,
+						   sizeof path))
+				snprintf(path, sizeof path, "%s", k->dir);
+			k->rc = rfb_err_sys(&k->err, e, path, "fsync failed");
 		}
 	/* close the copies now, not when the job is collected (the next
 	 * epoch's end): a segment deleted meanwhile gives its space back */

@@ -530,7 +530,8 @@ static int empty_cache(rfb_cache *c, rfb_err *err)
 
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		if (rfb_cache_segment_path(c->dir, ids[i], path, sizeof path))
-			rc = rfb_err_set(err, RFB_ELIMIT, c->dir, "path too long");
+			rc = rfb_err_set(err, RFB_ELIMIT, c->dir,
+					 "path too long");
 		else if (unlink(path) < 0 && errno != ENOENT)
 			rc = rfb_err_sys(err, errno, path, "cannot delete");
 	}
