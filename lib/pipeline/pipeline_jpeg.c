@@ -309,9 +309,26 @@ static void record(struct rfb_pipe_decode *last, const struct rfb_jpeg_info *inf
 
 /* A PNG: decoded whole (libpng has no region or scaled decoding), gray
  * kept as one channel standing for RGB, then every layer. */
+/* r->dest from the caller's dest for an image of w x h (as RGB). */
+static void ask_dest(struct rfb_run *r, const rfb_pipeline *p, int w, int h,
+		     const struct rfb_pipe_dest *dest)
+{
+	struct rfb_pipe_shape in = { w, h, 3 }, o;
+	unsigned char *m;
+
+	if (!dest || rfb_pipeline_dtype(p) != RFB_DTYPE_U8 ||
+	    rfb_pipeline_layout(p) != RFB_LAYOUT_HWC ||
+	    rfb_pipeline_out_shape(p, &in, &o, NULL) ||
+	    !(m = dest->get(dest->arg, o.width, o.height, o.channels)))
+		return;
+	r->dest = (rfb_image){ m, (size_t)o.width * o.channels, o.width,
+			       o.height, o.channels };
+}
+
 static int run_png(rfb_pipe_ctx *ctx, const rfb_pipeline *p, const void *data,
 		   size_t len, const struct rfb_pipe_key *key,
-		   struct rfb_pipe_out *out, rfb_err *err)
+		   const struct rfb_pipe_dest *dest, struct rfb_pipe_out *out,
+		   rfb_err *err)
 {
 	struct rfb_run r = { ctx, key, { 0 }, 0, 0, NULL, 0, 0, 0, 0, { 0 } };
 	int rc = rfb_png_decode(data, len, ctx->max_pixels, &r.cur, &ctx->buf[0],
@@ -320,12 +337,14 @@ static int run_png(rfb_pipe_ctx *ctx, const rfb_pipeline *p, const void *data,
 	if (rc)
 		return rc;
 	r.gray3 = r.cur.channels == 1;
+	ask_dest(&r, p, r.cur.width, r.cur.height, dest);
 	return rfbi_run_layers(&r, p, 0, out, err);
 }
 
 static int run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 		    const void *data, size_t len,
-		    const struct rfb_pipe_key *key, struct rfb_pipe_out *out,
+		    const struct rfb_pipe_key *key,
+		    const struct rfb_pipe_dest *dest, struct rfb_pipe_out *out,
 		    rfb_err *err)
 {
 	rfb_decoder *dec = decoder(ctx, err);
@@ -353,6 +372,7 @@ static int run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 	rc = rfb_decode_header(dec, data, len, &pl.opts, &info, err);
 	if (rc)
 		return rc;
+	ask_dest(&r, p, info.width, info.height, dest);
 	make_plan(ctx, p, start, info.width, info.height, key, &pl);
 	if (can_band(ctx, &pl)) {
 		rfb_image decoded;
@@ -378,12 +398,21 @@ static int run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 	return rc ? rc : rfbi_run_layers(&r, p, start + pl.folded, out, err);
 }
 
+int rfb_pipe_run_jpeg_into(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
+			   const void *data, size_t len,
+			   const struct rfb_pipe_key *key,
+			   const struct rfb_pipe_dest *dest,
+			   struct rfb_pipe_out *out, rfb_err *err)
+{
+	if (rfb_png_sniff(data, len))
+		return run_png(ctx, p, data, len, key, dest, out, err);
+	return run_jpeg(ctx, p, data, len, key, dest, out, err);
+}
+
 int rfb_pipe_run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 		      const void *data, size_t len,
 		      const struct rfb_pipe_key *key, struct rfb_pipe_out *out,
 		      rfb_err *err)
 {
-	if (rfb_png_sniff(data, len))
-		return run_png(ctx, p, data, len, key, out, err);
-	return run_jpeg(ctx, p, data, len, key, out, err);
+	return rfb_pipe_run_jpeg_into(ctx, p, data, len, key, NULL, out, err);
 }

@@ -276,6 +276,31 @@ int rfb_pipe_run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 		      const struct rfb_pipe_key *key, struct rfb_pipe_out *out,
 		      rfb_err *err) RFB_MUST_CHECK;
 
+/*
+ * The caller's memory for an output whose shape is known only once the
+ * image's header is read: get(arg, width, height, channels) returns room
+ * for that 8-bit HWC image (rows of width * channels bytes), or NULL for
+ * none.  Called at most once per run, before any layer.
+ */
+struct rfb_pipe_dest {
+	unsigned char *(*get)(void *arg, int width, int height, int channels);
+	void *arg;
+};
+
+/*
+ * rfb_pipe_run_jpeg with the output in the caller's memory (dest NULL:
+ * none), as rfb_pipe_run_into: when p's output is 8-bit HWC and its size
+ * follows from the image's (rfb_pipeline_out_shape), dest->get is asked
+ * for it and the output is written there (out->data is that memory);
+ * the layers use it for their intermediate images of that shape (the
+ * resize to it and the last op of two write it in place of a copy).
+ */
+int rfb_pipe_run_jpeg_into(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
+			   const void *data, size_t len,
+			   const struct rfb_pipe_key *key,
+			   const struct rfb_pipe_dest *dest,
+			   struct rfb_pipe_out *out, rfb_err *err) RFB_MUST_CHECK;
+
 /* What the last rfb_pipe_run_jpeg decoded: the full image's size, the
  * DCT scale 1/scale_denom, the region (in scaled pixels; the whole
  * scaled image when no region was used) and how many layers were folded
