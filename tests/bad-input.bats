@@ -278,9 +278,7 @@ z_record() {
 
 setup_file() {
 	cd "$BATS_FILE_TMPDIR"
-	make_dataset ds 30 3
-	refurb-index -q -o train.idx ds
-	refurb-evict -q -r 3 -s 7 -o train.evict train.idx
+	make_train 30 3
 	refurb-plan -q -b 8 -e 0-1 train.evict > plan.txt
 	refurb-plan -q -b 8 -e 0-299 train.evict > long.plan
 	refurb-partial -q -c cache -p resize=64 train.idx < plan.txt > ann.txt

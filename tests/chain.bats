@@ -12,9 +12,7 @@ FINAL='crop=48,flip'
 setup_file() {
 	set -o pipefail
 	cd "$BATS_FILE_TMPDIR"
-	make_dataset ds 40 2
-	refurb-index -q -o train.idx ds
-	refurb-evict -q -r 3 -s 7 -o train.evict train.idx
+	make_train 40 2
 }
 
 setup() {

@@ -16,20 +16,53 @@ need_torchvision() {
 		skip "torchvision is not installed for $PY"
 }
 
+# small_dataset: three images in $T/d; J is one of them.
+small_dataset() {
+	make_dataset "$T/d" 3 1 || return 1
+	J="$(sample_jpeg "$T/d")"
+}
+
+# expect_convert EXPRESSION WANT: refurb_stream convert turns EXPRESSION
+# ("-": stdin) into the pipeline WANT, exit 0 ($output keeps it).
+expect_convert() {
+	run "$PY" -m refurb_stream convert "$1"
+	if [ "$status" -ne 0 ] || [ "$output" != "$2" ]; then
+		printf 'convert %s: exit %s, output:\n%s\nwant:\n%s\n' "$1" \
+			"$status" "$output" "$2" >&2
+		return 1
+	fi
+}
+
+# expect_preview SPEC N: refurb-dump --preview draws N samples of SPEC on
+# $J (small_dataset) into a contact sheet, exit 0.
+expect_preview() {
+	rm -f "$T/sheet.jpg"
+	run refurb-dump --preview "$1" -n "$2" -o "$T/sheet.jpg" "$J"
+	if [ "$status" -ne 0 ] || [ ! -s "$T/sheet.jpg" ]; then
+		printf 'preview %s: exit %s, output:\n%s\n' "$1" "$status" \
+			"$output" >&2
+		return 1
+	fi
+}
+
+# expect_bad_spec SPEC WHERE: refurb-dump --preview refuses SPEC on $J,
+# exit 2, its first line "refurb-dump: bad pipeline spec at WHERE..."
+expect_bad_spec() {
+	run refurb-dump --preview "$1" "$J"
+	expect_fail 2 "refurb-dump: bad pipeline spec at $2"
+}
+
 @test "convert: the SimCLR recipe becomes a pipeline refurb runs" {
 	need_torchvision
-	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomResizedCrop(96), T.RandomHorizontalFlip(), T.RandomApply([T.ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8), T.RandomGrayscale(p=0.2), T.GaussianBlur(9, sigma=(0.1, 2.0)), T.ToTensor(), T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])'
-	[ "$status" -eq 0 ]
-	[ "$output" = "rrcrop=96x96:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,flip=p=0.5,apply=p=0.8:n=1,colorjitter=brightness=0.6-1.4:contrast=0.6-1.4:saturation=0.6-1.4:hue=-0.1-0.1,grayscale=p=0.2,gaussblur=kernel_size=9x9:sigma=0.1-2,normalize=mean=0.485/0.456/0.406:std=0.229/0.224/0.225" ]
-	make_dataset "$T/d" 3 1
-	run refurb-dump --preview "$output" -n 4 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
-	[ "$status" -eq 0 ]
-	[ -s "$T/sheet.jpg" ]
+	expect_convert 'T.Compose([T.RandomResizedCrop(96), T.RandomHorizontalFlip(), T.RandomApply([T.ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8), T.RandomGrayscale(p=0.2), T.GaussianBlur(9, sigma=(0.1, 2.0)), T.ToTensor(), T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])' \
+		"rrcrop=96x96:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,flip=p=0.5,apply=p=0.8:n=1,colorjitter=brightness=0.6-1.4:contrast=0.6-1.4:saturation=0.6-1.4:hue=-0.1-0.1,grayscale=p=0.2,gaussblur=kernel_size=9x9:sigma=0.1-2,normalize=mean=0.485/0.456/0.406:std=0.229/0.224/0.225"
+	small_dataset
+	expect_preview "$output" 4
 }
 
 @test "convert: every single transform, from stdin" {
 	need_torchvision
-	run "$PY" -m refurb_stream convert - <<'EOF'
+	expect_convert - "vflip=p=0.3,solarize=threshold=100:p=0.5,posterize=bits=4:p=0.2,equalize=p=0.5,autocontrast=p=0.5,sharpness=factor=2:p=0.5,invert=p=0.5,rotation=degrees=-5-10:interp=nearest:fill=1/2/3,affine=degrees=-10-10:translate=0.1/0.2:scale=0.9-1.1:shear=-5-5/-3-3:interp=nearest:fill=0,perspective=distortion_scale=0.3:p=0.4:interp=bicubic:fill=0,apply=p=0.5:n=3,randaug=n=2:m=9:bins=31:interp=nearest,invert=p=0.5,centercrop=32x32,erasing=p=0.25:scale=0.02-0.33:ratio=0.3-3.3:value=1/2/3" <<'EOF'
 [T.RandomVerticalFlip(0.3), T.RandomSolarize(100), T.RandomPosterize(4, p=0.2),
  T.RandomEqualize(), T.RandomAutocontrast(), T.RandomAdjustSharpness(2),
  T.RandomInvert(), T.RandomRotation((-5, 10), fill=(1, 2, 3)),
@@ -38,11 +71,8 @@ need_torchvision() {
  T.RandomApply([T.RandAugment(), T.RandomInvert()], p=0.5), T.CenterCrop(32),
  T.PILToTensor(), T.RandomErasing(0.25, value=(1, 2, 3))]
 EOF
-	[ "$status" -eq 0 ]
-	[ "$output" = "vflip=p=0.3,solarize=threshold=100:p=0.5,posterize=bits=4:p=0.2,equalize=p=0.5,autocontrast=p=0.5,sharpness=factor=2:p=0.5,invert=p=0.5,rotation=degrees=-5-10:interp=nearest:fill=1/2/3,affine=degrees=-10-10:translate=0.1/0.2:scale=0.9-1.1:shear=-5-5/-3-3:interp=nearest:fill=0,perspective=distortion_scale=0.3:p=0.4:interp=bicubic:fill=0,apply=p=0.5:n=3,randaug=n=2:m=9:bins=31:interp=nearest,invert=p=0.5,centercrop=32x32,erasing=p=0.25:scale=0.02-0.33:ratio=0.3-3.3:value=1/2/3" ]
-	make_dataset "$T/d" 3 1
-	run refurb-dump --preview "$output" -n 2 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
-	[ "$status" -eq 0 ]
+	small_dataset
+	expect_preview "$output" 2
 }
 
 @test "convert: a transform refurb has no filter for is named" {
@@ -72,99 +102,75 @@ EOF
 }
 
 @test "pipeline errors suggest the near miss and list the choices" {
-	make_dataset "$T/d" 3 1
-	J="$(sample_jpeg "$T/d")"
-	run refurb-dump --preview 'crop=48,colorjiter=0.4' "$J"
-	expect_fail 2 'refurb-dump: bad pipeline spec at column 9: unknown filter "colorjiter" (did you mean "colorjitter"?)'
+	small_dataset
+	expect_bad_spec 'crop=48,colorjiter=0.4' 'column 9: unknown filter "colorjiter" (did you mean "colorjitter"?)'
 	[[ "$output" == *"filters: resize, centercrop, crop,"* ]] || false
-	run refurb-dump --preview 'crop=48,randaug=2:9' "$J"
-	expect_fail 2 'refurb-dump: bad pipeline spec at column 19: "9" needs a key (key=value): did you mean m=9?'
-	run refurb-dump --preview 'crop=48,rotation=10:interpolation=bilinar' "$J"
-	expect_fail 2 'refurb-dump: bad pipeline spec at column 35: unknown interpolation "bilinar" (did you mean "bilinear"?)'
+	expect_bad_spec 'crop=48,randaug=2:9' 'column 19: "9" needs a key (key=value): did you mean m=9?'
+	expect_bad_spec 'crop=48,rotation=10:interpolation=bilinar' 'column 35: unknown interpolation "bilinar" (did you mean "bilinear"?)'
 	[[ "$output" == *"interpolation: nearest, bilinear, bicubic"* ]] || false
-	run refurb-dump --preview 'crop=48,RandomErasing' "$J"
-	expect_fail 2 'refurb-dump: bad pipeline spec at column 9: unknown filter "RandomErasing" (did you mean "erasing"?)'
-	run refurb-dump --preview 'crop=48,apply=0.5' "$J"
-	expect_fail 2 'refurb-dump: bad pipeline spec at column 9: apply n=1: only 0 layers follow it' 
+	expect_bad_spec 'crop=48,RandomErasing' 'column 9: unknown filter "RandomErasing" (did you mean "erasing"?)'
+	expect_bad_spec 'crop=48,apply=0.5' 'column 9: apply n=1: only 0 layers follow it' 
 }
 
 @test "torchvision's argument names and fractions are accepted" {
-	make_dataset "$T/d" 3 1
-	run refurb-dump --preview 'rrcrop=32:ratio=3/4-4/3:interpolation=bicubic,randaug=num_ops=1:magnitude=5:num_magnitude_bins=11,sharpness=sharpness_factor=2' -n 2 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
-	[ "$status" -eq 0 ]
+	small_dataset
+	expect_preview 'rrcrop=32:ratio=3/4-4/3:interpolation=bicubic,randaug=num_ops=1:magnitude=5:num_magnitude_bins=11,sharpness=sharpness_factor=2' 2
 }
 
 @test "convert: DeiT's RandomErasing after Normalize erases the float tensor" {
 	need_torchvision
-	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomResizedCrop(32), T.ToTensor(), T.Normalize([0.5, 0.4, 0.3], [0.2, 0.2, 0.2]), T.RandomErasing(0.25), T.RandomErasing(1, value="random")])'
-	[ "$status" -eq 0 ]
-	[ "$output" = "rrcrop=32x32:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,normalize=mean=0.5/0.4/0.3:std=0.2/0.2/0.2,erasing=p=0.25:scale=0.02-0.33:ratio=0.3-3.3:value=0,erasing=p=1:scale=0.02-0.33:ratio=0.3-3.3:value=random" ]
-	make_dataset "$T/d" 3 1
-	run refurb-dump --preview "$output" -n 2 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
-	[ "$status" -eq 0 ]
+	expect_convert 'T.Compose([T.RandomResizedCrop(32), T.ToTensor(), T.Normalize([0.5, 0.4, 0.3], [0.2, 0.2, 0.2]), T.RandomErasing(0.25), T.RandomErasing(1, value="random")])' \
+		"rrcrop=32x32:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,normalize=mean=0.5/0.4/0.3:std=0.2/0.2/0.2,erasing=p=0.25:scale=0.02-0.33:ratio=0.3-3.3:value=0,erasing=p=1:scale=0.02-0.33:ratio=0.3-3.3:value=random"
+	small_dataset
+	expect_preview "$output" 2
 }
 
 @test "convert: padding modes of RandomCrop and Pad" {
 	need_torchvision
-	run "$PY" -m refurb_stream convert 'T.Compose([T.Pad((1, 2), padding_mode="reflect"), T.RandomCrop(32, padding=4, padding_mode="symmetric", pad_if_needed=True), T.Pad(3, fill=(1, 2, 3)), T.RandomCrop(30, padding=(1, 2, 3, 4), padding_mode="edge")])'
-	[ "$status" -eq 0 ]
-	[ "$output" = "pad=1/2:padding_mode=reflect,crop=32x32:pad=4:pad_if_needed=1:padding_mode=symmetric,pad=3:fill=1/2/3,crop=30x30:pad=1/2/3/4:padding_mode=edge" ]
-	make_dataset "$T/d" 3 1
-	run refurb-dump --preview "$output" -n 2 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
-	[ "$status" -eq 0 ]
+	expect_convert 'T.Compose([T.Pad((1, 2), padding_mode="reflect"), T.RandomCrop(32, padding=4, padding_mode="symmetric", pad_if_needed=True), T.Pad(3, fill=(1, 2, 3)), T.RandomCrop(30, padding=(1, 2, 3, 4), padding_mode="edge")])' \
+		"pad=1/2:padding_mode=reflect,crop=32x32:pad=4:pad_if_needed=1:padding_mode=symmetric,pad=3:fill=1/2/3,crop=30x30:pad=1/2/3/4:padding_mode=edge"
+	small_dataset
+	expect_preview "$output" 2
 	run "$PY" -m refurb_stream convert 'T.Pad(-2)'
 	expect_fail 1 "refurb_stream convert: Pad (transforms): padding -2: refurb pads by whole pixels >= 0"
 }
 
 @test "padding modes: a bad mode or padding names the valid ones" {
-	make_dataset "$T/d" 3 1
-	J="$(sample_jpeg "$T/d")"
-	run refurb-dump --preview 'crop=48:pad=4:padding_mode=wrap' "$J"
-	expect_fail 2 'refurb-dump: bad pipeline spec at column 28: unknown padding_mode "wrap"'
+	small_dataset
+	expect_bad_spec 'crop=48:pad=4:padding_mode=wrap' 'column 28: unknown padding_mode "wrap"'
 	[[ "$output" == *"padding_mode: constant, edge, reflect, symmetric"* ]] || false
-	run refurb-dump --preview 'pad=4:mode=reflct' "$J"
-	expect_fail 2 'refurb-dump: bad pipeline spec at column 12: unknown padding_mode "reflct" (did you mean "reflect"?)'
-	run refurb-dump --preview 'pad=1/2/3' "$J"
-	expect_fail 2 "refurb-dump: bad pipeline spec at column 5: pad needs 1, 2 or 4 values separated by '/'"
-	run refurb-dump --preview 'pad' "$J"
-	expect_fail 2 'refurb-dump: bad pipeline spec at column 1: pad needs its pad'
+	expect_bad_spec 'pad=4:mode=reflct' 'column 12: unknown padding_mode "reflct" (did you mean "reflect"?)'
+	expect_bad_spec 'pad=1/2/3' "column 5: pad needs 1, 2 or 4 values separated by '/'"
+	expect_bad_spec 'pad' 'column 1: pad needs its pad'
 }
 
 @test "convert: RandomRotation expand and center, RandomAffine center" {
 	need_torchvision
-	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomRotation(30, expand=True, center=(3, 4.5)), T.CenterCrop(20), T.RandomAffine(10, center=[1, 2])])'
-	[ "$status" -eq 0 ]
-	[ "$output" = "rotation=degrees=-30-30:interp=nearest:fill=0:expand=1:center=3/4.5,centercrop=20x20,affine=degrees=-10-10:interp=nearest:fill=0:center=1/2" ]
-	make_dataset "$T/d" 3 1
-	run refurb-dump --preview "$output" -n 2 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
-	[ "$status" -eq 0 ]
+	expect_convert 'T.Compose([T.RandomRotation(30, expand=True, center=(3, 4.5)), T.CenterCrop(20), T.RandomAffine(10, center=[1, 2])])' \
+		"rotation=degrees=-30-30:interp=nearest:fill=0:expand=1:center=3/4.5,centercrop=20x20,affine=degrees=-10-10:interp=nearest:fill=0:center=1/2"
+	small_dataset
+	expect_preview "$output" 2
 	run "$PY" -m refurb_stream convert 'T.RandomOrder([T.RandomRotation(30, expand=True), T.RandomInvert()])'
 	expect_fail 1 "refurb_stream convert: RandomOrder (transforms): cannot gate RandomRotation(expand=True)"
 }
 
 @test "rotation expand=1: a batching stage refuses a size it cannot fix" {
-	make_dataset "$T/d" 3 1
+	small_dataset
 	refurb-index -q -o "$T/train.idx" "$T/d"
 	run refurb-advise -p 'resize=64x64,rotation=20:expand=1' "$T/train.idx"
 	expect_fail 2 "refurb-advise: pipeline "
 	[[ "${lines[0]}" == *'output size depends on the angle layer 2 (rotation expand=1) draws: follow it with a crop, centercrop, rrcrop or resize=HxW'* ]] || false
-	J="$(sample_jpeg "$T/d")"
-	run refurb-dump --preview 'rotation=10:expand=2' "$J"
-	expect_fail 2 'refurb-dump: bad pipeline spec at column 20: unknown expand value "2"'
-	run refurb-dump --preview 'rotation=10:center=5' "$J"
-	expect_fail 2 'refurb-dump: bad pipeline spec at column 20: center needs 2 values X/Y'
-	run refurb-dump --preview 'order=2,invert,rotation=10:expand=1' "$J"
-	expect_fail 2 'refurb-dump: bad pipeline spec at column 16: order cannot gate rotation expand=1'
+	expect_bad_spec 'rotation=10:expand=2' 'column 20: unknown expand value "2"'
+	expect_bad_spec 'rotation=10:center=5' 'column 20: center needs 2 values X/Y'
+	expect_bad_spec 'order=2,invert,rotation=10:expand=1' 'column 16: order cannot gate rotation expand=1'
 }
 
 @test "convert: RandomChoice and RandomOrder become choice and order" {
 	need_torchvision
-	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomChoice([T.RandAugment(), T.Compose([T.RandomInvert(), T.RandomVerticalFlip()]), T.GaussianBlur(3)], p=[1, 2, 3]), T.RandomOrder([T.ColorJitter(0.4), T.RandomSolarize(128)]), T.CenterCrop(32)])'
-	[ "$status" -eq 0 ]
-	[ "$output" = "choice=n=3:p=1/2/3:layers=2/2/1,randaug=n=2:m=9:bins=31:interp=nearest,invert=p=0.5,vflip=p=0.5,gaussblur=kernel_size=3x3:sigma=0.1-2,order=n=2,colorjitter=brightness=0.6-1.4,solarize=threshold=128:p=0.5,centercrop=32x32" ]
-	make_dataset "$T/d" 3 1
-	run refurb-dump --preview "$output" -n 2 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
-	[ "$status" -eq 0 ]
+	expect_convert 'T.Compose([T.RandomChoice([T.RandAugment(), T.Compose([T.RandomInvert(), T.RandomVerticalFlip()]), T.GaussianBlur(3)], p=[1, 2, 3]), T.RandomOrder([T.ColorJitter(0.4), T.RandomSolarize(128)]), T.CenterCrop(32)])' \
+		"choice=n=3:p=1/2/3:layers=2/2/1,randaug=n=2:m=9:bins=31:interp=nearest,invert=p=0.5,vflip=p=0.5,gaussblur=kernel_size=3x3:sigma=0.1-2,order=n=2,colorjitter=brightness=0.6-1.4,solarize=threshold=128:p=0.5,centercrop=32x32"
+	small_dataset
+	expect_preview "$output" 2
 	run "$PY" -m refurb_stream convert 'T.RandomOrder([T.RandomCrop(3), T.RandomInvert()])'
 	expect_fail 1 "refurb_stream convert: RandomOrder (transforms): cannot gate RandomCrop (refurb's order gates only"
 	run "$PY" -m refurb_stream convert 'T.RandomChoice([T.RandomInvert()], p=[0])'
@@ -172,47 +178,34 @@ EOF
 }
 
 @test "choice and order: bad options are named" {
-	make_dataset "$T/d" 3 1
-	J="$(sample_jpeg "$T/d")"
-	run refurb-dump --preview 'choice=3,vflip,invert' "$J"
-	expect_fail 2 'refurb-dump: bad pipeline spec at column 1: choice n=3: only 2 filters follow it'
-	run refurb-dump --preview 'choice=2:p=1,vflip,invert' "$J"
-	expect_fail 2 'refurb-dump: bad pipeline spec at column 1: choice n=2 needs 2 weights in p, not 1'
-	run refurb-dump --preview 'order=2,vflip,crop=8' "$J"
-	expect_fail 2 'refurb-dump: bad pipeline spec at column 15: order cannot gate crop (only filters that keep the image'"'"'s size and channels)'
-	run refurb-dump --preview 'order=2:layers=3/1,vflip,invert' "$J"
-	expect_fail 2 'refurb-dump: bad pipeline spec at column 1: order n=2: its options have 4 layers, only 2 follow it'
+	small_dataset
+	expect_bad_spec 'choice=3,vflip,invert' 'column 1: choice n=3: only 2 filters follow it'
+	expect_bad_spec 'choice=2:p=1,vflip,invert' 'column 1: choice n=2 needs 2 weights in p, not 1'
+	expect_bad_spec 'order=2,vflip,crop=8' 'column 15: order cannot gate crop (only filters that keep the image'"'"'s size and channels)'
+	expect_bad_spec 'order=2:layers=3/1,vflip,invert' 'column 1: order n=2: its options have 4 layers, only 2 follow it'
 }
 
 @test "convert: RandomErasing(value='random') between ToTensor and Normalize" {
 	need_torchvision
-	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomResizedCrop(32), T.ToTensor(), T.RandomErasing(1, value="random"), T.RandomErasing(0.5), T.Normalize([0.5, 0.4, 0.3], [0.2, 0.2, 0.2])])'
-	[ "$status" -eq 0 ]
-	[ "$output" = "rrcrop=32x32:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,erasing=p=1:scale=0.02-0.33:ratio=0.3-3.3:value=random,erasing=p=0.5:scale=0.02-0.33:ratio=0.3-3.3:value=0,normalize=mean=0.5/0.4/0.3:std=0.2/0.2/0.2" ]
-	make_dataset "$T/d" 3 1
-	J="$(sample_jpeg "$T/d")"
-	run refurb-dump --preview "$output" -n 2 -o "$T/sheet.jpg" "$J"
-	[ "$status" -eq 0 ]
-	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.RandomErasing(value="random")])'
-	[ "$status" -eq 0 ]
-	[ "$output" = "erasing=p=0.5:scale=0.02-0.33:ratio=0.3-3.3:value=random,normalize=mean=0:std=1" ]
+	expect_convert 'T.Compose([T.RandomResizedCrop(32), T.ToTensor(), T.RandomErasing(1, value="random"), T.RandomErasing(0.5), T.Normalize([0.5, 0.4, 0.3], [0.2, 0.2, 0.2])])' \
+		"rrcrop=32x32:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,erasing=p=1:scale=0.02-0.33:ratio=0.3-3.3:value=random,erasing=p=0.5:scale=0.02-0.33:ratio=0.3-3.3:value=0,normalize=mean=0.5/0.4/0.3:std=0.2/0.2/0.2"
+	small_dataset
+	expect_preview "$output" 2
+	expect_convert 'T.Compose([T.ToTensor(), T.RandomErasing(value="random")])' \
+		"erasing=p=0.5:scale=0.02-0.33:ratio=0.3-3.3:value=random,normalize=mean=0:std=1"
 	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.RandomErasing(value="random"), T.RandomHorizontalFlip(), T.Normalize([0.5], [0.5])])'
 	expect_fail 1 "refurb_stream convert: RandomHorizontalFlip (transforms[2]) after RandomErasing(value='random') (refurb draws its values at Normalize"
-	run refurb-dump --preview 'erasing=value=random,flip,normalize' "$J"
-	expect_fail 2 'refurb-dump: bad pipeline spec at column 22: only erasing may come between erasing value=random and normalize'
-	run refurb-dump --preview 'resize=32,erasing=value=random' "$J"
-	expect_fail 2 'refurb-dump: bad pipeline spec at column 11: erasing value=random draws float values: put a normalize after it'
+	expect_bad_spec 'erasing=value=random,flip,normalize' 'column 22: only erasing may come between erasing value=random and normalize'
+	expect_bad_spec 'resize=32,erasing=value=random' 'column 11: erasing value=random draws float values: put a normalize after it'
 }
 
 @test "convert: RandomChoice and RandomApply of crops and resizes" {
 	need_torchvision
-	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomChoice([T.RandomResizedCrop(32), T.Compose([T.Resize(40), T.CenterCrop(32)])]), T.RandomApply([T.Pad(4, padding_mode="reflect"), T.RandomCrop(32)], p=0.3)])'
-	[ "$status" -eq 0 ]
-	[ "$output" = "choice=n=2:layers=1/2,rrcrop=32x32:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,resize=40:interp=bilinear,centercrop=32x32,apply=p=0.3:n=2,pad=4:padding_mode=reflect,crop=32x32" ]
-	make_dataset "$T/d" 3 1
+	expect_convert 'T.Compose([T.RandomChoice([T.RandomResizedCrop(32), T.Compose([T.Resize(40), T.CenterCrop(32)])]), T.RandomApply([T.Pad(4, padding_mode="reflect"), T.RandomCrop(32)], p=0.3)])' \
+		"choice=n=2:layers=1/2,rrcrop=32x32:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,resize=40:interp=bilinear,centercrop=32x32,apply=p=0.3:n=2,pad=4:padding_mode=reflect,crop=32x32"
+	small_dataset
 	refurb-index -q -o "$T/train.idx" "$T/d"
-	run refurb-dump --preview "$output" -n 4 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
-	[ "$status" -eq 0 ]
+	expect_preview "$output" 4
 	# options of two sizes: a batching stage names the gate
 	run refurb-advise -p 'resize=64,choice=2,centercrop=48,centercrop=40' "$T/train.idx"
 	expect_fail 2 "refurb-advise: pipeline "
@@ -244,13 +237,10 @@ EOF
 
 @test "convert: AugMix with every argument becomes augmix, which refurb runs" {
 	need_torchvision
-	run "$PY" -m refurb_stream convert 'T.Compose([T.Resize(48), T.AugMix(), T.AugMix(severity=5, mixture_width=2, chain_depth=2, alpha=0.5, all_ops=False, interpolation=InterpolationMode.NEAREST, fill=[1, 2, 3]), T.AugMix(chain_depth=0, fill=7), T.PILToTensor()])'
-	[ "$status" -eq 0 ]
-	[ "$output" = "resize=48:interp=bilinear,augmix=severity=3:width=3:depth=-1:alpha=1:all_ops=1:interp=bilinear:fill=none,augmix=severity=5:width=2:depth=2:alpha=0.5:all_ops=0:interp=nearest:fill=1/2/3,augmix=severity=3:width=3:depth=-1:alpha=1:all_ops=1:interp=bilinear:fill=7" ]
-	make_dataset "$T/d" 3 1
-	run refurb-dump --preview "$output,centercrop=40" -n 2 -o "$T/sheet.jpg" "$(sample_jpeg "$T/d")"
-	[ "$status" -eq 0 ]
-	[ -s "$T/sheet.jpg" ]
+	expect_convert 'T.Compose([T.Resize(48), T.AugMix(), T.AugMix(severity=5, mixture_width=2, chain_depth=2, alpha=0.5, all_ops=False, interpolation=InterpolationMode.NEAREST, fill=[1, 2, 3]), T.AugMix(chain_depth=0, fill=7), T.PILToTensor()])' \
+		"resize=48:interp=bilinear,augmix=severity=3:width=3:depth=-1:alpha=1:all_ops=1:interp=bilinear:fill=none,augmix=severity=5:width=2:depth=2:alpha=0.5:all_ops=0:interp=nearest:fill=1/2/3,augmix=severity=3:width=3:depth=-1:alpha=1:all_ops=1:interp=bilinear:fill=7"
+	small_dataset
+	expect_preview "$output,centercrop=40" 2
 }
 
 @test "convert: an AugMix argument refurb cannot express is named" {
@@ -268,21 +258,14 @@ EOF
 }
 
 @test "augmix: bad values are named with their valid range" {
-	make_dataset "$T/d" 3 1
-	J="$(sample_jpeg "$T/d")"
-	run refurb-dump --preview 'augmix=severity=11' "$J"
-	expect_fail 2 'refurb-dump: bad pipeline spec at column 17: severity 11 out of range 1..10'
-	run refurb-dump --preview 'augmix=mixture_width=0' "$J"
-	expect_fail 2 'refurb-dump: bad pipeline spec at column 22: width 0 out of range 1..16'
-	run refurb-dump --preview 'augmix=interpolation=bicubic' "$J"
-	expect_fail 2 'refurb-dump: bad pipeline spec at column 22: unknown interpolation "bicubic"'
+	small_dataset
+	expect_bad_spec 'augmix=severity=11' 'column 17: severity 11 out of range 1..10'
+	expect_bad_spec 'augmix=mixture_width=0' 'column 22: width 0 out of range 1..16'
+	expect_bad_spec 'augmix=interpolation=bicubic' 'column 22: unknown interpolation "bicubic"'
 	[[ "$output" == *"interpolation: nearest, bilinear"$'\n'"Usage:"* ]] || false
-	run refurb-dump --preview 'augmix=alpha=-1' "$J"
-	expect_fail 2 'refurb-dump: bad pipeline spec at column 14: alpha -1 out of range: need 0 < alpha <= 1e+06'
-	run refurb-dump --preview 'augmix=alpha=0' "$J"
-	expect_fail 2 'refurb-dump: bad pipeline spec at column 14: alpha 0 out of range: need 0 < alpha <= 1e+06'
-	run refurb-dump --preview 'AugMix' "$J"
-	expect_fail 2 'refurb-dump: bad pipeline spec at column 1: unknown filter "AugMix" (did you mean "augmix"?)'
+	expect_bad_spec 'augmix=alpha=-1' 'column 14: alpha -1 out of range: need 0 < alpha <= 1e+06'
+	expect_bad_spec 'augmix=alpha=0' 'column 14: alpha 0 out of range: need 0 < alpha <= 1e+06'
+	expect_bad_spec 'AugMix' 'column 1: unknown filter "AugMix" (did you mean "augmix"?)'
 }
 
 @test "augmix in the partial and in the final pipeline: the same stream with -j 1 and -j 2" {

@@ -24,9 +24,7 @@ LAST=99
 
 setup_file() {
 	cd "$BATS_FILE_TMPDIR"
-	make_dataset ds 60 3
-	refurb-index -q -o train.idx ds
-	refurb-evict -q -r 3 -s 7 -o train.evict train.idx
+	make_train 60 3
 	refurb-plan -q -b 8 -e 0-$LAST train.evict > plan.txt
 	# the uninterrupted run every faulty one is compared with
 	refurb-partial -q -c ref -p "$SPEC" train.idx < plan.txt |

@@ -10,6 +10,15 @@ make_dataset() {
 	"$TOP/scripts/make-dataset" -n "${2:-60}" -k "${3:-3}" --min 40 --max 120 "$1"
 }
 
+# make_train N K [R]: the start of most setup_files, in the current
+# directory: a dataset ds of N images in K classes (make_dataset), its
+# index train.idx and its schedule train.evict (R uses, default 3; seed 7).
+make_train() {
+	make_dataset ds "$1" "$2" || return 1
+	refurb-index -q -o train.idx ds || return 1
+	refurb-evict -q -r "${3:-3}" -s 7 -o train.evict train.idx
+}
+
 # A JPEG to derive bad files from.  (sed reads to the end: head could
 # kill ls with SIGPIPE, a failure in the many files that set pipefail)
 sample_jpeg() {

@@ -12,9 +12,7 @@ FINAL='crop=56,flip'
 
 setup_file() {
 	cd "$BATS_FILE_TMPDIR"
-	make_dataset ds 60 3
-	refurb-index -q -o train.idx ds
-	refurb-evict -q -r 3 -s 7 -o train.evict train.idx
+	make_train 60 3
 	refurb-plan -q -b 8 -e 0-4 train.evict > plan.txt
 	refurb-partial -q -c cache -p "$SPEC" train.idx < plan.txt > ann.txt
 }
@@ -153,6 +151,30 @@ PY
 	run sh -c "refurb-final --strict -c '$T/c' -p '$FINAL' -o '$T/x' < ann.txt"
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"checksum"* ]]
+}
+
+@test "a healed record names its segment file, or the cache directory when the segment's path is too long for the message" {
+	need_numpy
+	cp -r cache "$T/c"
+	printf 'X' | dd of="$T/c/00000000.seg" bs=1 seek=200 conv=notrunc 2>/dev/null
+	run sh -c "refurb-final -c '$T/c' -p '$FINAL' -o '$T/healed' < ann.txt"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"record recomputed from its image ($T/c/00000000.seg: record at segment 00000000 offset "* ]]
+	# a cache path of 505 bytes: it fits in the message's 512, its
+	# segment's "/00000000.seg" does not
+	long="$(realpath "$T")"
+	while [ $((505 - ${#long})) -gt 201 ]; do
+		long="$long/$(printf 'd%.0s' $(seq 200))"
+	done
+	long="$long/$(printf 'e%.0s' $(seq $((505 - ${#long} - 1))))"
+	[ "${#long}" -eq 505 ]
+	mkdir -p "$(dirname "$long")"
+	mv "$T/c" "$long"
+	run sh -c "refurb-final -c '$long' -p '$FINAL' -o '$T/healed2' < ann.txt"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"record recomputed from its image ($long: record at segment 00000000 offset "* ]]
+	[[ "$output" != *"$long/0"* ]]
+	same_batches "$T/healed" "$T/healed2"
 }
 
 @test "a deleted segment is healed too" {

@@ -11,9 +11,7 @@ SPEC='resize=64,randaug=n=2:m=9'
 
 setup_file() {
 	cd "$BATS_FILE_TMPDIR"
-	make_dataset ds 60 3
-	refurb-index -q -o train.idx ds
-	refurb-evict -q -r 3 -s 7 -o train.evict train.idx
+	make_train 60 3
 	refurb-plan -q -b 8 -e 0-6 train.evict > plan.txt
 }
 

@@ -13,9 +13,7 @@ FINAL='crop=48,flip'
 setup_file() {
 	set -o pipefail
 	cd "$BATS_FILE_TMPDIR"
-	make_dataset ds 50 3
-	refurb-index -q -o train.idx ds
-	refurb-evict -q -r 3 -s 7 -o train.evict train.idx
+	make_train 50 3
 	refurb-plan -q -b 8 -e 0-4 train.evict |
 		refurb-partial -q -c whole.c -p "$SPEC" train.idx |
 		refurb-final -q -p "$FINAL" -o whole.bin

@@ -11,9 +11,7 @@ FINAL='rrcrop=48,flip,apply=0.8,colorjitter=0.4:contrast=0.4:saturation=0.4:hue=
 
 setup_file() {
 	cd "$BATS_FILE_TMPDIR"
-	make_dataset ds 40 3
-	refurb-index -q -o train.idx ds
-	refurb-evict -q -r 2 -s 7 -o train.evict train.idx
+	make_train 40 3 2
 	refurb-plan -q -b 8 -e 0-2 train.evict > plan.txt
 	refurb-partial -q -c cache -p "$SPEC" train.idx < plan.txt > ann.txt
 }

@@ -161,8 +161,12 @@ static void *ckpt_main(void *arg)
 	k->rc = 0;
 	for (size_t i = 0; i < k->nfds && !k->rc; i++)
 		if (fsync(k->fds[i]) < 0) {
-			rfb_cache_segment_path(k->dir, k->ids[i], path, sizeof path);
-			k->rc = rfb_err_sys(&k->err, errno, path, "fsync failed");
+			int e = errno;
+			/* a path too long for the message names the cache */
+			if (rfb_cache_segment_path(k->dir, k->ids[i], path,
+						   sizeof path))
+				snprintf(path, sizeof path, "%s", k->dir);
+			k->rc = rfb_err_sys(&k->err, e, path, "fsync failed");
 		}
 	/* close the copies now, not when the job is collected (the next
 	 * epoch's end): a segment deleted meanwhile gives its space back */

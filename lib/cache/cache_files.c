@@ -403,7 +403,8 @@ static int scan_segment(const char *dir, uint32_t id, rfb_cache_visit_fn fn,
 	rfb_err why = { 0 };
 	int fd, rc = 0;
 
-	rfb_cache_segment_path(dir, id, path, sizeof path);
+	if (rfb_cache_segment_path(dir, id, path, sizeof path))
+		return rfb_err_set(err, RFB_ELIMIT, dir, "path too long");
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return rfb_err_sys(err, errno, path, "cannot open segment");
 	ssize_t got = rfb_pread_full(fd, h, sizeof h, 0);

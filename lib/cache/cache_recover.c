@@ -130,9 +130,12 @@ static int recover_segment(rfb_cache *c, uint32_t id,
 	struct stat st;
 	uint32_t hid, death;
 	struct seg *s = rfbi_cache_find_seg(c, id);
-	int fd, rc = 0;
+	int fd = -1, rc = 0;
 
-	rfb_cache_segment_path(c->dir, id, path, sizeof path);
+	if (rfb_cache_segment_path(c->dir, id, path, sizeof path)) {
+		rc = rfb_err_set(err, RFB_ELIMIT, c->dir, "path too long");
+		goto out;
+	}
 	if ((fd = open(path, O_RDWR | O_CLOEXEC)) < 0 || fstat(fd, &st) < 0) {
 		rc = rfb_err_sys(err, errno, path, "cannot open segment");
 		goto out;

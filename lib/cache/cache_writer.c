@@ -54,7 +54,8 @@ static int seg_open_fd(rfb_cache *c, struct seg *s, rfb_err *err)
 
 	if (s->fd >= 0)
 		return 0;
-	rfb_cache_segment_path(c->dir, s->id, path, sizeof path);
+	if (rfb_cache_segment_path(c->dir, s->id, path, sizeof path))
+		return rfb_err_set(err, RFB_ELIMIT, c->dir, "path too long");
 	s->fd = open(path, O_RDWR | O_CLOEXEC);
 	if (s->fd < 0)
 		return rfb_err_sys(err, errno, path, "cannot open segment");
@@ -74,12 +75,15 @@ static int seg_flush(rfb_cache *c, struct seg *s, rfb_err *err)
 	if (rfb_pwritev_full(s->fd, s->pending, s->npending,
 			     (off_t)s->durable) < 0) {
 		int e = errno;
-		rfb_cache_segment_path(c->dir, s->id, path, sizeof path);
+		/* a path too long for the message names the cache */
+		const char *name = rfb_cache_segment_path(c->dir, s->id, path,
+							  sizeof path)
+				   ? c->dir : path;
 		/* cut what may have been half written: the file stays valid */
 		if (ftruncate(s->fd, (off_t)s->durable) < 0) {
 			/* the torn tail is cut at the next open instead */
 		}
-		return rfb_err_sys(err, e, path, "cannot write segment");
+		return rfb_err_sys(err, e, name, "cannot write segment");
 	}
 	c->st.written_bytes += s->size - s->durable;
 	s->durable = s->size;
@@ -99,7 +103,10 @@ static struct seg *seg_create(rfb_cache *c, uint32_t death, rfb_err *err)
 		rfb_err_set(err, RFB_ELIMIT, c->dir, "no segment id left");
 		return NULL;
 	}
-	rfb_cache_segment_path(c->dir, c->next_id, path, sizeof path);
+	if (rfb_cache_segment_path(c->dir, c->next_id, path, sizeof path)) {
+		rfb_err_set(err, RFB_ELIMIT, c->dir, "path too long");
+		return NULL;
+	}
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		rfb_err_sys(err, errno, path, "cannot create segment");
@@ -316,7 +323,10 @@ static int delete_segments(rfb_cache *c, uint64_t step, rfb_err *err)
 		if (s->dead && (step >= s->dead_since + c->grace ||
 				(known && held >= s->dead_since))) {
 			seg_close(s);
-			rfb_cache_segment_path(c->dir, s->id, path, sizeof path);
+			if (rfb_cache_segment_path(c->dir, s->id, path,
+						   sizeof path))
+				return rfb_err_set(err, RFB_ELIMIT, c->dir,
+						   "path too long");
 			if (unlink(path) < 0 && errno != ENOENT)
 				return rfb_err_sys(err, errno, path,
 						   "cannot delete segment");
@@ -519,8 +529,10 @@ static int empty_cache(rfb_cache *c, rfb_err *err)
 	int rc = rfbi_cache_list_segments(c->dir, &ids, &n, err);
 
 	for (size_t i = 0; rc == 0 && i < n; i++) {
-		rfb_cache_segment_path(c->dir, ids[i], path, sizeof path);
-		if (unlink(path) < 0 && errno != ENOENT)
+		if (rfb_cache_segment_path(c->dir, ids[i], path, sizeof path))
+			rc = rfb_err_set(err, RFB_ELIMIT, c->dir,
+					 "path too long");
+		else if (unlink(path) < 0 && errno != ENOENT)
 			rc = rfb_err_sys(err, errno, path, "cannot delete");
 	}
 	free(ids);

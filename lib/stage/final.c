@@ -205,10 +205,12 @@ static int source_image(struct fworker *w, struct ftask *t, rfb_image *img)
 		t->why = t->rec->why;
 	if (!t->why.path[0] && t->slot->addrs[t->out].segment == RFB_HANDOVER_SEGMENT)
 		snprintf(t->why.path, sizeof t->why.path, "%s", F->annot.handover);
-	else if (!t->why.path[0])   /* name the segment file */
-		(void)rfb_cache_segment_path(F->annot.cache,
-					     t->slot->addrs[t->out].segment,
-					     t->why.path, sizeof t->why.path);
+	else if (!t->why.path[0] &&   /* name the segment file, else the cache */
+		 rfb_cache_segment_path(F->annot.cache,
+					t->slot->addrs[t->out].segment,
+					t->why.path, sizeof t->why.path))
+		snprintf(t->why.path, sizeof t->why.path, "%.*s",
+			 (int)sizeof t->why.path - 1, F->annot.cache);
 	if (F->o->strict)
 		return t->rec->status ? t->rec->status : RFB_EFORMAT;
 	t->healed = 1;

@@ -1,7 +1,8 @@
 /*
  * golden.h - reading the golden outputs of tests/data/golden/ (made by
- * scripts/golden-*.py from torchvision + PIL) and comparing images with
- * the fidelity tolerances of the augmentation tests.
+ * scripts/golden-*.py from torchvision + PIL), comparing images with
+ * the fidelity tolerances of the augmentation tests, and running a
+ * manifest's cases through a test's own check (golden_run).
  */
 #ifndef REFURB_GOLDEN_H
 #define REFURB_GOLDEN_H
@@ -85,6 +86,64 @@ static inline int golden_ok_geometric(const struct golden_diff *d)
 static inline int golden_ok_color(const struct golden_diff *d)
 {
 	return d->same_shape && d->within1 >= 0.99 && d->mean_abs <= 0.5;
+}
+
+/* One line of a golden manifest (tab-separated: case, input, op, params,
+ * output; scripts/golden_common.py) with its two images read. */
+struct golden_line {
+	const char *name, *op, *params;
+	const rfb_image *in, *expected;
+};
+
+/* Checks one case; returns 1 if it is within tolerance. */
+typedef int (*golden_check_fn)(void *ctx, const struct golden_line *c);
+
+/*
+ * Run check on every case of dir/manifest.tsv ('#' lines skipped), with
+ * its input and output images read from dir.  Returns the number of cases,
+ * or -1 when the manifest cannot be opened; *bad gets how many were out of
+ * tolerance, unreadable or malformed (each printed as a TAP comment).
+ */
+static inline int golden_run(const char *dir, golden_check_fn check,
+			     void *ctx, int *bad)
+{
+	char path[512], line[2048], name[128], input[128], op[512],
+		params[1024], output[128];
+	FILE *f;
+	int n = 0;
+
+	*bad = 0;
+	snprintf(path, sizeof path, "%s/manifest.tsv", dir);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	while (fgets(line, sizeof line, f)) {
+		rfb_imgbuf inb = { 0 }, expb = { 0 };
+		rfb_image in, expected;
+		struct golden_line c = { name, op, params, &in, &expected };
+		int ok;
+
+		if (line[0] == '#')
+			continue;
+		if (sscanf(line, "%127s %127s %511s %1023s %127s", name, input,
+			   op, params, output) != 5) {
+			printf("# bad manifest line: %s", line);
+			(*bad)++;
+			continue;
+		}
+		n++;
+		snprintf(path, sizeof path, "%s/%s", dir, input);
+		ok = golden_read_pnm(path, &in, &inb) == 0;
+		if (!ok)
+			printf("# %s: cannot read %s\n", name, path);
+		snprintf(path, sizeof path, "%s/%s", dir, output);
+		if (ok && !(ok = golden_read_pnm(path, &expected, &expb) == 0))
+			printf("# %s: cannot read %s\n", name, path);
+		*bad += !(ok && check(ctx, &c));
+		rfb_imgbuf_free(&inb);
+		rfb_imgbuf_free(&expb);
+	}
+	fclose(f);
+	return n;
 }
 
 #endif

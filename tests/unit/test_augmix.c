@@ -108,72 +108,54 @@ static int read_choice(const char *params, struct rfb_augmix_spec *spec,
 	return chain + 1 == n ? 0 : -1;
 }
 
-static int golden_case(struct rfb_augmix_scratch *s, const char *name,
-		       const char *input, const char *params, const char *output)
+struct augmix_golden {
+	struct rfb_augmix_scratch scratch;
+	int ops; /* cases of one op ("op_*") */
+};
+
+/* A case: rfb_augmix_apply with the manifest's choices. */
+static int golden_case(void *ctx, const struct golden_line *g)
 {
-	rfb_imgbuf inb = { 0 }, expb = { 0 }, outb = { 0 };
-	rfb_image in, expected, out;
+	struct augmix_golden *t = ctx;
+	rfb_imgbuf outb = { 0 };
+	rfb_image out;
 	struct rfb_augmix_spec spec;
 	struct rfb_augmix_choice c;
 	unsigned char fill[3];
-	char path[512];
 	int ok = 0;
 
-	snprintf(path, sizeof path, GOLDEN_DIR "/%s", input);
-	if (golden_read_pnm(path, &in, &inb))
-		goto done;
-	snprintf(path, sizeof path, GOLDEN_DIR "/%s", output);
-	if (golden_read_pnm(path, &expected, &expb))
-		goto done;
-	if (read_choice(params, &spec, fill, &c)) {
-		printf("# %s: bad params %s\n", name, params);
-		goto done;
+	t->ops += strncmp(g->name, "op_", 3) == 0;
+	if (read_choice(g->params, &spec, fill, &c)) {
+		printf("# %s: bad params %s\n", g->name, g->params);
+		return 0;
 	}
-	if (rfb_image_alloc(&out, &outb, in.width, in.height, in.channels, NULL) ||
-	    rfb_augmix_apply(&spec, &c, &in, &out, s, NULL))
+	if (rfb_image_alloc(&out, &outb, g->in->width, g->in->height,
+			    g->in->channels, NULL) ||
+	    rfb_augmix_apply(&spec, &c, g->in, &out, &t->scratch, NULL))
 		goto done;
-	struct golden_diff d = golden_compare(&out, &expected);
+	struct golden_diff d = golden_compare(&out, g->expected);
 	/* the issue's tolerance, and mostly exact: a mix rounded instead of
 	 * truncated is within 1 everywhere, but exact on about half */
 	ok = d.same_shape && d.within1 >= 0.99 && d.exact >= 0.98;
-	printf("# %-40s exact %.4f  within1 %.4f  max %3d%s\n", name, d.exact,
+	printf("# %-40s exact %.4f  within1 %.4f  max %3d%s\n", g->name, d.exact,
 	       d.within1, d.max_abs, ok ? "" : "  FAIL");
 done:
-	rfb_imgbuf_free(&inb);
-	rfb_imgbuf_free(&expb);
 	rfb_imgbuf_free(&outb);
 	return ok;
 }
 
 static void test_golden(void)
 {
-	FILE *f = fopen(GOLDEN_DIR "/manifest.tsv", "r");
-	char line[2048], name[128], input[128], op[32], params[1024], output[128];
-	int n = 0, bad = 0, ops = 0;
-	struct rfb_augmix_scratch s = { 0 };
+	struct augmix_golden t = { .ops = 0 };
+	int bad, n = golden_run(GOLDEN_DIR, golden_case, &t, &bad);
 
-	CHECKF(f != NULL, "no %s/manifest.tsv (run scripts/golden-augmix.py)",
+	rfb_augmix_scratch_free(&t.scratch);
+	CHECKF(n >= 0, "no %s/manifest.tsv (run scripts/golden-augmix.py)",
 	       GOLDEN_DIR);
-	while (f && fgets(line, sizeof line, f)) {
-		if (line[0] == '#')
-			continue;
-		if (sscanf(line, "%127s %127s %31s %1023s %127s", name, input, op,
-			   params, output) != 5) {
-			printf("# bad manifest line: %s", line);
-			bad++;
-			continue;
-		}
-		n++;
-		ops += strncmp(name, "op_", 3) == 0;
-		bad += !golden_case(&s, name, input, params, output);
-	}
-	if (f)
-		fclose(f);
-	rfb_augmix_scratch_free(&s);
-	printf("# %d golden cases (%d single ops), %d out of tolerance\n", n, ops,
-	       bad);
-	CHECK(ops >= 100);
-	CHECK(n - ops >= 30);
+	printf("# %d golden cases (%d single ops), %d out of tolerance\n", n,
+	       t.ops, bad);
+	CHECK(t.ops >= 100);
+	CHECK(n - t.ops >= 30);
 	CHECK(bad == 0);
 }
 

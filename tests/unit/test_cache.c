@@ -335,7 +335,8 @@ static void test_crash_recovery(void)
 	struct rfb_cache_entry e;
 	CHECK(c && rfb_cache_lookup(c, 29, &e) == 0);
 	CHECK(rfb_cache_close(c, &err) == 0);
-	rfb_cache_segment_path(dir, e.addr.segment, path, sizeof path);
+	CHECK(rfb_cache_segment_path(dir, e.addr.segment, path,
+				     sizeof path) == 0);
 	int fd = open(path, O_WRONLY | O_APPEND);
 	CHECK(fd >= 0 && write(fd, "RFR\x01garbage", 11) == 11);
 	close(fd);
@@ -427,7 +428,7 @@ static void test_eviction(void)
 	CHECK(rfb_cache_lookup(c, 1, &e) == 0 && e.death_epoch == 2);
 	rfb_cache_get_stats(c, &st);
 	CHECK(st.live_records == 5 && st.dead_segments == 1);
-	rfb_cache_segment_path(dir, 0, path, sizeof path);
+	CHECK(rfb_cache_segment_path(dir, 0, path, sizeof path) == 0);
 	CHECK(access(path, F_OK) == 0);             /* kept for the grace */
 	CHECK(rfb_cache_advance(c, 1, 7, &err) == 0);
 	CHECK(access(path, F_OK) == 0);
@@ -493,7 +494,7 @@ static void test_view_release(void)
 	CHECK(readable(v, &a0, 0, 0) && readable(v, &a1, 1, 0));
 	CHECK(rfb_cache_advance(c, 1, 1, &err) == 0); /* death 1 dies */
 	CHECK(rfb_cache_advance(c, 1, 2, &err) == 0); /* and is deleted */
-	rfb_cache_segment_path(dir, a0.segment, path, sizeof path);
+	CHECK(rfb_cache_segment_path(dir, a0.segment, path, sizeof path) == 0);
 	CHECK(stat(path, &st) != 0);
 	CHECK(rfb_cache_view_release(v, 2) == 0);     /* idle 1 */
 	CHECK(readable(v, &a0, 0, 0));                /* still open */
@@ -510,6 +511,24 @@ static void test_view_release(void)
 	CHECK(rfb_cache_close(c, &err) == 0);
 }
 
+/* The segment path is "DIR/SSSSSSSS.seg"; one that does not fit is refused,
+ * not silently cut. */
+static void test_segment_path(void)
+{
+	char buf[32];
+	size_t need = strlen("some/dir/0000abcd.seg") + 1;
+
+	CHECK(rfb_cache_segment_path("some/dir", 0xabcd, buf, sizeof buf) == 0);
+	CHECK(strcmp(buf, "some/dir/0000abcd.seg") == 0);
+	CHECK(rfb_cache_segment_path("some/dir", 0xabcd, buf, need) == 0);
+	CHECK(strcmp(buf, "some/dir/0000abcd.seg") == 0);
+	CHECK(rfb_cache_segment_path("some/dir", 0xabcd, buf, need - 1) ==
+	      RFB_ELIMIT);
+	CHECK(rfb_cache_segment_path("some/dir", 0xabcd, buf, 0) == RFB_ELIMIT);
+	CHECK(rfb_cache_segment_path("d", 0xffffffffu, buf, sizeof buf) == 0);
+	CHECK(strcmp(buf, "d/ffffffff.seg") == 0);
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof dir, "/tmp/rfb-cache-test-%d", (int)getpid());
@@ -524,6 +543,7 @@ int main(void)
 	RUN(test_eviction);
 	RUN(test_compaction);
 	RUN(test_view_release);
+	RUN(test_segment_path);
 	rfb_codec_ctx_free(codec_ctx);
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -87,77 +87,52 @@ static int is_window(const rfb_image *img, const rfb_image *big)
 	return 0;
 }
 
-static int golden_case(rfb_pipe_ctx *ctx, const char *name, const char *input,
-		       const char *spec, const char *params, const char *output)
+/* A case: the manifest's spec through a pipeline (or rfb_perspective). */
+static int golden_case(void *ctx, const struct golden_line *g)
 {
-	rfb_imgbuf inb = { 0 }, expb = { 0 }, pb = { 0 };
-	rfb_image in, expected;
+	int perspective = strcmp(g->op, "perspective") == 0;
+	rfb_imgbuf pb = { 0 };
 	struct rfb_pipe_out out;
-	char path[512];
 	int ok = 0;
 
-	snprintf(path, sizeof path, GOLDEN_DIR "/%s", input);
-	if (golden_read_pnm(path, &in, &inb))
-		goto done;
-	snprintf(path, sizeof path, GOLDEN_DIR "/%s", output);
-	if (golden_read_pnm(path, &expected, &expb))
-		goto done;
-	if (strcmp(spec, "perspective") == 0) {
-		if (run_perspective(&in, params, &pb, &out.img))
+	if (perspective) {
+		if (run_perspective(g->in, g->params, &pb, &out.img))
 			goto done;
-	} else if (run_spec(spec, &in, 0, ctx, &out)) {
+	} else if (run_spec(g->op, g->in, 0, ctx, &out)) {
 		goto done;
 	}
-	if (strcmp(params, "window=1") == 0) {
+	if (strcmp(g->params, "window=1") == 0) {
 		/* several draws: each a window of the padded image */
 		ok = 1;
 		for (uint32_t s = 0; s < 4 && ok; s++)
-			ok = run_spec(spec, &in, s, ctx, &out) == 0 &&
-			     is_window(&out.img, &expected);
-		printf("# %-36s window of the padded image%s\n", name,
+			ok = run_spec(g->op, g->in, s, ctx, &out) == 0 &&
+			     is_window(&out.img, g->expected);
+		printf("# %-36s window of the padded image%s\n", g->name,
 		       ok ? "" : "  FAIL");
 		goto done;
 	}
-	struct golden_diff d = golden_compare(&out.img, &expected);
+	struct golden_diff d = golden_compare(&out.img, g->expected);
 	/* perspective: the coefficients come from another solver (torch's
 	 * float32 least squares), so a few samples on the image's edge fall
 	 * in or out of it: the issue's tolerance (>= 99% within +-1), not
 	 * the MAE bound */
-	ok = strcmp(spec, "perspective") == 0
-		? d.same_shape && d.within1 >= 0.99 : golden_ok_color(&d);
-	printf("# %-36s exact %.4f  within1 %.4f  mae %.4f%s\n", name, d.exact,
-	       d.within1, d.mean_abs, ok ? "" : "  FAIL");
+	ok = perspective ? d.same_shape && d.within1 >= 0.99
+			 : golden_ok_color(&d);
+	printf("# %-36s exact %.4f  within1 %.4f  mae %.4f%s\n", g->name,
+	       d.exact, d.within1, d.mean_abs, ok ? "" : "  FAIL");
 done:
-	rfb_imgbuf_free(&inb);
-	rfb_imgbuf_free(&expb);
 	rfb_imgbuf_free(&pb);
 	return ok;
 }
 
 static void test_golden(void)
 {
-	FILE *f = fopen(GOLDEN_DIR "/manifest.tsv", "r");
-	char line[1024], name[128], input[128], spec[512], params[128], output[128];
-	int n = 0, bad = 0;
 	rfb_pipe_ctx *ctx = rfb_pipe_ctx_new(NULL);
+	int bad, n = golden_run(GOLDEN_DIR, golden_case, ctx, &bad);
 
-	CHECKF(f != NULL, "no %s/manifest.tsv (run scripts/golden-filters.py)",
-	       GOLDEN_DIR);
-	while (f && fgets(line, sizeof line, f)) {
-		if (line[0] == '#')
-			continue;
-		if (sscanf(line, "%127s %127s %511s %127s %127s", name, input, spec,
-			   params, output) != 5) {
-			printf("# bad manifest line: %s", line);
-			bad++;
-			continue;
-		}
-		n++;
-		bad += !golden_case(ctx, name, input, spec, params, output);
-	}
-	if (f)
-		fclose(f);
 	rfb_pipe_ctx_free(ctx);
+	CHECKF(n >= 0, "no %s/manifest.tsv (run scripts/golden-filters.py)",
+	       GOLDEN_DIR);
 	printf("# %d golden cases, %d out of tolerance\n", n, bad);
 	CHECK(n >= 60);
 	CHECK(bad == 0);
@@ -177,11 +152,25 @@ static const char *parse_error(const char *spec)
 	return err.msg;
 }
 
+/* A spec and a part of its parse error ("": the spec parses). */
+struct spec_error {
+	const char *spec, *want;
+};
+
+static void check_errors(const struct spec_error *cases, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *e = parse_error(cases[i].spec);
+		CHECKF(cases[i].want[0] ? strstr(e, cases[i].want) != NULL
+					: e[0] == '\0',
+		       "%s: got \"%s\", want \"%s\"", cases[i].spec, e,
+		       cases[i].want);
+	}
+}
+
 static void test_errors(void)
 {
-	static const struct {
-		const char *spec, *want;
-	} cases[] = {
+	static const struct spec_error cases[] = {
 		{ "randaug=2:9", "\"9\" needs a key (key=value): did you mean m=9?" },
 		{ "colorjiter=0.4", "unknown filter \"colorjiter\" (did you mean \"colorjitter\"?)" },
 		{ "RandomRotation=10", "(did you mean \"rotation\"?)" },
@@ -215,11 +204,7 @@ static void test_errors(void)
 		{ "Pad=2", "(did you mean \"pad\"?)" },
 	};
 
-	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-		const char *e = parse_error(cases[i].spec);
-		CHECKF(strstr(e, cases[i].want) != NULL, "%s: got \"%s\", want \"%s\"",
-		       cases[i].spec, e, cases[i].want);
-	}
+	check_errors(cases, sizeof cases / sizeof *cases);
 }
 
 /* Canonical text of spec ("" on error). */
@@ -391,6 +376,25 @@ static void test_choice_and_order(void)
 	static const char *const grouped[] = {
 		"vflip=1,invert=1,posterize=bits=1:p=1",
 		"posterize=bits=1:p=1,vflip=1,invert=1" };
+	static const struct spec_error errors[] = {
+		/* a randaug=n=2 filter is one option of two layers */
+		{ "choice=2,randaug=n=2,invert", "" },
+		{ "choice=3,vflip,invert", "choice n=3: only 2 filters follow it" },
+		{ "choice=2:layers=2/2,vflip,invert,flip",
+		  "choice n=2: its options have 4 layers, only 3 follow it" },
+		{ "choice=2:p=1,vflip,invert",
+		  "choice n=2 needs 2 weights in p, not 1" },
+		{ "choice=2:p=0/0,vflip,invert", "choice p: the weights are all 0" },
+		{ "choice=2:p=1/-1,vflip,invert", "p -1 out of range 0..1e+09" },
+		{ "order=2:layers=1,vflip,invert",
+		  "order n=2 needs 2 counts in layers, not 1" },
+		{ "order=2,vflip,crop=8", "order cannot gate crop" },
+		{ "choice=2,vflip,apply,invert", "choice cannot gate apply" },
+		{ "choice=2,vflip,normalize", "choice cannot gate normalize" },
+		{ "order", "order needs its n" },
+		{ "choice=17", "n 17 out of range 1..16" },
+		{ "order=2:p=1/1,vflip,invert", "order has no argument \"p\"" },
+	};
 	const double want[3] = { 0.25, 0.5, 0.25 };
 	rfb_imgbuf buf = { 0 };
 	rfb_image img;
@@ -412,30 +416,7 @@ static void test_choice_and_order(void)
 	CHECK(outcome_rates("order=2:layers=2/1,vflip=1,invert=1,posterize=bits=1:p=1",
 			    grouped, 2, &img, n, freq) == 0);
 	CHECKF(fabs(freq[0] - 0.5) < 4 * sqrt(0.25 / n), "order: %.3f", freq[0]);
-	/* a randaug=n=2 filter is one option of two layers */
-	CHECK(strcmp(parse_error("choice=2,randaug=n=2,invert"), "") == 0);
-	CHECK(strstr(parse_error("choice=3,vflip,invert"),
-		     "choice n=3: only 2 filters follow it") != NULL);
-	CHECK(strstr(parse_error("choice=2:layers=2/2,vflip,invert,flip"),
-		     "choice n=2: its options have 4 layers, only 3 follow it") != NULL);
-	CHECK(strstr(parse_error("choice=2:p=1,vflip,invert"),
-		     "choice n=2 needs 2 weights in p, not 1") != NULL);
-	CHECK(strstr(parse_error("choice=2:p=0/0,vflip,invert"),
-		     "choice p: the weights are all 0") != NULL);
-	CHECK(strstr(parse_error("choice=2:p=1/-1,vflip,invert"),
-		     "p -1 out of range 0..1e+09") != NULL);
-	CHECK(strstr(parse_error("order=2:layers=1,vflip,invert"),
-		     "order n=2 needs 2 counts in layers, not 1") != NULL);
-	CHECK(strstr(parse_error("order=2,vflip,crop=8"),
-		     "order cannot gate crop") != NULL);
-	CHECK(strstr(parse_error("choice=2,vflip,apply,invert"),
-		     "choice cannot gate apply") != NULL);
-	CHECK(strstr(parse_error("choice=2,vflip,normalize"),
-		     "choice cannot gate normalize") != NULL);
-	CHECK(strstr(parse_error("order"), "order needs its n") != NULL);
-	CHECK(strstr(parse_error("choice=17"), "n 17 out of range 1..16") != NULL);
-	CHECK(strstr(parse_error("order=2:p=1/1,vflip,invert"),
-		     "order has no argument \"p\"") != NULL);
+	check_errors(errors, sizeof errors / sizeof *errors);
 	rfb_imgbuf_free(&buf);
 }
 
@@ -504,6 +485,12 @@ static void test_determinism_and_gray(void)
  * (or standard normal values), the rest is the normalized image. */
 static void test_erasing_after_normalize(void)
 {
+	static const struct spec_error errors[] = {
+		{ "erasing=value=random", "erasing value=random draws float "
+		  "values: put a normalize after it" },
+		{ "erasing=value=0.5", "a whole pixel value 0..255" },
+		{ "normalize,vflip", "only erasing may follow it" },
+	};
 	rfb_pipe_ctx *ctx = rfb_pipe_ctx_new(NULL);
 	rfb_imgbuf buf = { 0 };
 	rfb_image img;
@@ -544,13 +531,7 @@ static void test_erasing_after_normalize(void)
 	CHECKF(n > 40 * 363 * 9 / 10, "%ld random values", n);
 	CHECKF(fabs(sum / n) < 0.05 && fabs(sum2 / n - 1.0) < 0.1,
 	       "mean %.3f variance %.3f", sum / n, sum2 / n);
-	CHECK(strstr(parse_error("erasing=value=random"),
-		     "erasing value=random draws float values: put a normalize "
-		     "after it") != NULL);
-	CHECK(strstr(parse_error("erasing=value=0.5"),
-		     "a whole pixel value 0..255") != NULL);
-	CHECK(strstr(parse_error("normalize,vflip"),
-		     "only erasing may follow it") != NULL);
+	check_errors(errors, sizeof errors / sizeof *errors);
 	rfb_imgbuf_free(&buf);
 	rfb_pipe_ctx_free(ctx);
 }
@@ -580,15 +561,76 @@ static int fixed_of(const char *spec, struct rfb_pipe_shape *out, rfb_err *err)
 	return rc;
 }
 
+/* A spec's output size for a 67 x 53 RGB input (shape_of) or its fixed
+ * size (fixed_of): the return code, then, when it is 0 and w > 0, the size
+ * w x h, or, when it is not 0 and msg is not NULL, a part of the error. */
+struct shape_case {
+	int fixed;
+	const char *spec;
+	int rc, w, h;
+	const char *msg;
+};
+
+static void check_shapes(const struct shape_case *cases, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct shape_case *c = &cases[i];
+		struct rfb_pipe_shape s = { 0, 0, 0 };
+		rfb_err err = { 0 };
+		int rc = c->fixed ? fixed_of(c->spec, &s, &err)
+				  : shape_of(c->spec, 67, 53, &s, &err);
+
+		CHECKF(rc == c->rc, "%s: %d, want %d (%s)", c->spec, rc, c->rc,
+		       err.msg);
+		if (rc == 0 && c->rc == 0 && c->w)
+			CHECKF(s.width == c->w && s.height == c->h,
+			       "%s: %dx%d, want %dx%d", c->spec, s.width,
+			       s.height, c->w, c->h);
+		if (rc && c->msg)
+			CHECKF(strstr(err.msg, c->msg) != NULL,
+			       "%s: got \"%s\", want \"%s\"", c->spec, err.msg,
+			       c->msg);
+	}
+}
+
 /* rotation expand=1: a size drawn per sample, fixed again by what follows;
  * the shapes predicted where they can be, refused where they cannot. */
 static void test_rotation_expand_shapes(void)
 {
+	static const struct shape_case shapes[] = {
+		{ 0, "rotation=30:expand=1", RFB_ESPEC, 0, 0,
+		  "depends on the angle layer 1 (rotation expand=1) draws" },
+		{ 0, "rotation=30:expand=1,centercrop=20", 0, 20, 20, NULL },
+		{ 0, "rotation=30:expand=1,rrcrop=9x8,pad=1", 0, 10, 11, NULL },
+		/* a crop fits every angle (the least size is at 0 degrees) ... */
+		{ 0, "rotation=10:expand=1,crop=50", 0, 50, 50, NULL },
+		/* ... or may not, unless it pads */
+		{ 0, "rotation=10:expand=1,crop=60", RFB_ESPEC, 0, 0,
+		  "crop 60x60 may be larger than the image layer 1 (rotation "
+		  "expand=1) makes, 53x67 or more: use pad_if_needed=1" },
+		{ 0, "rotation=10:expand=1,crop=60:pad_if_needed=1", 0, 60, 60,
+		  NULL },
+		{ 0, "rotation=90-180:expand=1,crop=60", RFB_ESPEC, 0, 0, NULL },
+		{ 0, "rotation=80-100:expand=1,crop=60", RFB_ESPEC, 0, 0, NULL },
+		{ 0, "rotation=80-100:expand=1,crop=50", 0, 50, 50, NULL },
+		/* batching stages need a fixed size */
+		{ 1, "resize=64x64,rotation=20:expand=1", RFB_ESPEC, 0, 0,
+		  "depends on the angle layer 2 (rotation expand=1) draws: "
+		  "follow it with a crop" },
+		{ 1, "resize=64x64,rotation=90-90:expand=1", 0, 64, 64, NULL },
+		{ 1, "resize=64x32,rotation=90-90:expand=1", 0, 64, 32, NULL },
+		{ 1, "rotation=20:expand=1,resize=32x30", 0, 30, 32, NULL },
+	};
+	static const struct spec_error errors[] = {
+		{ "rotation=10:expand=2", "unknown expand value \"2\"" },
+		{ "rotation=10:center=5", "center needs 2 values X/Y" },
+		{ "rotation=10:center=a/1", "center \"a\" is not a number" },
+		{ "affine=10:expand=1", "affine has no argument \"expand\"" },
+	};
 	rfb_pipe_ctx *ctx = rfb_pipe_ctx_new(NULL);
 	struct rfb_pipe_shape s;
 	struct rfb_pipe_out out;
 	rfb_imgbuf buf = { 0 };
-	rfb_err err = { 0 };
 	rfb_image img;
 	int sizes = 0, last_w = 0, nw, nh;
 
@@ -602,10 +644,7 @@ static void test_rotation_expand_shapes(void)
 	CHECK(out.shape.width == nw && out.shape.height == nh);
 	rfb_rotate_size(67, 53, 90.0, 1, NULL, &nw, &nh);
 	CHECK(nw == 53 && nh == 67);
-	/* a range: per sample, refused until a layer fixes it */
-	CHECK(shape_of("rotation=30:expand=1", 67, 53, &s, &err) == RFB_ESPEC);
-	CHECKF(strstr(err.msg, "depends on the angle layer 1 (rotation expand=1) "
-		       "draws") != NULL, "%s", err.msg);
+	/* a range: per sample (refused by shape_of until a layer fixes it) */
 	for (uint32_t k = 0; k < 20; k++) {
 		CHECK(run_spec("rotation=30:expand=1", &img, k, ctx, &out) == 0);
 		CHECK(out.shape.width >= 67 && out.shape.height >= 53);
@@ -616,41 +655,8 @@ static void test_rotation_expand_shapes(void)
 		CHECK(out.shape.width == 20 && out.shape.height == 20);
 	}
 	CHECK(sizes > 5);
-	CHECK(shape_of("rotation=30:expand=1,centercrop=20", 67, 53, &s, NULL) == 0);
-	CHECK(s.width == 20 && s.height == 20);
-	CHECK(shape_of("rotation=30:expand=1,rrcrop=9x8,pad=1", 67, 53, &s, NULL) == 0);
-	CHECK(s.width == 10 && s.height == 11);
-	/* a crop fits every angle (the least size is at 0 degrees) ... */
-	CHECK(shape_of("rotation=10:expand=1,crop=50", 67, 53, &s, NULL) == 0);
-	/* ... or may not, unless it pads */
-	CHECK(shape_of("rotation=10:expand=1,crop=60", 67, 53, &s, &err) == RFB_ESPEC);
-	CHECKF(strstr(err.msg, "crop 60x60 may be larger than the image layer 1 "
-		       "(rotation expand=1) makes, 53x67 or more: use "
-		       "pad_if_needed=1") != NULL, "%s", err.msg);
-	CHECK(shape_of("rotation=10:expand=1,crop=60:pad_if_needed=1", 67, 53, &s,
-		       NULL) == 0);
-	CHECK(shape_of("rotation=90-180:expand=1,crop=60", 67, 53, &s, NULL) == RFB_ESPEC);
-	CHECK(shape_of("rotation=80-100:expand=1,crop=60", 67, 53, &s, NULL) == RFB_ESPEC);
-	CHECK(shape_of("rotation=80-100:expand=1,crop=50", 67, 53, &s, NULL) == 0);
-	/* batching stages need a fixed size */
-	CHECK(fixed_of("resize=64x64,rotation=20:expand=1", &s, &err) == RFB_ESPEC);
-	CHECKF(strstr(err.msg, "depends on the angle layer 2 (rotation "
-		       "expand=1) draws: follow it with a crop") != NULL, "%s",
-	       err.msg);
-	CHECK(fixed_of("resize=64x64,rotation=90-90:expand=1", &s, NULL) == 0);
-	CHECK(s.width == 64 && s.height == 64);
-	CHECK(fixed_of("resize=64x32,rotation=90-90:expand=1", &s, NULL) == 0);
-	CHECK(s.width == 64 && s.height == 32);
-	CHECK(fixed_of("rotation=20:expand=1,resize=32x30", &s, NULL) == 0);
-	CHECK(s.width == 30 && s.height == 32);
-	CHECK(strstr(parse_error("rotation=10:expand=2"),
-		     "unknown expand value \"2\"") != NULL);
-	CHECK(strstr(parse_error("rotation=10:center=5"),
-		     "center needs 2 values X/Y") != NULL);
-	CHECK(strstr(parse_error("rotation=10:center=a/1"),
-		     "center \"a\" is not a number") != NULL);
-	CHECK(strstr(parse_error("affine=10:expand=1"),
-		     "affine has no argument \"expand\"") != NULL);
+	check_shapes(shapes, sizeof shapes / sizeof *shapes);
+	check_errors(errors, sizeof errors / sizeof *errors);
 	rfb_imgbuf_free(&buf);
 	rfb_pipe_ctx_free(ctx);
 }
@@ -660,6 +666,18 @@ static void test_rotation_expand_shapes(void)
  * normalize is deferred with it (a constant is its normalized pixel). */
 static void test_erasing_random_before_normalize(void)
 {
+	static const struct spec_error errors[] = {
+		{ "erasing=value=random,vflip,normalize",
+		  "only erasing may come between erasing value=random and "
+		  "normalize (its values are drawn at normalize): move vflip "
+		  "before it" },
+		{ "choice=2,erasing=value=random,erasing,normalize",
+		  "choice cannot gate erasing before normalize after "
+		  "value=random" },
+		{ "apply=0.5,erasing=value=random,normalize", "" },
+		{ "erasing=value=random,normalize=imagenet,erasing=value=random",
+		  "" },
+	};
 	rfb_pipe_ctx *ctx = rfb_pipe_ctx_new(NULL);
 	rfb_imgbuf buf = { 0 };
 	rfb_image img;
@@ -699,16 +717,7 @@ static void test_erasing_random_before_normalize(void)
 	       "mean %.3f variance %.3f", sum / n, sum2 / n - sum / n * sum / n);
 	/* the constant box (drawn second) lies on top: all its samples */
 	CHECKF(sevens >= 40 * 363, "%ld normalized 7s", sevens);
-	CHECK(strstr(parse_error("erasing=value=random,vflip,normalize"),
-		     "only erasing may come between erasing value=random and "
-		     "normalize (its values are drawn at normalize): move vflip "
-		     "before it") != NULL);
-	CHECK(strstr(parse_error("choice=2,erasing=value=random,erasing,normalize"),
-		     "choice cannot gate erasing before normalize after "
-		     "value=random") != NULL);
-	CHECK(strcmp(parse_error("apply=0.5,erasing=value=random,normalize"), "") == 0);
-	CHECK(strcmp(parse_error("erasing=value=random,normalize=imagenet,"
-				 "erasing=value=random"), "") == 0);
+	check_errors(errors, sizeof errors / sizeof *errors);
 	rfb_imgbuf_free(&buf);
 	rfb_pipe_ctx_free(ctx);
 }
@@ -717,41 +726,35 @@ static void test_erasing_random_before_normalize(void)
  * drawn with the gate, one when every branch gives it. */
 static void test_gates_that_resize(void)
 {
+	static const struct shape_case shapes[] = {
+		{ 0, "apply=0.5,crop=32", RFB_ESPEC, 0, 0, "output size depends "
+		  "on what layer 1 (apply) draws: give its options one size, or "
+		  "follow it with a crop" },
+		{ 0, "apply=1,crop=32", 0, 32, 32, NULL },
+		{ 0, "apply=0,crop=32", 0, 67, 53, NULL },
+		{ 0, "apply=0.5,crop=32,centercrop=20", 0, 20, 20, NULL },
+		{ 0, "choice=2:layers=1/2,rrcrop=32,resize=40,centercrop=32", 0,
+		  32, 32, NULL },
+		{ 1, "choice=2:layers=1/2,rrcrop=32,resize=40,centercrop=32", 0,
+		  32, 32, NULL },
+		{ 1, "choice=2,rrcrop=32,centercrop=30", RFB_ESPEC, 0, 0,
+		  "output size depends on what layer 1 (choice) draws" },
+		{ 1, "choice=2:p=1/0,rrcrop=32,centercrop=30", 0, 32, 32, NULL },
+		{ 1, "resize=64x64,apply=0.5,rotation=30:expand=1,centercrop=20", 0,
+		  20, 20, NULL },
+		/* a crop that may not fit the smaller branch */
+		{ 0, "choice=2,centercrop=20,pad=4,crop=26", RFB_ESPEC, 0, 0,
+		  "crop 26x26 may be larger than the image layer 1 (choice) "
+		  "makes, 20x20 or more" },
+	};
 	static const char *const picks[] = { "centercrop=32",
 					     "resize=40x40,centercrop=32" };
-	struct rfb_pipe_shape s;
 	rfb_imgbuf buf = { 0 };
-	rfb_err err = { 0 };
 	rfb_image img;
 	double freq[2];
 	const int n = 600;
 
-	CHECK(shape_of("apply=0.5,crop=32", 67, 53, &s, &err) == RFB_ESPEC);
-	CHECKF(strstr(err.msg, "output size depends on what layer 1 (apply) "
-		       "draws: give its options one size, or follow it with a "
-		       "crop") != NULL, "%s", err.msg);
-	CHECK(shape_of("apply=1,crop=32", 67, 53, &s, NULL) == 0 && s.width == 32);
-	CHECK(shape_of("apply=0,crop=32", 67, 53, &s, NULL) == 0 && s.width == 67);
-	CHECK(shape_of("apply=0.5,crop=32,centercrop=20", 67, 53, &s, NULL) == 0);
-	CHECK(s.width == 20 && s.height == 20);
-	CHECK(shape_of("choice=2:layers=1/2,rrcrop=32,resize=40,centercrop=32", 67,
-		       53, &s, NULL) == 0);
-	CHECK(s.width == 32 && s.height == 32);
-	CHECK(fixed_of("choice=2:layers=1/2,rrcrop=32,resize=40,centercrop=32", &s,
-		       NULL) == 0);
-	CHECK(s.width == 32 && s.height == 32);
-	CHECK(fixed_of("choice=2,rrcrop=32,centercrop=30", &s, &err) == RFB_ESPEC);
-	CHECKF(strstr(err.msg, "output size depends on what layer 1 (choice) "
-		       "draws") != NULL, "%s", err.msg);
-	CHECK(fixed_of("choice=2:p=1/0,rrcrop=32,centercrop=30", &s, NULL) == 0);
-	CHECK(s.width == 32);
-	CHECK(fixed_of("resize=64x64,apply=0.5,rotation=30:expand=1,centercrop=20",
-		       &s, NULL) == 0);
-	/* a crop that may not fit the smaller branch */
-	CHECK(shape_of("choice=2,centercrop=20,pad=4,crop=26", 67, 53, &s, &err) ==
-	      RFB_ESPEC);
-	CHECKF(strstr(err.msg, "crop 26x26 may be larger than the image layer 1 "
-		       "(choice) makes, 20x20 or more") != NULL, "%s", err.msg);
+	check_shapes(shapes, sizeof shapes / sizeof *shapes);
 	make_image(&img, &buf, 67, 53);
 	CHECK(outcome_rates("choice=2:layers=1/2,centercrop=32,resize=40x40,"
 			    "centercrop=32", picks, 2, &img, n, freq) == 0);

@@ -192,9 +192,13 @@ int rfb_cache_parse_manifest(const void *data, size_t len, const char *name,
 
 /* ---- reading ---- */
 
-/* "DIR/SSSSSSSS.seg" for segment id into buf of size n; 0 or RFB_ELIMIT. */
+/*
+ * "DIR/SSSSSSSS.seg" for segment id into buf of size n.  Returns 0, or
+ * RFB_ELIMIT when it does not fit (buf then holds a cut path: use it for
+ * nothing, not even a message).
+ */
 int rfb_cache_segment_path(const char *dir, uint32_t segment, char *buf,
-			   size_t n);
+			   size_t n) RFB_MUST_CHECK;
 
 /* ---- the reader's position (DIR/read-position, refurb-cache(5)) ---- */
 
