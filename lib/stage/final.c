@@ -212,7 +212,8 @@ static int source_image(struct fworker *w, struct ftask *t, rfb_image *img)
 		snprintf(t->why.path, sizeof t->why.path, "%.*s",
 			 (int)sizeof t->why.path - 1, F->annot.cache);
 	if (F->o->strict)
-		return t->rec->status ? t->rec->status : RFB_EFORMAT;
+		return t->rec->status ? t->rec->status : bad.code ? bad.code
+								  : RFB_EFORMAT;
 	t->healed = 1;
 	if ((rc = rfb_source_read(F->src, t->sample, MAX_IMAGE_FILE, &w->file,
 				  &w->file_cap, &len, &t->why)) ||
