@@ -4,6 +4,7 @@
  * and pad (refurb-pipeline(7)): their defaults, the values of their keys
  * (sizes, padding, angles, shifts, centres) and their checks.
  */
+#include <math.h>
 #include <string.h>
 
 #include "pipeline_parse_internal.h"
@@ -105,23 +106,28 @@ static int parse_shear(struct rfbi_parser *ps, const struct rfbi_tok *t)
 	return 0;
 }
 
-/* affine translate: A/B, the largest shifts as fractions of w and h */
-static int parse_translate(struct rfbi_parser *ps, const struct rfbi_tok *t)
+/* Two numbers A/B in lo..hi into out[] (form: "A/B" in the message). */
+static int parse_pair(struct rfbi_parser *ps, const struct rfbi_tok *t,
+		      const char *what, const char *form, double lo, double hi,
+		      double out[2])
 {
 	struct rfbi_tok part[2];
 	int n = rfbi_tok_split(t, '/', part, 2);
 
 	if (n != 2)
-		return rfbi_spec_error(ps, t->at, "translate needs 2 values A/B");
-	for (int i = 0; i < 2; i++) {
-		double *v = &ps->cur.translate[i];
-		if (rfbi_parse_num(ps, &part[i], "translate", v))
+		return rfbi_spec_error(ps, t->at, "%s needs 2 values %s", what,
+				       form);
+	for (int i = 0; i < 2; i++)
+		if (rfbi_parse_bounded(ps, &part[i], what, lo, hi, &out[i]))
 			return RFB_ESPEC;
-		if (*v < 0.0 || *v > 1.0)
-			return rfbi_spec_error(ps, part[i].at,
-					       "translate %g out of range 0..1",
-					       *v);
-	}
+	return 0;
+}
+
+/* affine translate: A/B, the largest shifts as fractions of w and h */
+static int parse_translate(struct rfbi_parser *ps, const struct rfbi_tok *t)
+{
+	if (parse_pair(ps, t, "translate", "A/B", 0.0, 1.0, ps->cur.translate))
+		return RFB_ESPEC;
 	ps->cur.has_translate = 1;
 	return 0;
 }
@@ -129,14 +135,9 @@ static int parse_translate(struct rfbi_parser *ps, const struct rfbi_tok *t)
 /* rotation, affine center: X/Y in pixels (torchvision's [x, y]) */
 static int parse_center(struct rfbi_parser *ps, const struct rfbi_tok *t)
 {
-	struct rfbi_tok part[2];
-	int n = rfbi_tok_split(t, '/', part, 2);
-
-	if (n != 2)
-		return rfbi_spec_error(ps, t->at, "center needs 2 values X/Y");
-	for (int i = 0; i < 2; i++)
-		if (rfbi_parse_num(ps, &part[i], "center", &ps->cur.center[i]))
-			return RFB_ESPEC;
+	if (parse_pair(ps, t, "center", "X/Y", -HUGE_VAL, HUGE_VAL,
+		       ps->cur.center))
+		return RFB_ESPEC;
 	ps->cur.has_center = 1;
 	return 0;
 }
