@@ -304,8 +304,15 @@ static int run_finish(struct rfb_run *r, const rfb_pipeline *p,
 	if (rc)
 		return rc;
 	row = (size_t)r->cur.width * r->cur.channels;
-	if (r->cur_buf < 0 || r->cur.stride != row ||
-	    r->cur.data != r->ctx->buf[r->cur_buf].data) {
+	if (r->dest.data && r->cur.width == r->dest.width &&
+	    r->cur.height == r->dest.height && r->cur.channels == r->dest.channels) {
+		if (r->cur.data != r->dest.data) { /* a view, or another buffer */
+			rfb_image_copy(&r->dest, &r->cur);
+			rfbi_run_take(r, &r->dest, RFBI_RUN_DEST);
+		}
+	} else if (r->cur_buf < 0 || r->cur_buf == RFBI_RUN_DEST ||
+		   r->cur.stride != row ||
+		   r->cur.data != r->ctx->buf[r->cur_buf].data) {
 		rc = rfbi_run_target(r, r->cur.width, r->cur.height, r->cur.channels,
 				    &dst, &slot, err);
 		if (rc)
@@ -440,16 +447,28 @@ int rfbi_run_layers(struct rfb_run *r, const rfb_pipeline *p, int from,
 	return run_finish(r, p, out, err);
 }
 
-int rfb_pipe_run(rfb_pipe_ctx *ctx, const rfb_pipeline *p, const rfb_image *in,
-		 const struct rfb_pipe_key *key, struct rfb_pipe_out *out,
-		 rfb_err *err)
+int rfb_pipe_run_into(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
+		      const rfb_image *in, const struct rfb_pipe_key *key,
+		      const rfb_image *dest, struct rfb_pipe_out *out,
+		      rfb_err *err)
 {
-	struct rfb_run r = { ctx, key, *in, -1, 0, NULL, 0, 0, 0, 0 };
+	struct rfb_run r = { ctx, key, *in, -1, 0, NULL, 0, 0, 0, 0, { 0 } };
 
 	if (in->width < 1 || in->height < 1 ||
 	    (in->channels != 1 && in->channels != 3))
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "pipeline input %dx%dx%d: need 1 or 3 channels",
 				   in->width, in->height, in->channels);
+	/* only an 8-bit HWC output goes there (a float one is normalize's) */
+	if (dest && dest->data && rfb_pipeline_dtype(p) == RFB_DTYPE_U8 &&
+	    rfb_pipeline_layout(p) == RFB_LAYOUT_HWC)
+		r.dest = *dest;
 	return rfbi_run_layers(&r, p, 0, out, err);
+}
+
+int rfb_pipe_run(rfb_pipe_ctx *ctx, const rfb_pipeline *p, const rfb_image *in,
+		 const struct rfb_pipe_key *key, struct rfb_pipe_out *out,
+		 rfb_err *err)
+{
+	return rfb_pipe_run_into(ctx, p, in, key, NULL, out, err);
 }

@@ -313,7 +313,7 @@ static int run_png(rfb_pipe_ctx *ctx, const rfb_pipeline *p, const void *data,
 		   size_t len, const struct rfb_pipe_key *key,
 		   struct rfb_pipe_out *out, rfb_err *err)
 {
-	struct rfb_run r = { ctx, key, { 0 }, 0, 0, NULL, 0, 0, 0, 0 };
+	struct rfb_run r = { ctx, key, { 0 }, 0, 0, NULL, 0, 0, 0, 0, { 0 } };
 	int rc = rfb_png_decode(data, len, ctx->max_pixels, &r.cur, &ctx->buf[0],
 				err);
 
@@ -329,7 +329,7 @@ static int run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 		    rfb_err *err)
 {
 	rfb_decoder *dec = decoder(ctx, err);
-	struct rfb_run r = { ctx, key, { 0 }, 0, 0, NULL, 0, 0, 0, 0 };
+	struct rfb_run r = { ctx, key, { 0 }, 0, 0, NULL, 0, 0, 0, 0, { 0 } };
 	struct rfb_jpeg_info info;
 	struct plan pl;
 	int start = 0, rc;

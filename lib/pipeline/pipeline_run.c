@@ -6,12 +6,19 @@
  */
 #include "pipeline_run_internal.h"
 
-/* A fresh w x h x c image in a buffer that does not hold the current one. */
+/* A fresh w x h x c image in a buffer that does not hold the current one:
+ * the caller's output memory when it has that shape. */
 int rfbi_run_target(struct rfb_run *r, int w, int h, int c, rfb_image *dst,
 		    int *slot, rfb_err *err)
 {
 	int i = 0;
 
+	if (r->dest.data && r->cur_buf != RFBI_RUN_DEST && w == r->dest.width &&
+	    h == r->dest.height && c == r->dest.channels) {
+		*dst = r->dest;
+		*slot = RFBI_RUN_DEST;
+		return 0;
+	}
 	if (i == r->cur_buf)
 		i++;
 	*slot = i;

@@ -47,8 +47,12 @@ struct rfb_win_plan {
 	struct rfb_rect out[RFB_WIN_MAX_OPS];
 };
 
-/* One run: the current image is cur; it lives in ctx->buf[cur_buf], or in
- * the caller's memory when cur_buf is -1 (then it must not be written).
+/* One run: the current image is cur; it lives in ctx->buf[cur_buf], in
+ * the caller's output memory dest when cur_buf is RFBI_RUN_DEST, or in
+ * the caller's input when cur_buf is -1 (then it must not be written).
+ * dest (data NULL: none) is where rfb_pipe_run_into wants the output; a
+ * target of its shape is placed there (when cur is not), so that the last
+ * layer writes the output where the caller wants it instead of a copy.
  * gray3: cur has one channel but stands for the RGB image with that
  * channel in all three (a grayscale JPEG as torchvision's loader gives
  * it); every layer gives the same result on either form as long as its
@@ -67,7 +71,9 @@ struct rfb_run {
 	int win_x, win_y, win_op;
 	uint64_t deferred_on; /* bit i: deferred erasing layer i was reached
 			       * (not skipped by an apply) */
+	rfb_image dest;
 };
+#define RFBI_RUN_DEST 2
 
 /* The ops augment layer l (number position) draws on a w x h image, into
  * ops[0..2); returns how many (1, or 2 for AutoAugment). */

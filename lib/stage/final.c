@@ -265,7 +265,14 @@ static int run_view(struct fworker *w, struct ftask *t, const rfb_image *img,
 				    RFB_STAGE_FINAL + (uint32_t)v * RFB_STAGE_VIEW };
 	struct rfb_pipe_out out;
 	const rfb_pipeline *pipe = F->view_pipe ? F->view_pipe[v] : F->final_pipe;
-	int rc = rfb_pipe_run(w->final, pipe, img, &key, &out, &t->why);
+	unsigned char *px = t->slot->pixels + (size_t)t->out * F->sample_bytes +
+			    (size_t)v * F->image_bytes;
+	/* an 8-bit HWC view is written straight into the batch (the last
+	 * layer's target, or one copy out of a crop): no copy after */
+	rfb_image dest = { px, (size_t)F->shape.width * F->shape.channels,
+			   F->shape.width, F->shape.height, F->shape.channels };
+	int rc = rfb_pipe_run_into(w->final, pipe, img, &key, &dest, &out,
+				   &t->why);
 
 	if (!rc && (out.size != F->image_bytes ||
 		    out.shape.width != F->shape.width ||
@@ -276,9 +283,8 @@ static int run_view(struct fworker *w, struct ftask *t, const rfb_image *img,
 			"holds %dx%dx%d", t->sample, out.shape.width,
 			out.shape.height, out.shape.channels, F->shape.width,
 			F->shape.height, F->shape.channels);
-	if (!rc)
-		memcpy(t->slot->pixels + (size_t)t->out * F->sample_bytes +
-		       (size_t)v * F->image_bytes, out.data, F->image_bytes);
+	if (!rc && out.data != px)
+		memcpy(px, out.data, F->image_bytes);
 	return rc;
 }
 

@@ -549,6 +549,68 @@ static void test_steady_state(void)
 	rfb_pipeline_free(p);
 }
 
+/* rfb_pipe_run_into gives rfb_pipe_run's bytes; an 8-bit HWC output of
+ * dest's shape lands in dest (also when the last layer is a view or
+ * writes nothing), any other stays in the context. */
+static void test_run_into(void)
+{
+	static const char *const specs[] = {
+		"crop=64,flip=p=1", "crop=64,flip=p=0", "centercrop=64",
+		"crop=64:pad=4,flip", "flip=p=1,crop=64", "resize=64x64,flip",
+		"crop=64,randaug=n=2:m=9,flip", "crop=64,gray,flip=p=1",
+		"crop=64,rgb,flip=p=1", "crop=64,augmix", "crop=64,erasing=p=1",
+		"crop=64,rgb,flip,normalize=imagenet", "resize=80,crop=48",
+	};
+	rfb_pipe_ctx *c1 = rfb_pipe_ctx_new(NULL), *c2 = rfb_pipe_ctx_new(NULL);
+	rfb_imgbuf ib = { 0 }, gb = { 0 };
+	rfb_image rgb, gray;
+	unsigned char *mem = malloc(64 * 64 * 3 + 1);
+
+	make_image(&rgb, &ib, 120, 97, 3, 7);
+	make_image(&gray, &gb, 90, 71, 1, 9);
+	for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
+		rfb_pipeline *p = parse_ok(specs[i]);
+		for (int g = 0; g < 2; g++) {
+			const rfb_image *in = g ? &gray : &rgb;
+			for (uint32_t s = 0; s < 6; s++) {
+				struct rfb_pipe_key k = { 42, 1, s, RFB_STAGE_FINAL };
+				struct rfb_pipe_out a, b;
+				rfb_err e = { 0 };
+				CHECKF(rfb_pipe_run(c1, p, in, &k, &a, &e) == 0, "%s: %s", specs[i], e.msg);
+				int w = a.shape.width, h = a.shape.height;
+				int c = a.shape.channels;
+				int fits = a.dtype == RFB_DTYPE_U8 &&
+					   (size_t)w * h * c <= 64 * 64 * 3;
+				rfb_image dest = { mem + 1, (size_t)w * c, w, h, c };
+				memset(mem, 0xa5, 64 * 64 * 3 + 1);
+				CHECK(rfb_pipe_run_into(c2, p, in, &k, fits ? &dest : NULL,
+							&b, NULL) == 0);
+				CHECK(same_output(&a, &b));
+				if (fits)
+					CHECK(b.data == mem + 1);
+				else
+					CHECK(b.data != mem + 1);
+				CHECK(mem[0] == 0xa5); /* nothing before dest */
+			}
+		}
+		rfb_pipeline_free(p);
+	}
+	/* a float output never goes to dest, even of the same byte size */
+	rfb_pipeline *p = parse_ok("crop=32,normalize=imagenet");
+	struct rfb_pipe_key k = { 1, 0, 0, RFB_STAGE_FINAL };
+	struct rfb_pipe_out o;
+	rfb_image dest = { mem, 32 * 3 * 4, 32 * 4, 32, 3 };
+	CHECK(rfb_pipe_run_into(c2, p, &rgb, &k, &dest, &o, NULL) == 0);
+	CHECK(o.dtype == RFB_DTYPE_F32);
+	CHECK(o.data != mem);
+	rfb_pipeline_free(p);
+	free(mem);
+	rfb_imgbuf_free(&ib);
+	rfb_imgbuf_free(&gb);
+	rfb_pipe_ctx_free(c1);
+	rfb_pipe_ctx_free(c2);
+}
+
 int main(void)
 {
 	RUN(test_parse_errors);
@@ -558,6 +620,7 @@ int main(void)
 	RUN(test_shapes);
 	RUN(test_split_join);
 	RUN(test_determinism);
+	RUN(test_run_into);
 	RUN(test_threads);
 	RUN(test_filter_semantics);
 	RUN(test_gray_as_rgb);

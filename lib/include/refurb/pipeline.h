@@ -227,6 +227,20 @@ int rfb_pipe_run(rfb_pipe_ctx *ctx, const rfb_pipeline *p, const rfb_image *in,
 		 rfb_err *err) RFB_MUST_CHECK;
 
 /*
+ * rfb_pipe_run with the caller's memory for the output (dest NULL: none):
+ * when p's output is 8-bit HWC of dest's shape, it is written there
+ * (out->data == dest->data), and the layers also use dest for the
+ * intermediate images of that shape, so that the last one (a flip after
+ * a crop) writes the output in place of a copy; any other output is
+ * rfb_pipe_run's (in the context, the caller copies it).  dest's bytes
+ * are undefined after an error.
+ */
+int rfb_pipe_run_into(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
+		      const rfb_image *in, const struct rfb_pipe_key *key,
+		      const rfb_image *dest, struct rfb_pipe_out *out,
+		      rfb_err *err) RFB_MUST_CHECK;
+
+/*
  * Decode the JPEG in data[0..len) the way torchvision's default loader
  * does (RGB; 1 channel when the first filter is gray) and run p on it.
  * With fast decode on (the default), the first layers are folded into
