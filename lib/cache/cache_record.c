@@ -160,11 +160,13 @@ static int encode_payload(rfb_codec_ctx *x, const struct rfb_codec *codec,
 		return rc;
 	if (codec->kind == RFB_CODEC_RAW) {
 		/* the rows straight into the record, strided or not: the
-		 * only copy of the pixels */
+		 * only copy of the pixels (none when they were made there:
+		 * rfb_record_raw_room) */
 		rfb_image payload = { out->data + RFB_RECORD_HEADER_SIZE,
 				      (size_t)img->width * img->channels,
 				      img->width, img->height, img->channels };
-		rfb_image_copy(&payload, img);
+		if (img->data != payload.data || img->stride != payload.stride)
+			rfb_image_copy(&payload, img);
 		*stored = raw;
 		return 0;
 	}
@@ -177,6 +179,18 @@ static int encode_payload(rfb_codec_ctx *x, const struct rfb_codec *codec,
 				   ZSTD_getErrorName(n));
 	*stored = n;
 	return 0;
+}
+
+unsigned char *rfb_record_raw_room(rfb_imgbuf *out, int width, int height,
+				   int channels)
+{
+	size_t raw = (size_t)width * height * channels;
+
+	if (width < 1 || height < 1 || width > 65535 || height > 65535 ||
+	    raw > RFB_RECORD_MAX_RAW ||
+	    rfb_imgbuf_reserve(out, RFB_RECORD_HEADER_SIZE + raw, NULL))
+		return NULL;
+	return out->data + RFB_RECORD_HEADER_SIZE;
 }
 
 int rfb_record_encode(rfb_codec_ctx *x, const struct rfb_codec *codec,

@@ -449,7 +449,7 @@ int rfbi_run_layers(struct rfb_run *r, const rfb_pipeline *p, int from,
 
 int rfb_pipe_run_into(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 		      const rfb_image *in, const struct rfb_pipe_key *key,
-		      const rfb_image *dest, struct rfb_pipe_out *out,
+		      const struct rfb_pipe_dest *dest, struct rfb_pipe_out *out,
 		      rfb_err *err)
 {
 	struct rfb_run r = { ctx, key, *in, -1, 0, NULL, 0, 0, 0, 0, { 0 } };
@@ -459,10 +459,7 @@ int rfb_pipe_run_into(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "pipeline input %dx%dx%d: need 1 or 3 channels",
 				   in->width, in->height, in->channels);
-	/* only an 8-bit HWC output goes there (a float one is normalize's) */
-	if (dest && dest->data && rfb_pipeline_dtype(p) == RFB_DTYPE_U8 &&
-	    rfb_pipeline_layout(p) == RFB_LAYOUT_HWC)
-		r.dest = *dest;
+	rfbi_run_ask_dest(&r, p, in->width, in->height, in->channels, dest);
 	return rfbi_run_layers(&r, p, 0, out, err);
 }
 

@@ -311,7 +311,8 @@ static void record(struct rfb_pipe_decode *last, const struct rfb_jpeg_info *inf
  * kept as one channel standing for RGB, then every layer. */
 static int run_png(rfb_pipe_ctx *ctx, const rfb_pipeline *p, const void *data,
 		   size_t len, const struct rfb_pipe_key *key,
-		   struct rfb_pipe_out *out, rfb_err *err)
+		   const struct rfb_pipe_dest *dest, struct rfb_pipe_out *out,
+		   rfb_err *err)
 {
 	struct rfb_run r = { ctx, key, { 0 }, 0, 0, NULL, 0, 0, 0, 0, { 0 } };
 	int rc = rfb_png_decode(data, len, ctx->max_pixels, &r.cur, &ctx->buf[0],
@@ -320,12 +321,14 @@ static int run_png(rfb_pipe_ctx *ctx, const rfb_pipeline *p, const void *data,
 	if (rc)
 		return rc;
 	r.gray3 = r.cur.channels == 1;
+	rfbi_run_ask_dest(&r, p, r.cur.width, r.cur.height, 3, dest);
 	return rfbi_run_layers(&r, p, 0, out, err);
 }
 
 static int run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 		    const void *data, size_t len,
-		    const struct rfb_pipe_key *key, struct rfb_pipe_out *out,
+		    const struct rfb_pipe_key *key,
+		    const struct rfb_pipe_dest *dest, struct rfb_pipe_out *out,
 		    rfb_err *err)
 {
 	rfb_decoder *dec = decoder(ctx, err);
@@ -353,6 +356,7 @@ static int run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 	rc = rfb_decode_header(dec, data, len, &pl.opts, &info, err);
 	if (rc)
 		return rc;
+	rfbi_run_ask_dest(&r, p, info.width, info.height, 3, dest);
 	make_plan(ctx, p, start, info.width, info.height, key, &pl);
 	if (can_band(ctx, &pl)) {
 		rfb_image decoded;
@@ -378,12 +382,21 @@ static int run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 	return rc ? rc : rfbi_run_layers(&r, p, start + pl.folded, out, err);
 }
 
+int rfb_pipe_run_jpeg_into(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
+			   const void *data, size_t len,
+			   const struct rfb_pipe_key *key,
+			   const struct rfb_pipe_dest *dest,
+			   struct rfb_pipe_out *out, rfb_err *err)
+{
+	if (rfb_png_sniff(data, len))
+		return run_png(ctx, p, data, len, key, dest, out, err);
+	return run_jpeg(ctx, p, data, len, key, dest, out, err);
+}
+
 int rfb_pipe_run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 		      const void *data, size_t len,
 		      const struct rfb_pipe_key *key, struct rfb_pipe_out *out,
 		      rfb_err *err)
 {
-	if (rfb_png_sniff(data, len))
-		return run_png(ctx, p, data, len, key, out, err);
-	return run_jpeg(ctx, p, data, len, key, out, err);
+	return rfb_pipe_run_jpeg_into(ctx, p, data, len, key, NULL, out, err);
 }

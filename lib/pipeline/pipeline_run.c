@@ -25,6 +25,21 @@ int rfbi_run_target(struct rfb_run *r, int w, int h, int c, rfb_image *dst,
 	return rfb_image_alloc(dst, &r->ctx->buf[i], w, h, c, err);
 }
 
+void rfbi_run_ask_dest(struct rfb_run *r, const rfb_pipeline *p, int w, int h,
+		       int c, const struct rfb_pipe_dest *dest)
+{
+	struct rfb_pipe_shape in = { w, h, c }, o;
+	unsigned char *m;
+
+	if (!dest || rfb_pipeline_dtype(p) != RFB_DTYPE_U8 ||
+	    rfb_pipeline_layout(p) != RFB_LAYOUT_HWC ||
+	    rfb_pipeline_out_shape(p, &in, &o, NULL) ||
+	    !(m = dest->get(dest->arg, o.width, o.height, o.channels)))
+		return;
+	r->dest = (rfb_image){ m, (size_t)o.width * o.channels, o.width,
+			       o.height, o.channels };
+}
+
 void rfbi_run_take(struct rfb_run *r, const rfb_image *img, int slot)
 {
 	r->cur = *img;

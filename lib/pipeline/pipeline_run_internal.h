@@ -111,6 +111,11 @@ int rfbi_run_target(struct rfb_run *r, int w, int h, int c, rfb_image *dst,
 		    int *slot, rfb_err *err) RFB_MUST_CHECK;
 
 /* Make img (in buffer slot) the current image. */
+/* r->dest from the caller's dest for an input of w x h x c (a JPEG's as
+ * RGB, c = 3): asked when p's output is 8-bit HWC of a size that follows
+ * from the input's. */
+void rfbi_run_ask_dest(struct rfb_run *r, const rfb_pipeline *p, int w, int h,
+		       int c, const struct rfb_pipe_dest *dest);
 void rfbi_run_take(struct rfb_run *r, const rfb_image *img, int slot);
 
 /* Crop cur to rect (view if inside, padded copy with fill otherwise). */

@@ -254,6 +254,20 @@ static void ring_queue(struct final *F, struct fslot *s)
 	ring_done(F, s->rq_pos, 1);
 }
 
+/* A view's place in the batch, for an output of the stream's shape. */
+struct view_room {
+	unsigned char *px;
+	const struct rfb_pipe_shape *shape;
+};
+
+static unsigned char *view_room(void *arg, int width, int height, int channels)
+{
+	const struct view_room *v = arg;
+
+	return width == v->shape->width && height == v->shape->height &&
+	       channels == v->shape->channels ? v->px : NULL;
+}
+
 /* The final pipeline's view v of img into the slot; 0 or an error. */
 static int run_view(struct fworker *w, struct ftask *t, const rfb_image *img,
 		    int v)
@@ -269,8 +283,8 @@ static int run_view(struct fworker *w, struct ftask *t, const rfb_image *img,
 			    (size_t)v * F->image_bytes;
 	/* an 8-bit HWC view is written straight into the batch (the last
 	 * layer's target, or one copy out of a crop): no copy after */
-	rfb_image dest = { px, (size_t)F->shape.width * F->shape.channels,
-			   F->shape.width, F->shape.height, F->shape.channels };
+	struct view_room room = { px, &F->shape };
+	struct rfb_pipe_dest dest = { view_room, &room };
 	int rc = rfb_pipe_run_into(w->final, pipe, img, &key, &dest, &out,
 				   &t->why);
 

@@ -141,6 +141,13 @@ static void worker_free(void *arg)
 	free(w);
 }
 
+/* The raw codec's record payload as the pipeline's output memory. */
+static unsigned char *record_room(void *arg, int width, int height,
+				  int channels)
+{
+	return rfb_record_raw_room(arg, width, height, channels);
+}
+
 static void run_job(void *ctx, struct rfb_task *t)
 {
 	struct job *j = (struct job *)t;
@@ -149,6 +156,8 @@ static void run_job(void *ctx, struct rfb_task *t)
 	struct rfb_pipe_key key = { P->seed, j->write_epoch, j->sample,
 				    RFB_STAGE_PARTIAL };
 	struct rfb_pipe_out out;
+	/* raw records: the pipeline writes the record's pixels (no copy) */
+	struct rfb_pipe_dest room = { record_room, &j->rec };
 	size_t len = 0;
 	double t0 = rfb_now(), c0 = rfb_thread_cpu_now();
 
@@ -156,8 +165,10 @@ static void run_job(void *ctx, struct rfb_task *t)
 	j->status = rfb_source_read(P->src, j->sample, MAX_IMAGE_FILE, &w->file,
 				    &w->file_cap, &len, &j->why);
 	if (!j->status) {
-		j->status = rfb_pipe_run_jpeg(w->pipe, P->pipe, w->file, len,
-					      &key, &out, &j->why);
+		j->status = rfb_pipe_run_jpeg_into(
+			w->pipe, P->pipe, w->file, len, &key,
+			P->o->codec.kind == RFB_CODEC_RAW ? &room : NULL, &out,
+			&j->why);
 		if (j->status && !j->why.path[0])
 			rfb_source_blame(P->src, j->sample, &j->why);
 	}

@@ -10,6 +10,7 @@
 #include "refurb/decode.h"
 #include "refurb/encode.h"
 #include "refurb/pipeline.h"
+#include "refurb/record.h"
 #include "golden.h"
 #include "test.h"
 
@@ -485,6 +486,103 @@ static void test_bad_jpeg(void)
 	rfb_imgbuf_free(&j.bytes);
 }
 
+/* The caller's memory asked for by rfb_pipe_run_jpeg_into. */
+struct room {
+	rfb_imgbuf buf;
+	int calls, w, h, c;
+};
+
+static unsigned char *give_room(void *arg, int w, int h, int c)
+{
+	struct room *r = arg;
+
+	r->calls++;
+	r->w = w;
+	r->h = h;
+	r->c = c;
+	return rfb_record_raw_room(&r->buf, w, h, c);
+}
+
+/* rfb_pipe_run_jpeg_into gives rfb_pipe_run_jpeg's bytes, in the
+ * caller's memory when the output is 8-bit HWC of a size the image's
+ * fixes (asked once, with that shape), in the context otherwise; a raw
+ * record encoded from it is the same record (no copy made). */
+static void test_run_into(void)
+{
+	static const struct {
+		const char *spec;
+		int asks; /* dest->get is called */
+	} cases[] = {
+		{ "resize=256,randaug=n=2:m=9", 1 },
+		{ "resize=256,randaug=n=1:m=9", 1 },
+		{ "resize=120,trivialaug,crop=100", 1 },
+		{ "resize=200x150,flip=p=1", 1 },
+		{ "gray,resize=100,autoaug", 1 },
+		{ "centercrop=300,resize=128", 1 },
+		{ "rrcrop=96,flip", 1 },
+		{ "resize=256", 1 },
+		{ "resize=128,normalize=imagenet", 0 },
+		{ "rotation=30:expand=1", 0 },
+	};
+	struct jpeg jr = { { 0 }, 0 }, jg = { { 0 }, 0 };
+	rfb_pipe_ctx *a = rfb_pipe_ctx_new(NULL), *b = rfb_pipe_ctx_new(NULL);
+	rfb_codec_ctx *cx = rfb_codec_ctx_new(NULL);
+	struct rfb_codec raw = { RFB_CODEC_RAW, 0 };
+	rfb_imgbuf ra = { 0 };
+	size_t la, lb;
+
+	encode_photo(&jr, 613, 411, 0);
+	encode_photo(&jg, 333, 517, 1);
+	for (int band = 0; band < 2; band++) {
+		rfb_pipe_ctx_set_band_resize(b, band ? RFB_PIPE_BAND_ON : RFB_PIPE_BAND_OFF);
+		for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+			rfb_pipeline *p = NULL;
+			CHECK(rfb_pipeline_parse(cases[i].spec, &p, NULL) == 0);
+			for (uint32_t s = 0; s < 8 && p; s++) {
+				const struct jpeg *j = s % 2 ? &jg : &jr;
+				struct rfb_pipe_key k = { 5, 1, s, RFB_STAGE_PARTIAL };
+				struct room rm = { { 0 }, 0, 0, 0, 0 };
+				struct rfb_pipe_dest d = { give_room, &rm };
+				struct rfb_pipe_out oa, ob;
+				CHECK(rfb_pipe_run_jpeg(a, p, j->bytes.data, j->len, &k,
+							&oa, NULL) == 0);
+				CHECK(rfb_pipe_run_jpeg_into(b, p, j->bytes.data, j->len,
+							     &k, &d, &ob, NULL) == 0);
+				CHECK(oa.size == ob.size);
+				CHECK(oa.dtype == ob.dtype);
+				CHECKF(memcmp(oa.data, ob.data, oa.size) == 0,
+				       "%s sample %u band %d: other bytes",
+				       cases[i].spec, s, band);
+				CHECKF(rm.calls == cases[i].asks, "%s: asked %d times",
+				       cases[i].spec, rm.calls);
+				if (!rm.calls) {
+					rfb_imgbuf_free(&rm.buf);
+					continue;
+				}
+				CHECK(rm.w == ob.shape.width);
+				CHECK(rm.h == ob.shape.height);
+				CHECK(rm.c == ob.shape.channels);
+				CHECK(ob.data == rm.buf.data + RFB_RECORD_HEADER_SIZE);
+				/* the record made in place is the record */
+				CHECK(rfb_record_encode(cx, &raw, &oa.img, s, 1, 2, &ra,
+							&la, NULL) == 0);
+				CHECK(rfb_record_encode(cx, &raw, &ob.img, s, 1, 2,
+							&rm.buf, &lb, NULL) == 0);
+				CHECK(la == lb);
+				CHECK(memcmp(ra.data, rm.buf.data, la) == 0);
+				rfb_imgbuf_free(&rm.buf);
+			}
+			rfb_pipeline_free(p);
+		}
+	}
+	rfb_imgbuf_free(&ra);
+	rfb_imgbuf_free(&jr.bytes);
+	rfb_imgbuf_free(&jg.bytes);
+	rfb_codec_ctx_free(cx);
+	rfb_pipe_ctx_free(a);
+	rfb_pipe_ctx_free(b);
+}
+
 int main(void)
 {
 	RUN(test_rgb_photo);
@@ -495,5 +593,6 @@ int main(void)
 	RUN(test_dct_ratio);
 	RUN(test_band_resize);
 	RUN(test_bad_jpeg);
+	RUN(test_run_into);
 	return test_done();
 }

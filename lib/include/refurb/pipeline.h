@@ -227,17 +227,30 @@ int rfb_pipe_run(rfb_pipe_ctx *ctx, const rfb_pipeline *p, const rfb_image *in,
 		 rfb_err *err) RFB_MUST_CHECK;
 
 /*
- * rfb_pipe_run with the caller's memory for the output (dest NULL: none):
- * when p's output is 8-bit HWC of dest's shape, it is written there
- * (out->data == dest->data), and the layers also use dest for the
- * intermediate images of that shape, so that the last one (a flip after
- * a crop) writes the output in place of a copy; any other output is
- * rfb_pipe_run's (in the context, the caller copies it).  dest's bytes
- * are undefined after an error.
+ * The caller's memory for a run's output: once the output's shape is
+ * known (from the input's, or the image header's), get(arg, width,
+ * height, channels) returns room for that 8-bit HWC image (rows of
+ * width * channels bytes), or NULL for none.  Called at most once per
+ * run, before any layer, and only when p's output is 8-bit HWC and its
+ * size follows from the input's (rfb_pipeline_out_shape).
+ */
+struct rfb_pipe_dest {
+	unsigned char *(*get)(void *arg, int width, int height, int channels);
+	void *arg;
+};
+
+/*
+ * rfb_pipe_run with the output in the caller's memory (dest NULL: none):
+ * the output is written where dest->get says (out->data is that memory),
+ * and the layers use it for their intermediate images of that shape, so
+ * that the last layer (a flip after a crop, the resize to it, the last
+ * op of two) writes it in place of a copy.  Any other output is
+ * rfb_pipe_run's (in the context: the caller copies it).  The memory's
+ * bytes are undefined after an error.
  */
 int rfb_pipe_run_into(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 		      const rfb_image *in, const struct rfb_pipe_key *key,
-		      const rfb_image *dest, struct rfb_pipe_out *out,
+		      const struct rfb_pipe_dest *dest, struct rfb_pipe_out *out,
 		      rfb_err *err) RFB_MUST_CHECK;
 
 /*
@@ -275,6 +288,14 @@ int rfb_pipe_run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 		      const void *data, size_t len,
 		      const struct rfb_pipe_key *key, struct rfb_pipe_out *out,
 		      rfb_err *err) RFB_MUST_CHECK;
+
+/* rfb_pipe_run_jpeg with the output in the caller's memory, as
+ * rfb_pipe_run_into (the shape from the image's header). */
+int rfb_pipe_run_jpeg_into(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
+			   const void *data, size_t len,
+			   const struct rfb_pipe_key *key,
+			   const struct rfb_pipe_dest *dest,
+			   struct rfb_pipe_out *out, rfb_err *err) RFB_MUST_CHECK;
 
 /* What the last rfb_pipe_run_jpeg decoded: the full image's size, the
  * DCT scale 1/scale_denom, the region (in scaled pixels; the whole

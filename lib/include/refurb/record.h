@@ -79,6 +79,15 @@ int rfb_record_encode(rfb_codec_ctx *x, const struct rfb_codec *codec,
 		      rfb_imgbuf *out, size_t *len, rfb_err *err) RFB_MUST_CHECK;
 
 /*
+ * Room in out for the payload of a raw record of a width x height x
+ * channels image (its rows contiguous, where rfb_record_encode puts
+ * them): an image made there is encoded by the raw codec without a copy.
+ * NULL when out of memory or the image is too large for a record.
+ */
+unsigned char *rfb_record_raw_room(rfb_imgbuf *out, int width, int height,
+				   int channels);
+
+/*
  * Parse and check a record header at p (len >= RFB_RECORD_HEADER_SIZE
  * bytes): magic, version, header checksum, codec, shape and lengths
  * within limits and consistent.  Returns 0 or RFB_EFORMAT /
