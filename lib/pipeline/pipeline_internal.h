@@ -1,6 +1,6 @@
 /*
  * pipeline_internal.h - the parsed form of a pipeline, shared by the
- * parser (pipeline_parse.c), the canonical printer (pipeline_text.c), the
+ * parser (pipeline_parse*.c), the canonical printer (pipeline_text.c), the
  * executor (pipeline_exec.c) and the JPEG planner (pipeline_jpeg.c).
  */
 #ifndef REFURB_PIPELINE_INTERNAL_H

@@ -160,6 +160,38 @@ static int after_drawn(const rfb_pipeline *p, const struct rfb_layer *l,
 	}
 }
 
+/* A branch of a gate: its layers [from, to) that run (none when from ==
+ * to: apply's not applied). */
+struct gate_branch {
+	int from, to;
+};
+
+/* The branches gate i (apply, choice or order) lets samples take, in
+ * order, into br[] (RFB_CHOICE_MAX + 1 of them at the most), for both
+ * walks (shape_gate, fixed_gate); returns their number: apply's not
+ * applied (p < 1) and applied (p > 0), each option of a choice of
+ * weight > 0, each option of an order. */
+static int gate_branches(const rfb_pipeline *p, int i, struct gate_branch *br)
+{
+	const struct rfb_layer *g = &p->layers[i];
+	int n = 0, at = i + 1;
+
+	if (g->kind == RFB_F_APPLY) {
+		if (g->p < 1)
+			br[n++] = (struct gate_branch){ at, at };
+		if (g->p > 0)
+			br[n++] = (struct gate_branch){ at, at + g->count };
+		return n;
+	}
+	for (int o = 0; o < g->options; o++) {
+		int len = g->option_layers[o];
+		if (g->kind == RFB_F_ORDER || g->weights[o] > 0)
+			br[n++] = (struct gate_branch){ at, at + len };
+		at += len;
+	}
+	return n;
+}
+
 /* The size so far: s (the least it can be while varies >= 0, the layer
  * whose draw it depends on). */
 struct size_state {
@@ -170,34 +202,21 @@ struct size_state {
 static int shape_layers(const rfb_pipeline *p, int from, int to,
 			struct size_state *st, rfb_err *err);
 
-/* Gate g (apply or choice at position i) on st: the size each branch
- * (gated or not; each option of weight > 0) gives, one size when they
- * agree, else drawn by the gate with the least of them.  An error of any
- * branch is the gate's (some samples would fail). */
+/* Gate i (apply, choice or order) on st: the size each of its branches
+ * (gate_branches) gives, one size when they agree, else drawn by the
+ * gate with the least of them.  An error of any branch is the gate's
+ * (some samples would fail). */
 static int shape_gate(const rfb_pipeline *p, int i, struct size_state *st,
 		      rfb_err *err)
 {
-	const struct rfb_layer *g = &p->layers[i];
+	struct gate_branch br[RFB_CHOICE_MAX + 1];
 	struct size_state out[RFB_CHOICE_MAX + 1];
-	int n = 0, at = i + 1, rc, same = 1;
+	int n = gate_branches(p, i, br), rc, same = 1;
 
-	if (g->kind == RFB_F_APPLY) {
-		if (g->p < 1)
-			out[n++] = *st; /* not applied */
-		out[n] = *st;
-		if (g->p > 0 &&
-		    (rc = shape_layers(p, at, at + g->count, &out[n++], err)))
+	for (int k = 0; k < n; k++) {
+		out[k] = *st;
+		if ((rc = shape_layers(p, br[k].from, br[k].to, &out[k], err)))
 			return rc;
-	} else {
-		for (int o = 0; o < g->options; o++) {
-			int len = g->option_layers[o];
-			if (g->kind == RFB_F_ORDER || g->weights[o] > 0) {
-				out[n] = *st;
-				if ((rc = shape_layers(p, at, at + len, &out[n++], err)))
-					return rc;
-			}
-			at += len;
-		}
 	}
 	/* an order's options keep the size (the parser sees to it) */
 	for (int k = 1; k < n; k++)
@@ -295,32 +314,19 @@ struct fixed_state {
 static int fixed_layers(const rfb_pipeline *p, int from, int to,
 			struct fixed_state *st, rfb_err *err);
 
-/* Gate g at i: its branches (as shape_gate's) must agree on a fixed
- * size, or all leave it open; otherwise the gate is the culprit. */
+/* Gate i: its branches (gate_branches) must agree on a fixed size, or
+ * all leave it open; otherwise the gate is the culprit. */
 static int fixed_gate(const rfb_pipeline *p, int i, struct fixed_state *st,
 		      rfb_err *err)
 {
-	const struct rfb_layer *g = &p->layers[i];
+	struct gate_branch br[RFB_CHOICE_MAX + 1];
 	struct fixed_state out[RFB_CHOICE_MAX + 1];
-	int n = 0, at = i + 1, rc, same = 1;
+	int n = gate_branches(p, i, br), rc, same = 1;
 
-	if (g->kind == RFB_F_APPLY) {
-		if (g->p < 1)
-			out[n++] = *st;
-		out[n] = *st;
-		if (g->p > 0 &&
-		    (rc = fixed_layers(p, at, at + g->count, &out[n++], err)))
+	for (int k = 0; k < n; k++) {
+		out[k] = *st;
+		if ((rc = fixed_layers(p, br[k].from, br[k].to, &out[k], err)))
 			return rc;
-	} else {
-		for (int o = 0; o < g->options; o++) {
-			int len = g->option_layers[o];
-			if (g->kind == RFB_F_ORDER || g->weights[o] > 0) {
-				out[n] = *st;
-				if ((rc = fixed_layers(p, at, at + len, &out[n++], err)))
-					return rc;
-			}
-			at += len;
-		}
 	}
 	for (int k = 1; k < n; k++)
 		same &= out[k].fixed == out[0].fixed &&
