@@ -10,7 +10,7 @@
 #include "refurb/decode.h"
 #include "refurb/encode.h"
 #include "refurb/pipeline.h"
-#include "refurb/record.h"
+#include "dest_room.h"
 #include "golden.h"
 #include "test.h"
 
@@ -486,23 +486,6 @@ static void test_bad_jpeg(void)
 	rfb_imgbuf_free(&j.bytes);
 }
 
-/* The caller's memory asked for by rfb_pipe_run_jpeg_into. */
-struct room {
-	rfb_imgbuf buf;
-	int calls, w, h, c;
-};
-
-static unsigned char *give_room(void *arg, int w, int h, int c)
-{
-	struct room *r = arg;
-
-	r->calls++;
-	r->w = w;
-	r->h = h;
-	r->c = c;
-	return rfb_record_raw_room(&r->buf, w, h, c);
-}
-
 /* rfb_pipe_run_jpeg_into gives rfb_pipe_run_jpeg's bytes, in the
  * caller's memory when the output is 8-bit HWC of a size the image's
  * fixes (asked once, with that shape), in the context otherwise; a raw
@@ -559,10 +542,7 @@ static void test_run_into(void)
 					rfb_imgbuf_free(&rm.buf);
 					continue;
 				}
-				CHECK(rm.w == ob.shape.width);
-				CHECK(rm.h == ob.shape.height);
-				CHECK(rm.c == ob.shape.channels);
-				CHECK(ob.data == rm.buf.data + RFB_RECORD_HEADER_SIZE);
+				CHECK(room_holds(&rm, &ob));
 				/* the record made in place is the record */
 				CHECK(rfb_record_encode(cx, &raw, &oa.img, s, 1, 2, &ra,
 							&la, NULL) == 0);
