@@ -28,20 +28,29 @@ static int clampi(int v, int lo, int hi)
 	return v < lo ? lo : v > hi ? hi : v;
 }
 
-int rfb_crop(const rfb_image *src, const struct rfb_rect *r,
-	     const unsigned char *fill, rfb_image *dst, rfb_err *err)
+/* 0 when dst is r's size with ch channels, else RFB_EINVAL. */
+static int check_dst(const rfb_image *dst, const struct rfb_rect *r, int ch,
+		     rfb_err *err)
 {
-	int ch = src->channels;
-	/* the columns of r that exist in src, in dst coordinates */
-	int x0 = clampi(-r->left, 0, r->width);
-	int x1 = clampi(src->width - r->left, x0, r->width);
-
 	if (dst->width != r->width || dst->height != r->height ||
 	    dst->channels != ch)
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "crop: destination is %dx%dx%d, not %dx%dx%d",
 				   dst->width, dst->height, dst->channels,
 				   r->width, r->height, ch);
+	return 0;
+}
+
+int rfb_crop(const rfb_image *src, const struct rfb_rect *r,
+	     const unsigned char *fill, rfb_image *dst, rfb_err *err)
+{
+	int ch = src->channels, rc;
+	/* the columns of r that exist in src, in dst coordinates */
+	int x0 = clampi(-r->left, 0, r->width);
+	int x1 = clampi(src->width - r->left, x0, r->width);
+
+	if ((rc = check_dst(dst, r, ch, err)))
+		return rc;
 	for (int y = 0; y < r->height; y++) {
 		unsigned char *out = dst->data + (size_t)y * dst->stride;
 		int sy = r->top + y;
@@ -134,18 +143,14 @@ int rfb_crop_padded(const rfb_image *src, const struct rfb_rect *r,
 		    const unsigned char *fill, rfb_image *dst, rfb_err *err)
 {
 	static const struct rfb_padding none = { 0, 0, 0, 0 };
-	int ch = src->channels;
+	int ch = src->channels, rc;
 	int x0 = clampi(-r->left, 0, r->width);
 	int x1 = clampi(src->width - r->left, x0, r->width);
 
 	if (mode == RFB_PAD_CONSTANT)
 		return rfb_crop(src, r, fill, dst, err);
-	if (dst->width != r->width || dst->height != r->height ||
-	    dst->channels != ch)
-		return rfb_err_set(err, RFB_EINVAL, NULL,
-				   "crop: destination is %dx%dx%d, not %dx%dx%d",
-				   dst->width, dst->height, dst->channels,
-				   r->width, r->height, ch);
+	if ((rc = check_dst(dst, r, ch, err)))
+		return rc;
 	if (!pad)
 		pad = &none;
 	for (int y = 0; y < r->height; y++) {
