@@ -575,6 +575,21 @@ void rfb_batch_reader_defer_payload(rfb_batch_reader *r, int on)
 	r->defer_payload = on;
 }
 
+int rfb_batch_reader_check_payload(rfb_batch_reader *r, size_t i)
+{
+	struct rfb_batch_record *o = &r->out[i];
+	rfb_err why = { 0 };
+	int rc;
+
+	if (o->status || !r->defer_payload)
+		return o->status;
+	if ((rc = rfb_record_verify(o->data, o->length, &o->meta, &why))) {
+		o->data = NULL;
+		return fail(o, &r->slots[i], rc, "%s", why.msg);
+	}
+	return 0;
+}
+
 int rfb_batch_reader_wait(rfb_batch_reader *r,
 			  const struct rfb_batch_record **records, rfb_err *err)
 {

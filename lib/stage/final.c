@@ -50,6 +50,7 @@ struct ftask {
 	uint32_t out;          /* position in the collated batch */
 	uint32_t sample, write_epoch;
 	const struct rfb_batch_record *rec;
+	uint32_t aio;          /* rec's index in the slot's batch reader */
 	int status, healed;
 	int unreadable;        /* status is from the record and its image */
 	rfb_err why;
@@ -179,27 +180,23 @@ static int source_image(struct fworker *w, struct ftask *t, rfb_image *img)
 	int rc;
 
 	/* a record from the cache was checked by the batch reader but for
-	 * its payload's checksum (rfb_batch_reader_defer_payload): checked
-	 * here, where the final pipeline then finds it in this core's
-	 * cache; one from the handover ring is checked here as a whole */
-	const struct rfb_cache_addr *a = &t->slot->addrs[t->out];
-	rfb_err bad = { 0 };
+	 * its payload's checksum (rfb_batch_reader_defer_payload), checked
+	 * here, where the final pipeline then finds it in this core's cache,
+	 * and decoded without a second pass; one from the handover ring is
+	 * checked here as a whole */
+	int ring = t->slot->addrs[t->out].segment == RFB_HANDOVER_SEGMENT;
 
+	if (!ring)
+		(void)rfb_batch_reader_check_payload(t->slot->reader, t->aio);
 	if (t->rec->status == 0 &&
-	    (a->segment == RFB_HANDOVER_SEGMENT
-	     ? rfb_record_decode(w->codec, t->rec->data, t->rec->length, &m,
-				 img, &w->record_img, &t->why)
-	     : rfb_record_verify(t->rec->data, t->rec->length, &t->rec->meta,
-				 &bad) ||
-	       rfb_record_decode_checked(w->codec, t->rec->data, &t->rec->meta,
-					 img, &w->record_img, &bad)) == 0) {
+	    (ring ? rfb_record_decode(w->codec, t->rec->data, t->rec->length,
+				      &m, img, &w->record_img, &t->why)
+		  : rfb_record_decode_checked(w->codec, t->rec->data,
+					      &t->rec->meta, img,
+					      &w->record_img, &t->why)) == 0) {
 		t->decode_s = rfb_now() - t0;
 		return 0;
 	}
-	if (bad.code)   /* where, as the batch reader says it */
-		rfb_err_set(&t->why, bad.code, NULL,
-			    "record at segment %08x offset %llu: %s", a->segment,
-			    (unsigned long long)a->offset, bad.msg);
 	/* the record is bad: recompute it (unless strict) */
 	if (t->rec->status)
 		t->why = t->rec->why;
@@ -212,8 +209,7 @@ static int source_image(struct fworker *w, struct ftask *t, rfb_image *img)
 		snprintf(t->why.path, sizeof t->why.path, "%.*s",
 			 (int)sizeof t->why.path - 1, F->annot.cache);
 	if (F->o->strict)
-		return t->rec->status ? t->rec->status : bad.code ? bad.code
-								  : RFB_EFORMAT;
+		return t->rec->status ? t->rec->status : RFB_EFORMAT;
 	t->healed = 1;
 	if ((rc = rfb_source_read(F->src, t->sample, MAX_IMAGE_FILE, &w->file,
 				  &w->file_cap, &len, &t->why)) ||
@@ -445,8 +441,10 @@ static int prepare(struct final *F, const rfb_plan_batch *b, rfb_err *err)
 		s->ids[j] = t->sample;
 		s->labels[j] = rfb_index_label(F->idx, t->sample);
 	}
-	for (uint32_t i = 0; i < s->naio; i++)
+	for (uint32_t i = 0; i < s->naio; i++) {
 		s->tasks[s->aio_index[i]].rec = &recs[i];
+		s->tasks[s->aio_index[i]].aio = i;
+	}
 	if (F->ho)
 		ring_queue(F, s);
 	rfb_group_add(&s->group, (int)s->nread);

@@ -163,13 +163,22 @@ int rfb_batch_reader_set_align(rfb_batch_reader *r, uint32_t align,
 
 /*
  * With on = 1, rfb_batch_reader_wait checks each record's read, header,
- * length and sample but not its payload checksum: the caller verifies
- * each record it uses (rfb_record_verify) before using it, in the thread
- * that uses it, so that the record's bytes are read once while they are
- * in that core's cache instead of once for the check and again for the
- * work (refurb-final does).  0 (the default) checks everything.
+ * length and sample but not its payload checksum: the caller checks
+ * each record it uses with rfb_batch_reader_check_payload before using
+ * it, in the thread that uses it, so that the record's bytes are read
+ * once while they are in that core's cache instead of once for the check
+ * and again for the work (refurb-final does).  0 (the default) checks
+ * everything.
  */
 void rfb_batch_reader_defer_payload(rfb_batch_reader *r, int on);
+
+/*
+ * Check the payload checksum of record i of the waited batch when it was
+ * deferred: returns the record's status, which a bad payload sets (with
+ * its why and data NULL) as rfb_batch_reader_wait would have.  Records of
+ * a batch may be checked from different threads at once.
+ */
+int rfb_batch_reader_check_payload(rfb_batch_reader *r, size_t i);
 
 /* The reader's mode (enum rfb_batch_mode). */
 int rfb_batch_reader_mode(const rfb_batch_reader *r);
