@@ -56,6 +56,8 @@ from PIL import Image
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 from refurb_stream import open_stream  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from golden_common import ks  # noqa: E402
 from refurb_stream.convert import (ConvertError, _view_list, final_options,  # noqa: E402
                                    pipeline_from_torchvision, views_from_torchvision)
 
@@ -258,14 +260,6 @@ def exact(name, ours, theirs, report):
 
 def fmt(v):
     return "/".join("%.3g" % x for x in v)
-
-
-def ks(a, b):
-    a, b = np.sort(a), np.sort(b)
-    allv = np.concatenate([a, b])
-    fa = np.searchsorted(a, allv, side="right") / len(a)
-    fb = np.searchsorted(b, allv, side="right") / len(b)
-    return float(np.max(np.abs(fa - fb)))
 
 
 def quarter_stats(arr, floats):

@@ -31,7 +31,6 @@ summary; exit status 1 if any case fails.
 """
 import argparse
 import ctypes
-import glob
 import importlib.util
 import math
 import os
@@ -44,6 +43,9 @@ from PIL import Image
 from torchvision import transforms as T
 from torchvision.transforms import InterpolationMode as IM
 from torchvision.transforms import functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from golden_common import ks, padded_for_crop  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -327,18 +329,6 @@ def pixel_case(rfb, name, spec, tv, photos):
     return ok
 
 
-def padded_for_crop(img, size, padding, mode):
-    """RandomCrop.forward up to the crop: F.pad, then pad_if_needed."""
-    if padding is not None:
-        img = F.pad(img, padding, 0, mode)
-    width, height = img.size
-    if width < size[1]:
-        img = F.pad(img, [size[1] - width, 0], 0, mode)
-    if height < size[0]:
-        img = F.pad(img, [0, size[0] - height], 0, mode)
-    return np.asarray(img)
-
-
 def find_window(small, big):
     """1 if small is exactly a window of big (found through its first row)."""
     h, w = small.shape[:2]
@@ -354,7 +344,7 @@ def window_case(rfb, name, spec, size, padding, mode, photos, draws=3):
     pipe = rfb.parse(spec)
     ok = True
     for _, img in photos:
-        big = padded_for_crop(img, size, padding, mode)
+        big = np.asarray(padded_for_crop(img, size, padding, mode))
         for s in range(draws):
             ok = ok and find_window(rfb.run(pipe, np.asarray(img), sample=s), big)
     rfb.dll.rfb_pipeline_free(pipe)
@@ -556,15 +546,6 @@ def stats(arr):
     a = arr.astype(np.float64)
     h, w = a.shape[:2]
     return a.mean(), a[:h // 2, :w // 2].mean()
-
-
-def ks(a, b):
-    """Two-sample Kolmogorov-Smirnov statistic D."""
-    a, b = np.sort(a), np.sort(b)
-    allv = np.concatenate([a, b])
-    fa = np.searchsorted(a, allv, side="right") / len(a)
-    fb = np.searchsorted(b, allv, side="right") / len(b)
-    return float(np.max(np.abs(fa - fb)))
 
 
 def moved(out, arr):

@@ -20,7 +20,7 @@ from torchvision import transforms as T
 from torchvision.transforms import InterpolationMode as IM
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from golden_common import Suite  # noqa: E402
+from golden_common import Suite, padded_for_crop  # noqa: E402
 
 # (case, spec, transform, on gray images too)
 CASES = [
@@ -147,19 +147,6 @@ WINDOWS = [
     ("window_edge", "rgb128x96", "crop=99x129:padding_mode=edge:pad_if_needed=1",
      (99, 129), None, "edge"),
 ]
-
-
-def padded_for_crop(img, size, padding, mode):
-    """RandomCrop.forward up to the crop: F.pad, then pad_if_needed."""
-    from torchvision.transforms import functional as F
-    if padding is not None:
-        img = F.pad(img, padding, 0, mode)
-    width, height = img.size
-    if width < size[1]:
-        img = F.pad(img, [size[1] - width, 0], 0, mode)
-    if height < size[0]:
-        img = F.pad(img, [0, size[0] - height], 0, mode)
-    return img
 
 
 def main():

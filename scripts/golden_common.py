@@ -9,7 +9,8 @@ plus a manifest, tests/data/golden/<suite>/manifest.tsv, one line per case:
 params are name=value pairs separated by ':' (the op's explicit
 parameters, so the C test can apply exactly the same operation).  The C
 side reads them with tests/unit/golden.h.  Needs /usr/bin/python3 with
-numpy and PIL.
+numpy and PIL.  The real-photo checks (scripts/compare-filters.py,
+scripts/check-recipes.py) share its torchvision helper and KS statistic.
 """
 import os
 
@@ -76,3 +77,25 @@ class Suite:
         with open(os.path.join(self.dir, "manifest.tsv"), "w") as f:
             f.write("# case\tinput\top\tparams\toutput (see scripts/golden_common.py)\n")
             f.write("\n".join(self.rows) + "\n")
+
+
+def padded_for_crop(img, size, padding, mode):
+    """RandomCrop.forward up to the crop: F.pad, then pad_if_needed."""
+    from torchvision.transforms import functional as F
+    if padding is not None:
+        img = F.pad(img, padding, 0, mode)
+    width, height = img.size
+    if width < size[1]:
+        img = F.pad(img, [size[1] - width, 0], 0, mode)
+    if height < size[0]:
+        img = F.pad(img, [0, size[0] - height], 0, mode)
+    return img
+
+
+def ks(a, b):
+    """Two-sample Kolmogorov-Smirnov statistic D."""
+    a, b = np.sort(a), np.sort(b)
+    allv = np.concatenate([a, b])
+    fa = np.searchsorted(a, allv, side="right") / len(a)
+    fb = np.searchsorted(b, allv, side="right") / len(b)
+    return float(np.max(np.abs(fa - fb)))
