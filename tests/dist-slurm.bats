@@ -165,7 +165,7 @@ no_chain_left() {
 		"$TOP/tests/dist/ddp_train.py" "$T/out" "$IDX" "$T/cache" --epochs 40 \
 		--step-sleep 0.2)
 	for _ in $(seq 600); do
-		[ -s "$T/out/rank-1.log" ] && break
+		if [ -s "$T/out/rank-1.log" ]; then break; fi
 		sleep 0.1
 	done
 	[ -s "$T/out/rank-1.log" ]
@@ -173,7 +173,7 @@ no_chain_left() {
 	scancel "$job"
 	for _ in $(seq 300); do
 		queued=$(squeue -h -j "$job" 2> /dev/null) || queued=
-		[ -z "$queued" ] && break
+		if [ -z "$queued" ]; then break; fi
 		sleep 0.1
 	done
 	queued=$(squeue -h -j "$job" 2> /dev/null) || queued=

@@ -12,6 +12,7 @@
 # says which ones to replay (FAULTS_SEED=N fixes the draw).
 
 load helpers
+bats_require_minimum_version 1.5.0
 # a failure anywhere in a pipeline fails it (tests/lint-bats)
 set -o pipefail
 
@@ -236,7 +237,7 @@ wait_size() {
 	[[ "${lines[0]}" == *"No space left on device" ]]
 	# refurb-final sees the plan end early: exit 1, the stream has no END
 	[ "$(cat "$T/f.rc")" -eq 1 ]
-	! grep -q '^END' "$T/k.txt" || false
+	run ! grep -q '^END' "$T/k.txt"
 	same_prefix "$T/k.txt"
 	run refurb-dump --verify "$mnt/c"
 	[ "$status" -eq 0 ] || { umount "$mnt"; echo "$output"; false; }
