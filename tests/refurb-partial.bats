@@ -120,9 +120,13 @@ setup() {
 		sleep "$delay"
 		kill -9 "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
-		# resume from the epoch it was in (or from the start)
-		ep=$(awk '$1 == "B" { e = $2 } END { print e }' "$T/p1.txt")
+		# resume from the epoch it was in (or from the start): after
+		# an epoch's E line it was in the next one, whose first batch
+		# may have evicted records the ended epoch read
+		ep=$(awk '$1 == "B" { e = $2 } $1 == "E" { e = $2 + 1 }
+			  END { print e }' "$T/p1.txt")
 		ep=${ep:-0}
+		[ "$ep" -le 6 ] || continue  # it had finished
 		refurb-plan -q -b 8 -e "$ep-6" train.evict |
 			refurb-partial -q -c "$T/c" -p "$SPEC" train.idx > "$T/p2.txt"
 		run refurb-dump --verify "$T/c"
@@ -135,6 +139,31 @@ setup() {
 			cmp "$T/x.ppm" "$T/y.ppm"
 		done
 	done
+}
+
+@test "resumed behind where it stopped (the trainer's step): the same batches" {
+	refurb-partial -q -c "$T/ref" -p "$SPEC" train.idx < plan.txt > "$T/ref.txt"
+	refurb-final -q -p crop=48,flip < "$T/ref.txt" > "$T/ref.out"
+	# the run stops in epoch 3's second batch: epoch 3 has begun, and
+	# with it the eviction of what only epoch 2 read
+	awk '$1 == "B" && $2 == 3 && $3 >= 1 { exit } { print }' plan.txt > "$T/cut"
+	run bash -c "refurb-partial -q -c '$T/c' -p '$SPEC' train.idx < '$T/cut' > /dev/null"
+	expect_fail 1 "refurb-partial: (stdin): ends in epoch 3, batch 1"
+	# the trainer had saved epoch 2: the run resumes there
+	run bash -c "set -o pipefail; refurb-plan -q -b 8 -e 2-6 train.evict |
+		refurb-partial -c '$T/c' -p '$SPEC' train.idx 2>'$T/err' |
+		refurb-final -q -p crop=48,flip > '$T/out'"
+	[ "$status" -eq 0 ]
+	# records evicted were made again, elsewhere in the cache...
+	grep -q "recomputed [1-9]" "$T/err"
+	# ...and the trainer gets the same bytes as without the stop
+	"$BUILD_DIR/tools/stream_digest" "$T/out" | grep '^B' > "$T/got"
+	"$BUILD_DIR/tools/stream_digest" "$T/ref.out" | grep '^B' |
+		awk '$2 >= 2' > "$T/want"
+	[ -s "$T/want" ]
+	diff "$T/got" "$T/want"
+	run refurb-dump --verify "$T/c"
+	[ "$status" -eq 0 ]
 }
 
 @test "a torn tail is cut when the cache is opened" {
