@@ -76,3 +76,16 @@ C
 	[ "$status" -eq 2 ]
 	[[ "$output" == "usage: python3 -m refurb_stream check STREAM"* ]]
 }
+
+@test "the man pages hold no control characters and render without warnings" {
+	# a "\f" typed through a string escape becomes a form feed
+	run grep -lP '[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]' "$TOP"/man/man[157]/*
+	[ "$status" -eq 1 ]
+	[ -z "$output" ]
+	command -v groff > /dev/null || skip "no groff (groff-base) to render them"
+	for f in "$TOP"/man/man[157]/*; do
+		run groff -man -ww -z "$f"
+		[ "$status" -eq 0 ]
+		[ -z "$output" ] || { echo "$f: $output"; false; }
+	done
+}
