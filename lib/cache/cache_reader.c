@@ -348,10 +348,10 @@ static int prepare_slot(rfb_batch_reader *r, size_t i,
 /*
  * A new arena has half as much again as this batch needs: batches differ
  * in size, and each grow costs the first touch of fresh pages (with huge
- * pages, the kernel may compact memory to find them: refurb-final's CPU
- * at r = 3 on 1,404 ImageNet-sized photos, median of 12, fell from 0.155
- * to 0.115 s, its worst from 0.37 to 0.13 s, with five grows down to
- * two).  Pages never touched cost nothing.
+ * pages, the kernel may compact memory to find them).  Five grows over
+ * the first 22 batches of r = 3 on ImageNet-sized photos became two;
+ * refurb-final's slow runs went (README, "The decode bound").  Pages
+ * never touched cost nothing.
  */
 static int grow_arena(rfb_batch_reader *r, size_t need, size_t align,
 		      rfb_err *err)
