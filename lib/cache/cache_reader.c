@@ -356,21 +356,27 @@ static int prepare_slot(rfb_batch_reader *r, size_t i,
 static int grow_arena(rfb_batch_reader *r, size_t need, size_t align,
 		      rfb_err *err)
 {
-	size_t cap = r->arena_cap + r->arena_cap / 2;
+	size_t cap, ask;
 	void *p;
 
-	if (cap < need + need / 2)
-		cap = need + need / 2;
+	if (rfb_add_size(r->arena_cap, r->arena_cap / 2, &cap))
+		cap = 0;
+	if (rfb_add_size(need, need / 2, &ask))
+		ask = need;  /* no headroom where it would not fit in a size_t */
+	if (cap < ask)
+		cap = ask;
 	cap = round_up(cap, ARENA_ROUND);
-	free(r->arena);   /* nothing is in flight: the old reads are reaped */
-	r->arena = NULL;
-	r->arena_cap = 0;
-	r->st.buffer_bytes = 0;
 	if (cap >= ARENA_HUGE) {
 		cap = round_up(cap, ARENA_HUGE);
 		if (align < ARENA_HUGE)
 			align = ARENA_HUGE;
 	}
+	if (cap < need)  /* the rounding wrapped */
+		return rfb_err_set(err, RFB_ELIMIT, NULL, "batch too large");
+	free(r->arena);   /* nothing is in flight: the old reads are reaped */
+	r->arena = NULL;
+	r->arena_cap = 0;
+	r->st.buffer_bytes = 0;
 	if (posix_memalign(&p, align, cap) != 0)
 		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory for a "
 				   "%zu-byte batch buffer", cap);
