@@ -213,6 +213,13 @@ static int take_name(struct tar_reader *r, const unsigned char *b,
 	return 0;
 }
 
+/* Headers that describe the next member (or the archive) rather than
+ * being one: GNU long name and long link, pax extended and global. */
+static int is_ext_header(unsigned char type)
+{
+	return type == 'L' || type == 'K' || type == 'x' || type == 'g';
+}
+
 /* Read the header block at r->pos into r->buf.  Returns 1, 0 at the end,
  * or an error. */
 static int read_header(struct tar_reader *r, size_t *got_out, rfb_err *err)
@@ -261,9 +268,9 @@ int rfbi_tar_next(struct tar_reader *r, struct tar_member *m, rfb_err *err)
 					   "field in the tar header at offset %llu",
 					   (unsigned long long)r->pos);
 		data = r->pos + TAR_BLOCK;
+		if (is_ext_header(b[156]) && size > r->file_size - data)
+			goto truncated;
 		if (b[156] == 'L' || b[156] == 'x') {
-			if (size > r->file_size - data)
-				goto truncated;
 			if ((rc = read_ext(r, data, size, &ext, err)))
 				return rc;
 			if (b[156] == 'L') {
@@ -301,7 +308,7 @@ int rfbi_tar_next(struct tar_reader *r, struct tar_member *m, rfb_err *err)
 		r->pos = data + (m->size + TAR_BLOCK - 1) / TAR_BLOCK * TAR_BLOCK;
 		return 1;
 truncated:
-		if (b[156] == 'L' || b[156] == 'x')
+		if (is_ext_header(b[156]))
 			return rfb_err_set(err, RFB_ETRUNC, r->path, "truncated "
 					   "shard: the extension header at offset "
 					   "%llu needs %llu bytes, the shard is %llu",
