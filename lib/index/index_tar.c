@@ -154,28 +154,73 @@ static int read_ext(struct tar_reader *r, uint64_t off, uint64_t size,
 	return 0;
 }
 
-/* pax records "LEN KEY=VALUE\n": keep path and size for the next member. */
+/* A decimal number of digits only, without overflow: s[0..n) into *out.
+ * Returns 0, or -1 when malformed. */
+static int parse_decimal(const char *s, size_t n, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (n == 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9' || v > (UINT64_MAX - 9) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+/* The pax record at rec ("LEN KEY=VALUE\n", LEN counting the whole
+ * record), at most room bytes: its length, with the newline made a NUL and
+ * *key, *value pointing into it; 0 when malformed. */
+static uint64_t pax_record(char *rec, uint64_t room, char **key, char **value)
+{
+	size_t digits = 0;
+	uint64_t len;
+	char *eq;
+
+	while (digits < room && rec[digits] >= '0' && rec[digits] <= '9')
+		digits++;
+	if (digits == 0 || digits >= room || rec[digits] != ' ' ||
+	    parse_decimal(rec, digits, &len) || len > room || len < digits + 3 ||
+	    rec[len - 1] != '\n')
+		return 0;
+	*key = rec + digits + 1;
+	if (!(eq = memchr(*key, '=', (size_t)(rec + len - 1 - *key))) || eq == *key)
+		return 0;
+	*eq = 0;
+	rec[len - 1] = 0;
+	*value = eq + 1;
+	return len;
+}
+
+/* pax records: keep path and size for the next member. */
 static int apply_pax(struct tar_reader *r, char *d, uint64_t size,
 		     rfb_err *err)
 {
-	uint64_t at = 0;
+	uint64_t at = 0, len;
+	const char *last = r->last ? r->last : "(none)";
 
 	while (at < size) {
-		char *rec = d + at, *end, *eq;
-		unsigned long long len = strtoull(rec, &end, 10);
-		if (end == rec || *end != ' ' || len == 0 || len > size - at ||
-		    rec[len - 1] != '\n' || !(eq = memchr(end, '=', len)))
+		char *key, *value;
+		if (!(len = pax_record(d + at, size - at, &key, &value)))
 			return rfb_err_set(err, RFB_EFORMAT, r->path, "corrupt pax "
-					   "header after member %s", r->last ?
-					   r->last : "(none)");
-		rec[len - 1] = 0;
-		if (strncmp(end + 1, "path=", 5) == 0) {
+					   "header after member %s (a malformed "
+					   "record at byte %llu of its data)", last,
+					   (unsigned long long)at);
+		if (strcmp(key, "path") == 0) {
 			free(r->long_name);
-			if (!(r->long_name = strdup(eq + 1)))
+			if (!(r->long_name = strdup(value)))
 				return rfb_err_set(err, RFB_ENOMEM, NULL,
 						   "out of memory");
-		} else if (strncmp(end + 1, "size=", 5) == 0) {
-			r->pax_size = strtoull(eq + 1, NULL, 10);
+		} else if (strcmp(key, "size") == 0) {
+			if (parse_decimal(value, strlen(value), &r->pax_size))
+				return rfb_err_set(err, RFB_EFORMAT, r->path,
+						   "corrupt pax header after member "
+						   "%s (size '%.40s' is not a "
+						   "decimal number of bytes)", last,
+						   value);
 			r->have_pax_size = 1;
 		}
 		at += len;
