@@ -271,13 +271,8 @@ static int read_header(struct tar_reader *r, size_t *got_out, rfb_err *err)
 {
 	ssize_t got;
 
-	if (r->pos >= r->file_size && (r->long_name || r->have_pax_size))
-		return rfb_err_set(err, RFB_ETRUNC, r->path, "truncated shard: it "
-				   "ends after an extension header, before its "
-				   "member (after member %s)", r->last ? r->last
-				   : "(none)");
 	if (r->pos >= r->file_size)
-		return 0; /* no end-of-archive blocks: accepted, as tarfile does */
+		goto end; /* no end-of-archive blocks: accepted, as tarfile does */
 	got = rfb_pread_full(r->fd, r->buf, sizeof r->buf, (off_t)r->pos);
 	if (got < 0)
 		return rfb_err_sys(err, errno, r->path, "read failed");
@@ -287,7 +282,7 @@ static int read_header(struct tar_reader *r, size_t *got_out, rfb_err *err)
 				   "(after member %s)", (unsigned long long)r->pos,
 				   r->last ? r->last : "(none)");
 	if (all_zero(r->buf, TAR_BLOCK))
-		return 0;
+		goto end;
 	if (!checksum_ok(r->buf))
 		return rfb_err_set(err, RFB_EFORMAT, r->path, "corrupt tar header "
 				   "at offset %llu (checksum mismatch; after "
@@ -295,6 +290,14 @@ static int read_header(struct tar_reader *r, size_t *got_out, rfb_err *err)
 				   r->last ? r->last : "(none)");
 	*got_out = (size_t)got;
 	return 1;
+end:
+	/* an extension header describes a member that must follow it */
+	if (r->long_name || r->have_pax_size)
+		return rfb_err_set(err, RFB_ETRUNC, r->path, "truncated shard: it "
+				   "ends after an extension header, before its "
+				   "member (after member %s)", r->last ? r->last
+				   : "(none)");
+	return 0;
 }
 
 int rfbi_tar_next(struct tar_reader *r, struct tar_member *m, rfb_err *err)
