@@ -241,6 +241,53 @@ bad_shards() {
 	expect_fail 1 "refurb-index: $T/corrupt.tar: corrupt tar header at offset 3584"
 }
 
+# tar_append TAR TYPE NAME DATA: a header of TYPE for NAME with DATA (a
+# pax record, a long name) after TAR's members, then the two zero blocks.
+tar_append() {
+	/usr/bin/python3 - "$@" <<'PY'
+import sys
+path, typ, name, data = sys.argv[1], sys.argv[2], sys.argv[3].encode(), sys.argv[4].encode()
+t = open(path, "rb").read()
+end = len(t)
+while end >= 512 and not any(t[end - 512:end]):
+    end -= 512
+h = bytearray(512)
+h[0:len(name)] = name
+h[100:108] = b"0000644\0"
+h[124:136] = b"%011o\0" % len(data)
+h[156] = ord(typ)
+h[257:265] = b"ustar\x0000"
+h[148:156] = b" " * 8
+h[148:156] = b"%06o\0 " % sum(h)
+pad = data + bytes(-len(data) % 512)
+open(path, "wb").write(t[:end] + bytes(h) + pad + bytes(1024))
+PY
+}
+
+@test "corrupt pax records and an extension header without its member: the rest left out" {
+	"$TARMAKE" "$T/t.tar" "a.jpg=$JPG" a.cls=text:0
+	for rec in '11 size=-1' '15 size=1x2345' '\n\n\n\n\n\n\n7 ' '+16 path=b.jpg'; do
+		cp "$T/t.tar" "$T/pax.tar"
+		tar_append "$T/pax.tar" x pax "$(printf "$rec")
+"
+		run refurb-index -o "$T/x.idx" "$T/pax.tar"
+		[ "$status" -eq 0 ]
+		[[ "${lines[0]}" == "refurb-index: $T/pax.tar: corrupt pax header after member a.cls ("*"): the rest of the shard is left out" ]]
+		[[ "${lines[1]}" == "refurb-index: indexed 1 of 2 samples"* ]]
+	done
+	cp "$T/t.tar" "$T/long.tar"
+	tar_append "$T/long.tar" L ././@LongLink "b.jpg"
+	run refurb-index -o "$T/x.idx" "$T/long.tar"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "refurb-index: $T/long.tar: truncated shard: it ends after an extension header, before its member (after member a.cls): the rest of the shard is left out" ]
+	cp "$T/t.tar" "$T/global.tar"
+	tar_append "$T/global.tar" g pax "$(printf '%0600d' 0)"
+	truncate -s -1600 "$T/global.tar"
+	run refurb-index -o "$T/x.idx" "$T/global.tar"
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == "refurb-index: $T/global.tar: truncated shard: the extension header at offset "*" needs 600 bytes, the shard is "*": the rest of the shard is left out" ]]
+}
+
 @test "compressed, empty and non-tar shards are refused" {
 	gzip -c sh/train-000000.tar > "$T/s.tar.gz"
 	run refurb-index -o "$T/x.idx" "$T/s.tar.gz"

@@ -34,10 +34,15 @@ int rfbi_cand_add_class(struct cand_list *l, const char *name, rfb_err *err)
 	if (l->class_count >= RFB_INDEX_MAX_CLASSES)
 		return rfb_err_set(err, RFB_ELIMIT, name, "more than %u classes",
 				   RFB_INDEX_MAX_CLASSES);
-	nc = realloc(l->classes, (l->class_count + 1) * sizeof *nc);
-	if (!nc)
-		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-	l->classes = nc;
+	if (l->class_count == l->class_cap) {
+		/* doubling: a shard's .cls of 999999 adds a million classes */
+		uint32_t cap = l->class_cap ? l->class_cap * 2 : 64;
+		if (!(nc = realloc(l->classes, cap * sizeof *nc)))
+			return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+		l->classes = nc;
+		l->class_cap = cap;
+	}
+	nc = l->classes;
 	if (!(nc[l->class_count] = strdup(name)))
 		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
 	l->class_count++;

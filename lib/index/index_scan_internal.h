@@ -32,7 +32,7 @@ struct cand_shard {
 struct cand_list {
 	char *root;           /* absolute or as given; malloc'ed */
 	char **classes;       /* class names, label order */
-	uint32_t class_count;
+	uint32_t class_count, class_cap;
 	struct candidate *v;
 	size_t n, cap;
 	char *text;           /* NUL-terminated paths, back to back */

@@ -154,28 +154,73 @@ static int read_ext(struct tar_reader *r, uint64_t off, uint64_t size,
 	return 0;
 }
 
-/* pax records "LEN KEY=VALUE\n": keep path and size for the next member. */
+/* A decimal number of digits only, without overflow: s[0..n) into *out.
+ * Returns 0, or -1 when malformed. */
+static int parse_decimal(const char *s, size_t n, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (n == 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9' || v > (UINT64_MAX - 9) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+/* The pax record at rec ("LEN KEY=VALUE\n", LEN counting the whole
+ * record), at most room bytes: its length, with the newline made a NUL and
+ * *key, *value pointing into it; 0 when malformed. */
+static uint64_t pax_record(char *rec, uint64_t room, char **key, char **value)
+{
+	size_t digits = 0;
+	uint64_t len;
+	char *eq;
+
+	while (digits < room && rec[digits] >= '0' && rec[digits] <= '9')
+		digits++;
+	if (digits == 0 || digits >= room || rec[digits] != ' ' ||
+	    parse_decimal(rec, digits, &len) || len > room || len < digits + 3 ||
+	    rec[len - 1] != '\n')
+		return 0;
+	*key = rec + digits + 1;
+	if (!(eq = memchr(*key, '=', (size_t)(rec + len - 1 - *key))) || eq == *key)
+		return 0;
+	*eq = 0;
+	rec[len - 1] = 0;
+	*value = eq + 1;
+	return len;
+}
+
+/* pax records: keep path and size for the next member. */
 static int apply_pax(struct tar_reader *r, char *d, uint64_t size,
 		     rfb_err *err)
 {
-	uint64_t at = 0;
+	uint64_t at = 0, len;
+	const char *last = r->last ? r->last : "(none)";
 
 	while (at < size) {
-		char *rec = d + at, *end, *eq;
-		unsigned long long len = strtoull(rec, &end, 10);
-		if (end == rec || *end != ' ' || len == 0 || len > size - at ||
-		    rec[len - 1] != '\n' || !(eq = memchr(end, '=', len)))
+		char *key, *value;
+		if (!(len = pax_record(d + at, size - at, &key, &value)))
 			return rfb_err_set(err, RFB_EFORMAT, r->path, "corrupt pax "
-					   "header after member %s", r->last ?
-					   r->last : "(none)");
-		rec[len - 1] = 0;
-		if (strncmp(end + 1, "path=", 5) == 0) {
+					   "header after member %s (a malformed "
+					   "record at byte %llu of its data)", last,
+					   (unsigned long long)at);
+		if (strcmp(key, "path") == 0) {
 			free(r->long_name);
-			if (!(r->long_name = strdup(eq + 1)))
+			if (!(r->long_name = strdup(value)))
 				return rfb_err_set(err, RFB_ENOMEM, NULL,
 						   "out of memory");
-		} else if (strncmp(end + 1, "size=", 5) == 0) {
-			r->pax_size = strtoull(eq + 1, NULL, 10);
+		} else if (strcmp(key, "size") == 0) {
+			if (parse_decimal(value, strlen(value), &r->pax_size))
+				return rfb_err_set(err, RFB_EFORMAT, r->path,
+						   "corrupt pax header after member "
+						   "%s (size '%.40s' is not a "
+						   "decimal number of bytes)", last,
+						   value);
 			r->have_pax_size = 1;
 		}
 		at += len;
@@ -213,19 +258,21 @@ static int take_name(struct tar_reader *r, const unsigned char *b,
 	return 0;
 }
 
+/* Headers that describe the next member (or the archive) rather than
+ * being one: GNU long name and long link, pax extended and global. */
+static int is_ext_header(unsigned char type)
+{
+	return type == 'L' || type == 'K' || type == 'x' || type == 'g';
+}
+
 /* Read the header block at r->pos into r->buf.  Returns 1, 0 at the end,
  * or an error. */
 static int read_header(struct tar_reader *r, size_t *got_out, rfb_err *err)
 {
 	ssize_t got;
 
-	if (r->pos >= r->file_size && (r->long_name || r->have_pax_size))
-		return rfb_err_set(err, RFB_ETRUNC, r->path, "truncated shard: it "
-				   "ends after an extension header, before its "
-				   "member (after member %s)", r->last ? r->last
-				   : "(none)");
 	if (r->pos >= r->file_size)
-		return 0; /* no end-of-archive blocks: accepted, as tarfile does */
+		goto end; /* no end-of-archive blocks: accepted, as tarfile does */
 	got = rfb_pread_full(r->fd, r->buf, sizeof r->buf, (off_t)r->pos);
 	if (got < 0)
 		return rfb_err_sys(err, errno, r->path, "read failed");
@@ -235,7 +282,7 @@ static int read_header(struct tar_reader *r, size_t *got_out, rfb_err *err)
 				   "(after member %s)", (unsigned long long)r->pos,
 				   r->last ? r->last : "(none)");
 	if (all_zero(r->buf, TAR_BLOCK))
-		return 0;
+		goto end;
 	if (!checksum_ok(r->buf))
 		return rfb_err_set(err, RFB_EFORMAT, r->path, "corrupt tar header "
 				   "at offset %llu (checksum mismatch; after "
@@ -243,6 +290,14 @@ static int read_header(struct tar_reader *r, size_t *got_out, rfb_err *err)
 				   r->last ? r->last : "(none)");
 	*got_out = (size_t)got;
 	return 1;
+end:
+	/* an extension header describes a member that must follow it */
+	if (r->long_name || r->have_pax_size)
+		return rfb_err_set(err, RFB_ETRUNC, r->path, "truncated shard: it "
+				   "ends after an extension header, before its "
+				   "member (after member %s)", r->last ? r->last
+				   : "(none)");
+	return 0;
 }
 
 int rfbi_tar_next(struct tar_reader *r, struct tar_member *m, rfb_err *err)
@@ -261,9 +316,9 @@ int rfbi_tar_next(struct tar_reader *r, struct tar_member *m, rfb_err *err)
 					   "field in the tar header at offset %llu",
 					   (unsigned long long)r->pos);
 		data = r->pos + TAR_BLOCK;
+		if (is_ext_header(b[156]) && size > r->file_size - data)
+			goto truncated;
 		if (b[156] == 'L' || b[156] == 'x') {
-			if (size > r->file_size - data)
-				goto truncated;
 			if ((rc = read_ext(r, data, size, &ext, err)))
 				return rc;
 			if (b[156] == 'L') {
@@ -301,7 +356,7 @@ int rfbi_tar_next(struct tar_reader *r, struct tar_member *m, rfb_err *err)
 		r->pos = data + (m->size + TAR_BLOCK - 1) / TAR_BLOCK * TAR_BLOCK;
 		return 1;
 truncated:
-		if (b[156] == 'L' || b[156] == 'x')
+		if (is_ext_header(b[156]))
 			return rfb_err_set(err, RFB_ETRUNC, r->path, "truncated "
 					   "shard: the extension header at offset "
 					   "%llu needs %llu bytes, the shard is %llu",

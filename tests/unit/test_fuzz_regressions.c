@@ -26,6 +26,7 @@
 #include "../fuzz/fuzz_record.c"
 #include "../fuzz/fuzz_schedule.c"
 #include "../fuzz/fuzz_stream.c"
+#include "../fuzz/fuzz_tar.c"
 #include "refurb/io.h"
 #include "test.h"
 
@@ -126,6 +127,7 @@ TARGET_TEST(stream)
 TARGET_TEST(jpeg)
 TARGET_TEST(png)
 TARGET_TEST(costs)
+TARGET_TEST(tar)
 
 /* Without AddressSanitizer (which maps terabytes of shadow), cap the
  * address space: an allocation sized by what an input claims then fails
@@ -157,5 +159,6 @@ int main(void)
 	RUN(test_stream);
 	RUN(test_jpeg);
 	RUN(test_png);
+	RUN(test_tar);
 	return test_done();
 }
