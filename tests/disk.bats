@@ -6,6 +6,7 @@
 # sized by that rule runs to the end (mounting needs root: skipped else).
 
 load helpers
+bats_require_minimum_version 1.5.0
 
 SPEC='resize=96'
 FINAL='crop=64'
@@ -116,4 +117,18 @@ bound_of() {
 			umount "$MNT"
 		done
 	done
+}
+
+@test "a run that starts just after another on its cache does not trust the position the old reader left: a slow reader gets every record from the cache" {
+	rm -rf "$T/c"
+	run_chain "$T/c" 3 8 5
+	# the position of the run before, as if it had ended an instant ago
+	touch "$T/c/read-position"
+	refurb-plan -q -b 8 -e 0-5 "$T/r3.evict" |
+		refurb-partial -q -c "$T/c" --no-handover -p "$SPEC" train.idx |
+		refurb-final -p "$FINAL" 2> "$T/err" |
+		{ sleep 2; cat > /dev/null; }
+	cat "$T/err"
+	run ! grep -q 'segment is gone' "$T/err"
+	grep -q 'records recomputed 0,' "$T/err"
 }
