@@ -287,6 +287,24 @@ setup() {
 	[ -z "$output" ]
 }
 
+@test "a corrupt image alone in the first batch that reads images is one bad image, not nothing read" {
+	cp -r ds "$T/ds"
+	refurb-index -q -o "$T/t.idx" "$T/ds"
+	refurb-evict -q -r 3 -s 7 -o "$T/t.evict" "$T/t.idx"
+	# batches of one: the first batch's only image is sample 0
+	refurb-plan -q -b 1 --shuffle none -e 0 "$T/t.evict" > "$T/p"
+	first=$(refurb-dump "$T/t.idx" | awk -F '\t' '$1 == "0" { print $8 }')
+	head -c 300 "$T/ds/$first" > "$T/cut"
+	cp "$T/cut" "$T/ds/$first"
+	run sh -c "refurb-partial --max-bad 2 -c '$T/c' -p '$SPEC' '$T/t.idx' < '$T/p' > /dev/null"
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == "refurb-partial: $T/ds/$first: "*"(sample 0 left out of its batch; reported once)" ]]
+	# a missing one still means the dataset is not where the index says
+	rm "$T/ds/$first"
+	run sh -c "refurb-partial --max-bad 2 -c '$T/c2' -p '$SPEC' '$T/t.idx' < '$T/p' > /dev/null"
+	expect_fail 1 "refurb-partial: nothing read: all 1 images of the first batch failed, the first: $T/ds/$first: cannot open"
+}
+
 @test "--max-bad: more unreadable images than allowed stop the run; P% or a count" {
 	cp -r ds "$T/ds"
 	refurb-index -q -o "$T/t.idx" "$T/ds"
