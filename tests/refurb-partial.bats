@@ -338,6 +338,17 @@ setup() {
 	refurb-partial -q -c "$T/c" -p "$SPEC" train.idx < plan.txt > /dev/null
 }
 
+@test "a corrupt manifest: exit 1 naming it and --reset, which starts the cache again" {
+	refurb-partial -q -c "$T/c" -p "$SPEC" train.idx < plan.txt > /dev/null
+	printf 'XXXX' | dd of="$T/c/manifest" bs=1 seek=20 conv=notrunc 2> /dev/null
+	run sh -c "refurb-partial -c '$T/c' -p '$SPEC' train.idx < plan.txt > /dev/null"
+	expect_fail 1 "refurb-partial: $T/c/manifest: manifest is truncated or corrupt (use --reset to empty the cache and start again)"
+	run sh -c "refurb-partial -q --reset -c '$T/c' -p '$SPEC' train.idx < plan.txt > /dev/null"
+	[ "$status" -eq 0 ]
+	run refurb-dump --verify "$T/c"
+	[ "$status" -eq 0 ]
+}
+
 @test "full disk: clear error, cache consistent afterwards" {
 	[ -w /dev/full ] || skip "no /dev/full"
 	run sh -c "refurb-partial -c '$T/c' -p '$SPEC' train.idx < plan.txt > /dev/full"

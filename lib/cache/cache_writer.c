@@ -620,6 +620,10 @@ static int check_manifest(rfb_cache *c, const struct rfb_cache_manifest *want,
 			return rfb_err_set(err, RFB_EMISMATCH, c->dir,
 				"cache was made with a different %s (use --reset "
 				"to empty it and start again)", diff);
+		if (rc == RFB_ECHECKSUM)
+			return rfb_err_set(err, rc, why.path, "%s (use --reset to "
+					   "empty the cache and start again)",
+					   why.msg);
 		if (!missing) {
 			*err = why;
 			return rc;
