@@ -45,6 +45,9 @@ static const char help[] =
 	"                        leave it out, count it in the summary)\n"
 	"  -f, --force           write binary output to a terminal\n"
 	CLI_COMMON_HELP
+	"\nExample:\n"
+	"  refurb-index -o train.idx data/train/\n"
+	"  refurb-index -o train.idx --shards 'train-{000000..000146}.tar'\n"
 	"\nExit status: 0 done (bad files, if any, were reported and left out),\n"
 	"1 runtime error or --strict and a bad file, 2 usage error.\n"
 	"See refurb-index(1), refurb-index(5).\n";

@@ -64,6 +64,9 @@ static const char help[] =
 	"      --stats FILE       one TSV line per batch (misses computed, worker\n"
 	"                         wall and CPU time)\n"
 	CLI_COMMON_HELP
+	"\nExample:\n"
+	"  refurb-plan -b 256 -e 0-89 -s 7 train.evict | refurb-partial -j 3 -c cache \\\n"
+	"    -p 'resize=256,randaug=n=2:m=9' train.idx | refurb-final ...\n"
 	"\nExit status: 0 done (also when the reader closed the stream), 1 error,\n"
 	"2 usage error.  See refurb-partial(1), refurb-cache(5).\n";
 

@@ -28,6 +28,9 @@ setup() {
 	for p in index evict plan partial final dump advise; do
 		help=$(refurb-$p --help)
 		[[ "$help" != *%%* ]]
+		# and ends with an example of the program at work
+		example=$(sed -n '/^Example:$/,/^$/p' <<< "$help")
+		[[ "$example" == *"refurb-$p "* ]]
 	done
 	run refurb-partial --version
 	[ "$status" -eq 0 ]
