@@ -45,6 +45,9 @@ static const char help[] =
 	"\nWithout --rate the '# pareto' lines name the rows no other row beats\n"
 	"in both speed and diversity.  -j threads time images at once (default:\n"
 	"--cores), as the chain's workers run at once.\n"
+	"\nExample:\n"
+	"  refurb-advise -p 'resize=256,randaug=n=2:m=9,crop=224,flip' --rate 2500 \\\n"
+	"    --cores 2 train.idx\n"
 	"\nExit status: 0 ok, 1 bad index or images, write error, 2 usage error.\n"
 	"See refurb-advise(1).\n";
 

@@ -55,6 +55,10 @@ static const char help[] =
 	"  -P, --preview SPEC a contact sheet of K augmentations of each image\n"
 	"                     under SPEC (options in refurb-dump(1))\n"
 	CLI_COMMON_HELP
+	"\nExample:\n"
+	"  refurb-dump --stats cache\n"
+	"  refurb-dump --preview 'resize=256,randaug=n=2:m=9,crop=224,flip' -n 8 \\\n"
+	"    -o sheet.jpg img.jpg\n"
 	"\nExit status: 0 ok, 1 unreadable or corrupt file (or --verify found\n"
 	"problems), 2 usage error.  See refurb-dump(1).\n";
 

@@ -34,6 +34,8 @@ static const char help[] =
 	"                        stdout\n"
 	"  -f, --force           write binary output to a terminal\n"
 	CLI_COMMON_HELP
+	"\nExample:\n"
+	"  refurb-evict -r 3 --seed 7 train.idx > train.evict\n"
 	"\nExit status: 0 ok, 1 unreadable index or write error, 2 usage error.\n"
 	"See refurb-evict(1), refurb-schedule(5).\n";
 

@@ -48,6 +48,10 @@ static const char help[] =
 	"      --index FILE       the index (default: the plan header's)\n"
 	"      --root DIR         the dataset's directory, if it moved\n"
 	CLI_COMMON_HELP
+	"\nExample:\n"
+	"  mkfifo train.fifo   # once; the trainer reads it (refurb_stream)\n"
+	"  refurb-plan ... | refurb-partial ... | refurb-final -j 2 -p 'crop=224,flip' \\\n"
+	"    -o train.fifo &\n"
 	"\nExit status: 0 done (also when the reader closed the stream), 1 error,\n"
 	"2 usage error or bad pipeline spec.  See refurb-final(1).\n";
 

@@ -45,6 +45,9 @@ static const char help[] =
 	"                        leave it out, count it in the summary)\n"
 	"  -f, --force           write binary output to a terminal\n"
 	CLI_COMMON_HELP
+	"\nExample:\n"
+	"  refurb-index -o train.idx data/train/\n"
+	"  refurb-index -o train.idx --shards 'train-{000000..000146}.tar'\n"
 	"\nExit status: 0 done (bad files, if any, were reported and left out),\n"
 	"1 runtime error or --strict and a bad file, 2 usage error.\n"
 	"See refurb-index(1), refurb-index(5).\n";
@@ -61,6 +64,40 @@ struct options {
 	enum rfb_label_from label_from;
 	const char *label_field, *classes;
 };
+
+/* Name the classes without images (the first few), from the index just
+ * built: an empty directory is then easy to find. */
+static void report_empty_classes(const void *data, size_t len, uint32_t n)
+{
+	rfb_index *idx = rfb_index_open_mem(data, len, "index", NULL);
+	uint32_t classes = idx ? rfb_index_class_count(idx) : 0;
+	uint32_t *count = calloc(classes ? classes : 1, sizeof *count);
+	char names[300] = "";
+	size_t used = 0;
+
+	for (uint32_t i = 0; count && i < rfb_index_count(idx); i++)
+		if (rfb_index_label(idx, i) < classes)
+			count[rfb_index_label(idx, i)]++;
+	for (uint32_t c = 0, named = 0; count && c < classes; c++) {
+		if (count[c])
+			continue;
+		const char *what = named < 4 ? rfb_index_class_name(idx, c) : "...";
+		int k = snprintf(names + used, sizeof names - used, "%s%s",
+				 named ? ", " : ": ", what);
+		if (k < 0 || (size_t)k >= sizeof names - used) {
+			names[used] = '\0';  /* no name cut in half */
+			break;
+		}
+		used += (size_t)k;
+		if (++named > 4)
+			break;
+	}
+	fprintf(stderr, "refurb-index: %u %s no images%s (kept in the class "
+		"table, so labels stay ImageFolder's)\n", n, n == 1 ?
+		"class has" : "classes have", names);
+	free(count);
+	rfb_index_close(idx);
+}
 
 static void on_bad(void *ctx, const char *path, const rfb_err *why)
 {
@@ -275,10 +312,7 @@ int main(int argc, char **argv)
 			(unsigned long long)st.bad, secs,
 			secs > 0 ? (double)st.candidates / secs : 0.0, what);
 		if (st.empty_classes)
-			fprintf(stderr, "refurb-index: %u %s no images (kept in "
-				"the class table, so labels stay ImageFolder's)\n",
-				st.empty_classes, st.empty_classes == 1 ?
-				"class has" : "classes have");
+			report_empty_classes(data, len, st.empty_classes);
 	}
 	free(data);
 	rfb_index_builder_free(b);

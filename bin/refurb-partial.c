@@ -64,6 +64,9 @@ static const char help[] =
 	"      --stats FILE       one TSV line per batch (misses computed, worker\n"
 	"                         wall and CPU time)\n"
 	CLI_COMMON_HELP
+	"\nExample:\n"
+	"  refurb-plan -b 256 -e 0-89 -s 7 train.evict | refurb-partial -j 3 -c cache \\\n"
+	"    -p 'resize=256,randaug=n=2:m=9' train.idx | refurb-final ...\n"
 	"\nExit status: 0 done (also when the reader closed the stream), 1 error,\n"
 	"2 usage error.  See refurb-partial(1), refurb-cache(5).\n";
 
@@ -161,6 +164,27 @@ static void die_bad(const struct cli *c, const struct rfb_partial_opts *o,
 		(unsigned long long)st->bad_images, st->bad_images == 1 ? "" : "s",
 		limit, (unsigned long long)st->bad_allowed,
 		(unsigned long long)st->samples_planned, first, where);
+}
+
+/* path is dir or a file in it. */
+static int in_cache(const char *dir, const char *path)
+{
+	size_t n = strlen(dir);
+
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	return strncmp(path, dir, n) == 0 && (path[n] == '/' || !path[n]);
+}
+
+/* The cache's disk is full: say how much it needs and that it can go on. */
+static void die_cache_full(const struct cli *c, const rfb_err *err)
+{
+	char text[1100];
+
+	cli_die(c, "%s (the cache needs up to (1 + 1/r) times its live records "
+		"and a little more: refurb-cache(5), DISK SPACE; it is left "
+		"consistent: resume once there is room)",
+		rfb_err_text(err, text, sizeof text));
 }
 
 /* *handover: -1 not given (the default: without waiting, when the output
@@ -351,6 +375,8 @@ int main(int argc, char **argv)
 		cli_usage_error(&c, "%s", err.msg);
 	if (rc && st.bad_stop)
 		die_bad(&c, &o, &st);
+	if (rc && err.sys_errno == ENOSPC && in_cache(o.cache_dir, err.path))
+		die_cache_full(&c, &err);
 	if (rc)
 		cli_die_err(&c, &err);
 	if (out_fd != STDOUT_FILENO && close(out_fd) < 0)

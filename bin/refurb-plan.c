@@ -61,6 +61,9 @@ static const char help[] =
 	"  -r, --reuse R                reuse factor\n"
 	"  -k, --epoch-count K          number of epochs\n"
 	CLI_COMMON_HELP
+	"\nExample:\n"
+	"  refurb-plan -b 256 --epochs 0-89 --seed 7 train.evict | refurb-partial ...\n"
+	"  refurb-plan -b 256 -e 0-89 -s 7 --start 40:117 train.evict | ...  # resume\n"
 	"\nExit status: 0 ok, 1 bad schedule or index, write error, 2 usage\n"
 	"error.  See refurb-plan(1), refurb-plan(5).\n";
 

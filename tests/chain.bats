@@ -147,3 +147,29 @@ EOF
 	# leaving the block early stopped the chain, which said where
 	grep -q "^refurb-final: interrupted (SIGTERM) after writing epoch" <<< "$output"
 }
+
+@test "refurb_stream.chain.Chain: leaving the block early waits for every program, so the next chain on the same cache runs" {
+	"$PY" -c 'import torch' 2>/dev/null || skip "torch is not installed"
+	run "$PY" - <<'EOF'
+import os, signal
+from refurb_stream import RefurbDataset
+from refurb_stream.chain import Chain
+cmd = ("refurb-plan -q -b 8 -e 0-99 train.evict | refurb-partial -q -c {c} -p 'resize=64' "
+       "train.idx | refurb-final -q -p 'crop=48' -o {{fifo}}")
+for run in range(3):
+    chain = Chain(cmd.format(c=os.environ["BATS_TEST_TMPDIR"] + "/c"))
+    with chain as fifo:
+        group = chain.proc.pid
+        print("run", run, sum(len(x) for x, y in RefurbDataset(fifo)))
+    try:
+        os.killpg(group, 0)
+        print("still running")
+    except ProcessLookupError:
+        print("all gone")
+EOF
+	[ "$status" -eq 0 ]
+	echo "$output"
+	grep -qx "run 2 40" <<< "$output"
+	[ "$(grep -cx "all gone" <<< "$output")" -eq 3 ]
+	run ! grep -q "locked" <<< "$output"
+}

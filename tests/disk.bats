@@ -6,6 +6,7 @@
 # sized by that rule runs to the end (mounting needs root: skipped else).
 
 load helpers
+bats_require_minimum_version 1.5.0
 
 SPEC='resize=96'
 FINAL='crop=64'
@@ -116,4 +117,37 @@ bound_of() {
 			umount "$MNT"
 		done
 	done
+}
+
+@test "a run that starts just after another on its cache does not trust the position the old reader left: a slow reader gets every record from the cache" {
+	rm -rf "$T/c"
+	run_chain "$T/c" 3 8 5
+	# the position of the run before, as if it had ended an instant ago
+	touch "$T/c/read-position"
+	refurb-plan -q -b 8 -e 0-5 "$T/r3.evict" |
+		refurb-partial -q -c "$T/c" --no-handover -p "$SPEC" train.idx |
+		refurb-final -p "$FINAL" 2> "$T/err" |
+		{ sleep 2; cat > /dev/null; }
+	cat "$T/err"
+	run ! grep -q 'segment is gone' "$T/err"
+	grep -q 'records recomputed 0,' "$T/err"
+}
+
+@test "a cache on a full disk: exit 1 naming the file, the reason and what the cache needs; consistent, and resumed once there is room" {
+	[ "$(id -u)" -eq 0 ] || skip "mounting a tmpfs needs root"
+	command -v mountpoint > /dev/null || skip "mountpoint (util-linux) is not installed"
+	MNT="$T/mnt"
+	mkdir -p "$MNT"
+	mount -t tmpfs -o size=1m tmpfs "$MNT" || skip "cannot mount a tmpfs here"
+	refurb-evict -q -r 3 -s 7 -o "$T/r3.evict" train.idx
+	refurb-plan -q -b 8 -e 0-2 "$T/r3.evict" > "$T/plan"
+	run sh -c "refurb-partial -c '$MNT/c' --no-handover -p '$SPEC' train.idx < '$T/plan' > /dev/null"
+	expect_fail 1 "refurb-partial: $MNT/c/"
+	[[ "${lines[0]}" == *": No space left on device (the cache needs up to (1 + 1/r) times its live records and a little more: refurb-cache(5), DISK SPACE; it is left consistent: resume once there is room)" ]]
+	run refurb-dump --verify "$MNT/c"
+	[ "$status" -eq 0 ]
+	mount -o remount,size=64m "$MNT"
+	refurb-partial -q -c "$MNT/c" --no-handover -p "$SPEC" train.idx < "$T/plan" > /dev/null
+	run refurb-dump --verify "$MNT/c"
+	[ "$status" -eq 0 ]
 }

@@ -316,3 +316,17 @@ line.jpg"
 	[ "$status" -eq 0 ]
 	[[ "${lines[-1]}" == "refurb-index: indexed 1 of 1 file in 1 class (0 bad, left out), "* ]]
 }
+
+@test "classes without images are named, the first four, and kept in the class table" {
+	cp -r "$DS" "$T/ds"
+	mkdir "$T/ds/aaa-empty"
+	mkdir "$T/ds/zzz-bad"
+	echo "not an image" > "$T/ds/zzz-bad/x.jpg"
+	run refurb-index -o "$T/x.idx" "$T/ds"
+	[ "$status" -eq 0 ]
+	[ "${lines[-1]}" = "refurb-index: 2 classes have no images: aaa-empty, zzz-bad (kept in the class table, so labels stay ImageFolder's)" ]
+	for k in 1 2 3 4; do mkdir "$T/ds/e$k"; done
+	run refurb-index -o "$T/x.idx" "$T/ds"
+	[ "$status" -eq 0 ]
+	[ "${lines[-1]}" = "refurb-index: 6 classes have no images: aaa-empty, e1, e2, e3, ... (kept in the class table, so labels stay ImageFolder's)" ]
+}

@@ -28,6 +28,9 @@ setup() {
 	for p in index evict plan partial final dump advise; do
 		help=$(refurb-$p --help)
 		[[ "$help" != *%%* ]]
+		# and ends with an example of the program at work
+		example=$(sed -n '/^Example:$/,/^$/p' <<< "$help")
+		[[ "$example" == *"refurb-$p "* ]]
 	done
 	run refurb-partial --version
 	[ "$status" -eq 0 ]
@@ -287,6 +290,24 @@ setup() {
 	[ -z "$output" ]
 }
 
+@test "a corrupt image alone in the first batch that reads images is one bad image, not nothing read" {
+	cp -r ds "$T/ds"
+	refurb-index -q -o "$T/t.idx" "$T/ds"
+	refurb-evict -q -r 3 -s 7 -o "$T/t.evict" "$T/t.idx"
+	# batches of one: the first batch's only image is sample 0
+	refurb-plan -q -b 1 --shuffle none -e 0 "$T/t.evict" > "$T/p"
+	first=$(refurb-dump "$T/t.idx" | awk -F '\t' '$1 == "0" { print $8 }')
+	head -c 300 "$T/ds/$first" > "$T/cut"
+	cp "$T/cut" "$T/ds/$first"
+	run sh -c "refurb-partial --max-bad 2 -c '$T/c' -p '$SPEC' '$T/t.idx' < '$T/p' > /dev/null"
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == "refurb-partial: $T/ds/$first: "*"(sample 0 left out of its batch; reported once)" ]]
+	# a missing one still means the dataset is not where the index says
+	rm "$T/ds/$first"
+	run sh -c "refurb-partial --max-bad 2 -c '$T/c2' -p '$SPEC' '$T/t.idx' < '$T/p' > /dev/null"
+	expect_fail 1 "refurb-partial: nothing read: all 1 images of the first batch failed, the first: $T/ds/$first: cannot open"
+}
+
 @test "--max-bad: more unreadable images than allowed stop the run; P% or a count" {
 	cp -r ds "$T/ds"
 	refurb-index -q -o "$T/t.idx" "$T/ds"
@@ -318,6 +339,17 @@ setup() {
 	run refurb-dump --verify "$T/c"
 	[ "$status" -eq 0 ]
 	refurb-partial -q -c "$T/c" -p "$SPEC" train.idx < plan.txt > /dev/null
+}
+
+@test "a corrupt manifest: exit 1 naming it and --reset, which starts the cache again" {
+	refurb-partial -q -c "$T/c" -p "$SPEC" train.idx < plan.txt > /dev/null
+	printf 'XXXX' | dd of="$T/c/manifest" bs=1 seek=20 conv=notrunc 2> /dev/null
+	run sh -c "refurb-partial -c '$T/c' -p '$SPEC' train.idx < plan.txt > /dev/null"
+	expect_fail 1 "refurb-partial: $T/c/manifest: manifest is truncated or corrupt (use --reset to empty the cache and start again)"
+	run sh -c "refurb-partial -q --reset -c '$T/c' -p '$SPEC' train.idx < plan.txt > /dev/null"
+	[ "$status" -eq 0 ]
+	run refurb-dump --verify "$T/c"
+	[ "$status" -eq 0 ]
 }
 
 @test "full disk: clear error, cache consistent afterwards" {

@@ -327,7 +327,11 @@ partial_quiet() {
 	[[ "${lines[0]}" == *"and another mtime"* ]]
 	rm "$T/s/train-000000.tar"
 	run partial_quiet -c "$T/c3" -p resize=32 "$T/s.idx"
-	expect_fail 1 "refurb-partial: $T/s/train-000000.tar: shard vanished since it was indexed (re-run refurb-index)"
+	expect_fail 1 "refurb-partial: $T/s/train-000000.tar: shard vanished since it was indexed (if the shards moved, give their directory with --root DIR, or re-run refurb-index)"
+	# with --root, that is what to check
+	run partial_quiet -c "$T/c4" -p resize=32 --root "$T/nowhere" "$T/s.idx"
+	expect_fail 1 "refurb-partial: $T/nowhere/train-00000"
+	[[ "${lines[0]}" == *": shard vanished since it was indexed (check --root, or re-run refurb-index)" ]]
 }
 
 @test "refurb-final heals a lost record from the shard" {

@@ -78,6 +78,9 @@ struct rfb_cache {
 	uint64_t grace;
 	double opened_at;            /* wall time at open: older positions
 				      * are another run's */
+	int stale_known;             /* the position file at open, from */
+	uint32_t stale_pid;          /* another run: never trusted, even */
+	uint64_t stale_updates;      /* when written less than 1 s before */
 	int held_known;              /* a reader of this run told held */
 	uint64_t held;               /* the most it has told it holds */
 	int have_epoch, dir_dirty;

@@ -279,7 +279,14 @@ static int reader_position(rfb_cache *c, uint64_t *held)
 	double mtime = 0;
 	int rc = rfb_cache_position_read(c->dir, &p, &mtime);
 
-	if (rc > 0 && mtime + 1.0 >= c->opened_at && p.read_global <= c->step &&
+	/* the slack of 1 s (coarse timestamps) would let in the position of
+	 * a run that ended just before: recover() restores that run's step,
+	 * and its reader would seem to hold every batch */
+	int stale = rc > 0 && c->stale_known && p.pid == c->stale_pid &&
+		    p.updates == c->stale_updates;
+
+	if (rc > 0 && !stale && mtime + 1.0 >= c->opened_at &&
+	    p.read_global <= c->step &&
 	    (!c->held_known || p.read_global > c->held)) {
 		c->held = p.read_global;  /* positions only grow in a run */
 		c->held_known = 1;
@@ -288,7 +295,19 @@ static int reader_position(rfb_cache *c, uint64_t *held)
 		*held = c->held;
 		return 1;
 	}
-	return rc == 0 || mtime + 1.0 < c->opened_at ? 0 : -1;
+	return rc == 0 || stale || mtime + 1.0 < c->opened_at ? 0 : -1;
+}
+
+/* Remember the position an earlier run's reader left, not to trust it. */
+static void note_stale_position(rfb_cache *c)
+{
+	struct rfb_cache_position p;
+
+	if (rfb_cache_position_read(c->dir, &p, NULL) > 0) {
+		c->stale_known = 1;
+		c->stale_pid = p.pid;
+		c->stale_updates = p.updates;
+	}
 }
 
 /* Someone holds the shared lock of the readers file: a reader is there. */
@@ -601,6 +620,10 @@ static int check_manifest(rfb_cache *c, const struct rfb_cache_manifest *want,
 			return rfb_err_set(err, RFB_EMISMATCH, c->dir,
 				"cache was made with a different %s (use --reset "
 				"to empty it and start again)", diff);
+		if (rc == RFB_ECHECKSUM)
+			return rfb_err_set(err, rc, why.path, "%s (use --reset to "
+					   "empty the cache and start again)",
+					   why.msg);
 		if (!missing) {
 			*err = why;
 			return rc;
@@ -673,6 +696,7 @@ rfb_cache *rfb_cache_open(const char *dir, const struct rfb_cache_manifest *want
 	if (check_manifest(c, &c->man, flags, rec, err))
 		goto fail;
 	c->manifest_hash = rfbi_cache_manifest_hash(&c->man);
+	note_stale_position(c);
 	if (rfbi_cache_recover(c, rec, err) || delete_inherited(c, err))
 		goto fail;
 	return c;

@@ -96,11 +96,14 @@ static int open_shard(const rfb_source *s, uint32_t k, const char *path,
 
 	(void)rfb_index_shard(s->idx, k, &sh);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 && errno == ENOENT)
+		return rfb_err_set(err, RFB_EMISMATCH, path, "shard vanished "
+				   "since it was indexed (%s, or re-run "
+				   "refurb-index)", s->root ? "check --root"
+				   : "if the shards moved, give their "
+				   "directory with --root DIR");
 	if (fd < 0)
-		return errno == ENOENT
-		       ? rfb_err_set(err, RFB_EMISMATCH, path, "shard vanished "
-				     "since it was indexed (re-run refurb-index)")
-		       : rfb_err_sys(err, errno, path, "cannot open the shard");
+		return rfb_err_sys(err, errno, path, "cannot open the shard");
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return rfb_err_set(err, RFB_EINVAL, path, "shard is not a "

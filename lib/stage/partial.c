@@ -292,17 +292,23 @@ static void report_first_batch(struct partial *P, const struct slot *s)
 }
 
 /* Nothing read is an error: the first batch that reads images must read
- * one, and no more than the --max-bad limit may fail (partial.h). */
+ * one, unless one of them was found and is bad (a corrupt image alone in
+ * a batch whose other samples are hits says nothing of where the dataset
+ * is); and no more than the --max-bad limit may fail (partial.h). */
 static int check_bad(struct partial *P, const struct slot *s, rfb_err *err)
 {
-	uint32_t jobs = 0;
+	uint32_t jobs = 0, found_bad = 0;
 
-	for (uint32_t i = 0; i < s->batch.count; i++)
+	for (uint32_t i = 0; i < s->batch.count; i++) {
 		jobs += s->has_job[i];
+		/* an error without errno: the file was read, its bytes are bad */
+		found_bad += s->has_job[i] && s->jobs[i].status &&
+			     s->jobs[i].why.sys_errno == 0;
+	}
 	if (!P->first_batch_seen && jobs > 0) {
 		P->first_batch_seen = 1;
 		P->st->first_batch_jobs = jobs;
-		if (s->bs.skipped == jobs) {
+		if (s->bs.skipped == jobs && found_bad == 0) {
 			P->st->bad_stop = RFB_PARTIAL_NOTHING_READ;
 			*err = P->st->first_bad;
 			return RFB_ELIMIT;

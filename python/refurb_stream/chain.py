@@ -15,7 +15,8 @@ The command is run by /bin/sh in its own process group, with {fifo}
 replaced by the path of a FIFO made in a fresh temporary directory (also
 in the environment as REFURB_FIFO).  Leaving the `with` block stops what
 is left of the chain (SIGTERM to its group: each program checkpoints and
-exits cleanly), waits for it and removes the FIFO.  A chain that exited
+exits cleanly), waits until every program of it has exited (so a chain
+started next on the same cache finds it unlocked) and removes the FIFO.  A chain that exited
 with a non-zero status raises ChainError, with its status, once the
 block is left (the reader has already raised ChainStopped by then, and
 the chain's own messages are on stderr).
@@ -47,7 +48,10 @@ class Chain:
         self.fifo = os.path.join(self.dir, "stream.fifo")
         os.mkfifo(self.fifo, 0o600)
         env = dict(os.environ, REFURB_FIFO=self.fifo)
-        cmd = self.command.replace("{fifo}", shlex.quote(self.fifo))
+        # the shell catches SIGTERM (its programs get the default action
+        # back at exec) so that it outlives them: waiting for it then waits
+        # for every program, and the next chain finds the cache unlocked
+        cmd = "trap : TERM\n" + self.command.replace("{fifo}", shlex.quote(self.fifo))
         self.proc = subprocess.Popen(["/bin/sh", "-c", cmd], env=env,
                                      start_new_session=True)
         threading.Thread(target=self._unblock_reader, args=(self.proc, self.fifo),
@@ -80,9 +84,7 @@ class Chain:
                 os.killpg(self.proc.pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
-            try:
-                self.proc.wait(self.stop_timeout)
-            except subprocess.TimeoutExpired:
+            if not self._drain_until_exit(time.monotonic() + self.stop_timeout):
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         self.returncode = self.proc.returncode
@@ -94,6 +96,30 @@ class Chain:
             pass
         # a chain stopped here is not a failed chain
         return 0 if stopped else self.returncode
+
+    def _drain_until_exit(self, deadline):
+        """Wait for the chain until deadline, reading and dropping what
+        it still writes into the FIFO: refurb-final blocked on a reader
+        that no longer reads would otherwise take its 5 s before exiting.
+        True if it exited."""
+        try:
+            fd = os.open(self.fifo, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            fd = -1
+        try:
+            while self.proc.poll() is None:
+                if time.monotonic() >= deadline:
+                    return False
+                try:
+                    if fd >= 0 and os.read(fd, 1 << 20):
+                        continue
+                except BlockingIOError:
+                    pass
+                time.sleep(0.01)
+            return True
+        finally:
+            if fd >= 0:
+                os.close(fd)
 
     def __enter__(self):
         return self.start()

@@ -80,7 +80,8 @@ struct rfb_partial_opts {
 	/* How many unreadable images stop the run (RFB_ELIMIT, st->bad_stop):
 	 * more than max_bad_count images when max_bad_is_count, else more
 	 * than max_bad_fraction of the shard's samples; a first batch whose
-	 * every image fails stops it whatever the limit. */
+	 * every image fails, none of them with bad content (a file opened
+	 * and read), stops it whatever the limit. */
 	int max_bad_is_count;
 	double max_bad_fraction;
 	uint64_t max_bad_count;
