@@ -66,6 +66,15 @@ for b in open_stream(sys.argv[1]):
 	[[ "${lines[0]}" == "refurb-final: "*"wobble"* ]]
 }
 
+@test "a crop larger than the records: exit 1, the image named, the two ways out" {
+	run refurb-final -q -p crop=80 -o "$T/out" -i ann.txt
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"refurb-final: $BATS_FILE_TMPDIR/"*": crop 80x80 larger than the (padded) image"* ]]
+	[[ "$output" == *"resize to at least the crop size first, or give the crop pad_if_needed=1"* ]]
+	run refurb-final -q -p crop=80:pad_if_needed=1 -o "$T/out" -i ann.txt
+	[ "$status" -eq 0 ]
+}
+
 @test "a final pipeline without a fixed output size is refused" {
 	run refurb-final -p 'flip' -o "$T/s" < ann.txt
 	[ "$status" -eq 2 ]
@@ -334,6 +343,25 @@ PY
 	run env PYTHONPATH="$TOP/python" /usr/bin/python3 -m refurb_stream check "$T/s"
 	[ "$status" -eq 1 ]
 	[[ "${lines[-1]}" == "refurb_stream: $T/s: frame 12 at byte "*": the chain stopped early: the stream ends after epoch 1 step 1 without its END frame (refurb-final or a program before it stopped: see their messages on the chain's stderr)" ]]
+}
+
+@test "-o FIFO with no reader: Ctrl-C while it waits says so (exit 130)" {
+	mkfifo "$T/fifo"
+	refurb-final -q -p "$FINAL" -i ann.txt -o "$T/fifo" 2> "$T/err" &
+	pid=$!
+	# SIGINT once its handler is there (SigCgt bit 1), not before
+	for _ in $(seq 200); do
+		cgt=$(awk '/^SigCgt:/ { print $2 }' "/proc/$pid/status")
+		(( (16#$cgt & 2) != 0 )) && break
+		sleep 0.05
+	done
+	sleep 0.2
+	kill -INT "$pid"
+	rc=0
+	wait "$pid" || rc=$?
+	[ "$rc" -eq 130 ]
+	run -0 cat "$T/err"
+	[ "$output" = "refurb-final: interrupted before writing a batch" ]
 }
 
 @test "-o FIFO with no reader: says so after a few seconds, then writes when one comes" {

@@ -227,7 +227,9 @@ int rfb_randcrop_rect(rfb_rng *rng, int w, int h, int th, int tw,
 	if (H < th || W < tw)
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "crop %dx%d larger than the (padded) image "
-				   "%ldx%ld", tw, th, W, H);
+				   "%ldx%ld (resize to at least the crop size "
+				   "first, or give the crop pad_if_needed=1)",
+				   tw, th, W, H);
 	if (H != th || W != tw) {
 		i = (long)rfb_rng_below(rng, (uint32_t)(H - th + 1));
 		j = (long)rfb_rng_below(rng, (uint32_t)(W - tw + 1));
