@@ -306,7 +306,7 @@ static int open_fifo(const struct cli *c, const char *path, int out)
 			said = 1;
 		}
 		if (cli_stop_signal)
-			exit(128 + cli_stop_signal);
+			stop_now(cli_stop_signal); /* says so, as later stops do */
 		usleep(20000);
 	}
 	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
