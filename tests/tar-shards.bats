@@ -324,7 +324,7 @@ partial_quiet() {
 	truncate -s -1 "$T/s/train-000001.tar"
 	run partial_quiet -c "$T/c2" -p resize=32 "$T/s.idx"
 	expect_fail 1 "refurb-partial: $T/s/train-000001.tar: shard changed since it was indexed"
-	[[ "${lines[0]}" == *"and another mtime"* ]]
+	[[ "${lines[0]}" == *"and another mtime: a copy keeps it with cp -p or rsync -t; re-run refurb-index)" ]]
 	rm "$T/s/train-000000.tar"
 	run partial_quiet -c "$T/c3" -p resize=32 "$T/s.idx"
 	expect_fail 1 "refurb-partial: $T/s/train-000000.tar: shard vanished since it was indexed (if the shards moved, give their directory with --root DIR, or re-run refurb-index)"

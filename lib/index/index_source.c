@@ -119,7 +119,8 @@ static int open_shard(const rfb_source *s, uint32_t k, const char *path,
 				   (unsigned long long)st.st_size,
 				   (unsigned long long)sh.size,
 				   (uint64_t)st.st_size == sh.size
-				   ? ", and another mtime" : "");
+				   ? ", and another mtime: a copy keeps it with "
+				   "cp -p or rsync -t" : "");
 	}
 	return fd;
 }
