@@ -343,6 +343,9 @@ int main(int argc, char **argv)
 		cli_die(&c, "%s: write failed: %s", a.stats, strerror(errno));
 	if (cli_stop_signal && !st.stopped_by_signal)
 		st.stopped_by_signal = cli_stop_signal; /* and the reader left */
+	if (st.stopped_by_signal)
+		st.stopped_by_reader = 0; /* the reader stopped on the signal
+					   * too: one line says both */
 	if (!c.quiet)
 		summary(&st);
 	if (st.stopped_by_signal)

@@ -385,6 +385,9 @@ int main(int argc, char **argv)
 		cli_die(&c, "%s: write failed: %s", r.stats_path, strerror(errno));
 	if (cli_stop_signal && !st.stopped_by_signal)
 		st.stopped_by_signal = cli_stop_signal; /* and the reader left */
+	if (st.stopped_by_signal)
+		st.stopped_by_reader = 0; /* its reader stopped on the signal
+					   * too: one line says both */
 	if (!c.quiet)
 		summary(&st);
 	if (st.stopped_by_signal) {
