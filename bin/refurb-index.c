@@ -65,40 +65,6 @@ struct options {
 	const char *label_field, *classes;
 };
 
-/* Name the classes without images (the first few), from the index just
- * built: an empty directory is then easy to find. */
-static void report_empty_classes(const void *data, size_t len, uint32_t n)
-{
-	rfb_index *idx = rfb_index_open_mem(data, len, "index", NULL);
-	uint32_t classes = idx ? rfb_index_class_count(idx) : 0;
-	uint32_t *count = calloc(classes ? classes : 1, sizeof *count);
-	char names[300] = "";
-	size_t used = 0;
-
-	for (uint32_t i = 0; count && i < rfb_index_count(idx); i++)
-		if (rfb_index_label(idx, i) < classes)
-			count[rfb_index_label(idx, i)]++;
-	for (uint32_t c = 0, named = 0; count && c < classes; c++) {
-		if (count[c])
-			continue;
-		const char *what = named < 4 ? rfb_index_class_name(idx, c) : "...";
-		int k = snprintf(names + used, sizeof names - used, "%s%s",
-				 named ? ", " : ": ", what);
-		if (k < 0 || (size_t)k >= sizeof names - used) {
-			names[used] = '\0';  /* no name cut in half */
-			break;
-		}
-		used += (size_t)k;
-		if (++named > 4)
-			break;
-	}
-	fprintf(stderr, "refurb-index: %u %s no images%s (kept in the class "
-		"table, so labels stay ImageFolder's)\n", n, n == 1 ?
-		"class has" : "classes have", names);
-	free(count);
-	rfb_index_close(idx);
-}
-
 static void on_bad(void *ctx, const char *path, const rfb_err *why)
 {
 	struct cli *c = ctx;
@@ -312,7 +278,11 @@ int main(int argc, char **argv)
 			(unsigned long long)st.bad, secs,
 			secs > 0 ? (double)st.candidates / secs : 0.0, what);
 		if (st.empty_classes)
-			report_empty_classes(data, len, st.empty_classes);
+			fprintf(stderr, "refurb-index: %u %s no images%s%s (kept "
+				"in the class table, so labels stay "
+				"ImageFolder's)\n", st.empty_classes,
+				st.empty_classes == 1 ? "class has" : "classes have",
+				st.empty_names[0] ? ": " : "", st.empty_names);
 	}
 	free(data);
 	rfb_index_builder_free(b);

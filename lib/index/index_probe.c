@@ -322,6 +322,22 @@ static int build(const struct cand_list *l, const struct rfb_scan_opts *o,
 	return 0;
 }
 
+/* Append the name of the empty class that is the n-th (from 0) to
+ * st->empty_names: the first four, then "...". */
+static void name_empty_class(struct rfb_scan_stats *st, uint32_t n,
+			     const char *name)
+{
+	size_t used = strlen(st->empty_names), room = sizeof st->empty_names - used;
+	int k;
+
+	if (n > 4)
+		return;
+	k = snprintf(st->empty_names + used, room, "%s%s", n ? ", " : "",
+		     n < 4 ? name : "...");
+	if (k < 0 || (size_t)k >= room)
+		st->empty_names[used] = '\0'; /* no name cut in half */
+}
+
 static void count_empty_classes(const struct cand_list *l,
 				const struct probe_result *res,
 				struct rfb_scan_stats *st)
@@ -335,8 +351,10 @@ static void count_empty_classes(const struct cand_list *l,
 			seen[l->v[i].label] = 1;
 	st->classes = l->class_count;
 	st->empty_classes = 0;
+	st->empty_names[0] = '\0';
 	for (uint32_t c = 0; c < l->class_count; c++)
-		st->empty_classes += !seen[c];
+		if (!seen[c])
+			name_empty_class(st, st->empty_classes++, l->classes[c]);
 	free(seen);
 }
 

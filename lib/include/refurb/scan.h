@@ -45,6 +45,9 @@ struct rfb_scan_stats {
 	uint64_t bad;           /* files left out (reported via on_bad) */
 	uint32_t classes;
 	uint32_t empty_classes; /* classes without a single good image */
+	/* the first four of them by name, ", "-separated, then "..." if
+	 * there are more (a name that does not fit is left out) */
+	char empty_names[256];
 };
 
 /*
