@@ -215,6 +215,19 @@ bad_shards() {
 	[ ! -e "$T/y.idx" ]
 }
 
+@test "an image whose key has a dot is named, not silently dropped; KEY.seg.png beside KEY.jpg is a field" {
+	"$TARMAKE" "$T/dot.tar" "a.jpg=$JPG" a.cls=text:0 "img 1.v2.jpg=$JPG" \
+		"img 1.v2.cls=text:1" "k.jpg=$JPG" "k.seg.png=$JPG" k.cls=text:2
+	run refurb-index -o "$T/dot.idx" "$T/dot.tar"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "refurb-index: $T/dot.tar: member img 1.v2.jpg: key 'img 1' has no image: a WebDataset key ends at the first dot of the name, so this member is its field 'v2.jpg' (rename it without a dot before the extension)" ]
+	[[ "${lines[1]}" == "refurb-index: indexed 2 of 3 samples in 3 classes from 1 shard (1 bad, left out)"* ]]
+	refurb-dump "$T/dot.idx" | awk -F'\t' '!/^#/ { print $2, $8 }' > "$T/got"
+	diff "$T/got" <(printf '0 a.jpg\n2 k.jpg\n')
+	run refurb-index --strict -o "$T/dot2.idx" "$T/dot.tar"
+	expect_fail 1 "refurb-index: $T/dot.tar: member img 1.v2.jpg: key 'img 1' has no image: a WebDataset key ends at the first dot of the name, so this member is its field 'v2.jpg' (rename it without a dot before the extension)"
+}
+
 @test "a truncated shard and a corrupt header checksum: the rest left out" {
 	"$TARMAKE" "$T/t.tar" "a.jpg=$JPG" a.cls=text:0 b.cls=text:1 "b.jpg=$JPG"
 	# tarfile puts b.jpg's header at 4608, its data at 5120
