@@ -343,11 +343,16 @@ static int group_label(struct scan *sc, int fd, const struct member *img,
 					 "'%s' is not a class number", lab->name,
 					 shown);
 		}
-	} else if (rfbi_json_field(text, sc->o->label_field, &out->number,
-			      &out->name)) {
-		rc = rfb_err_set(why, RFB_EFORMAT, NULL, "bad label in %s: no "
-				 "field \"%s\" holding a class number or name",
-				 lab->name, sc->o->label_field);
+	} else if ((rc = rfbi_json_field(text, sc->o->label_field,
+					 &out->number, &out->name))) {
+		if (rc == RFBI_JSON_MALFORMED)
+			rc = rfb_err_set(why, RFB_EFORMAT, NULL, "bad label in "
+					 "%s: not valid JSON", lab->name);
+		else
+			rc = rfb_err_set(why, RFB_EFORMAT, NULL, "bad label in "
+					 "%s: no field \"%s\" holding a class "
+					 "number or name", lab->name,
+					 sc->o->label_field);
 	}
 	if (text != lab->text)
 		free(text);
