@@ -83,6 +83,25 @@ labels_and_sizes() {
 	diff sh/classes.txt <(printf 'class000\nclass001\nclass002\n')
 }
 
+@test "make-shards --dirs: names with dots, spaces or in subdirectories keep every sample; --json escapes class names" {
+	mkdir -p "$T/t/a/sub" "$T/t/a/other" "$T/t/b \"q\"" "$T/t/ü"
+	cp "$JPG" "$T/t/a/img 1.v2.jpg"
+	cp "$JPG" "$T/t/a/sub/x.jpg"
+	cp "$JPG" "$T/t/a/other/x.jpg"
+	cp "$JPG" "$T/t/b \"q\"/plain.JPG"
+	cp "$JPG" "$T/t/ü/é 2.jpg"
+	refurb-index -q -o "$T/t.idx" "$T/t"
+	"$TOP/scripts/make-shards" -n 1 --dirs --json "$T/t" "$T/d" > /dev/null
+	refurb-index -o "$T/d.idx" --label dir "$T/d/train-000000.tar" 2> "$T/err"
+	[[ "$(cat "$T/err")" == "refurb-index: indexed 5 of 5 samples in 3 classes from 1 shard (0 bad, left out)"* ]]
+	diff <(labels_and_sizes "$T/t.idx" | sort) <(labels_and_sizes "$T/d.idx" | sort)
+	refurb-index -q -o "$T/j.idx" --label json:class "$T/d/train-000000.tar"
+	diff <(labels_and_sizes "$T/t.idx" | sort) <(labels_and_sizes "$T/j.idx" | sort)
+	cp "$JPG" "$T/t/a/img 1_v2.jpg"
+	run "$TOP/scripts/make-shards" -n 1 --dirs "$T/t" "$T/d2"
+	expect_fail 1 "make-shards: $T/t/a/img 1_v2.jpg: key 'a/img 1_v2' is also the key of $T/t/a/img 1.v2.jpg (--dirs keys replace dots by _): rename one, or leave out --dirs"
+}
+
 @test "index over shards: byte ranges and labels agree with tarfile" {
 	refurb-index -q -o "$T/sh.idx" sh/train-00000{0,1,2}.tar
 	run check_ranges "$T/sh.idx"
@@ -182,6 +201,20 @@ labels_and_sizes() {
 	diff "$T/got" <(printf '4 d.jpg\n2 e.jpg\n')
 }
 
+@test "--label json:class: \\u escapes of any character (Python's json.dumps) are decoded; a malformed .json is bad" {
+	"$TARMAKE" "$T/u.tar" "a.jpg=$JPG" 'a.json=text:{"label": 0, "class": "\u00fcber \ud83d\ude00"}' \
+		"b.jpg=$JPG" 'b.json=text:{"class": "b \"q\"", "label": 1}' \
+		"c.jpg=$JPG" 'c.json=text:{"class": "b "q"", "label": 1}' \
+		"d.jpg=$JPG" 'd.json=text:{"class": "\ud83d"}'
+	run refurb-index -o "$T/u.idx" --label json:class "$T/u.tar"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "refurb-index: $T/u.tar: member c.jpg: bad label in c.json: not valid JSON" ]
+	[ "${lines[1]}" = "refurb-index: $T/u.tar: member d.jpg: bad label in d.json: no field \"class\" holding a class number or name" ]
+	[[ "${lines[2]}" == "refurb-index: indexed 2 of 4 samples in 2 classes from 1 shard (2 bad, left out)"* ]]
+	refurb-dump "$T/u.idx" | grep '^# class' > "$T/got"
+	diff "$T/got" <(printf '# class\t0\tb "q"\n# class\t1\t\xc3\xbcber \xf0\x9f\x98\x80\n')
+}
+
 @test "the positional shards and an old version 1 index are still read" {
 	run refurb-dump --stats "$TOP/tests/fuzz/corpus/index/tree.idx"
 	[ "$status" -eq 0 ]
@@ -213,6 +246,19 @@ bad_shards() {
 	expect_fail 1 "refurb-index: $T/b.tar: member b.jpg: not a JPEG file"
 	[ "${lines[1]}" = "refurb-index: stopped at the first bad file (--strict)" ]
 	[ ! -e "$T/y.idx" ]
+}
+
+@test "an image whose key has a dot is named, not silently dropped; KEY.seg.png beside KEY.jpg is a field" {
+	"$TARMAKE" "$T/dot.tar" "a.jpg=$JPG" a.cls=text:0 "img 1.v2.jpg=$JPG" \
+		"img 1.v2.cls=text:1" "k.jpg=$JPG" "k.seg.png=$JPG" k.cls=text:2
+	run refurb-index -o "$T/dot.idx" "$T/dot.tar"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "refurb-index: $T/dot.tar: member img 1.v2.jpg: key 'img 1' has no image: a WebDataset key ends at the first dot of the name, so this member is its field 'v2.jpg' (rename it without a dot before the extension)" ]
+	[[ "${lines[1]}" == "refurb-index: indexed 2 of 3 samples in 3 classes from 1 shard (1 bad, left out)"* ]]
+	refurb-dump "$T/dot.idx" | awk -F'\t' '!/^#/ { print $2, $8 }' > "$T/got"
+	diff "$T/got" <(printf '0 a.jpg\n2 k.jpg\n')
+	run refurb-index --strict -o "$T/dot2.idx" "$T/dot.tar"
+	expect_fail 1 "refurb-index: $T/dot.tar: member img 1.v2.jpg: key 'img 1' has no image: a WebDataset key ends at the first dot of the name, so this member is its field 'v2.jpg' (rename it without a dot before the extension)"
 }
 
 @test "a truncated shard and a corrupt header checksum: the rest left out" {

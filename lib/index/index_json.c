@@ -1,8 +1,8 @@
 /*
  * index_json.c - the one JSON reading refurb needs: a top-level field of a
  * WebDataset KEY.json member, as a class number or a class name (see
- * scan_internal.h).  Anything else in the document is skipped, checked
- * only as far as skipping needs.
+ * scan_internal.h).  The whole document is checked as JSON; anything but
+ * the field is skipped.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -19,17 +19,68 @@ static const char *ws(const char *s)
 	return s;
 }
 
+/* The 4 hex digits at s as a number, or -1. */
+static long hex4(const char *s)
+{
+	long v = 0;
+
+	for (int i = 0; i < 4; i++) {
+		if (!s[i] || !strchr("0123456789abcdefABCDEF", s[i]))
+			return -1;
+		v = v * 16 + (s[i] <= '9' ? s[i] - '0' : (s[i] | 0x20) - 'a' + 10);
+	}
+	return v;
+}
+
+/* \uXXXX (and its low surrogate) at s (after the "u"): the code point
+ * (a lone surrogate as it is), *used the characters read after the "u";
+ * -1 when malformed.  Python's json.dumps escapes every non-ASCII
+ * character so. */
+static long unicode_escape(const char *s, int *used)
+{
+	long hi = hex4(s), lo;
+
+	*used = 4;
+	if (hi < 0xd800 || hi > 0xdfff)
+		return hi;
+	if (hi > 0xdbff || s[4] != '\\' || s[5] != 'u' ||
+	    (lo = hex4(s + 6)) < 0xdc00 || lo > 0xdfff)
+		return hi;      /* lone: valid JSON, no character (the caller) */
+	*used = 10;
+	return 0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00);
+}
+
+/* Append code point c as UTF-8 to out[*n..cap); 0, or -1 when full. */
+static int put_utf8(char *out, size_t *n, size_t cap, long c)
+{
+	unsigned char b[4];
+	size_t len = c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+
+	if (len == 1)
+		b[0] = (unsigned char)c;
+	for (size_t i = len - 1; len > 1 && i > 0; i--, c >>= 6)
+		b[i] = (unsigned char)(0x80 | (c & 0x3f));
+	if (len > 1)
+		b[0] = (unsigned char)((0xf00 >> len) | c);
+	if (*n + len >= cap)
+		return -1;
+	memcpy(out + *n, b, len);
+	*n += len;
+	return 0;
+}
+
 /* A string at s (after its opening quote): its end (after the closing
  * quote), or NULL.  When out is not NULL the decoded string is written
- * there (\uXXXX outside ASCII is refused: class names with them are
- * rare, and refusing beats guessing). */
+ * there, as UTF-8 (a \u escape of a control character is refused: no
+ * class name has one). */
 static const char *string_end(const char *s, char *out, size_t cap)
 {
 	size_t n = 0;
 
 	for (; *s && *s != '"'; s++) {
-		char c = *s;
-		if ((unsigned char)c < 0x20)
+		long c = (unsigned char)*s;
+		int used;
+		if (c < 0x20)
 			return NULL;
 		if (c == '\\') {
 			s++;
@@ -41,19 +92,14 @@ static const char *string_end(const char *s, char *out, size_t cap)
 			case 'r': c = '\r'; break;
 			case 't': c = '\t'; break;
 			case 'u':
-				for (int i = 1; i <= 4; i++)
-					if (!strchr("0123456789abcdefABCDEF", s[i]) ||
-					    !s[i])
-						return NULL;
-				if (out && strncmp(s + 1, "00", 2) == 0 &&
-				    strtol((char[]){ s[3], s[4], 0 }, NULL, 16) >= 0x20 &&
-				    strtol((char[]){ s[3], s[4], 0 }, NULL, 16) < 0x80)
-					c = (char)strtol((char[]){ s[3], s[4], 0 },
-							 NULL, 16);
-				else if (out)
+				if ((c = unicode_escape(s + 1, &used)) < 0 ||
+				    (out && (c < 0x20 ||
+					     (c >= 0xd800 && c <= 0xdfff))))
 					return NULL;
-				s += 4;
-				break;
+				s += used;
+				if (out && put_utf8(out, &n, cap, c))
+					return NULL;
+				continue;
 			default:
 				return NULL;
 			}
@@ -61,7 +107,7 @@ static const char *string_end(const char *s, char *out, size_t cap)
 		if (out) {
 			if (n + 1 >= cap)
 				return NULL;
-			out[n++] = c;
+			out[n++] = (char)c;
 		}
 	}
 	if (out)
@@ -138,27 +184,27 @@ static int take_value(const char *s, long *number, char **name)
 
 int rfbi_json_field(const char *text, const char *field, long *number, char **name)
 {
-	const char *s = ws(text);
+	const char *s = ws(text), *after;
 	char key[256];
+	int found = -1;
 
+	*name = NULL;
+	/* the whole document is checked: a value cut short by a stray quote
+	 * ("b "q"") must not pass as its first part */
+	if (!(after = skip_value(s, 0)) || *ws(after))
+		return RFBI_JSON_MALFORMED;
 	if (*s++ != '{')
 		return -1;
 	s = ws(s);
-	if (*s == '}')
-		return -1;
-	for (;;) {
-		if (*s != '"' || !(s = string_end(s + 1, key, sizeof key)))
-			return -1;
-		if (*(s = ws(s)) != ':')
-			return -1;
-		s++;
-		if (strcmp(key, field) == 0)
-			return take_value(s, number, name);
-		if (!(s = skip_value(s, 0)))
-			return -1;
-		s = ws(s);
-		if (*s != ',')
-			return -1;
-		s = ws(s + 1);
+	while (*s != '}') {
+		if (!(s = string_end(s + 1, key, sizeof key)))
+			return RFBI_JSON_MALFORMED;  /* a key past 255 bytes */
+		s = ws(s) + 1;                       /* the ':' */
+		if (found && strcmp(key, field) == 0)
+			found = take_value(s, number, name);
+		s = ws(skip_value(s, 0));
+		if (*s == ',')
+			s = ws(s + 1);
 	}
+	return found;
 }

@@ -52,8 +52,10 @@ int rfbi_cand_set_bad(struct cand_list *l, size_t i, int code, const char *fmt, 
 
 /* The top-level field of the JSON object text: a non-negative integer
  * (*number, *name = NULL) or a non-empty string (*name malloc'ed, *number
- * = -1).  Returns 0, or -1 when text is not an object, has no such field,
- * or the value is neither (index_json.c). */
+ * = -1; \u escapes decoded to UTF-8).  Returns 0; RFBI_JSON_MALFORMED
+ * when text is not valid JSON; -1 when it is not an object, has no such
+ * field, or the value is neither (index_json.c). */
+#define RFBI_JSON_MALFORMED (-2)
 int rfbi_json_field(const char *text, const char *field, long *number,
 		    char **name);
 

@@ -20,7 +20,11 @@
 
 #define MAX_LABEL_FILE ((uint64_t)1 << 20)  /* .cls and .json members */
 
-enum kind { K_OTHER, K_IMAGE, K_LABEL };
+/* K_DOTTED: a name that ends in an image extension but whose key has a
+ * dot ("img 1.v2.jpg": key "img 1", field "v2.jpg"); a field of a key that
+ * has an image (KEY.seg.png) is left alone, one of a key without an image
+ * is a sample the user meant and is reported instead of vanishing. */
+enum kind { K_OTHER, K_IMAGE, K_LABEL, K_DOTTED };
 
 /* One member of a shard that matters: an image or its label file. */
 struct member {
@@ -71,16 +75,24 @@ static const char *split_key(const char *name, size_t *key_len)
 	return dot + 1;
 }
 
+static int image_ext(const char *ext)
+{
+	return !strcasecmp(ext, "jpg") || !strcasecmp(ext, "jpeg") ||
+	       !strcasecmp(ext, "png");  /* the content decides, as in a tree */
+}
+
 static enum kind member_kind(const char *ext, const char *label_ext)
 {
+	const char *last;
+
 	if (!ext)
 		return K_OTHER;
-	if (!strcasecmp(ext, "jpg") || !strcasecmp(ext, "jpeg") ||
-	    !strcasecmp(ext, "png"))    /* the content decides, as in a tree */
+	if (image_ext(ext))
 		return K_IMAGE;
 	if (label_ext && !strcasecmp(ext, label_ext))
 		return K_LABEL;
-	return K_OTHER;
+	last = strrchr(ext, '.');
+	return last && image_ext(last + 1) ? K_DOTTED : K_OTHER;
 }
 
 /* Keys (not NUL-terminated) in byte order, a shorter prefix first. */
@@ -331,11 +343,16 @@ static int group_label(struct scan *sc, int fd, const struct member *img,
 					 "'%s' is not a class number", lab->name,
 					 shown);
 		}
-	} else if (rfbi_json_field(text, sc->o->label_field, &out->number,
-			      &out->name)) {
-		rc = rfb_err_set(why, RFB_EFORMAT, NULL, "bad label in %s: no "
-				 "field \"%s\" holding a class number or name",
-				 lab->name, sc->o->label_field);
+	} else if ((rc = rfbi_json_field(text, sc->o->label_field,
+					 &out->number, &out->name))) {
+		if (rc == RFBI_JSON_MALFORMED)
+			rc = rfb_err_set(why, RFB_EFORMAT, NULL, "bad label in "
+					 "%s: not valid JSON", lab->name);
+		else
+			rc = rfb_err_set(why, RFB_EFORMAT, NULL, "bad label in "
+					 "%s: no field \"%s\" holding a class "
+					 "number or name", lab->name,
+					 sc->o->label_field);
 	}
 	if (text != lab->text)
 		free(text);
@@ -356,6 +373,34 @@ static int raw_push(struct scan *sc, const struct raw_label *r, rfb_err *err)
 		sc->raw_cap = cap;
 	}
 	sc->raw[sc->l->n - 1] = *r;
+	return 0;
+}
+
+/* Report the image-like members of a key group that has no image: each
+ * is a bad candidate, so that it is counted and named, not lost. */
+static int add_dotted(struct scan *sc, const struct member *g, size_t n,
+		      rfb_err *err)
+{
+	struct raw_label raw = { -1, NULL };
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		if (g[i].kind == K_IMAGE)
+			return 0;
+	for (size_t i = 0; i < n; i++) {
+		if (g[i].kind != K_DOTTED)
+			continue;
+		if ((rc = rfbi_cand_add(sc->l, g[i].name, strlen(g[i].name), 0, err)))
+			return rc;
+		sc->l->v[sc->l->n - 1].shard = sc->l->shard_count;
+		if ((rc = rfbi_cand_set_bad(sc->l, sc->l->n - 1, RFB_EFORMAT,
+			"key '%.*s' has no image: a WebDataset key ends at the "
+			"first dot of the name, so this member is its field '%s' "
+			"(rename it without a dot before the extension)",
+			(int)g[i].key_len, g[i].name, g[i].name + g[i].key_len + 1)) ||
+		    (rc = raw_push(sc, &raw, err)))
+			return rc;
+	}
 	return 0;
 }
 
@@ -421,7 +466,8 @@ static int scan_one(struct scan *sc, const char *path, rfb_err *err)
 	for (size_t i = 0, j; rc == 0 && i < m.n; i = j) {
 		for (j = i + 1; j < m.n && same_key(&m.v[i], &m.v[j]); j++)
 			;
-		rc = add_group(sc, fd, &m.v[i], j - i, err);
+		if (!(rc = add_group(sc, fd, &m.v[i], j - i, err)))
+			rc = add_dotted(sc, &m.v[i], j - i, err);
 	}
 out:
 	members_free(&m);
