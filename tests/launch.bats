@@ -74,6 +74,23 @@ no_chain_left() {
 	diff <(awk '$1 >= 2' "$T/whole") "$T/fresh"
 }
 
+@test "resume at a step of an epoch (start_step) gives the rest of the whole run" {
+	RANK=1 WORLD_SIZE=2 "$PY" "$R" "$T/whole" "$IDX" "$T/c1" --epochs 3
+	# a run stopped after step 1 of epoch 1 resumes at step 2 of epoch 1
+	RANK=1 WORLD_SIZE=2 "$PY" "$R" "$T/part" "$IDX" "$T/c2" --epochs 3 --stop-after 6
+	no_chain_left "$T/c2"
+	[ "$(tail -n 1 "$T/part" | cut -d' ' -f1-2)" = "1 1" ]
+	RANK=1 WORLD_SIZE=2 "$PY" "$R" "$T/rest" "$IDX" "$T/c2" --epochs 3 --start-epoch 1 --start-step 2
+	[ "$(head -n 1 "$T/rest" | cut -d' ' -f1-2)" = "1 2" ]
+	diff <(awk '$1 > 1 || ($1 == 1 && $2 >= 2)' "$T/whole") "$T/rest"
+	# a step past the epoch's batches is the plan's error, raised as ChainError
+	run -3 env RANK=1 WORLD_SIZE=2 "$PY" "$R" "$T/past" "$IDX" "$T/c2" --epochs 3 --start-epoch 1 --start-step 9
+	[[ "$output" == *refurb-plan* ]]
+	[[ "$output" == *"step 9: an epoch of"* ]]
+	run -1 env RANK=1 WORLD_SIZE=2 "$PY" "$R" "$T/neg" "$IDX" "$T/c2" --epochs 3 --start-step -1
+	[[ "$output" == *"start_step -1 < 0"* ]]
+}
+
 @test "a trainer that breaks out, crashes or is killed with -9 leaves no refurb process" {
 	RANK=0 WORLD_SIZE=2 "$PY" "$R" "$T/a" "$IDX" "$T/ca" --stop-after 2
 	no_chain_left "$T/ca"

@@ -32,7 +32,9 @@ the process that started it dies (PR_SET_PDEATHSIG), so a trainer killed
 with kill -9, or by its launcher, leaves no refurb process behind.  The
 cache survives any of these (refurb-cache(5) recovers it), so a rerun
 with start_epoch=E continues with the same batches as an uninterrupted
-run.  A chain that fails (a program exits non-zero or is killed) raises
+run, and start_epoch=E, start_step=S at step S of epoch E (the steps
+a checkpoint taken after step S - 1 has seen are not read again).  A
+chain that fails (a program exits non-zero or is killed) raises
 ChainError naming the program, with the end of its stderr.
 
 Start the chain from the thread that lives as long as the training (the
@@ -142,13 +144,15 @@ class RankChain:
     as a context manager, or call close()."""
 
     def __init__(self, index, cache_dir, partial, final, reuse, epochs, batch_size, seed,
-                 start_epoch=0, even="pad", codec=None, threads=None, rank=None,
+                 start_epoch=0, start_step=0, even="pad", codec=None, threads=None, rank=None,
                  bin_dir=None, verify=False, stop_timeout=5.0, plan_args=(),
                  partial_args=(), final_args=()):
         if even not in ("pad", "drop", "none"):
             raise ValueError("even must be 'pad', 'drop' or 'none', not %r" % (even,))
         if not 0 <= start_epoch:
             raise ValueError("start_epoch %d < 0" % start_epoch)
+        if not 0 <= start_step:
+            raise ValueError("start_step %d < 0" % start_step)
         self.rank = rank if rank is not None else rank_from_env()
         k, n = self.rank.rank, self.rank.world_size
         self.shard = "%d/%d" % (k, n)
@@ -167,7 +171,8 @@ class RankChain:
              self.shard, "-o", self.schedule, index],
             [prog["refurb-plan"], "-q", "-b", str(batch_size), "-e",
              "%d-%d" % (start_epoch, self.last_epoch), "--shard", self.shard,
-             "--even", even] + list(plan_args) + [self.schedule],
+             "--even", even] + (["--start", "%d:%d" % (start_epoch, start_step)]
+                                 if start_step else []) + list(plan_args) + [self.schedule],
             [prog["refurb-partial"], "-q", "-j", str(self.threads[0]), "-c", self.cache,
              "-p", partial] + (["--codec", codec] if codec else []) + list(partial_args)
             + [index],
@@ -294,6 +299,7 @@ def launch(index, cache_dir, partial, final, reuse, epochs, batch_size, seed, **
     """Start this rank's chain and return it (a RankChain: iterate it for
     the batches; use it in a with block).  epochs counts from 0: the chain
     plans epochs start_epoch .. epochs-1.  Keywords: start_epoch=0,
+    start_step=0 (the first step of start_epoch: refurb-plan --start),
     even='pad' (or 'drop'; 'none' for unequal shards), codec=None (the
     cache's codec, refurb-partial --codec), threads=None ((partial, final)
     -j; default from the CPUs of the rank), rank=None (a Rank; default

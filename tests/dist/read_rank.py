@@ -5,7 +5,7 @@ environment) and write one line per batch to OUT:
 
     epoch step count id,id,... sha1-of-labels-ids-and-pixels
 
---epochs E --start-epoch S --reuse R --batch B --even MODE as launch();
+--epochs E --start-epoch S --start-step K --reuse R --batch B --even MODE as launch();
 --stop-after N: break out of the loop after N batches (the trainer
 stops early); --crash-after N: raise after N batches (the trainer
 crashes); --hang-after N: sleep forever after N batches (to be killed);
@@ -26,6 +26,7 @@ ap.add_argument("index")
 ap.add_argument("cache")
 ap.add_argument("--epochs", type=int, default=3)
 ap.add_argument("--start-epoch", type=int, default=0)
+ap.add_argument("--start-step", type=int, default=0)
 ap.add_argument("--reuse", type=int, default=2)
 ap.add_argument("--batch", type=int, default=4)
 ap.add_argument("--even", default="pad")
@@ -42,6 +43,7 @@ try:
     with open(a.out, "w") as out, \
             launch(a.index, a.cache, a.partial, a.final, reuse=a.reuse, epochs=a.epochs,
                    batch_size=a.batch, seed=7, start_epoch=a.start_epoch,
+                   start_step=a.start_step,
                    even=a.even) as chain:
         if a.fork_holder:
             pid = os.fork()
