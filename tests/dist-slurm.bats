@@ -25,10 +25,8 @@ slurm_missing() {
 
 start_cluster() {
 	local C="$BATS_FILE_TMPDIR/slurm" p
-	mkdir -p "$C/state" "$C/spool" "$C/bin"
+	mkdir -p "$C/state" "$C/spool"
 	chmod 755 "$C"
-	# the recipe says python3: Debian's, which has torch
-	ln -sf /usr/bin/python3 "$C/bin/python3"
 	mungekey -c -k "$C/munge.key"
 	munged -f --socket="$C/munge.sock" --key-file="$C/munge.key" \
 		--log-file="$C/munged.log" --pid-file="$C/munged.pid" \
@@ -121,7 +119,9 @@ setup() {
 	T="$BATS_TEST_TMPDIR"
 	export SLURM_CONF="$C/slurm.conf"
 	export MASTER_ADDR=127.0.0.1 MASTER_PORT="$(cat "$C/master-port")"
-	export PATH="$C/bin:$PATH" PYTHONPATH="$TOP/python"
+	# the recipe runs $PYTHON: Debian's, which has torch, whatever
+	# python3 comes first on PATH
+	export PYTHON=/usr/bin/python3 PYTHONPATH="$TOP/python"
 }
 
 # no_chain_left DIR: no refurb program names DIR (waits up to 10 s).
