@@ -235,7 +235,7 @@ def train_ddp(args, setting, index, test):
     DistributedDataParallel; rank 0 evaluates and prints."""
     import torch
     import torch.distributed as dist
-    from refurb_stream import launch
+    from refurb_stream import check_ranks_agree, launch
     torch.set_num_threads(args.threads)
     rank, world = dist.get_rank(), dist.get_world_size()
     model = make_model(torch, args.seed)
@@ -258,6 +258,7 @@ def train_ddp(args, setting, index, test):
         per_epoch = None
         for b in chain:
             if per_epoch is None:
+                check_ranks_agree(chain.header, dist.all_gather_object, world)
                 per_epoch = -(-chain.header.epoch_images // chain.header.batch_size)
             # contiguous NCHW: DDP's gradient buckets expect that layout
             x = torch.from_numpy(b.images).permute(0, 3, 1, 2).float().contiguous()

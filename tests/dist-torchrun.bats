@@ -114,6 +114,25 @@ wait_for() {
 	no_chain_left "$BATS_FILE_TMPDIR/ref-cache"
 }
 
+@test "torchrun: ranks whose indexes list the same images in another order stop on the first batch, naming the field" {
+	# rank 1 reads an index of the same 65 images in reverse order: the
+	# ranks' shards would overlap; check_ranks_agree stops both
+	(
+		set -o pipefail
+		refurb-dump "$IDX" | grep '^#'
+		refurb-dump "$IDX" | grep -v '^#' | tac
+	) > "$T/rev.tsv"
+	refurb-index -q -o "$T/rev.idx" --list "$T/rev.tsv"
+	run ! train "$T/run" "$T/cache" --rank1-index "$T/rev.idx"
+	[[ "$output" == *"rank 0: rank 1's stream has index_identity "* ]]
+	[[ "$output" == *"rank 1: rank 1's stream has index_identity "* ]]
+	[[ "$output" == *"refurb(7), MULTIPLE NODES"* ]]
+	[ ! -e "$T/run/rank-0.done" ]
+	[ ! -e "$T/run/rank-1.done" ]
+	[ ! -s "$T/run/rank-0.log" ]
+	no_chain_left "$T/cache"
+}
+
 @test "torchrun: kill -9 of one rank's chain fails the job, no refurb process is left; the rerun resumes from the last epoch with the same batches" {
 	# 30 epochs planned, a slow trainer: the chains are running at epoch 1
 	train "$T/run" "$T/cache" --epochs 30 --step-sleep 0.2 --chain-log "$T/chains" \

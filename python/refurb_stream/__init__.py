@@ -541,4 +541,5 @@ def main(argv):
 
 
 # the launcher of a distributed rank's chain (refurb_stream/launch.py)
-from .launch import ChainError, RankChain, launch, rank_from_env  # noqa: E402
+from .launch import (ChainError, RankChain, RanksDisagree,  # noqa: E402,F401
+                     check_ranks_agree, launch, rank_from_env)

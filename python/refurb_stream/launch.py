@@ -70,6 +70,36 @@ class ChainError(RuntimeError):
                                       (":\n" + stderr.rstrip()) if stderr.strip() else ""))
 
 
+class RanksDisagree(RuntimeError):
+    """The ranks' streams do not come from one index, seeds and shard
+    count (check_ranks_agree)."""
+
+
+AGREED = ("index_identity", "plan_seed", "augment_seed", "shard_n", "epoch_images",
+          "batch_size")
+
+
+def check_ranks_agree(header, all_gather_object, world_size):
+    """Raise RanksDisagree on every rank unless every rank's stream has
+    rank 0's index identity, seeds, shard count, samples per epoch and
+    batch size.  Call it once, on the first batch, with
+    torch.distributed.all_gather_object: indexes that each node builds of
+    its own copy of the shards agree only when the shards are listed in
+    the same order, and another order silently gives the ranks
+    overlapping shards (refurb(7), MULTIPLE NODES)."""
+    mine = {k: getattr(header, k) for k in AGREED}
+    every = [None] * world_size
+    all_gather_object(every, mine)
+    for k, other in enumerate(every):
+        for field in AGREED:
+            if other[field] != every[0][field]:
+                raise RanksDisagree(
+                    "rank %d's stream has %s %r, rank 0's %r: the ranks must read one "
+                    "index (built of the same files in the same order), with the same "
+                    "seeds, shard count and batch size; refurb(7), MULTIPLE NODES"
+                    % (k, field, other[field], every[0][field]))
+
+
 def _env_int(names, default):
     for n in names:
         v = os.environ.get(n)

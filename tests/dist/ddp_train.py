@@ -15,7 +15,10 @@ done); with --resume a run starts after the checkpoint's epoch
 --epochs E --batch B --reuse R --even MODE; --partial/--final SPEC;
 --chain-log FILE: append "RANK PIDS" of the chain's programs (for a test
 that kills them); --step-sleep S: sleep S seconds after every step (a
-slower trainer, so that a test can kill the job in the middle).  Exit status 0; 3 when the chain failed.
+slower trainer, so that a test can kill the job in the middle);
+--rank1-index PATH: rank 1 reads PATH instead of INDEX (ranks that
+disagree, which check_ranks_agree stops on the first batch).  Exit
+status 0; 3 when the chain failed or the ranks disagree.
 """
 import argparse
 import hashlib
@@ -27,7 +30,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from refurb_stream import ChainError, launch
+from refurb_stream import ChainError, RanksDisagree, check_ranks_agree, launch
 
 ap = argparse.ArgumentParser()
 ap.add_argument("out")
@@ -42,6 +45,7 @@ ap.add_argument("--final", default="crop=28,flip")
 ap.add_argument("--resume", action="store_true")
 ap.add_argument("--chain-log")
 ap.add_argument("--step-sleep", type=float, default=0)
+ap.add_argument("--rank1-index")
 a = ap.parse_args()
 
 torch.set_num_threads(1)
@@ -66,7 +70,8 @@ if a.resume and os.path.exists(ckpt_path):
 log = open(os.path.join(a.out, "rank-%d.log" % rank), "a")
 steps, batches_per_epoch = 0, None
 try:
-    with launch(a.index, a.cache, a.partial, a.final, reuse=a.reuse, epochs=a.epochs,
+    index = a.rank1_index if rank == 1 and a.rank1_index else a.index
+    with launch(index, a.cache, a.partial, a.final, reuse=a.reuse, epochs=a.epochs,
                 batch_size=a.batch, seed=7, start_epoch=start, even=a.even) as chain:
         if a.chain_log:
             with open(a.chain_log, "a") as f:
@@ -74,6 +79,7 @@ try:
         for b in chain:
             if batches_per_epoch is None:
                 h = chain.header
+                check_ranks_agree(h, dist.all_gather_object, world)
                 batches_per_epoch = -(-h.epoch_images // h.batch_size)
             x = torch.from_numpy(b.images).permute(0, 3, 1, 2).float() / 255
             y = torch.from_numpy(b.labels.astype("int64"))
@@ -93,7 +99,7 @@ try:
                                 "epoch": b.epoch}, ckpt_path + ".tmp")
                     os.replace(ckpt_path + ".tmp", ckpt_path)
                 dist.barrier()
-except ChainError as e:
+except (ChainError, RanksDisagree) as e:
     print("ddp_train: rank %d: %s" % (rank, e), file=sys.stderr, flush=True)
     sys.exit(3)
 with open(os.path.join(a.out, "rank-%d.done" % rank), "w") as f:
