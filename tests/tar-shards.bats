@@ -202,15 +202,20 @@ labels_and_sizes() {
 }
 
 @test "--label json:class: \\u escapes of any character (Python's json.dumps) are decoded; a malformed .json is bad" {
+	# a class name written in Latin-1: JSON text is UTF-8 (RFC 8259)
+	printf '{"class": "caf\xe9"}' > "$T/latin1.json"
 	"$TARMAKE" "$T/u.tar" "a.jpg=$JPG" 'a.json=text:{"label": 0, "class": "\u00fcber \ud83d\ude00"}' \
 		"b.jpg=$JPG" 'b.json=text:{"class": "b \"q\"", "label": 1}' \
 		"c.jpg=$JPG" 'c.json=text:{"class": "b "q"", "label": 1}' \
-		"d.jpg=$JPG" 'd.json=text:{"class": "\ud83d"}'
+		"d.jpg=$JPG" 'd.json=text:{"class": "\ud83d"}' \
+		"e.jpg=$JPG" "e.json=$T/latin1.json" "f.jpg=$JPG" 'f.json=text:{"class": "a\tb"}'
 	run refurb-index -o "$T/u.idx" --label json:class "$T/u.tar"
 	[ "$status" -eq 0 ]
 	[ "${lines[0]}" = "refurb-index: $T/u.tar: member c.jpg: bad label in c.json: not valid JSON" ]
 	[ "${lines[1]}" = "refurb-index: $T/u.tar: member d.jpg: bad label in d.json: no field \"class\" holding a class number or name" ]
-	[[ "${lines[2]}" == "refurb-index: indexed 2 of 4 samples in 2 classes from 1 shard (2 bad, left out)"* ]]
+	[ "${lines[2]}" = "refurb-index: $T/u.tar: member e.jpg: bad label in e.json: not valid JSON" ]
+	[ "${lines[3]}" = "refurb-index: $T/u.tar: member f.jpg: bad label in f.json: no field \"class\" holding a class number or name" ]
+	[[ "${lines[4]}" == "refurb-index: indexed 2 of 6 samples in 2 classes from 1 shard (4 bad, left out)"* ]]
 	refurb-dump "$T/u.idx" | grep '^# class' > "$T/got"
 	diff "$T/got" <(printf '# class\t0\tb "q"\n# class\t1\t\xc3\xbcber \xf0\x9f\x98\x80\n')
 }

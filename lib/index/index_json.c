@@ -69,10 +69,33 @@ static int put_utf8(char *out, size_t *n, size_t cap, long c)
 	return 0;
 }
 
+/* The length of the UTF-8 sequence at s (its lead byte >= 0x80): 2 to 4,
+ * or 0 when it is not UTF-8 (a stray continuation byte, a cut or overlong
+ * sequence, a surrogate, past U+10FFFF): JSON text is UTF-8 (RFC 8259),
+ * and a Latin-1 class name would end up in the index's class section. */
+static int utf8_len(const unsigned char *s)
+{
+	int len = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc0 ? 2 : 0;
+	long cp;
+
+	if (!len || s[0] >= 0xf5)
+		return 0;
+	cp = s[0] & (0x7f >> len);
+	for (int k = 1; k < len; k++) {
+		if ((s[k] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[k] & 0x3f);
+	}
+	if (cp < (len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000) ||
+	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
 /* A string at s (after its opening quote): its end (after the closing
  * quote), or NULL.  When out is not NULL the decoded string is written
- * there, as UTF-8 (a \u escape of a control character is refused: no
- * class name has one). */
+ * there, as UTF-8 (\u0000, which would cut it, is refused).  Bytes that
+ * are not UTF-8 are refused either way. */
 static const char *string_end(const char *s, char *out, size_t cap)
 {
 	size_t n = 0;
@@ -82,6 +105,17 @@ static const char *string_end(const char *s, char *out, size_t cap)
 		int used;
 		if (c < 0x20)
 			return NULL;
+		if (c >= 0x80) {
+			int len = utf8_len((const unsigned char *)s);
+			if (!len || (out && n + (size_t)len >= cap))
+				return NULL;
+			if (out) {
+				memcpy(out + n, s, (size_t)len);
+				n += (size_t)len;
+			}
+			s += len - 1;
+			continue;
+		}
 		if (c == '\\') {
 			s++;
 			switch (*s) {
@@ -93,7 +127,7 @@ static const char *string_end(const char *s, char *out, size_t cap)
 			case 't': c = '\t'; break;
 			case 'u':
 				if ((c = unicode_escape(s + 1, &used)) < 0 ||
-				    (out && (c < 0x20 ||
+				    (out && (c == 0 ||
 					     (c >= 0xd800 && c <= 0xdfff))))
 					return NULL;
 				s += used;
@@ -113,6 +147,43 @@ static const char *string_end(const char *s, char *out, size_t cap)
 	if (out)
 		out[n] = 0;
 	return *s == '"' ? s + 1 : NULL;
+}
+
+static const char *digits_end(const char *s)
+{
+	while (*s >= '0' && *s <= '9')
+		s++;
+	return s;
+}
+
+/* A JSON number at s: its end, or NULL (strtod would also take hex,
+ * "inf", "nan" and leading zeros, which JSON does not). */
+static const char *number_end(const char *s)
+{
+	const char *d;
+
+	if (*s == '-')
+		s++;
+	if (*s == '0')
+		s++;
+	else if ((d = digits_end(s)) == s)
+		return NULL;
+	else
+		s = d;
+	if (*s == '.') {
+		if ((d = digits_end(s + 1)) == s + 1)
+			return NULL;
+		s = d;
+	}
+	if (*s == 'e' || *s == 'E') {
+		s++;
+		if (*s == '+' || *s == '-')
+			s++;
+		if ((d = digits_end(s)) == s)
+			return NULL;
+		s = d;
+	}
+	return s;
 }
 
 /* Skip one value; returns what follows it, or NULL when malformed. */
@@ -146,11 +217,8 @@ static const char *skip_value(const char *s, int depth)
 			s = ws(s + 1);
 		}
 	}
-	if (*s == '-' || (*s >= '0' && *s <= '9')) {
-		char *end;
-		(void)strtod(s, &end);
-		return end == s ? NULL : end;
-	}
+	if (*s == '-' || (*s >= '0' && *s <= '9'))
+		return number_end(s);
 	for (const char *lit = "true\0false\0null\0"; *lit; lit += strlen(lit) + 1)
 		if (strncmp(s, lit, strlen(lit)) == 0)
 			return s + strlen(lit);
@@ -166,6 +234,9 @@ static int take_value(const char *s, long *number, char **name)
 		char buf[RFB_INDEX_MAX_CLASS_NAME + 1];
 		if (!string_end(s + 1, buf, sizeof buf) || !buf[0])
 			return -1;
+		for (const char *p = buf; *p; p++)
+			if ((unsigned char)*p < 0x20) /* \n, \t: no class name */
+				return -1;
 		*number = -1;
 		return (*name = strdup(buf)) ? 0 : -1;
 	}
@@ -197,10 +268,14 @@ int rfbi_json_field(const char *text, const char *field, long *number, char **na
 		return -1;
 	s = ws(s);
 	while (*s != '}') {
-		if (!(s = string_end(s + 1, key, sizeof key)))
-			return RFBI_JSON_MALFORMED;  /* a key past 255 bytes */
+		const char *k = s + 1;
+		int is_field = (s = string_end(k, key, sizeof key)) &&
+			       strcmp(key, field) == 0;
+
+		if (!s)   /* a key past 255 bytes, \u0000, a lone surrogate */
+			s = string_end(k, NULL, 0);
 		s = ws(s) + 1;                       /* the ':' */
-		if (found && strcmp(key, field) == 0)
+		if (found && is_field)
 			found = take_value(s, number, name);
 		s = ws(skip_value(s, 0));
 		if (*s == ',')

@@ -19,6 +19,7 @@
 #include "../fuzz/fuzz_costs.c"
 #include "../fuzz/fuzz_index.c"
 #include "../fuzz/fuzz_jpeg.c"
+#include "../fuzz/fuzz_json.c"
 #include "../fuzz/fuzz_manifest.c"
 #include "../fuzz/fuzz_pipeline.c"
 #include "../fuzz/fuzz_plan.c"
@@ -128,6 +129,7 @@ TARGET_TEST(jpeg)
 TARGET_TEST(png)
 TARGET_TEST(costs)
 TARGET_TEST(tar)
+TARGET_TEST(json)
 
 /* Without AddressSanitizer (which maps terabytes of shadow), cap the
  * address space: an allocation sized by what an input claims then fails
@@ -160,5 +162,6 @@ int main(void)
 	RUN(test_jpeg);
 	RUN(test_png);
 	RUN(test_tar);
+	RUN(test_json);
 	return test_done();
 }
