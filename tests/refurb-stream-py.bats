@@ -305,3 +305,24 @@ EOF
 	[ "${lines[5]}" = "[(0, 1), (0, 2)] True" ]
 	[ "${lines[6]}" = "the stream starts at epoch 0 step 1, after the checkpoint's epoch 0 step 0: restart the chain with refurb-plan --start 0:0" ]
 }
+
+@test "a class directory whose name is not UTF-8 reads back as ImageFolder names it (surrogateescape)" {
+	make_dataset "$T/ds0" 6 2
+	mkdir "$T/ds"
+	mv "$T/ds0/class000" "$T/ds/caf$(printf '\351')"
+	mv "$T/ds0/class001" "$T/ds/b"
+	refurb-index -q -o "$T/t.idx" "$T/ds"
+	refurb-evict -q -r 1 -o "$T/t.evict" "$T/t.idx"
+	refurb-plan -q -b 3 -e 0-0 "$T/t.evict" |
+		refurb-partial -q -c "$T/c" -p resize=32 "$T/t.idx" |
+		refurb-final -q -p crop=24 > "$T/s.bin"
+	run "$PY" -c '
+import os, sys
+from refurb_stream import open_stream
+want = sorted(e.name for e in os.scandir(sys.argv[2]) if e.is_dir())  # ImageFolder
+with open_stream(sys.argv[1]) as s:
+    print(s.header.classes == want, [c.encode("utf-8", "surrogateescape") for c in s.header.classes])
+' "$T/s.bin" "$T/ds"
+	[ "$status" -eq 0 ]
+	[ "$output" = "True [b'b', b'caf\\xe9']" ]
+}

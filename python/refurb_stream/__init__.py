@@ -195,7 +195,7 @@ def _parse_header(p):
         raise StreamError("bad HEADER texts or class names")
     extra = dict(line.partition("=")[::2] for line in texts[3].decode().splitlines() if line)
     return Header(np.dtype(np.uint8 if dtype == 1 else "<f4"), "NHWC" if layout == 1 else "NCHW",
-                  h, w, c, b, [n.decode() for n in names[:-1]], e0, e1, s0, sk, sn,
+                  h, w, c, b, [n.decode("utf-8", "surrogateescape") for n in names[:-1]], e0, e1, s0, sk, sn,
                   epoch_images, seed, aug, ident, mean[:c] if flags & 1 else None,
                   std[:c] if flags & 1 else None, texts[0].decode(), texts[1].decode(), extra,
                   views)
