@@ -260,8 +260,11 @@ def train_ddp(args, setting, index, test):
             if per_epoch is None:
                 check_ranks_agree(chain.header, dist.all_gather_object, world)
                 per_epoch = -(-chain.header.epoch_images // chain.header.batch_size)
-            # contiguous NCHW: DDP's gradient buckets expect that layout
-            x = torch.from_numpy(b.images).permute(0, 3, 1, 2).float().contiguous()
+            # NCHW strides: DDP's gradient buckets expect that layout
+            # (.contiguous() keeps a 1-channel permute's strides, which
+            # torch takes for channels-last: a warning on every rank)
+            x = torch.from_numpy(b.images).permute(0, 3, 1, 2).float().clone(
+                memory_format=torch.contiguous_format)
             x = (x / 255 - MEAN) / STD
             y = torch.from_numpy(b.labels.astype(np.int64))
             out = ddp(x)
