@@ -1,0 +1,131 @@
+/*
+ * final_internal.h - the engine of refurb-final (final.c) and what it
+ * opens before the first batch (final_inputs.c): its state, its batch
+ * slots, tasks and workers.
+ */
+#ifndef REFURB_FINAL_INTERNAL_H
+#define REFURB_FINAL_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "refurb/aio.h"
+#include "refurb/annotate.h"
+#include "refurb/cache.h"
+#include "refurb/final.h"
+#include "refurb/handover.h"
+#include "refurb/index.h"
+#include "refurb/pipeline.h"
+#include "refurb/plan.h"
+#include "refurb/pool.h"
+#include "refurb/record.h"
+#include "refurb/source.h"
+#include "refurb/stream.h"
+#include "slot_ring_internal.h"
+
+#define MAX_IMAGE_FILE ((size_t)1 << 30)
+
+struct final;
+struct fslot;
+
+struct ftask {
+	struct rfb_task task;
+	struct final *F;
+	struct fslot *slot;
+	uint32_t out;          /* position in the collated batch */
+	uint32_t sample, write_epoch;
+	const struct rfb_batch_record *rec;
+	uint32_t aio;          /* rec's index in the slot's batch reader */
+	int status, healed;
+	int unreadable;        /* status is from the record and its image */
+	rfb_err why;
+	double decode_s, augment_s, heal_s, cpu_s;
+};
+
+struct fslot {
+	rfb_plan_batch batch;
+	rfb_plan_sample *samples;
+	struct rfb_cache_addr *addrs;   /* records to read, in order */
+	uint32_t *addr_sample;
+	uint32_t *write_epochs;
+	uint32_t nread;
+	/* the records read from the cache (one io_submit): their addresses
+	 * and samples, compacted, and their position j among the nread */
+	struct rfb_cache_addr *aio_addrs;
+	uint32_t *aio_sample, *aio_index, naio;
+	struct rfb_batch_record *ring_recs; /* nread; those in the handover */
+	uint64_t ring_end;              /* end of the batch's last such record */
+	uint32_t ring_count;            /* records in the ring */
+	int rq_pos;                     /* its entry in final.rq */
+	struct ftask *tasks;            /* one per image kept */
+	uint32_t n;                     /* images kept */
+	uint32_t *labels, *ids;
+	unsigned char *pixels;          /* batch_size images, 64-aligned */
+	rfb_batch_reader *reader;
+	struct rfb_group group;
+	double read_s;
+	uint64_t bytes_read, misses;
+};
+
+struct fworker {
+	rfb_pipe_ctx *final, *heal;
+	rfb_codec_ctx *codec;
+	rfb_imgbuf record_img;
+	unsigned char *file;
+	size_t file_cap;
+};
+
+struct final {
+	const struct rfb_final_opts *o;
+	struct rfb_final_stats *st;
+	rfb_plan_reader *reader;
+	const rfb_plan_header *h;
+	struct rfb_annot_header annot;
+	rfb_index *idx;
+	rfb_source *src;          /* reads images to heal bad records */
+	rfb_cache_view *view;
+	rfb_handover *ho;         /* refurb-partial's ring, or NULL */
+	rfb_err ho_err;           /* why it could not be opened */
+	/* The prepared batches in plan order with the ring records their
+	 * tasks still use: a batch's ring space is released as soon as its
+	 * tasks and those of every older batch are done, by whichever
+	 * thread ends the last of them (not when the frame is written,
+	 * which waits for the next plan line: refurb-partial may be waiting
+	 * for that space to write it). */
+	pthread_mutex_t rq_mu;
+	struct { uint64_t end; uint32_t pending; } *rq;
+	int rq_cap, rq_head, rq_count;
+	rfb_cache_position_writer *position; /* NULL: the cache is read-only */
+	struct rfb_cache_position pos;
+	rfb_pipeline *final_pipe, *partial_pipe;
+	/* view v's final pipeline: view_pipe[v], or final_pipe for every
+	 * view when one spec serves them all (view_pipe NULL) */
+	rfb_pipeline **view_pipe;
+	char *final_text;         /* the per-view specs joined by ';' */
+	uint64_t seed;
+	struct rfb_pipe_shape shape;
+	int dtype, layout;
+	size_t image_bytes;
+	int views;                /* images per sample (>= 1) */
+	size_t sample_bytes;      /* views * image_bytes */
+	rfb_pool *pool;
+	struct fslot *slots;
+	int nslots;
+	struct rfbi_ring ring; /* slots in plan order */
+	rfb_stream_writer *writer;
+	const char *in_name;      /* the annotated plan, for messages */
+	double start, last_write, sum_iv, sum_iv2;
+	uint64_t intervals;
+};
+
+/* What the header of the annotated plan says, with the options'
+ * overrides (final_inputs.c). */
+int rfbi_final_read_annotation(struct final *F, const char *in_name,
+			       rfb_err *err);
+
+/* The index, the cache, the handover ring and the final pipelines (one
+ * per view); checks that they belong to the plan (final_inputs.c). */
+int rfbi_final_open_inputs(struct final *F, const char *in_name, rfb_err *err);
+
+#endif
