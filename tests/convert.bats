@@ -81,6 +81,38 @@ EOF
 	expect_fail 1 "refurb_stream convert: Lambda (transforms[1]): refurb has no filter for Lambda"
 }
 
+@test "convert: a refusal says what to do (Lambda, a transform without a filter, an interpolation mode)" {
+	need_torchvision
+	run "$PY" -m refurb_stream convert 'T.Compose([T.Resize(64), T.Lambda(lambda x: x)])'
+	[ "$status" -eq 1 ]
+	[[ "${lines[0]}" == *"Lambda (transforms[1]): refurb has no filter for Lambda (its Python function cannot run in refurb's C chain): apply the function to the reader's batches in the training loop"* ]] || false
+	run "$PY" -m refurb_stream convert 'T.Compose([T.FiveCrop(32)])'
+	[ "$status" -eq 1 ]
+	[[ "${lines[0]}" == *"FiveCrop (transforms[0]): refurb has no filter for FiveCrop: leave it out, or apply it to the reader's batches"* ]] || false
+	run "$PY" -m refurb_stream convert 'T.Resize(256, interpolation=InterpolationMode.LANCZOS)'
+	[ "$status" -eq 1 ]
+	[[ "${lines[0]}" == *"Resize (transforms): interpolation lanczos is not nearest, bilinear or bicubic (the modes refurb's filters have): use InterpolationMode.BICUBIC"* ]] || false
+}
+
+@test "convert: RandAugment and TrivialAugmentWide bins and magnitudes that cannot run are named before the chain runs" {
+	need_torchvision
+	# torchvision fails on the first image (IndexError); refurb-final would refuse the spec
+	run "$PY" -m refurb_stream convert 'T.RandAugment(magnitude=9, num_magnitude_bins=5)'
+	expect_fail 1 "refurb_stream convert: RandAugment (transforms): magnitude=9 with num_magnitude_bins=5 (torchvision indexes the bins by magnitude and fails on the first image with an IndexError): use a magnitude of 0 to 4, or more bins"
+	run "$PY" -m refurb_stream convert 'T.TrivialAugmentWide(num_magnitude_bins=1)'
+	expect_fail 1 "refurb_stream convert: TrivialAugmentWide (transforms): num_magnitude_bins=1 (torchvision's Posterize divides by num_magnitude_bins - 1; refurb takes 2 to 1001): use 2 or more"
+	run "$PY" -m refurb_stream convert 'T.RandAugment(magnitude=0, num_magnitude_bins=1)'
+	expect_fail 1 "refurb_stream convert: RandAugment (transforms): num_magnitude_bins=1"
+	# num_ops=0 draws nothing: the image as it is
+	expect_convert 'T.Compose([T.Resize(32), T.RandAugment(num_ops=0), T.CenterCrop(32)])' \
+		'resize=32:interp=bilinear,centercrop=32x32'
+	# what converts, runs
+	expect_convert 'T.RandAugment(num_ops=3, magnitude=9, num_magnitude_bins=10)' \
+		'randaug=n=3:m=9:bins=10:interp=nearest'
+	small_dataset
+	expect_preview "$output" 2
+}
+
 @test "convert: an argument refurb cannot express is named" {
 	need_torchvision
 	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomRotation(10, interpolation=InterpolationMode.BOX)])'

@@ -89,8 +89,10 @@ def _interp(t, what, attr="interpolation"):
     if isinstance(name, int):  # a PIL constant
         name = {0: "nearest", 2: "bilinear", 3: "bicubic"}.get(name, str(name))
     if name not in ("nearest", "bilinear", "bicubic"):
-        raise ConvertError("%s: interpolation %s is not nearest, bilinear or bicubic"
-                           % (what, name))
+        raise ConvertError("%s: interpolation %s is not nearest, bilinear or bicubic "
+                           "(the modes refurb's filters have): use "
+                           "InterpolationMode.BICUBIC (the closest to %s) or BILINEAR"
+                           % (what, name, name))
     return name
 
 
@@ -297,7 +299,29 @@ def _augment_fill(t, what):
     return _fill(t.fill, what) if t.fill is not None else ""
 
 
+def _bins(t, what):
+    """num_magnitude_bins of RandAugment / TrivialAugmentWide, checked:
+    with 1 bin torchvision's Posterize divides by num_magnitude_bins - 1."""
+    if not 2 <= t.num_magnitude_bins <= 1001:
+        raise ConvertError("%s: num_magnitude_bins=%r (torchvision's Posterize "
+                           "divides by num_magnitude_bins - 1; refurb takes 2 to "
+                           "1001): use 2 or more (31 is torchvision's default)"
+                           % (what, t.num_magnitude_bins))
+    return t.num_magnitude_bins
+
+
 def _randaug(t, what):
+    if t.num_ops == 0:
+        return None  # torchvision draws no op: the image as it is
+    bins = _bins(t, what)
+    if not 0 <= t.magnitude < bins:
+        raise ConvertError("%s: magnitude=%r with num_magnitude_bins=%d (torchvision "
+                           "indexes the bins by magnitude and fails on the first image "
+                           "with an IndexError): use a magnitude of 0 to %d, or more bins"
+                           % (what, t.magnitude, bins, bins - 1))
+    if not 1 <= t.num_ops <= 16:
+        raise ConvertError("%s: num_ops=%r (refurb takes 0 to 16): use fewer ops"
+                           % (what, t.num_ops))
     return "randaug=n=%d:m=%d:bins=%d:interp=%s%s" % (
         t.num_ops, t.magnitude, t.num_magnitude_bins, _interp(t, what),
         _augment_fill(t, what))
@@ -358,7 +382,7 @@ _SIMPLE = {
     "RandAugment": _randaug,
     "AutoAugment": _autoaug,
     "TrivialAugmentWide": lambda t, w: "trivialaug=bins=%d:interp=%s%s" % (
-        t.num_magnitude_bins, _interp(t, w), _augment_fill(t, w)),
+        _bins(t, w), _interp(t, w), _augment_fill(t, w)),
     "ColorJitter": _colorjitter,
     "RandomGrayscale": lambda t, w: "grayscale=p=%s" % _p(t),
     "GaussianBlur": _blur,
@@ -523,7 +547,9 @@ def _convert(t, st, where):
                                "ToTensor" % what)
         if st.kind != "pil":
             _on_tensor(name, _Attrs(t, st), what)
-        _add(st, _SIMPLE[name](_Attrs(t, st), what), what)
+        text = _SIMPLE[name](_Attrs(t, st), what)
+        if text is not None:  # None: the transform leaves the image as it is
+            _add(st, text, what)
     elif name == "Grayscale":
         _add(st, "gray")
         if t.num_output_channels == 3:
@@ -555,8 +581,15 @@ def _convert(t, st, where):
         raise ConvertError("%s: %s works on bounding boxes, masks or key points "
                            "(detection, segmentation): refurb's pipelines feed "
                            "classification images and labels only" % (what, name))
+    elif name == "Lambda":
+        raise ConvertError("%s: refurb has no filter for Lambda (its Python function "
+                           "cannot run in refurb's C chain): apply the function to the "
+                           "reader's batches in the training loop, or write it with "
+                           "the transforms refurb has (refurb-pipeline(7))" % what)
     else:
-        raise ConvertError("%s: refurb has no filter for %s" % (what, name))
+        raise ConvertError("%s: refurb has no filter for %s: leave it out, or apply "
+                           "it to the reader's batches in the training loop "
+                           "(refurb-pipeline(7) lists the filters)" % (what, name))
 
 
 def _to_tensor(t, st, what, name):
