@@ -175,3 +175,11 @@ setup() {
 	[[ "$output" == *"# 3	gaussblur	"*"	0.000	0.000	1	0"* ]] || false
 	[[ "$output" == *"# 4	colorjitter	"*"	0.000	0.000	1	0"* ]] || false
 }
+
+@test "scripts/bench-advise: a bench that refuses its options ends in one line, not a traceback" {
+	# scripts/bench checks -e against the cells' r before it makes anything
+	run -1 "$TOP/scripts/bench-advise" --photos 10 -R 1 -e 4 --cells 3:3 -o "$T/ba"
+	[[ "$output" == *"bench: -e must be at least r + 2 = 5"* ]] || false
+	[ "${lines[-1]}" = "bench-advise: scripts/bench failed (its message is above)" ]
+	[[ "$output" != *Traceback* ]] || false
+}
