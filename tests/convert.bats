@@ -92,6 +92,11 @@ EOF
 	run "$PY" -m refurb_stream convert 'T.Resize(256, interpolation=InterpolationMode.LANCZOS)'
 	[ "$status" -eq 1 ]
 	[[ "${lines[0]}" == *"Resize (transforms): interpolation lanczos is not nearest, bilinear or bicubic (the modes refurb's filters have): use InterpolationMode.BICUBIC"* ]] || false
+	# after Normalize: the torchvision transform and its place, not refurb's filter
+	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.Normalize((0.5,), (0.5,)), T.Grayscale()])'
+	expect_fail 1 "refurb_stream convert: Grayscale (transforms[2]) after Normalize (refurb normalizes last, its filters work on the pixels): put it before Normalize"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.Normalize((0.5,), (0.5,)), T.RandomChoice([T.RandomHorizontalFlip(), T.RandomVerticalFlip()])])'
+	expect_fail 1 "refurb_stream convert: RandomHorizontalFlip (transforms[2].transforms[0]) after Normalize"
 }
 
 @test "convert: RandAugment and TrivialAugmentWide bins and magnitudes that cannot run are named before the chain runs" {

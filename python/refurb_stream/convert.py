@@ -446,7 +446,9 @@ def _layers(text):
 def _add(st, text, what=None):
     what = what or text.split("=")[0]
     if st.normalized:
-        raise ConvertError("%s after Normalize (refurb normalizes last)" % what)
+        raise ConvertError("%s after Normalize (refurb normalizes last, its filters "
+                           "work on the pixels): put it before Normalize"
+                           % what)
     if st.random_erased:
         raise ConvertError("%s after RandomErasing(value='random') (refurb draws its "
                            "values at Normalize: only RandomErasing may come between, "
@@ -551,9 +553,9 @@ def _convert(t, st, where):
         if text is not None:  # None: the transform leaves the image as it is
             _add(st, text, what)
     elif name == "Grayscale":
-        _add(st, "gray")
+        _add(st, "gray", what)
         if t.num_output_channels == 3:
-            _add(st, "rgb")
+            _add(st, "rgb", what)
     elif name == "RandomApply":
         _random_apply(t, st, what, where)
     elif name in ("RandomChoice", "RandomOrder"):
@@ -689,7 +691,7 @@ def _random_choice(t, st, what, where, name):
         text += ":p=" + "/".join(_num(v) for v in p)
     if any(len(o.filters) != 1 for o in options):
         text += ":layers=" + "/".join(str(sum(k for _, k in o.filters)) for o in options)
-    _add(st, text)
+    _add(st, text, what)
     for o in options:
         st.filters.extend(o.filters)
 
@@ -705,7 +707,7 @@ def _random_apply(t, st, what, where):
     n = sum(k for _, k in inner.filters)
     if n == 0:
         return
-    _add(st, "apply=p=%s:n=%d" % (_p(t), n))
+    _add(st, "apply=p=%s:n=%d" % (_p(t), n), what)
     st.random_erased |= inner.random_erased
     st.filters.extend(inner.filters)
 
