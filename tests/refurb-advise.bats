@@ -71,6 +71,27 @@ setup() {
 	grep -q "^3	resize=64:[^	]*,randaug=n=1:[^	]*	randaug=n=1:" table.tsv
 }
 
+@test "normalize with erasing value=random after it (timm, DeiT) or before it: rows for the splits that keep them final" {
+	# the spec the converter writes for DeiT's recipe: the erasing after normalize
+	run -0 refurb-advise -q -n 6 --repeat 1 -R 2 --rate 1 \
+		-p 'resize=64,crop=56,flip,normalize=imagenet,erasing=p=0.25:value=random' train.idx
+	[ "${lines[0]}" = "$HEAD" ]
+	# 5 layers; normalize and the erasing never partial: final_layers 2 to 5, r 1 and 2
+	rows=$(grep -v '^#' <<<"$output" | tail -n +2 | cut -f1,4 | tr '\t\n' ': ')
+	[ "$rows" = "2:1 2:2 3:1 3:2 4:1 4:2 5:1 5:2 " ]
+	grep -q "^2	resize=64:[^	]*,flip=p=0.5	centercrop=56x56,normalize=[^	]*,erasing=p=0.25:[^	]*:value=random	1	" <<<"$output"
+	grep -q "^# recommended for 1 images/s" <<<"$output"
+	# the layer lines: normalize and erasing have no partial cost
+	grep -q "^# 4	normalize	56x56	-	" <<<"$output"
+	grep -q "^# 5	erasing	56x56	-	" <<<"$output"
+	# an erasing value=random before normalize stays with it
+	run -0 refurb-advise -q -n 6 --repeat 1 -R 1 \
+		-p 'resize=64,crop=56,erasing=value=random,normalize=imagenet' train.idx
+	rows=$(grep -v '^#' <<<"$output" | tail -n +2 | cut -f1 | tr '\n' ' ')
+	[ "$rows" = "2 3 4 " ]
+	grep -q "^2	resize=64:[^	]*,crop=56x56:[^	]*	centercrop=56x56,erasing=[^	]*value=random,normalize=" <<<"$output"
+}
+
 @test "what the numbers must satisfy: faster with r, diversity in [0, 1]" {
 	grep -v '^#' table.tsv | tail -n +2 | awk -F'\t' '
 		$7 < 0 || $7 > 1 { print "unique fraction: " $0; bad = 1 }
