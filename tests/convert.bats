@@ -126,6 +126,12 @@ EOF
 	expect_fail 1 "refurb_stream convert: RandomErasing (transforms[1]): value='random' on a uint8 tensor (torchvision casts the normal values to uint8): put ToTensor before it, or erase with a whole value"
 	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.RandomErasing(value=0.5)])'
 	expect_fail 1 "refurb_stream convert: RandomErasing (transforms[1]): value=0.5 is not a whole pixel value"
+	# erasing with the mean before Normalize: what to do (after Normalize, value 0 is the mean)
+	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.RandomErasing(value=(0.485, 0.456, 0.406)), T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])'
+	[ "$status" -eq 1 ]
+	[[ "${lines[0]}" == *"value=(0.485, 0.456, 0.406) is not a whole pixel value (0..255, as v * 255 after ToTensor): refurb erases pixels before Normalize; give whole pixel values, or put RandomErasing after Normalize, where it erases the float tensor with any value (value=0 there is the colour of Normalize's mean)" ]] || false
+	expect_convert 'T.Compose([T.ToTensor(), T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)), T.RandomErasing(value=0)])' \
+		'normalize=mean=0.485/0.456/0.406:std=0.229/0.224/0.225,erasing=p=0.5:scale=0.02-0.33:ratio=0.3-3.3:value=0'
 	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomApply([T.Grayscale(3)])])'
 	expect_fail 1 "refurb_stream convert: RandomApply (transforms[0]): cannot gate Grayscale"
 }

@@ -427,7 +427,11 @@ def _erasing(t, what, st):
     scale = 255.0 / st.float_max if st.kind == "float" else 1.0
     px = [v * scale for v in vals]
     if any(abs(v - round(v)) > 1e-6 or not 0 <= v <= 255 for v in px):
-        raise ConvertError("%s: value=%r is not a whole pixel value (0..255%s)"
+        raise ConvertError("%s: value=%r is not a whole pixel value (0..255%s): "
+                           "refurb erases pixels before Normalize; give whole pixel "
+                           "values, or put RandomErasing after Normalize, where it "
+                           "erases the float tensor with any value (value=0 there is "
+                           "the colour of Normalize's mean)"
                            % (what, t.value, ", as v * 255 after ToTensor"
                               if st.kind == "float" and st.float_max == 1 else ""))
     return head + _fill([round(v) for v in px], what, "value")
