@@ -204,3 +204,13 @@ setup() {
 	[ "${lines[-1]}" = "bench-advise: scripts/bench failed (its message is above)" ]
 	[[ "$output" != *Traceback* ]] || false
 }
+
+@test "--cores of a bigger machine: no more timing threads than this machine's CPUs; -j still sets them" {
+	cpus=$(getconf _NPROCESSORS_ONLN)
+	run -0 refurb-advise -q -n 3 --repeat 1 -R 1 --cores 1000 -p "$FULL" train.idx
+	[[ "$output" == *"# measured: 3 images of 24 (0 left out), median of 1 runs each, $cpus threads,"* ]] || false
+	# the rates are still for 1000 cores
+	[[ "$output" == *"# rates: steady state on 1000 cores;"* ]] || false
+	run -0 refurb-advise -q -n 3 --repeat 1 -R 1 --cores 1000 -j 3 -p "$FULL" train.idx
+	[[ "$output" == *"median of 1 runs each, 3 threads,"* ]] || false
+}
