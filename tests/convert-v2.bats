@@ -186,7 +186,7 @@ EOF
 	[ "${lines[2]}" = "ok resize=40:interp=bilinear" ]
 	# on a PIL image torchvision ignores antialias (PIL always antialiases)
 	[ "${lines[3]}" = "ok resize=40:interp=bilinear,resize=40:interp=bilinear" ]
-	[[ "${lines[4]}" == "refused refurb_stream convert: Resize (transforms[0]): size=None (the longer side to max_size)"* ]] || false
+	[[ "${lines[4]}" == "refused refurb_stream convert: Resize (transforms[0]): size=None (the longer side to max_size): refurb resizes by the shorter side or to H x W: use Resize(N) (the shorter side N), Resize(N, max_size=M) (the longer one at most M) or Resize((H, W))" ]] || false
 }
 
 @test "convert v2: tensor kernels that differ from PIL's are refused with the reason" {

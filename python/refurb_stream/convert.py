@@ -284,7 +284,9 @@ def _on_tensor(name, t, what):
 def _resize(t, what):
     if t.size is None:
         raise ConvertError("%s: size=None (the longer side to max_size): refurb "
-                           "resizes by the shorter side or to H x W" % what)
+                           "resizes by the shorter side or to H x W: use Resize(N) "
+                           "(the shorter side N), Resize(N, max_size=M) (the longer "
+                           "one at most M) or Resize((H, W))" % what)
     if isinstance(t.size, int) or len(list(t.size)) == 1:
         n = t.size if isinstance(t.size, int) else list(t.size)[0]
         text = "resize=%d" % n
