@@ -83,7 +83,16 @@ static void parse_option(struct cli *c, struct options *o, int opt)
 	rfb_err err = { 0 };
 
 	switch (opt) {
-	case 'p': o->a.spec = optarg; break;
+	case 'p':
+		/* not a partial and a final part: the whole pipeline, once */
+		if (o->a.spec)
+			cli_usage_error(c, "-p given twice ('%s', then '%s'): "
+					"give the whole pipeline once, the partial "
+					"and the final part joined by ',' ('%s,%s'): "
+					"refurb-advise splits it itself",
+					o->a.spec, optarg, o->a.spec, optarg);
+		o->a.spec = optarg;
+		break;
 	case 'n':
 		o->a.sample = (uint32_t)cli_parse_u64(c, "--sample", optarg, 1,
 						      1000000);

@@ -54,6 +54,10 @@ setup() {
 	[[ "${lines[0]}" == *"output size depends on the input"* ]]
 	run refurb-advise -p '' train.idx
 	expect_fail 2 "refurb-advise: the pipeline has no layer to split"
+	# a partial and a final -p (as refurb-partial and refurb-final take
+	# them) would time only the last one: refused, with the joined spec
+	run refurb-advise -p 'resize=64,randaug=n=2:m=9' -p 'crop=56,flip' train.idx
+	expect_fail 2 "refurb-advise: -p given twice ('resize=64,randaug=n=2:m=9', then 'crop=56,flip'): give the whole pipeline once, the partial and the final part joined by ',' ('resize=64,randaug=n=2:m=9,crop=56,flip'): refurb-advise splits it itself"
 }
 
 @test "one row per (split, r): L final-layer counts times R, 8 fields" {
