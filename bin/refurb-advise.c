@@ -44,7 +44,7 @@ static const char help[] =
 	CLI_COMMON_HELP
 	"\nWithout --rate the '# pareto' lines name the rows no other row beats\n"
 	"in both speed and diversity.  -j threads time images at once (default:\n"
-	"--cores), as the chain's workers run at once.\n"
+	"--cores, at most the online CPUs), as the chain's workers run at once.\n"
 	"\nExample:\n"
 	"  refurb-advise -p 'resize=256,randaug=n=2:m=9,crop=224,flip' --rate 2500 \\\n"
 	"    --cores 2 train.idx\n"
@@ -83,7 +83,16 @@ static void parse_option(struct cli *c, struct options *o, int opt)
 	rfb_err err = { 0 };
 
 	switch (opt) {
-	case 'p': o->a.spec = optarg; break;
+	case 'p':
+		/* not a partial and a final part: the whole pipeline, once */
+		if (o->a.spec)
+			cli_usage_error(c, "-p given twice ('%s', then '%s'): "
+					"give the whole pipeline once, the partial "
+					"and the final part joined by ',' ('%s,%s'): "
+					"refurb-advise splits it itself",
+					o->a.spec, optarg, o->a.spec, optarg);
+		o->a.spec = optarg;
+		break;
 	case 'n':
 		o->a.sample = (uint32_t)cli_parse_u64(c, "--sample", optarg, 1,
 						      1000000);
@@ -308,6 +317,10 @@ int main(int argc, char **argv)
 	o.a.threads = o.threads_given ? c.threads
 				      : o.t.cores < 1.5 ? 1
 				      : o.t.cores > 256 ? 256 : (int)(o.t.cores + 0.5);
+	/* --cores for a bigger machine: no more timing threads than this
+	 * one's CPUs (more would only wait for them) */
+	if (!o.threads_given && cpus > 0 && o.a.threads > cpus)
+		o.a.threads = (int)cpus;
 	o.a.on_bad = on_bad;
 	o.a.on_progress = on_progress;
 	o.a.ctx = &c;

@@ -134,6 +134,12 @@ static void parse_max_bad(const struct cli *c, struct rfb_partial_opts *o,
 	o->max_bad_is_count = 0;
 }
 
+/* Whether err is a file that is not there (moved, wrong --root). */
+static int missing(const rfb_err *err)
+{
+	return err->sys_errno == ENOENT || err->sys_errno == ENOTDIR;
+}
+
 /* The run stopped because images could not be read: one message that
  * names the first one, where the index looks for them and the options. */
 static void die_bad(const struct cli *c, const struct rfb_partial_opts *o,
@@ -142,7 +148,13 @@ static void die_bad(const struct cli *c, const struct rfb_partial_opts *o,
 	char first[1100], where[2600], limit[64];
 
 	rfb_err_text(&st->first_bad, first, sizeof first);
-	if (o->root)
+	if (st->bad_stop != RFB_PARTIAL_NOTHING_READ && !missing(&st->first_bad))
+		/* the files are there but cannot be decoded: a place is no cure */
+		snprintf(where, sizeof where, "repair or remove %s and index "
+			 "again, or allow more with --max-bad (a count, or a "
+			 "percentage)", st->first_bad.path[0] ?
+			 st->first_bad.path : "the image");
+	else if (o->root)
 		snprintf(where, sizeof where, "the index %s has its images under "
 			 "%s, read from --root %s instead: check --root",
 			 o->index_path, st->index_root, o->root);

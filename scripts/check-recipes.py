@@ -33,7 +33,10 @@ defines `transform` or `views`.  For each one:
            value, as scripts/compare-filters.py does.
 
 Photos: --dir DIR (JPEG and PNG files under it), else N (default 6) from
-scripts/fetch-photos --min-side 224.  --only keeps the recipes whose
+scripts/fetch-photos --min-side 224; a photo refurb-index leaves out (a
+16-bit PNG) is named on a "skip PATH: reason" line and not compared.
+Every stream image is compared with torchvision's output on the photo of
+its sample id in the index.  --tmp DIR is made if missing.  --only keeps the recipes whose
 file name contains TEXT.  Prints one line per check and a summary
 "N recipes, F failed[: names] (P photos)"; exit status 1 if any check
 fails.  Needs the programs of build/bin (BUILD=DIR for another build).
@@ -138,8 +141,7 @@ def chain(photos, partial, options, epochs, work, seed=7):
               input=plan)
     stream = os.path.join(work, "s")
     run([b + "/refurb-final", "-q", "-j", "2", "-o", stream] + options, input=ann)
-    names = sorted(os.path.join(tree, c, f) for c in os.listdir(tree)
-                   for f in os.listdir(os.path.join(tree, c)))
+    names = indexed_paths(idx, tree)
     out = {}
     with open_stream(stream, verify=True) as s:
         for batch in s:
@@ -147,6 +149,47 @@ def chain(photos, partial, options, epochs, work, seed=7):
             for j, sid in enumerate(batch.ids):
                 out[(int(sid), batch.epoch)] = imgs[j]
     return out, names
+
+
+def indexed_paths(idx, root):
+    """{sample id: path} of the index: the stream's ids are the index's,
+    whatever files of the tree it left out."""
+    paths = {}
+    for line in run([bindir() + "/refurb-dump", idx]).decode().splitlines():
+        if line and not line.startswith("#"):
+            f = line.split("\t")
+            paths[int(f[0])] = os.path.join(root, f[7])
+    return paths
+
+
+def photo_names(text, work):
+    """text with the chain's tree paths (links) replaced by the photos'."""
+    tree = os.path.join(work, "tree")
+    for link in glob.glob(os.path.join(tree, "*", "*")):
+        text = text.replace(link, os.readlink(link))
+    return text
+
+
+def readable(photos, tmp):
+    """The photos refurb-index reads, and one line per photo it leaves
+    out (a format refurb refuses, such as a 16-bit PNG): torchvision
+    would compare them with nothing."""
+    work = tempfile.mkdtemp(prefix="photos-", dir=tmp)
+    try:
+        lst, idx = os.path.join(work, "list"), os.path.join(work, "idx")
+        with open(lst, "w") as f:
+            f.writelines("%s\t0\n" % p for p in photos)
+        p = subprocess.run([bindir() + "/refurb-index", "-o", idx, "--list", lst],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if p.returncode and not os.path.exists(idx):
+            raise SystemExit("check-recipes: refurb-index: " + p.stderr.strip())
+        kept = set(indexed_paths(idx, "/").values())
+        for line in p.stderr.splitlines():
+            if line.startswith("refurb-index: /"):
+                print("skip %s" % line[len("refurb-index: "):], flush=True)
+        return [q for q in photos if os.path.join("/", os.path.relpath(q, "/")) in kept]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def tv_array(x):
@@ -321,7 +364,7 @@ def check_recipe(path, photos, a, report):
         try:
             out, names = chain(photos, partial, options, a.epochs, work)
         except RuntimeError as e:
-            report("FAIL", name, "chain: %s" % e)
+            report("FAIL", name, "chain: %s" % photo_names(str(e), work))
             return False
         ours, theirs = [], []
         torch.manual_seed(3)
@@ -375,7 +418,11 @@ def main():
         if not os.path.basename(p).startswith("_"))
     if a.only:
         recipes = [r for r in recipes if a.only in os.path.basename(r)]
-    photos = photo_list(a)
+    if a.tmp:
+        os.makedirs(a.tmp, exist_ok=True)
+    photos = readable(photo_list(a), a.tmp)
+    if not photos:
+        raise SystemExit("check-recipes: refurb-index reads none of the photos")
     failed = []
 
     def report(status, name, text):

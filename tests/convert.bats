@@ -81,6 +81,43 @@ EOF
 	expect_fail 1 "refurb_stream convert: Lambda (transforms[1]): refurb has no filter for Lambda"
 }
 
+@test "convert: a refusal says what to do (Lambda, a transform without a filter, an interpolation mode)" {
+	need_torchvision
+	run "$PY" -m refurb_stream convert 'T.Compose([T.Resize(64), T.Lambda(lambda x: x)])'
+	[ "$status" -eq 1 ]
+	[[ "${lines[0]}" == *"Lambda (transforms[1]): refurb has no filter for Lambda (its Python function cannot run in refurb's C chain): apply the function to the reader's batches in the training loop"* ]] || false
+	run "$PY" -m refurb_stream convert 'T.Compose([T.FiveCrop(32)])'
+	[ "$status" -eq 1 ]
+	[[ "${lines[0]}" == *"FiveCrop (transforms[0]): refurb has no filter for FiveCrop: leave it out, or apply it to the reader's batches"* ]] || false
+	run "$PY" -m refurb_stream convert 'T.Resize(256, interpolation=InterpolationMode.LANCZOS)'
+	[ "$status" -eq 1 ]
+	[[ "${lines[0]}" == *"Resize (transforms): interpolation lanczos is not nearest, bilinear or bicubic (the modes refurb's filters have): use InterpolationMode.BICUBIC"* ]] || false
+	# after Normalize: the torchvision transform and its place, not refurb's filter
+	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.Normalize((0.5,), (0.5,)), T.Grayscale()])'
+	expect_fail 1 "refurb_stream convert: Grayscale (transforms[2]) after Normalize (refurb normalizes last, its filters work on the pixels): put it before Normalize"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.Normalize((0.5,), (0.5,)), T.RandomChoice([T.RandomHorizontalFlip(), T.RandomVerticalFlip()])])'
+	expect_fail 1 "refurb_stream convert: RandomHorizontalFlip (transforms[2].transforms[0]) after Normalize"
+}
+
+@test "convert: RandAugment and TrivialAugmentWide bins and magnitudes that cannot run are named before the chain runs" {
+	need_torchvision
+	# torchvision fails on the first image (IndexError); refurb-final would refuse the spec
+	run "$PY" -m refurb_stream convert 'T.RandAugment(magnitude=9, num_magnitude_bins=5)'
+	expect_fail 1 "refurb_stream convert: RandAugment (transforms): magnitude=9 with num_magnitude_bins=5 (torchvision indexes the bins by magnitude and fails on the first image with an IndexError): use a magnitude of 0 to 4, or more bins"
+	run "$PY" -m refurb_stream convert 'T.TrivialAugmentWide(num_magnitude_bins=1)'
+	expect_fail 1 "refurb_stream convert: TrivialAugmentWide (transforms): num_magnitude_bins=1 (torchvision's Posterize divides by num_magnitude_bins - 1; refurb takes 2 to 1001): use 2 or more"
+	run "$PY" -m refurb_stream convert 'T.RandAugment(magnitude=0, num_magnitude_bins=1)'
+	expect_fail 1 "refurb_stream convert: RandAugment (transforms): num_magnitude_bins=1"
+	# num_ops=0 draws nothing: the image as it is
+	expect_convert 'T.Compose([T.Resize(32), T.RandAugment(num_ops=0), T.CenterCrop(32)])' \
+		'resize=32:interp=bilinear,centercrop=32x32'
+	# what converts, runs
+	expect_convert 'T.RandAugment(num_ops=3, magnitude=9, num_magnitude_bins=10)' \
+		'randaug=n=3:m=9:bins=10:interp=nearest'
+	small_dataset
+	expect_preview "$output" 2
+}
+
 @test "convert: an argument refurb cannot express is named" {
 	need_torchvision
 	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomRotation(10, interpolation=InterpolationMode.BOX)])'
@@ -89,6 +126,12 @@ EOF
 	expect_fail 1 "refurb_stream convert: RandomErasing (transforms[1]): value='random' on a uint8 tensor (torchvision casts the normal values to uint8): put ToTensor before it, or erase with a whole value"
 	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.RandomErasing(value=0.5)])'
 	expect_fail 1 "refurb_stream convert: RandomErasing (transforms[1]): value=0.5 is not a whole pixel value"
+	# erasing with the mean before Normalize: what to do (after Normalize, value 0 is the mean)
+	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.RandomErasing(value=(0.485, 0.456, 0.406)), T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])'
+	[ "$status" -eq 1 ]
+	[[ "${lines[0]}" == *"value=(0.485, 0.456, 0.406) is not a whole pixel value (0..255, as v * 255 after ToTensor): refurb erases pixels before Normalize; give whole pixel values, or put RandomErasing after Normalize, where it erases the float tensor with any value (value=0 there is the colour of Normalize's mean)" ]] || false
+	expect_convert 'T.Compose([T.ToTensor(), T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)), T.RandomErasing(value=0)])' \
+		'normalize=mean=0.485/0.456/0.406:std=0.229/0.224/0.225,erasing=p=0.5:scale=0.02-0.33:ratio=0.3-3.3:value=0'
 	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomApply([T.Grayscale(3)])])'
 	expect_fail 1 "refurb_stream convert: RandomApply (transforms[0]): cannot gate Grayscale"
 }

@@ -80,6 +80,25 @@ PY
 	[ "$(grep -c '^ok   .*pixels: 1.0000 within one level' <<<"$output")" -eq 2 ]
 }
 
+@test "zoo: --dir with a photo refurb-index leaves out (16-bit PNG) skips it by name and compares the others with their own photos" {
+	need_pil
+	mkdir -p "$T/mixed"
+	/usr/bin/python3 - "$T/mixed" photos/*/*.jpg <<'PY'
+import sys
+import numpy as np
+from PIL import Image
+for i, p in enumerate(sys.argv[2:6]):
+    Image.open(p).convert("RGB").save("%s/%d.png" % (sys.argv[1], i + 1))
+# sorts first: every sample id after it would pair with the wrong photo
+deep = np.arange(64 * 48, dtype=np.uint16).reshape(48, 64) * 20
+Image.fromarray(deep).save("%s/0-deep.png" % sys.argv[1])
+PY
+	run -0 /usr/bin/python3 "$TOP/scripts/check-recipes.py" --tmp "$T/new/tmp" --dir "$T/mixed" --only eval
+	[ "${lines[0]}" = "skip $T/mixed/0-deep.png: 16-bit grayscale PNG (not supported: PIL reads it as I;16, which torchvision's convert(\"RGB\") clips to white); save it with 8 bits (its high bytes) and index it again" ]
+	[[ "${lines[-1]}" == "2 recipes, 0 failed (4 photos)" ]] || false
+	[ "$(grep -c '^ok   .*pixels: 1.0000 within one level' <<<"$output")" -eq 2 ]
+}
+
 @test "zoo: a recipe converted where a refusal is listed fails the check" {
 	cat > "$T/wrong.py" <<'PY'
 from torchvision import transforms

@@ -54,6 +54,10 @@ setup() {
 	[[ "${lines[0]}" == *"output size depends on the input"* ]]
 	run refurb-advise -p '' train.idx
 	expect_fail 2 "refurb-advise: the pipeline has no layer to split"
+	# a partial and a final -p (as refurb-partial and refurb-final take
+	# them) would time only the last one: refused, with the joined spec
+	run refurb-advise -p 'resize=64,randaug=n=2:m=9' -p 'crop=56,flip' train.idx
+	expect_fail 2 "refurb-advise: -p given twice ('resize=64,randaug=n=2:m=9', then 'crop=56,flip'): give the whole pipeline once, the partial and the final part joined by ',' ('resize=64,randaug=n=2:m=9,crop=56,flip'): refurb-advise splits it itself"
 }
 
 @test "one row per (split, r): L final-layer counts times R, 8 fields" {
@@ -69,6 +73,27 @@ setup() {
 	grep -q "^1	resize=64:[^	]*,crop=56x56:[^	]*	flip=p=0.5,centercrop=56x56	1	" table.tsv
 	grep -q "^5		resize=64:[^	]*,flip=p=0.5	1	" table.tsv
 	grep -q "^3	resize=64:[^	]*,randaug=n=1:[^	]*	randaug=n=1:" table.tsv
+}
+
+@test "normalize with erasing value=random after it (timm, DeiT) or before it: rows for the splits that keep them final" {
+	# the spec the converter writes for DeiT's recipe: the erasing after normalize
+	run -0 refurb-advise -q -n 6 --repeat 1 -R 2 --rate 1 \
+		-p 'resize=64,crop=56,flip,normalize=imagenet,erasing=p=0.25:value=random' train.idx
+	[ "${lines[0]}" = "$HEAD" ]
+	# 5 layers; normalize and the erasing never partial: final_layers 2 to 5, r 1 and 2
+	rows=$(grep -v '^#' <<<"$output" | tail -n +2 | cut -f1,4 | tr '\t\n' ': ')
+	[ "$rows" = "2:1 2:2 3:1 3:2 4:1 4:2 5:1 5:2 " ]
+	grep -q "^2	resize=64:[^	]*,flip=p=0.5	centercrop=56x56,normalize=[^	]*,erasing=p=0.25:[^	]*:value=random	1	" <<<"$output"
+	grep -q "^# recommended for 1 images/s" <<<"$output"
+	# the layer lines: normalize and erasing have no partial cost
+	grep -q "^# 4	normalize	56x56	-	" <<<"$output"
+	grep -q "^# 5	erasing	56x56	-	" <<<"$output"
+	# an erasing value=random before normalize stays with it
+	run -0 refurb-advise -q -n 6 --repeat 1 -R 1 \
+		-p 'resize=64,crop=56,erasing=value=random,normalize=imagenet' train.idx
+	rows=$(grep -v '^#' <<<"$output" | tail -n +2 | cut -f1 | tr '\n' ' ')
+	[ "$rows" = "2 3 4 " ]
+	grep -q "^2	resize=64:[^	]*,crop=56x56:[^	]*	centercrop=56x56,erasing=[^	]*value=random,normalize=" <<<"$output"
 }
 
 @test "what the numbers must satisfy: faster with r, diversity in [0, 1]" {
@@ -174,4 +199,22 @@ setup() {
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"# 3	gaussblur	"*"	0.000	0.000	1	0"* ]] || false
 	[[ "$output" == *"# 4	colorjitter	"*"	0.000	0.000	1	0"* ]] || false
+}
+
+@test "scripts/bench-advise: a bench that refuses its options ends in one line, not a traceback" {
+	# scripts/bench checks -e against the cells' r before it makes anything
+	run -1 "$TOP/scripts/bench-advise" --photos 10 -R 1 -e 4 --cells 3:3 -o "$T/ba"
+	[[ "$output" == *"bench: -e must be at least r + 2 = 5"* ]] || false
+	[ "${lines[-1]}" = "bench-advise: scripts/bench failed (its message is above)" ]
+	[[ "$output" != *Traceback* ]] || false
+}
+
+@test "--cores of a bigger machine: no more timing threads than this machine's CPUs; -j still sets them" {
+	cpus=$(getconf _NPROCESSORS_ONLN)
+	run -0 refurb-advise -q -n 3 --repeat 1 -R 1 --cores 1000 -p "$FULL" train.idx
+	[[ "$output" == *"# measured: 3 images of 24 (0 left out), median of 1 runs each, $cpus threads,"* ]] || false
+	# the rates are still for 1000 cores
+	[[ "$output" == *"# rates: steady state on 1000 cores;"* ]] || false
+	run -0 refurb-advise -q -n 3 --repeat 1 -R 1 --cores 1000 -j 3 -p "$FULL" train.idx
+	[[ "$output" == *"median of 1 runs each, 3 threads,"* ]] || false
 }

@@ -308,6 +308,20 @@ setup() {
 	expect_fail 1 "refurb-partial: nothing read: all 1 images of the first batch failed, the first: $T/ds/$first: cannot open"
 }
 
+@test "--max-bad: images that are there but broken: the message says to repair or remove them, not --root" {
+	cp -r ds "$T/ds"
+	refurb-index -q -o "$T/t.idx" "$T/ds"
+	refurb-evict -q -r 3 -s 7 -o "$T/t.evict" "$T/t.idx"
+	refurb-plan -q -b 8 -e 0 "$T/t.evict" > "$T/p"
+	victim=$(ls "$T"/ds/class001/*.jpg | sed -n 2p)
+	head -c 400 "$victim" > "$T/cut"
+	cp "$T/cut" "$victim"
+	run sh -c "refurb-partial -c '$T/c' -p '$SPEC' '$T/t.idx' < '$T/p' > /dev/null"
+	[ "$status" -eq 1 ]
+	[[ "${lines[-1]}" == "refurb-partial: 1 image cannot be read, more than --max-bad 1% allows (0 of 60 samples per epoch), the first: $victim: "*"; repair or remove $victim and index again, or allow more with --max-bad (a count, or a percentage)" ]] || false
+	[[ "${lines[-1]}" != *"--root"* ]] || false
+}
+
 @test "--max-bad: more unreadable images than allowed stop the run; P% or a count" {
 	cp -r ds "$T/ds"
 	refurb-index -q -o "$T/t.idx" "$T/ds"

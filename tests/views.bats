@@ -77,6 +77,30 @@ EOF
 	[[ "$output" == *"format version 3, this reader reads 1 to 2"* ]] || false
 }
 
+@test "--views: a checkpoint of a K-view stream is refused by a stream of another K, accepted by the same K" {
+	"$PY" -c 'import torch' 2>/dev/null || skip "torch is not installed for $PY"
+	refurb-final -q -p "$FINAL" -i ann.txt -o "$T/one.s"
+	refurb-final -q -p "$FINAL" --views 2 -i ann.txt -o "$T/two.s"
+	refurb-final -q -p "$FINAL" --views 3 -i ann.txt -o "$T/three.s"
+	run -0 "$PY" - "$T/one.s" "$T/two.s" "$T/three.s" <<'EOF'
+import sys
+from refurb_stream import RefurbDataset, StreamError
+one, two, three = (RefurbDataset(p) for p in sys.argv[1:])
+for x, y in two:
+    break
+sd = two.state_dict()
+for name, other in (("one", one), ("three", three), ("two", RefurbDataset(sys.argv[2]))):
+    try:
+        other.load_state_dict(sd)
+        print(name, "accepted")
+    except StreamError as e:
+        print(name, "refused:", "the checkpoint was made on another plan" in str(e))
+EOF
+	[ "${lines[0]}" = "one refused: True" ]
+	[ "${lines[1]}" = "three refused: True" ]
+	[ "${lines[2]}" = "two accepted" ]
+}
+
 @test "--views: bad values are usage errors" {
 	run refurb-final -q -p "$FINAL" --views 0 -i ann.txt
 	expect_fail 2 "refurb-final: --views"

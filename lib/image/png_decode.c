@@ -49,6 +49,14 @@ static uint32_t be32(const unsigned char *p)
 	       p[3];
 }
 
+
+/* Why a 16-bit gray PNG is refused, and what to do: torchvision's loader
+ * (Image.open(f).convert("RGB")) clips PIL's I;16 values to 255, so the
+ * image it trains on is nearly white. */
+#define GRAY16_MSG "16-bit grayscale PNG (not supported: PIL reads it as " \
+	"I;16, which torchvision's convert(\"RGB\") clips to white); save it " \
+	"with 8 bits (its high bytes) and index it again"
+
 /* PNG's CRC-32 (ISO 3309, as zlib's crc32), bit by bit: only the 17
  * bytes of an IHDR go through it. */
 static uint32_t png_crc(const unsigned char *p, size_t n)
@@ -119,8 +127,7 @@ int rfb_png_read_header(const void *data, size_t len, uint64_t max_pixels,
 	info->height = (int)h;
 	info->channels = decoded_channels(info->color_type, info->bit_depth);
 	if (!info->channels)
-		return rfb_err_set(err, RFB_EFORMAT, NULL, "16-bit grayscale PNG "
-				   "(not supported: PIL reads it as I;16)");
+		return rfb_err_set(err, RFB_EFORMAT, NULL, "%s", GRAY16_MSG);
 	return 0;
 }
 
@@ -205,8 +212,7 @@ static int decode(struct png_job *j, png_structp png, png_infop info)
 	channels = decoded_channels(png_get_color_type(png, info),
 				    png_get_bit_depth(png, info));
 	if (!channels) {
-		snprintf(j->msg, sizeof j->msg, "16-bit grayscale PNG (not "
-			 "supported: PIL reads it as I;16)");
+		snprintf(j->msg, sizeof j->msg, "%s", GRAY16_MSG);
 		return RFB_EFORMAT;
 	}
 	set_transforms(png, info);

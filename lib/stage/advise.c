@@ -42,6 +42,10 @@ struct bench {
 	double *out_bytes;             /* per split, summed */
 	rfb_advice *a;
 	int L;
+	int cuts;                      /* splits 0 .. cuts-1 can be timed: a
+					* normalize, what follows it and an
+					* erasing value=random before it stay
+					* final together */
 	rfb_err **why;                 /* per image: why it was left out */
 	/* each thread's own, from here on */
 	rfb_pipe_ctx *head_ctx, *tail_ctx;
@@ -136,7 +140,12 @@ static int fix_tail(rfb_pipeline **tail, const struct rfb_pipe_shape *shape,
 	if ((rc = rfb_pipeline_parse(spec, &cc, err)))
 		return rc;
 	if (rfb_pipeline_normalization(*tail, mean, std)) {
-		if (!(rc = rfb_pipeline_split(*tail, n - 1, &body, &norm, err)) &&
+		/* before the layers that stay with normalize (it, an
+		 * erasing value=random before it, erasings after it) */
+		int m = 0;
+		while (m < n && rfb_pipeline_splittable(*tail, m + 1))
+			m++;
+		if (!(rc = rfb_pipeline_split(*tail, m, &body, &norm, err)) &&
 		    !(rc = rfb_pipeline_join(body, cc, &t, err))) {
 			rfb_pipeline_free(body);
 			body = t;
@@ -155,7 +164,9 @@ static int fix_tail(rfb_pipeline **tail, const struct rfb_pipe_shape *shape,
 	return 0;
 }
 
-/* The pipelines of every split: head = first k layers, tail = the rest. */
+/* The pipelines of every split that can be cut: head = first k layers,
+ * tail = the rest (the layers that must stay with normalize in the final
+ * part are never in a head). */
 static int make_splits(struct bench *b, rfb_err *err)
 {
 	rfb_advice *a = b->a;
@@ -168,7 +179,9 @@ static int make_splits(struct bench *b, rfb_err *err)
 	b->tail = calloc((size_t)L, sizeof *b->tail);
 	if (!b->head || !b->tail)
 		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-	for (int k = 0; k < L; k++) {
+	for (b->cuts = 0; b->cuts < L && rfb_pipeline_splittable(b->full, b->cuts);)
+		b->cuts++;
+	for (int k = 0; k < b->cuts; k++) {
 		struct rfb_advise_split *s = &a->split[k];
 		if ((rc = rfb_pipeline_split(b->full, k, &b->head[k], &b->tail[k],
 					     err)) ||
@@ -483,14 +496,30 @@ static uint32_t *draw_sample(uint32_t n, uint32_t k, uint64_t seed)
 	return ids;
 }
 
-/* Means, per-layer costs and choices from the sums. */
+/* Layer j's costs as the difference of consecutive splits.  The layers
+ * that cannot be partial (from the first that must stay with normalize,
+ * at C - 1, on) have no partial cost; their final cost is timed as one,
+ * and put on the first of them. */
+static void layer_costs(const rfb_advice *a, int C, int j,
+			struct rfb_advise_layer *l)
+{
+	l->partial_s = j + 1 < C ? a->split[j + 1].partial_s -
+				   a->split[j].partial_s : NAN;
+	if (j + 1 < C)
+		l->final_s = a->split[j].final_s - a->split[j + 1].final_s;
+	else
+		l->final_s = j + 1 == C ? a->split[j].final_s : 0;
+}
+
+/* Means, per-layer costs and choices from the sums; only the splits that
+ * can be cut (b->cuts) stay. */
 static void summarize(struct bench *b)
 {
 	rfb_advice *a = b->a;
 	double n = a->measured, choices = 1;
-	int L = a->layers;
+	int L = a->layers, C = b->cuts;
 
-	for (int k = 0; k < L; k++) {
+	for (int k = 0; k < C; k++) {
 		struct rfb_advise_split *s = &a->split[k];
 		s->partial_s /= n;
 		s->write_s /= n;
@@ -502,24 +531,24 @@ static void summarize(struct bench *b)
 	a->decode_s = a->split[0].partial_s;
 	for (int j = 0; j < L; j++) {
 		struct rfb_advise_layer *l = &a->layer[j];
+		/* the layers after C - 1 keep its input's size (normalize,
+		 * erasing): they were never the first of a timed tail */
+		size_t at = (size_t)(j < C ? j : C - 1) * b->o->sample;
 		l->name = rfb_pipeline_layer_name(b->full, j);
-		l->in_width = median_int(b->width + (size_t)j * b->o->sample,
-					 a->measured);
-		l->in_height = median_int(b->height + (size_t)j * b->o->sample,
-					  a->measured);
+		l->in_width = median_int(b->width + at, a->measured);
+		l->in_height = median_int(b->height + at, a->measured);
 		l->choices = rfb_pipeline_layer_choices(b->full, j, l->in_width,
 							l->in_height);
 		l->runs = 1.0;
-		l->partial_s = j + 1 < L ? a->split[j + 1].partial_s -
-					   a->split[j].partial_s : NAN;
-		l->final_s = a->split[j].final_s -
-			     (j + 1 < L ? a->split[j + 1].final_s : 0);
+		layer_costs(a, C, j, l);
 	}
 	for (int k = L - 1; k >= 0; k--) {
 		choices *= a->layer[k].choices;
-		a->split[k].final_choices = choices;
+		if (k < C)
+			a->split[k].final_choices = choices;
 	}
 	a->choices = choices;
+	a->splits = C;
 }
 
 static int is_image_error(int rc)
@@ -596,7 +625,7 @@ static int sweep(struct bench *b, const uint32_t *ids, uint32_t K,
 	uint64_t done = 0, mine = b->hi - b->lo;
 
 	for (int rep = 0; rep < R; rep++)
-		for (int k = 0; k < L; k++)
+		for (int k = 0; k < b->cuts; k++)
 			for (uint32_t i = b->lo; i < b->hi;) {
 				int64_t next = pass_chunk(b, k, ids, i, b->hi,
 					t + ((size_t)rep * L + k) * K * 4,
@@ -608,7 +637,7 @@ static int sweep(struct bench *b, const uint32_t *ids, uint32_t K,
 				/* the first thread speaks for all */
 				if (o->on_progress && b->thread == 0 && mine)
 					o->on_progress(o->ctx, done * K / mine,
-						       (uint64_t)R * L * K);
+						       (uint64_t)R * b->cuts * K);
 			}
 	return 0;
 }
@@ -693,7 +722,7 @@ static void add_up(struct bench *b, uint32_t K, double *t,
 	int L = b->L, R = b->o->repeat;
 	double *v = b->runs;
 
-	for (int k = 0; k < L; k++) {
+	for (int k = 0; k < b->cuts; k++) {
 		struct rfb_advise_split *s = &a->split[k];
 		uint32_t good = 0;
 		for (uint32_t i = 0; i < K; i++) {

@@ -89,8 +89,10 @@ def _interp(t, what, attr="interpolation"):
     if isinstance(name, int):  # a PIL constant
         name = {0: "nearest", 2: "bilinear", 3: "bicubic"}.get(name, str(name))
     if name not in ("nearest", "bilinear", "bicubic"):
-        raise ConvertError("%s: interpolation %s is not nearest, bilinear or bicubic"
-                           % (what, name))
+        raise ConvertError("%s: interpolation %s is not nearest, bilinear or bicubic "
+                           "(the modes refurb's filters have): use "
+                           "InterpolationMode.BICUBIC (the closest to %s) or BILINEAR"
+                           % (what, name, name))
     return name
 
 
@@ -282,7 +284,9 @@ def _on_tensor(name, t, what):
 def _resize(t, what):
     if t.size is None:
         raise ConvertError("%s: size=None (the longer side to max_size): refurb "
-                           "resizes by the shorter side or to H x W" % what)
+                           "resizes by the shorter side or to H x W: use Resize(N) "
+                           "(the shorter side N), Resize(N, max_size=M) (the longer "
+                           "one at most M) or Resize((H, W))" % what)
     if isinstance(t.size, int) or len(list(t.size)) == 1:
         n = t.size if isinstance(t.size, int) else list(t.size)[0]
         text = "resize=%d" % n
@@ -297,7 +301,29 @@ def _augment_fill(t, what):
     return _fill(t.fill, what) if t.fill is not None else ""
 
 
+def _bins(t, what):
+    """num_magnitude_bins of RandAugment / TrivialAugmentWide, checked:
+    with 1 bin torchvision's Posterize divides by num_magnitude_bins - 1."""
+    if not 2 <= t.num_magnitude_bins <= 1001:
+        raise ConvertError("%s: num_magnitude_bins=%r (torchvision's Posterize "
+                           "divides by num_magnitude_bins - 1; refurb takes 2 to "
+                           "1001): use 2 or more (31 is torchvision's default)"
+                           % (what, t.num_magnitude_bins))
+    return t.num_magnitude_bins
+
+
 def _randaug(t, what):
+    if t.num_ops == 0:
+        return None  # torchvision draws no op: the image as it is
+    bins = _bins(t, what)
+    if not 0 <= t.magnitude < bins:
+        raise ConvertError("%s: magnitude=%r with num_magnitude_bins=%d (torchvision "
+                           "indexes the bins by magnitude and fails on the first image "
+                           "with an IndexError): use a magnitude of 0 to %d, or more bins"
+                           % (what, t.magnitude, bins, bins - 1))
+    if not 1 <= t.num_ops <= 16:
+        raise ConvertError("%s: num_ops=%r (refurb takes 0 to 16): use fewer ops"
+                           % (what, t.num_ops))
     return "randaug=n=%d:m=%d:bins=%d:interp=%s%s" % (
         t.num_ops, t.magnitude, t.num_magnitude_bins, _interp(t, what),
         _augment_fill(t, what))
@@ -358,7 +384,7 @@ _SIMPLE = {
     "RandAugment": _randaug,
     "AutoAugment": _autoaug,
     "TrivialAugmentWide": lambda t, w: "trivialaug=bins=%d:interp=%s%s" % (
-        t.num_magnitude_bins, _interp(t, w), _augment_fill(t, w)),
+        _bins(t, w), _interp(t, w), _augment_fill(t, w)),
     "ColorJitter": _colorjitter,
     "RandomGrayscale": lambda t, w: "grayscale=p=%s" % _p(t),
     "GaussianBlur": _blur,
@@ -403,7 +429,11 @@ def _erasing(t, what, st):
     scale = 255.0 / st.float_max if st.kind == "float" else 1.0
     px = [v * scale for v in vals]
     if any(abs(v - round(v)) > 1e-6 or not 0 <= v <= 255 for v in px):
-        raise ConvertError("%s: value=%r is not a whole pixel value (0..255%s)"
+        raise ConvertError("%s: value=%r is not a whole pixel value (0..255%s): "
+                           "refurb erases pixels before Normalize; give whole pixel "
+                           "values, or put RandomErasing after Normalize, where it "
+                           "erases the float tensor with any value (value=0 there is "
+                           "the colour of Normalize's mean)"
                            % (what, t.value, ", as v * 255 after ToTensor"
                               if st.kind == "float" and st.float_max == 1 else ""))
     return head + _fill([round(v) for v in px], what, "value")
@@ -422,7 +452,9 @@ def _layers(text):
 def _add(st, text, what=None):
     what = what or text.split("=")[0]
     if st.normalized:
-        raise ConvertError("%s after Normalize (refurb normalizes last)" % what)
+        raise ConvertError("%s after Normalize (refurb normalizes last, its filters "
+                           "work on the pixels): put it before Normalize"
+                           % what)
     if st.random_erased:
         raise ConvertError("%s after RandomErasing(value='random') (refurb draws its "
                            "values at Normalize: only RandomErasing may come between, "
@@ -523,11 +555,13 @@ def _convert(t, st, where):
                                "ToTensor" % what)
         if st.kind != "pil":
             _on_tensor(name, _Attrs(t, st), what)
-        _add(st, _SIMPLE[name](_Attrs(t, st), what), what)
+        text = _SIMPLE[name](_Attrs(t, st), what)
+        if text is not None:  # None: the transform leaves the image as it is
+            _add(st, text, what)
     elif name == "Grayscale":
-        _add(st, "gray")
+        _add(st, "gray", what)
         if t.num_output_channels == 3:
-            _add(st, "rgb")
+            _add(st, "rgb", what)
     elif name == "RandomApply":
         _random_apply(t, st, what, where)
     elif name in ("RandomChoice", "RandomOrder"):
@@ -555,8 +589,15 @@ def _convert(t, st, where):
         raise ConvertError("%s: %s works on bounding boxes, masks or key points "
                            "(detection, segmentation): refurb's pipelines feed "
                            "classification images and labels only" % (what, name))
+    elif name == "Lambda":
+        raise ConvertError("%s: refurb has no filter for Lambda (its Python function "
+                           "cannot run in refurb's C chain): apply the function to the "
+                           "reader's batches in the training loop, or write it with "
+                           "the transforms refurb has (refurb-pipeline(7))" % what)
     else:
-        raise ConvertError("%s: refurb has no filter for %s" % (what, name))
+        raise ConvertError("%s: refurb has no filter for %s: leave it out, or apply "
+                           "it to the reader's batches in the training loop "
+                           "(refurb-pipeline(7) lists the filters)" % (what, name))
 
 
 def _to_tensor(t, st, what, name):
@@ -656,7 +697,7 @@ def _random_choice(t, st, what, where, name):
         text += ":p=" + "/".join(_num(v) for v in p)
     if any(len(o.filters) != 1 for o in options):
         text += ":layers=" + "/".join(str(sum(k for _, k in o.filters)) for o in options)
-    _add(st, text)
+    _add(st, text, what)
     for o in options:
         st.filters.extend(o.filters)
 
@@ -672,7 +713,7 @@ def _random_apply(t, st, what, where):
     n = sum(k for _, k in inner.filters)
     if n == 0:
         return
-    _add(st, "apply=p=%s:n=%d" % (_p(t), n))
+    _add(st, "apply=p=%s:n=%d" % (_p(t), n), what)
     st.random_erased |= inner.random_erased
     st.filters.extend(inner.filters)
 

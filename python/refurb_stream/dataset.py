@@ -167,11 +167,13 @@ class RefurbDataset(torch.utils.data.IterableDataset):
 
     def _identity(self):
         """16 hex digits that change with anything that changes the batches
-        (index, seeds, shard, batch size, pipelines)."""
+        (index, seeds, shard, batch size, pipelines, number of views)."""
         h = self.header
         text = "%016x:%d:%d:%d/%d:%d:%d:%s|%s" % (
             h.index_identity, h.plan_seed, h.augment_seed, h.shard_k, h.shard_n,
             h.batch_size, h.epoch_images, h.partial_pipeline, h.final_pipeline)
+        if h.views > 1:  # --views K runs one final pipeline K times
+            text += "|views=%d" % h.views  # (one view: as before, old checkpoints hold)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def _position(self):
