@@ -21,7 +21,9 @@
 #include "refurb/index.h"
 #include "refurb/io.h"
 #include "refurb/pipeline.h"
+#include "refurb/progress.h"
 #include "refurb/rng.h"
+#include "advise_internal.h"
 
 #define MAX_IMAGE_FILE ((size_t)1 << 30)
 /* The record file is emptied when it reaches this size: records go to
@@ -62,14 +64,6 @@ struct bench {
 	int thread, status;
 	rfb_err err;
 };
-
-static double cpu_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int cmp_double(const void *x, const void *y)
 {
@@ -304,7 +298,7 @@ static int run_partial(struct bench *b, int k, uint32_t id, double t[4],
 	struct rfb_pipe_out out;
 	char path[8192];
 	size_t len;
-	double c0 = cpu_now();
+	double c0 = rfb_thread_cpu_now();
 	int rc;
 
 	if ((rc = rfb_index_full_path(b->idx, id, b->o->root, path, sizeof path)))
@@ -318,8 +312,8 @@ static int run_partial(struct bench *b, int k, uint32_t id, double t[4],
 			snprintf(err->path, sizeof err->path, "%.500s", path);
 		return rc;
 	}
-	t[0] = cpu_now() - c0;
-	c0 = cpu_now();
+	t[0] = rfb_thread_cpu_now() - c0;
+	c0 = rfb_thread_cpu_now();
 	if ((rc = rfb_record_encode(b->codec, &b->o->codec, &out.img, id, 0, 0,
 				    &b->rec, rec_len, err)))
 		return rc;
@@ -330,7 +324,7 @@ static int run_partial(struct bench *b, int k, uint32_t id, double t[4],
 				   "cannot write the record file");
 	*at = b->fd_end;
 	b->fd_end += *rec_len;
-	t[1] = cpu_now() - c0;
+	t[1] = rfb_thread_cpu_now() - c0;
 	b->width[(size_t)k * b->o->sample + b->slot] = out.img.width;
 	b->height[(size_t)k * b->o->sample + b->slot] = out.img.height;
 	return 0;
@@ -352,14 +346,14 @@ static int read_chunk(struct bench *b, double *t, const unsigned char *bad,
 		b->back_cap = b->fd_end;
 	}
 	for (uint32_t x = 0; x < n; x++) {
-		double c0 = cpu_now();
+		double c0 = rfb_thread_cpu_now();
 		if (bad[x])
 			continue;
 		if (rfb_pread_full(b->fd, b->back + at[x], len[x], (off_t)at[x]) !=
 		    (ssize_t)len[x])
 			return rfb_err_sys(err, errno, b->tmp_path,
 					   "cannot read the record file");
-		t[x * 4 + 2] = cpu_now() - c0;
+		t[x * 4 + 2] = rfb_thread_cpu_now() - c0;
 	}
 	return 0;
 }
@@ -374,17 +368,17 @@ static int run_final(struct bench *b, int k, uint32_t id, double t[4],
 	struct rfb_record_meta m;
 	struct rfb_pipe_out out;
 	rfb_image back;
-	double c0 = cpu_now();
+	double c0 = rfb_thread_cpu_now();
 	int rc;
 
 	if ((rc = rfb_record_decode(b->codec, b->back + at, rec_len, &m, &back,
 				    &b->dec, err)))
 		return rc;
-	t[2] += cpu_now() - c0;
-	c0 = cpu_now();
+	t[2] += rfb_thread_cpu_now() - c0;
+	c0 = rfb_thread_cpu_now();
 	if ((rc = rfb_pipe_run(b->tail_ctx, b->tail[k], &back, &key, &out, err)))
 		return rc;
-	t[3] = cpu_now() - c0;
+	t[3] = rfb_thread_cpu_now() - c0;
 	*out_size = out.size;
 	return 0;
 }
@@ -393,88 +387,16 @@ static int run_final(struct bench *b, int k, uint32_t id, double t[4],
  * deleting a dead segment is). */
 static int empty_records(struct bench *b, double *t, uint32_t n, rfb_err *err)
 {
-	double c0 = cpu_now(), each;
+	double c0 = rfb_thread_cpu_now(), each;
 
 	if (ftruncate(b->fd, 0) < 0)
 		return rfb_err_sys(err, errno, b->tmp_path,
 				   "cannot empty the record file");
 	b->fd_end = 0;
-	each = n ? (cpu_now() - c0) / n : 0;
+	each = n ? (rfb_thread_cpu_now() - c0) / n : 0;
 	for (uint32_t i = 0; i < n; i++)
 		t[i * 4 + 1] += each;
 	return 0;
-}
-
-struct drain {
-	int fd;
-	size_t chunk;
-	double cpu;
-};
-
-/* The reading end: each frame into a fresh buffer (as the Python reader
- * does), its checksum checked. */
-static void *drain_pipe(void *arg)
-{
-	struct drain *d = arg;
-	double c0 = cpu_now();
-	uint32_t crc = 0;
-
-	for (;;) {
-		unsigned char *buf = malloc(d->chunk);
-		ssize_t got;
-		if (!buf)
-			break;
-		got = rfb_read_full(d->fd, buf, d->chunk);
-		if (got > 0)
-			crc ^= rfb_crc32c(0, buf, (size_t)got);
-		free(buf);
-		if (got <= 0)
-			break;
-	}
-	d->cpu = cpu_now() - c0 + (crc == 1) * 1e-12;
-	return NULL;
-}
-
-/* CPU seconds (both ends) to pass one image of bytes through the batch
- * stream: copied into a frame, checksummed, written to a pipe, read
- * into a fresh buffer, checksummed again. */
-static double time_transfer(size_t bytes)
-{
-	enum { FRAME = 64 };
-	size_t chunk = bytes * FRAME, rounds = 8;
-	unsigned char *src = calloc(1, bytes), *frame = calloc(1, chunk);
-	struct drain d = { -1, chunk, 0 };
-	pthread_t th;
-	int fds[2];
-	double c0, cpu = NAN;
-	uint32_t crc = 0;
-
-	if (!src || !frame || pipe(fds) < 0)
-		goto out;
-	d.fd = fds[0];
-	(void)fcntl(fds[1], F_SETPIPE_SZ, 1 << 20);
-	if (pthread_create(&th, NULL, drain_pipe, &d)) {
-		close(fds[0]);
-		close(fds[1]);
-		goto out;
-	}
-	c0 = cpu_now();
-	for (size_t r = 0; r < rounds; r++) {
-		for (size_t i = 0; i < FRAME; i++)
-			memcpy(frame + i * bytes, src, bytes);
-		crc ^= rfb_crc32c(0, frame, chunk);
-		if (rfb_write_full(fds[1], frame, chunk) < 0)
-			break;
-	}
-	cpu = cpu_now() - c0 + (crc == 1) * 1e-12;
-	close(fds[1]);
-	pthread_join(th, NULL);
-	close(fds[0]);
-	cpu = (cpu + d.cpu) / (double)(rounds * FRAME);
-out:
-	free(src);
-	free(frame);
-	return cpu;
 }
 
 /* k distinct ids of n, drawn with seed (a partial Fisher-Yates). */
@@ -526,7 +448,7 @@ static void summarize(struct bench *b)
 		s->read_s /= n;
 		s->final_s /= n;
 		s->record_bytes /= n;
-		s->transfer_s = time_transfer((size_t)(b->out_bytes[k] / n + 0.5));
+		s->transfer_s = rfbi_advise_time_transfer((size_t)(b->out_bytes[k] / n + 0.5));
 	}
 	a->decode_s = a->split[0].partial_s;
 	for (int j = 0; j < L; j++) {
