@@ -86,7 +86,9 @@ def check_ranks_agree(header, all_gather_object, world_size):
     torch.distributed.all_gather_object: indexes that each node builds of
     its own copy of the shards agree only when the shards are listed in
     the same order, and another order silently gives the ranks
-    overlapping shards (refurb(7), MULTIPLE NODES)."""
+    overlapping shards (refurb(7), MULTIPLE NODES).  Not for
+    even='none', whose ranks have different samples per epoch by
+    design."""
     mine = {k: getattr(header, k) for k in AGREED}
     every = [None] * world_size
     all_gather_object(every, mine)
