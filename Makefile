@@ -114,12 +114,14 @@ $(BUILD)/tools/%.so: tests/tools/%.c
 	@echo "  CC      $@"
 	@$(CC) $(CPPFLAGS) $(filter-out -fsanitize=%,$(CFLAGS)) -fPIC -shared -o $@ $< -ldl
 
-# make check: the README's test command.  Ends with "N passed, N failed".
-# deps run first, alone: the build is a second make that reads the
-# pkg-config flags once the packages are there (make -j2 check too).
+# make check: the README's test command.  One line per test file as it
+# ends, then "N passed, N failed".  deps run first, alone: the build is a
+# second make that reads the pkg-config flags once the packages are there.
+# Test files run TEST_JOBS at a time: make -jN check gives N, else nproc.
+TEST_JOBS ?= $(or $(patsubst -j%,%,$(filter -j%,$(MAKEFLAGS))),$(shell nproc))
 check: deps
 	@$(MAKE) --no-print-directory all $(UNITS)
-	@BUILD=$(BUILD) tests/run $(UNITS)
+	@BUILD=$(BUILD) tests/run -j $(TEST_JOBS) $(UNITS)
 
 asan:
 	$(MAKE) BUILD=build/asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \

@@ -10,6 +10,7 @@
 #
 # The random kill points are drawn from $RANDOM and printed: a failure
 # says which ones to replay (FAULTS_SEED=N fixes the draw).
+# tests/run: serial (kills at timed moments)
 
 load helpers
 bats_require_minimum_version 1.5.0
