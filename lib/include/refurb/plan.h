@@ -131,7 +131,8 @@ typedef struct rfb_plan_item {
 
 /* "cache-aware", "random", "none"; "?" for an unknown value. */
 const char *rfb_plan_shuffle_name(int shuffle);
-/* enum value of a name ("sequential" is accepted for "none"), 0 if none. */
+/* enum value of a name ("sequential" is accepted for "none"), or -1 if it
+ * names no shuffle mode. */
 int rfb_plan_shuffle_parse(const char *name);
 /* "none", "pixels", "cost"; "?" for an unknown value. */
 const char *rfb_plan_balance_name(int balance);

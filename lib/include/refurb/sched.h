@@ -114,7 +114,7 @@ int64_t rfb_sched_find(const rfb_sched *s, uint32_t id);
 /* "balanced", "refcount", or "?" for an unknown value. */
 const char *rfb_sched_policy_name(int policy);
 
-/* enum rfb_sched_policy value of name, or 0 if it names no policy. */
+/* enum rfb_sched_policy value of name, or -1 if it names no policy. */
 int rfb_sched_policy_parse(const char *name);
 
 /*
