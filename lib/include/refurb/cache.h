@@ -102,6 +102,19 @@ rfb_cache *rfb_cache_open(const char *dir, const struct rfb_cache_manifest *want
 			  struct rfb_cache_recovery *rec, rfb_err *err) RFB_MUST_CHECK;
 
 /*
+ * Tell the cache that a run whose plan starts at epoch first_epoch opens
+ * it, before any of its batches: the records that run cannot serve (of
+ * epochs after first_epoch, or dying by it) are forgotten, sparse
+ * segments compacted, and the segments left without a live record die;
+ * with no reader, they are deleted at once (else they wait like evicted
+ * ones).  So a plan run again and again, resumed or replaced by another
+ * on one cache keeps the disk bound of refurb-cache(5).  Returns 0 or a
+ * negative RFB_E* code.
+ */
+int rfb_cache_begin_run(rfb_cache *c, uint32_t first_epoch,
+			rfb_err *err) RFB_MUST_CHECK;
+
+/*
  * Flush, checkpoint and unlock.  Returns 0 or a negative RFB_E* code (the
  * handle is freed either way).  NULL accepted.
  */
