@@ -80,6 +80,8 @@ struct rfb_cache_checkpoint_info {
 	uint64_t entries;
 	uint64_t appended_bytes;  /* record bytes appended, cache lifetime */
 	uint64_t written_bytes;   /* bytes written to segments, lifetime */
+	uint64_t segments;        /* in its segment table */
+	uint64_t dead_segments;   /* of them, whose records had died */
 };
 
 typedef struct rfb_cache rfb_cache;
@@ -315,6 +317,19 @@ typedef int (*rfb_cache_visit_fn)(void *ctx, uint32_t segment,
 				  const struct rfb_record_meta *m,
 				  const rfb_err *why);
 int rfb_cache_scan(const char *dir, rfb_cache_visit_fn fn, void *ctx,
+		   rfb_err *err) RFB_MUST_CHECK;
+
+/*
+ * Visit every segment file of dir in id order, reading only its header
+ * and its size: fn gets the id, the death epoch (UINT32_MAX when the
+ * header is bad or cut short) and the file's size in bytes, and returns
+ * 0 to go on.  Time and memory do not grow with the records (refurb-dump
+ * --stats).  Returns 0, the first non-zero value of fn, or a negative
+ * RFB_E* code.
+ */
+typedef int (*rfb_cache_segment_fn)(void *ctx, uint32_t segment,
+				    uint32_t death_epoch, uint64_t file_bytes);
+int rfb_cache_list(const char *dir, rfb_cache_segment_fn fn, void *ctx,
 		   rfb_err *err) RFB_MUST_CHECK;
 
 /*
