@@ -303,11 +303,13 @@ static void check_entry(void *ctx, uint32_t sample, const struct rfb_cache_entry
 	const char *why;
 	int fd = rfb_cache_view_fd(k->view, e->addr.segment, &err);
 
-	/* a segment whose records die in the epoch after the checkpoint was
-	 * killed when that epoch began and deleted once the reader had passed
-	 * it: the checkpoint still names it until the next one, and recovery
-	 * drops its entries (refurb-cache(5), DURABILITY) */
-	if (fd == RFB_ENOTFOUND && e->death_epoch <= k->info.epoch + 1) {
+	/* a segment whose records die in one of the two epochs after the
+	 * checkpoint's was killed when that epoch began and deleted once the
+	 * reader had passed it: the checkpoint still names it until the next
+	 * one lands (the one of an epoch's end is written in the background
+	 * while the next epoch runs), and recovery drops its entries
+	 * (refurb-cache(5), DURABILITY) */
+	if (fd == RFB_ENOTFOUND && e->death_epoch <= k->info.epoch + 2) {
 		k->died++;
 		return;
 	}

@@ -565,9 +565,12 @@ int rfb_cache_begin_run(rfb_cache *c, uint32_t first_epoch, rfb_err *err)
 	forget_later(c, first_epoch);
 	kill_segments(c, first_epoch, DEAD_SINCE_UNKNOWN);
 	if ((rc = compact_sparse(c, DEAD_SINCE_UNKNOWN, err)) ||
-	    (rc = rfb_cache_flush(c, err)))
+	    (rc = rfb_cache_flush(c, err)) || (rc = delete_inherited(c, err)))
 		return rc;
-	return delete_inherited(c, err);
+	/* the tables on disk say what this run starts from: a run stopped
+	 * before its first epoch's end is not measured by an older one */
+	c->epoch = first_epoch;
+	return rfb_cache_checkpoint(c, err);
 }
 
 /* Remove every cache file (for --reset): segments, checkpoint, manifest. */
