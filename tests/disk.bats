@@ -151,3 +151,44 @@ bound_of() {
 	run refurb-dump --verify "$MNT/c"
 	[ "$status" -eq 0 ]
 }
+
+# within CACHE: refurb-dump --stats says the cache is within its bound.
+within() {
+	refurb-dump --stats "$1" > "$T/stats"
+	grep '^disk  ' "$T/stats"
+	grep -q "^disk         .*: within$" "$T/stats"
+}
+
+@test "the same plan run again and again on one cache (r = 3, 12 epochs): within the bound after each run, not 1x, 2x, 3x its live records" {
+	rm -rf "$T/c"
+	for run in 1 2 3 4; do
+		run_chain "$T/c" 3 32 11
+		echo "run $run"
+		within "$T/c"
+	done
+}
+
+@test "resumes at --start E:S and plans of other sizes and epochs on one cache: within the bound after each" {
+	rm -rf "$T/c"
+	run_chain "$T/c" 3 32 11
+	for start in 4:1 9:2 0:3; do
+		refurb-plan -q -b 32 -e 0-11 --start "$start" "$T/r3.evict" |
+			refurb-partial -q -c "$T/c" --no-handover -p "$SPEC" train.idx |
+			refurb-final -q -p "$FINAL" -o /dev/null
+		echo "resumed at $start"
+		within "$T/c"
+	done
+	run_chain "$T/c" 3 8 3
+	within "$T/c"
+	run_chain "$T/c" 3 120 20
+	within "$T/c"
+}
+
+@test "a plan of another schedule (r = 2) on the cache of r = 3: refused, naming the schedule and --reset; --reset starts again within the bound" {
+	rm -rf "$T/c"
+	run_chain "$T/c" 3 32 5
+	run run_chain "$T/c" 2 32 5
+	expect_fail 1 "refurb-partial: $T/c: cache was made with a different schedule (use --reset to empty it and start again)"
+	run_chain "$T/c" 2 32 5 --reset
+	within "$T/c"
+}

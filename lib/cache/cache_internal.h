@@ -31,6 +31,7 @@
 struct seg {
 	uint32_t id, death;
 	int dead;              /* its records died; kept until grace passes */
+	int sealed;            /* takes no more records (being compacted) */
 	uint64_t dead_since;   /* global step it died at */
 	int fd;                /* -1 when not open */
 	uint64_t size;         /* bytes, buffered ones included */

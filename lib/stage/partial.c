@@ -519,6 +519,7 @@ static int open_cache(struct partial *P, rfb_err *err)
 	const struct rfb_partial_opts *o = P->o;
 	struct rfb_cache_manifest m = { 0 };
 	struct rfb_cache_recovery rec;
+	int rc;
 	/* the pipe at its size for now: settle_pipe() may shrink it */
 	uint64_t grace = o->grace ? o->grace : default_grace(P, 0);
 
@@ -533,6 +534,9 @@ static int open_cache(struct partial *P, rfb_err *err)
 				  grace, &rec, err);
 	if (!P->cache)
 		return err ? err->code : RFB_EIO;
+	/* what earlier runs left that this plan cannot use goes now */
+	if ((rc = rfb_cache_begin_run(P->cache, P->h->first_epoch, err)))
+		return rc;
 	P->st->created = rec.created;
 	P->st->recovered_records = rec.records;
 	P->st->torn_bytes = rec.torn_bytes;
