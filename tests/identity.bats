@@ -168,3 +168,18 @@ EOF
 	[ "${lines[0]}" = "1 True" ]
 	[ "${lines[1]}" = "refused: True" ]
 }
+
+@test "--balance cost: a plan from another cost file (or the same file grown) is refused, naming costs" {
+	refurb-evict -q -r 2 -s 7 -o m.evict train.idx
+	refurb-plan -q -b 4 -e 0-0 -s 3 m.evict |
+		refurb-partial -q -c c.m1 -p resize=32 --costs m.costs train.idx > /dev/null
+	cp m.costs m1.costs
+	refurb-plan -q -b 4 -e 1-1 -s 3 m.evict |
+		refurb-partial -q -c c.m1 -p resize=32 --costs m.costs train.idx > /dev/null
+	[ "$(wc -l < m.costs)" -gt "$(wc -l < m1.costs)" ]
+	stream cost1 "" "--balance cost=m1.costs -i train.idx" "" ""
+	stream cost2 "" "--balance cost=m.costs -i train.idx" "" ""
+	run -0 grep -c '^#refurb-plan .* balance=cost .* costs=[0-9a-f]\{16\}' <(refurb-plan -q -b 4 -s 3 --balance cost=m1.costs -i train.idx m.evict)
+	check cost1 cost2 costs ""
+	checked
+}
