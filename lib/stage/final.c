@@ -607,12 +607,15 @@ static int write_stream_header(struct final *F, rfb_err *err)
 	struct rfb_stream_info info = { 0 };
 	uint32_t nc = rfb_index_class_count(F->idx);
 	const char **names = calloc(nc ? nc : 1, sizeof *names);
-	char extra[RFB_ANNOT_MAX_VALUE + 128];
+	char *extra = rfbi_final_stream_extra(F);
 	uint32_t per_epoch;
 	int rc;
 
-	if (!names)
+	if (!names || !extra) {
+		free(names);
+		free(extra);
 		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	}
 	for (uint32_t c = 0; c < nc; c++)
 		names[c] = rfb_index_class_name(F->idx, c);
 	info.dtype = F->dtype == RFB_DTYPE_F32 ? RFB_STREAM_F32 : RFB_STREAM_U8;
@@ -641,11 +644,10 @@ static int write_stream_header(struct final *F, rfb_err *err)
 	info.partial_pipeline = F->annot.partial;
 	info.final_pipeline = F->final_text ? F->final_text
 					    : rfb_pipeline_canonical(F->final_pipe);
-	snprintf(extra, sizeof extra, "cache=%s\ncodec=%s\n", F->annot.cache,
-		 F->annot.codec);
 	info.extra = extra;
 	rc = rfb_stream_write_header(F->writer, &info, err);
 	free(names);
+	free(extra);
 	return rc;
 }
 

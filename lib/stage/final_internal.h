@@ -128,4 +128,9 @@ int rfbi_final_read_annotation(struct final *F, const char *in_name,
  * per view); checks that they belong to the plan (final_inputs.c). */
 int rfbi_final_open_inputs(struct final *F, const char *in_name, rfb_err *err);
 
+/* The HEADER's extra text: the cache, its codec and the plan identity
+ * lines (final_extra.c).  Returns a string the caller frees, or NULL when
+ * out of memory. */
+char *rfbi_final_stream_extra(const struct final *F);
+
 #endif
