@@ -190,15 +190,19 @@ labels_and_sizes() {
 	"$TARMAKE" "$T/bad.tar" "a.jpg=$JPG" 'a.json=text:{"label": "x"}' \
 		"b.jpg=$JPG" 'b.json=text:{"other": 1}' "c.jpg=$JPG" 'c.json=text:[1]' \
 		"d.jpg=$JPG" 'd.json=text:{"x": {"label": [1]}, "label": 4}' \
-		"e.jpg=$JPG" 'e.json=text: {"a\"b": null, "label" : 2 } '
+		"e.jpg=$JPG" 'e.json=text: {"a\"b": null, "label" : 2 } ' \
+		"f.jpg=$JPG" 'f.json=text:{"label": 1, "label": 3}' \
+		"g.jpg=$JPG" 'g.json=text:{"label": 1, "label": [3]}'
 	run refurb-index -o "$T/bad.idx" --label json:label "$T/bad.tar"
 	[ "$status" -eq 0 ]
 	[ "${lines[1]}" = "refurb-index: $T/bad.tar: member b.jpg: bad label in b.json: no field \"label\" holding a class number or name" ]
 	[ "${lines[2]}" = "refurb-index: $T/bad.tar: member c.jpg: bad label in c.json: no field \"label\" holding a class number or name" ]
 	[ "${lines[0]}" = "refurb-index: $T/bad.tar: member a.jpg: bad label: the class name 'x' where most samples have class numbers" ]
-	[[ "${lines[3]}" == "refurb-index: indexed 2 of 5 samples in 5 classes from 1 shard (3 bad, left out)"* ]]
+	# a duplicate key: its last value, as Python's json and WebDataset
+	[ "${lines[3]}" = "refurb-index: $T/bad.tar: member g.jpg: bad label in g.json: no field \"label\" holding a class number or name" ]
+	[[ "${lines[4]}" == "refurb-index: indexed 3 of 7 samples in 5 classes from 1 shard (4 bad, left out)"* ]]
 	refurb-dump "$T/bad.idx" | awk -F'\t' '!/^#/ { print $2, $8 }' > "$T/got"
-	diff "$T/got" <(printf '4 d.jpg\n2 e.jpg\n')
+	diff "$T/got" <(printf '4 d.jpg\n2 e.jpg\n3 f.jpg\n')
 }
 
 @test "--label json:class: \\u escapes of any character (Python's json.dumps) are decoded; a malformed .json is bad" {
