@@ -114,6 +114,26 @@ labels_and_sizes() {
 	grep -qx 'version      2' "$T/stats"
 }
 
+@test "a member name past the index's 4096 bytes (pax path) is a bad sample, named short; the others are indexed" {
+	long=$(printf 'n%.0s' {1..5000})
+	"$TARMAKE" "$T/huge.tar" --format pax "a.jpg=$JPG" "a.cls=text:0" \
+		"$long.jpg=$JPG" "$long.cls=text:1" "b.jpg=$JPG" "b.cls=text:1"
+	run refurb-index -o "$T/huge.idx" "$T/huge.tar"
+	[ "$status" -eq 0 ]
+	shown="$(printf 'n%.0s' {1..96})...$(printf 'n%.0s' {1..36}).jpg (5004 bytes)"
+	[ "${lines[0]}" = "refurb-index: $T/huge.tar: member $shown: member name of 5004 bytes, more than the 4096 an index keeps (rename it shorter)" ]
+	[[ "${lines[1]}" == "refurb-index: indexed 2 of 3 samples in 2 classes from 1 shard (1 bad, left out)"* ]]
+	refurb-dump "$T/huge.idx" | awk -F'\t' '!/^#/ { print $2, $8 }' > "$T/got"
+	diff "$T/got" <(printf '0 a.jpg\n1 b.jpg\n')
+	# a damaged header after it names the member short too
+	"$TARMAKE" "$T/cut.tar" --format pax "$long.jpg=$JPG" "b.jpg=$JPG"
+	at=$("$TARMAKE" --list "$T/cut.tar" | awk -F'\t' '$2 == "b.jpg" { print $3 - 512 }')
+	printf 'x%.0s' {1..512} | dd of="$T/cut.tar" bs=1 seek="$at" conv=notrunc status=none
+	run refurb-index -o "$T/cut.idx" "$T/cut.tar"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"after member $shown)"* ]]
+}
+
 @test "--shards expands a brace range; a missing shard is an error" {
 	refurb-index -q -o "$T/a.idx" sh/train-00000{0,1,2}.tar
 	refurb-index -q -o "$T/b.idx" --shards 'sh/train-{000000..000002}.tar'
