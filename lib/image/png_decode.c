@@ -111,9 +111,13 @@ int rfb_png_read_header(const void *data, size_t len, uint64_t max_pixels,
 	info->bit_depth = p[24];
 	info->color_type = p[25];
 	info->interlaced = p[28];
-	if (w == 0 || h == 0 || w > RFB_IMAGE_MAX_SIDE || h > RFB_IMAGE_MAX_SIDE)
-		return rfb_err_set(err, w && h ? RFB_ELIMIT : RFB_EFORMAT, NULL,
-				   "PNG of %ux%u pixels", w, h);
+	if (w == 0 || h == 0)
+		return rfb_err_set(err, RFB_EFORMAT, NULL, "PNG of %ux%u pixels "
+				   "(a width or height of 0)", w, h);
+	if (w > RFB_IMAGE_MAX_SIDE || h > RFB_IMAGE_MAX_SIDE)
+		return rfb_err_set(err, RFB_ELIMIT, NULL, "PNG of %ux%u pixels: "
+				   "wider or taller than %d, the largest side "
+				   "refurb handles", w, h, RFB_IMAGE_MAX_SIDE);
 	if ((uint64_t)w * h > max_pixels)
 		return rfb_err_set(err, RFB_ELIMIT, NULL, "PNG of %ux%u pixels is "
 				   "more than %llu", w, h,

@@ -172,10 +172,13 @@ static void run_job(void *ctx, struct rfb_task *t)
 		if (j->status && !j->why.path[0])
 			rfb_source_blame(P->src, j->sample, &j->why);
 	}
-	if (!j->status)
+	if (!j->status) {
 		j->status = rfb_record_encode(w->codec, &P->o->codec, &out.img,
 					      j->sample, j->write_epoch, j->death,
 					      &j->rec, &j->rec_len, &j->why);
+		if (j->status)
+			rfb_source_blame(P->src, j->sample, &j->why);
+	}
 	j->file_bytes = len;
 	j->seconds = rfb_now() - t0;
 	j->cpu_seconds = rfb_thread_cpu_now() - c0;
