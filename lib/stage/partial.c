@@ -678,7 +678,8 @@ static int setup(struct partial *P, int in_fd, const char *in_name,
 	if (!(P->idx = rfb_index_open(o->index_path, err)) ||
 	    !(P->src = rfb_source_open(P->idx, o->root, err)))
 		return err ? err->code : RFB_EIO;
-	if ((rc = rfb_pipeline_parse(o->pipeline, &P->pipe, err)))
+	if ((rc = rfb_pipeline_parse(o->pipeline, &P->pipe, err)) ||
+	    (rc = rfb_pipeline_check_pixels(P->pipe, o->max_pixels, err)))
 		return rc;
 	if (rfb_pipeline_dtype(P->pipe) != RFB_DTYPE_U8)
 		return rfb_err_set(err, RFB_ESPEC, NULL,
