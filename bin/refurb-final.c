@@ -47,6 +47,7 @@ static const char help[] =
 	"  -c, --cache DIR        the cache (default: the plan header's)\n"
 	"      --index FILE       the index (default: the plan header's)\n"
 	"      --root DIR         the dataset's directory, if it moved\n"
+	CLI_MAX_PIXELS_HELP
 	CLI_COMMON_HELP
 	"\nExample:\n"
 	"  mkfifo train.fifo   # once; the trainer reads it (refurb_stream)\n"
@@ -57,7 +58,7 @@ static const char help[] =
 
 enum {
 	OPT_PREFETCH = 0x2000, OPT_DIRECT, OPT_STRICT, OPT_STATS, OPT_INDEX,
-	OPT_ROOT, OPT_VIEWS
+	OPT_ROOT, OPT_VIEWS, OPT_MAX_PIXELS
 };
 
 struct args {
@@ -215,6 +216,7 @@ static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
 		{ "cache", required_argument, NULL, 'c' },
 		{ "index", required_argument, NULL, OPT_INDEX },
 		{ "root", required_argument, NULL, OPT_ROOT },
+		{ "max-pixels", required_argument, NULL, OPT_MAX_PIXELS },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -250,6 +252,7 @@ static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
 		case OPT_STATS: a->stats = optarg; break;
 		case OPT_INDEX: o->index_path = optarg; break;
 		case OPT_ROOT: o->root = optarg; break;
+		case OPT_MAX_PIXELS: o->max_pixels = cli_parse_max_pixels(c, optarg); break;
 		default:
 			if (!cli_common_option(c, opt, optarg))
 				cli_usage_error(c, "unexpected option");

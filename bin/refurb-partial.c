@@ -41,7 +41,7 @@ static const char help[] =
 	"                         samples, or more than N images, cannot be read\n"
 	"                         (default 1%); a first batch whose every image\n"
 	"                         fails always stops the run\n"
-	"      --max-pixels N     images with more pixels are bad (default 1e8)\n"
+	CLI_MAX_PIXELS_HELP
 	"      --segment-size MIB cache segment size (default 256)\n"
 	"      --grace N          keep dead segments N batches (default: one\n"
 	"                         epoch, at least 64, plus what the output\n"
@@ -255,8 +255,7 @@ static void parse(struct cli *c, struct rfb_partial_opts *o, const char **in,
 		case OPT_ROOT: o->root = optarg; break;
 		case OPT_STRICT: o->strict = 1; break;
 		case OPT_MAX_PIXELS:
-			o->max_pixels = cli_parse_u64(c, "--max-pixels", optarg, 1,
-						      UINT64_MAX);
+			o->max_pixels = cli_parse_max_pixels(c, optarg);
 			break;
 		case OPT_SEGMENT:
 			o->segment_max = cli_parse_u64(c, "--segment-size", optarg,

@@ -44,9 +44,9 @@
 
 static void *fworker_new(void *arg)
 {
+	const struct final *F = arg;
 	struct fworker *w = calloc(1, sizeof *w);
 
-	(void)arg;
 	if (!w)
 		return NULL;
 	w->final = rfb_pipe_ctx_new(NULL);
@@ -58,6 +58,10 @@ static void *fworker_new(void *arg)
 		rfb_codec_ctx_free(w->codec);
 		free(w);
 		return NULL;
+	}
+	if (F->o->max_pixels) {
+		rfb_pipe_ctx_set_max_pixels(w->final, F->o->max_pixels);
+		rfb_pipe_ctx_set_max_pixels(w->heal, F->o->max_pixels);
 	}
 	return w;
 }

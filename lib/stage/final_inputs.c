@@ -74,7 +74,8 @@ static int open_view_pipes(struct final *F, rfb_err *err)
 					     err)))
 			return rc;
 		p = F->view_pipe[v];
-		if ((rc = rfb_pipeline_fixed_shape(p, in_channels, &shape, err)))
+		if ((rc = rfb_pipeline_check_pixels(p, F->o->max_pixels, err)) ||
+		    (rc = rfb_pipeline_fixed_shape(p, in_channels, &shape, err)))
 			return rc;
 		if (shape.width != F->shape.width || shape.height != F->shape.height ||
 		    shape.channels != F->shape.channels)
@@ -131,7 +132,8 @@ int rfbi_final_open_inputs(struct final *F, const char *in_name, rfb_err *err)
 				   "the cache was made for another plan or pipeline");
 	if ((rc = rfb_pipeline_parse(F->o->view_pipelines ? F->o->view_pipelines[0]
 				     : F->o->pipeline, &F->final_pipe, err)) ||
-	    (rc = rfb_pipeline_parse(F->annot.partial, &F->partial_pipe, err)))
+	    (rc = rfb_pipeline_parse(F->annot.partial, &F->partial_pipe, err)) ||
+	    (rc = rfb_pipeline_check_pixels(F->final_pipe, F->o->max_pixels, err)))
 		return rc;
 	/* only the channels: the partial part's size may vary per sample */
 	if ((rc = rfb_pipeline_fixed_shape(F->final_pipe,

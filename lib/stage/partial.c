@@ -172,10 +172,13 @@ static void run_job(void *ctx, struct rfb_task *t)
 		if (j->status && !j->why.path[0])
 			rfb_source_blame(P->src, j->sample, &j->why);
 	}
-	if (!j->status)
+	if (!j->status) {
 		j->status = rfb_record_encode(w->codec, &P->o->codec, &out.img,
 					      j->sample, j->write_epoch, j->death,
 					      &j->rec, &j->rec_len, &j->why);
+		if (j->status)
+			rfb_source_blame(P->src, j->sample, &j->why);
+	}
 	j->file_bytes = len;
 	j->seconds = rfb_now() - t0;
 	j->cpu_seconds = rfb_thread_cpu_now() - c0;
@@ -679,7 +682,8 @@ static int setup(struct partial *P, int in_fd, const char *in_name,
 	if (!(P->idx = rfb_index_open(o->index_path, err)) ||
 	    !(P->src = rfb_source_open(P->idx, o->root, err)))
 		return err ? err->code : RFB_EIO;
-	if ((rc = rfb_pipeline_parse(o->pipeline, &P->pipe, err)))
+	if ((rc = rfb_pipeline_parse(o->pipeline, &P->pipe, err)) ||
+	    (rc = rfb_pipeline_check_pixels(P->pipe, o->max_pixels, err)))
 		return rc;
 	if (rfb_pipeline_dtype(P->pipe) != RFB_DTYPE_U8)
 		return rfb_err_set(err, RFB_ESPEC, NULL,

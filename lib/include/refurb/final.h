@@ -74,6 +74,8 @@ struct rfb_final_opts {
 	const char *cache_dir;    /* overrides of the header's values, or NULL */
 	const char *index_path;
 	const char *root;
+	uint64_t max_pixels;      /* the pixel cap of every image a pipeline
+				   * makes (0: RFB_IMAGE_DEFAULT_MAX_PIXELS) */
 	const char *out_name;     /* the stream, for messages; NULL: "(output)" */
 	/* When not NULL and non-zero (a signal handler sets it), the run
 	 * stops before the next batch: the batches under way are written,

@@ -90,7 +90,8 @@ struct rfb_partial_opts {
 	uint64_t seed;
 	uint64_t segment_max;    /* 0: default */
 	uint64_t grace;          /* batches; 0: one epoch, at least 64 */
-	uint64_t max_pixels;     /* 0: default */
+	uint64_t max_pixels;     /* the pixel cap: images decoded or made by
+				  * any layer (0: RFB_IMAGE_DEFAULT_MAX_PIXELS) */
 	int inflight;            /* batches being worked on at once (>= 1) */
 	uint64_t handover;       /* bytes of the handover ring; 0: none;
 				  * RFB_PARTIAL_HANDOVER_AUTO: sized by the
