@@ -87,7 +87,7 @@ resumes() {
 }
 
 @test "ulimit -n 40 and 100 shards: fewer shards kept open, said before the first batch, the same stream" {
-	run bash -c "ulimit -n 40; refurb-plan -q -b 8 -e 0-3 sh.evict |
+	run bash -c "set -o pipefail; ulimit -n 40; refurb-plan -q -b 8 -e 0-3 sh.evict |
 		refurb-partial -q -c c -p '$SPEC' sh.idx |
 		refurb-final -q -p '$FINAL' | '$D' > '$T/s.txt'"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
@@ -136,7 +136,7 @@ partial_fault() {
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	[ -z "$output" ]
 	run env FAULT_PATH=.seg FAULT_AIO=EAGAIN@2 FAULT_EVERY_OTHER=1 LD_PRELOAD="$SHIM" \
-		sh -c "refurb-final -q -p '$FINAL' < '$T/a.txt' | '$D' > '$T/s.txt'"
+		bash -c "set -o pipefail; refurb-final -q -p '$FINAL' < '$T/a.txt' | '$D' > '$T/s.txt'"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	# (a recorded plan outlives the segments deleted after their epoch:
 	# those records are recomputed, as always; no other message)
@@ -158,4 +158,24 @@ partial_fault() {
 	[ "$status" -eq 1 ]
 	[[ "${lines[-1]}" == "refurb-final: $PWD/c/"*".seg: cannot open segment: Too many open files (the open-file limit is "* ]]
 	run ! grep -q 'left out of its batch' <<< "$output"
+}
+
+@test "refurb-index: EMFILE or EIO reading an image stops it (no index, no file left out); EACCES is the file's" {
+	run env FAULT_PATH=class0 FAULT_OPEN=EMFILE@50 LD_PRELOAD="$SHIM" \
+		refurb-index -o "$T/t.idx" ds
+	expect_fail 1 "refurb-index: class0"
+	[[ "${lines[0]}" == *".jpg: cannot open: Too many open files (the open-file limit is "* ]]
+	[ ! -e "$T/t.idx" ]
+	run env FAULT_PATH=.tar FAULT_READ=EIO@50 LD_PRELOAD="$SHIM" \
+		refurb-index -o "$T/t.idx" --classes sh/classes.txt sh/train-*.tar
+	expect_fail 1 "refurb-index: sh/train-"
+	[[ "${lines[0]}" == *": Input/output error (the device failed: see dmesg, check the disk)" ]]
+	[ ! -e "$T/t.idx" ]
+	# a file that cannot be read for its own sake is left out, as always
+	run env FAULT_PATH=class0 FAULT_OPEN=EACCES@50 LD_PRELOAD="$SHIM" \
+		refurb-index -o "$T/t.idx" ds
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[[ "$output" =~ indexed\ [0-9]+\ of\ 200\ files\ in\ 3\ classes\ \(([0-9]+)\ bad,\ left\ out\) ]]
+	[ "${BASH_REMATCH[1]}" -gt 100 ]
+	grep -q "Permission denied" <<< "$output"
 }

@@ -18,7 +18,8 @@
  *                          succeeds)
  *
  * ERR is a name (EMFILE, ENFILE, ENOMEM, EIO, EINTR, EAGAIN, ENOSPC,
- * ENOBUFS, ESTALE) or a number.  Counts are for the whole process (all
+ * ENOBUFS, ESTALE, EACCES, ENOENT) or a number.  A relative path given to
+ * openat is taken as relative to the working directory.  Counts are for the whole process (all
  * threads).  Without FAULT_PATH nothing changes.
  */
 #include <dlfcn.h>
@@ -41,6 +42,7 @@ static int errno_of(const char *s)
 		{ "EMFILE", EMFILE }, { "ENFILE", ENFILE }, { "ENOMEM", ENOMEM },
 		{ "EIO", EIO }, { "EINTR", EINTR }, { "EAGAIN", EAGAIN },
 		{ "ENOSPC", ENOSPC }, { "ENOBUFS", ENOBUFS }, { "ESTALE", ESTALE },
+		{ "EACCES", EACCES }, { "ENOENT", ENOENT },
 	};
 
 	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
