@@ -106,6 +106,15 @@ static int first_time(uint32_t sample)
 	return 1;
 }
 
+/* How the run fits the system (the open-file limit), before the first
+ * batch. */
+static void on_note(void *ctx, const rfb_err *note)
+{
+	struct run_ctx *r = ctx;
+
+	cli_warn_err(r->c, note);
+}
+
 static void on_bad(void *ctx, uint32_t sample, const rfb_err *why)
 {
 	struct run_ctx *r = ctx;
@@ -312,6 +321,7 @@ int main(int argc, char **argv)
 	struct args a = { 0 };
 	struct run_ctx r = { &c, NULL };
 	rfb_err err = { 0 };
+	char text[1100];
 	int in_fd, out_fd, rc;
 
 	cli_init(&c, "refurb-final", usage, help);
@@ -329,6 +339,7 @@ int main(int argc, char **argv)
 	o.out_name = a.out && strcmp(a.out, "-") ? a.out : NULL;
 	o.on_heal = on_heal;
 	o.on_bad = on_bad;
+	o.on_note = on_note;
 	o.on_progress = on_progress;
 	o.on_written = on_written;
 	o.stop = (volatile int *)&cli_stop_signal;
@@ -338,6 +349,11 @@ int main(int argc, char **argv)
 	cli_progress_clear(&c);
 	if (rc == RFB_ESPEC)
 		cli_usage_error(&c, "%s", err.msg);
+	if (rc && rfb_err_is_system(&err))
+		cli_die(&c, "%s; no sample was left out for it: once that is "
+			"fixed, resume the chain at the trainer's saved step "
+			"(refurb-plan --start EPOCH:STEP)",
+			rfb_err_text(&err, text, sizeof text));
 	if (rc)
 		cli_die_err(&c, &err);
 	if (out_fd != STDOUT_FILENO && close(out_fd) < 0)

@@ -119,8 +119,11 @@ static int source_image(struct fworker *w, struct ftask *t, rfb_image *img)
 					t->why.path, sizeof t->why.path))
 		snprintf(t->why.path, sizeof t->why.path, "%.*s",
 			 (int)sizeof t->why.path - 1, F->annot.cache);
-	if (F->o->strict)
-		return t->rec->status ? t->rec->status : RFB_EFORMAT;
+	/* out of descriptors, memory or I/O: the record may be fine, and
+	 * the image would fail the same way; the run stops */
+	if (F->o->strict || rfb_err_is_system(&t->why))
+		return t->rec->status ? t->rec->status
+			: t->why.code ? t->why.code : RFB_EFORMAT;
 	t->healed = 1;
 	if ((rc = rfb_source_read(F->src, t->sample, MAX_IMAGE_FILE, &w->file,
 				  &w->file_cap, &len, &t->why)) ||
@@ -403,7 +406,7 @@ static int settle(struct final *F, struct fslot *s, double *decode,
 			/* a final pipeline that fails on a good image is
 			 * misconfigured; an unreadable sample is left out */
 			int fatal = F->o->strict || t->status == RFB_ENOMEM ||
-				    !t->unreadable;
+				    rfb_err_is_system(&t->why) || !t->unreadable;
 			if (fatal) {
 				*err = t->why;
 				return t->status;
@@ -679,6 +682,8 @@ static int setup(struct final *F, int in_fd, const char *in_name, int out_fd,
 	if (!(F->pool = rfb_pool_new(F->o->threads > 0 ? F->o->threads : 1,
 				     fworker_new, fworker_free, F, err)))
 		return err->code;
+	if ((rc = rfbi_final_fit_fds(F, err)))
+		return rc;
 	if (!(F->writer = rfb_stream_writer_new(out_fd, F->o->out_name ?
 						 F->o->out_name : "(output)", err)))
 		return err->code;

@@ -92,6 +92,10 @@ struct rfb_final_opts {
 			    uint64_t total_batches);
 	/* every batch written, in order (NULL: none) */
 	void (*on_batch)(void *ctx, const struct rfb_final_batch_stats *b);
+	/* Called from the calling thread before the first batch with how the
+	 * run fits the system where that makes it slower (fewer shard files
+	 * kept open to recompute records than it would), or NULL. */
+	void (*on_note)(void *ctx, const rfb_err *note);
 	void *ctx;
 };
 

@@ -48,6 +48,8 @@ struct rfb_partial_stats {
 	enum { RFB_PARTIAL_GOING = 0, RFB_PARTIAL_NOTHING_READ,
 	       RFB_PARTIAL_TOO_MANY_BAD } bad_stop;
 	char index_root[1024];  /* the index's root, for messages */
+	int checkpointed;       /* the cache was checkpointed as the run ended
+				 * (whether it ended well or not) */
 };
 
 /* One finished batch, for on_batch (refurb-partial --stats). */
@@ -123,6 +125,10 @@ struct rfb_partial_opts {
 	/* Called from the calling thread after every batch's line is
 	 * written, or NULL. */
 	void (*on_batch)(void *ctx, const struct rfb_partial_batch_stats *b);
+	/* Called from the calling thread before the first batch with how the
+	 * run fits the system where that makes it slower (fewer shard files
+	 * kept open than it would, for the open-file limit), or NULL. */
+	void (*on_note)(void *ctx, const rfb_err *note);
 	void *ctx;
 };
 

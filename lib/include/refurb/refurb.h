@@ -16,6 +16,7 @@
 #include "refurb/decode.h"
 #include "refurb/encode.h"
 #include "refurb/error.h"
+#include "refurb/fdlimit.h"
 #include "refurb/final.h"
 #include "refurb/format.h"
 #include "refurb/image.h"
