@@ -9,6 +9,7 @@
 #include "refurb/advise.h"
 #include "refurb/pipeline.h"
 #include "refurb/sched.h"
+#include "refurb/transform.h"
 #include "test.h"
 
 static void test_choices(void)
@@ -110,8 +111,87 @@ static void test_predict(void)
 	rfb_advice_free(a);
 }
 
+static double collision_of(const char *spec, int from, int w, int h)
+{
+	rfb_pipeline *p = NULL;
+	rfb_err err = { 0 };
+	double c;
+
+	if (rfb_pipeline_parse(spec, &p, &err))
+		return -1;
+	c = rfb_pipeline_collision(p, from, w, h);
+	rfb_pipeline_free(p);
+	return c;
+}
+
+#define NEAR(x, y) (fabs((x) - (y)) < 1e-12)
+
+static void test_collisions(void)
+{
+	double c;
+
+	CHECK(NEAR(collision_of("flip", 0, 64, 64), 0.5));
+	CHECK(NEAR(collision_of("resize=64,flip,grayscale=p=0.2", 0, 99, 77),
+		   0.5 * (0.04 + 0.64)));
+	/* the first layers are not counted */
+	CHECK(NEAR(collision_of("flip,grayscale=p=0.2", 1, 64, 64), 0.68));
+	/* 9 x 9 positions, two flips */
+	CHECK(NEAR(collision_of("crop=56,flip", 0, 64, 64), 0.5 / 81));
+	/* continuous draws never repeat; a gate that may skip them does */
+	CHECK(collision_of("colorjitter=0.4", 0, 64, 64) == 0);
+	CHECK(NEAR(collision_of("apply=0.8,colorjitter=0.4,flip", 0, 64, 64),
+		   0.04 * 0.5));
+	CHECK(NEAR(collision_of("apply=0.5,gaussblur=23,flip", 0, 64, 64),
+		   0.25 * 0.5));
+	CHECK(collision_of("colorjitter=brightness=0.5-0.5", 0, 64, 64) == 1);
+	/* choice: squared weights (1/4, 3/4) times the option's; order:
+	 * 1 / K! */
+	CHECK(NEAR(collision_of("choice=2:p=1/3,invert,vflip", 0, 64, 64),
+		   (1.0 / 16 + 9.0 / 16) * 0.5));
+	CHECK(NEAR(collision_of("order=2,invert=p=1,vflip=p=1", 0, 64, 64), 0.5));
+	/* RandAugment m=9: Identity and 4 unsigned ops at 1/14, 9 signed
+	 * ones at 1/28 per sign */
+	c = collision_of("randaug=n=1:m=9", 0, 224, 224);
+	CHECKF(NEAR(c, 5 / 196.0 + 18 / 784.0), "%g", c);
+	/* m=0: the identity and every signed op at 0 are one outcome, and
+	 * posterize keeps 8 bits */
+	c = collision_of("randaug=n=1:m=0", 0, 224, 224);
+	CHECKF(NEAR(c, (11 / 14.0) * (11 / 14.0) + 3 / 196.0), "%g", c);
+	/* rrcrop of 224 over 256: well under one in a million */
+	c = collision_of("rrcrop=224,flip", 0, 341, 256);
+	CHECKF(c > 0 && c < 1e-6, "%g", c);
+	CHECK(collision_of("resize=256,rrcrop=224", 1, 341, 256) == c * 2);
+}
+
+/* rrcrop's collision against the boxes rfb_rrcrop_rect draws: a small
+ * image, where boxes repeat often. */
+static void test_rrcrop_collision(void)
+{
+	enum { W = 6, H = 5, N = 200000 };
+	static unsigned count[W + 1][H + 1][W][H];
+	double predicted = collision_of("rrcrop=4:scale=0.2-1", 0, W, H), sum = 0;
+	rfb_rng rng;
+
+	rfb_rng_init(&rng, 3, 0, 0, RFB_STAGE_FINAL);
+	for (int i = 0; i < N; i++) {
+		struct rfb_rect r;
+		rfb_rrcrop_rect(&rng, W, H, 0.2, 1, 3.0 / 4, 4.0 / 3, &r);
+		count[r.width][r.height][r.left][r.top]++;
+	}
+	for (int a = 0; a <= W; a++)
+		for (int b = 0; b <= H; b++)
+			for (int x = 0; x < W; x++)
+				for (int y = 0; y < H; y++)
+					sum += (double)count[a][b][x][y] / N *
+					       count[a][b][x][y] / N;
+	CHECKF(fabs(sum - predicted) < 0.05 * predicted, "drawn %g, predicted %g",
+	       sum, predicted);
+}
+
 int main(void)
 {
+	RUN(test_collisions);
+	RUN(test_rrcrop_collision);
 	RUN(test_choices);
 	RUN(test_ops_drawn);
 	RUN(test_predict);
