@@ -590,3 +590,15 @@ double rfb_pipeline_collision(const rfb_pipeline *p, int from, int width,
 		from = 0;
 	return layers_collision(p, from, p->nlayers, &s);
 }
+
+double rfb_pipeline_views_collision(const rfb_pipeline *p, int from, int width,
+				    int height, int views)
+{
+	double pairs = (double)views * (views - 1) / 2;
+	double c;
+
+	if (views < 2)
+		return 0;
+	c = pairs * rfb_pipeline_collision(p, from, width, height);
+	return c < 1 ? c : 1;
+}

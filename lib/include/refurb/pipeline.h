@@ -367,6 +367,19 @@ double rfb_pipeline_layer_collision(const rfb_pipeline *p, int layer, int width,
 double rfb_pipeline_collision(const rfb_pipeline *p, int from, int width,
 			      int height);
 
+/* Most view-collision probability refurb-final accepts for the views
+ * of one spec, and refurb-advise's default limit: 1%. */
+#define RFB_VIEW_COLLISION_LIMIT 0.01
+
+/*
+ * The probability that some two of `views` views, each an independent
+ * run of layers from .. L-1 of p, are identical: for 2 views the pair's
+ * (rfb_pipeline_collision), for K > 2 the union bound over their K(K-1)/2
+ * pairs, at most 1; 0 for views < 2.
+ */
+double rfb_pipeline_views_collision(const rfb_pipeline *p, int from, int width,
+				    int height, int views);
+
 /*
  * 1 if p may be split after its first k layers (rfb_pipeline_split
  * takes it): no apply, choice or order cut from the layers it gates,
