@@ -591,14 +591,16 @@ double rfb_pipeline_collision(const rfb_pipeline *p, int from, int width,
 	return layers_collision(p, from, p->nlayers, &s);
 }
 
+double rfb_views_collision(double pair, int views)
+{
+	double c = (double)views * (views - 1) / 2 * pair;
+
+	return views < 2 ? 0 : c < 1 ? c : 1;
+}
+
 double rfb_pipeline_views_collision(const rfb_pipeline *p, int from, int width,
 				    int height, int views)
 {
-	double pairs = (double)views * (views - 1) / 2;
-	double c;
-
-	if (views < 2)
-		return 0;
-	c = pairs * rfb_pipeline_collision(p, from, width, height);
-	return c < 1 ? c : 1;
+	return rfb_views_collision(views < 2 ? 0 : rfb_pipeline_collision(p, from,
+					width, height), views);
 }

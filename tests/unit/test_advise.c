@@ -69,17 +69,18 @@ static rfb_advice *fake(void)
 	a->choices = 1e6;
 	/* k = 0: everything final */
 	a->split[0] = (struct rfb_advise_split){ 2, NULL, NULL, 1e-3, 0, 0,
-		4e-3, 0, 1e6, 1e6 };
+		4e-3, 0, 1e6, 1e6, 0 };
 	/* k = 1: 4 ms partial, 1 ms per use, 100 final choices */
 	a->split[1] = (struct rfb_advise_split){ 1, NULL, NULL, 3e-3, 5e-4,
-		2e-4, 3e-4, 0, 1.5e5, 100 };
+		2e-4, 3e-4, 0, 1.5e5, 100, 0 };
 	return a;
 }
 
 static void test_predict(void)
 {
 	rfb_advice *a = fake();
-	struct rfb_advise_target steady = { 90, 1, 2 }, whole = { 10, 0, 2 };
+	struct rfb_advise_target steady = { 90, 1, 2, 0, 0 }, whole = { 10, 0, 2, 0, 0 };
+	struct rfb_advise_target views = { 90, 1, 2, 3, 0.05 };
 	struct rfb_advise_row row[4];
 	unsigned char front[4];
 
@@ -108,6 +109,18 @@ static void test_predict(void)
 	CHECK(rfb_advise_recommend(row, 3, 100) == 1);
 	CHECK(rfb_advise_recommend(row, 3, 600) == 0);
 	CHECK(rfb_advise_recommend(row, 3, 1e9) == -1);
+	/* 3 views: the final part and transfer three times, the read once;
+	 * collisions 3 x the pair's */
+	a->split[1].collision = 0.01;
+	rfb_advise_predict(a, 1, 3, &views, &row[0]);
+	CHECK(fabs(row[0].img_per_cpu_s - 1 / (3.5e-3 / 3 + 2e-4 + 3 * 3e-4)) < 1e-6);
+	CHECK(fabs(row[0].view_collision - 0.03) < 1e-12 && !row[0].ruled_out);
+	a->split[1].collision = 0.02;
+	rfb_advise_predict(a, 1, 3, &views, &row[0]);
+	CHECK(row[0].ruled_out);
+	rfb_advise_pareto(row, 3, front);
+	CHECK(!front[0]);
+	CHECK(rfb_advise_recommend(row, 1, 1) == -1);
 	rfb_advice_free(a);
 }
 
@@ -188,8 +201,37 @@ static void test_rrcrop_collision(void)
 	       sum, predicted);
 }
 
+static void test_merge(void)
+{
+	/* the issue's grayscale -0.409 ms and flip 0.877 ms, both within
+	 * their noise: one figure; a gate (0 by construction) alone */
+	double cost[] = { 5e-3, 0, -0.409e-3, 0.877e-3, 2e-3 };
+	double spread[] = { 1e-4, 0, 0.5e-3, 0.5e-3, 1e-4 };
+	struct rfb_advise_cost g[5];
+	int n = rfb_advise_merge(cost, spread, 1, 5, g);
+
+	CHECK(n == 3);
+	CHECK(g[0].first == 1 && g[0].last == 1 && g[0].cost_s == 5e-3);
+	CHECK(g[1].first == 2 && g[1].last == 2 && g[1].cost_s == 0);
+	/* grayscale, flip and the next layer: -0.409 + 0.877 is within
+	 * 2 x sqrt(0.5^2 + 0.5^2) */
+	CHECKF(g[2].first == 3 && g[2].last == 5 &&
+	       fabs(g[2].cost_s - 2.468e-3) < 1e-12, "%d-%d %g", g[2].first,
+	       g[2].last, g[2].cost_s);
+	CHECK(fabs(g[2].spread_s - sqrt(0.5e-6 + 1e-8)) < 1e-12);
+	/* a last group within noise joins the one before; none is below 0 */
+	double c2[] = { 3e-3, -1e-3 }, s2[] = { 1e-4, 2e-3 };
+	n = rfb_advise_merge(c2, s2, 0, 2, g);
+	CHECK(n == 1 && g[0].first == 0 && g[0].last == 1 &&
+	      fabs(g[0].cost_s - 2e-3) < 1e-12);
+	double c3[] = { -1e-3 }, s3[] = { 2e-3 };
+	n = rfb_advise_merge(c3, s3, 0, 1, g);
+	CHECK(n == 1 && g[0].cost_s == 0);
+}
+
 int main(void)
 {
+	RUN(test_merge);
 	RUN(test_collisions);
 	RUN(test_rrcrop_collision);
 	RUN(test_choices);

@@ -380,6 +380,10 @@ double rfb_pipeline_collision(const rfb_pipeline *p, int from, int width,
 double rfb_pipeline_views_collision(const rfb_pipeline *p, int from, int width,
 				    int height, int views);
 
+/* That bound from a pair's probability: 0 for views < 2, else
+ * min(1, views (views - 1) / 2 x pair). */
+double rfb_views_collision(double pair, int views);
+
 /*
  * 1 if p may be split after its first k layers (rfb_pipeline_split
  * takes it): no apply, choice or order cut from the layers it gates,
