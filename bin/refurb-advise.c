@@ -13,7 +13,8 @@
 #include "refurb/advise.h"
 #include "refurb/pipeline.h"
 
-static const char usage[] = "refurb-advise [OPTIONS] -p FULLSPEC INDEX";
+static const char usage[] = "refurb-advise [OPTIONS] -p FULLSPEC INDEX\n"
+	"       refurb-advise [OPTIONS] -p FULLSPEC --size WxH";
 
 static const char help[] =
 	"Time every layer of the full augmentation pipeline FULLSPEC (decode\n"
@@ -37,6 +38,8 @@ static const char help[] =
 	"                        (default 0.01)\n"
 	"      --tsv             every (split, r) as TSV, then after '#' the\n"
 	"                        layers, their costs with spread, the splits\n"
+	"      --size WxH        no INDEX, no timing: the unique fractions and\n"
+	"                        view collisions for images of W x H pixels\n"
 	"      --rates MODE      steady (default): rates once every record is\n"
 	"                        reused r times; epochs: means over the E epochs\n"
 	"      --rate IMG/S      the trainer's consumption rate: recommend the most\n"
@@ -60,7 +63,8 @@ static const char help[] =
 	"See refurb-advise(1).\n";
 
 enum { OPT_REPEAT = 0x2000, OPT_RATES, OPT_RATE, OPT_CORES, OPT_CODEC,
-       OPT_ROOT, OPT_TMP_DIR, OPT_VIEWS, OPT_MAX_COLLISION, OPT_TSV };
+       OPT_ROOT, OPT_TMP_DIR, OPT_VIEWS, OPT_MAX_COLLISION, OPT_TSV,
+       OPT_SIZE };
 
 struct options {
 	struct rfb_advise_opts a;
@@ -71,6 +75,7 @@ struct options {
 	int cores_given;
 	int threads_given;
 	int tsv;
+	int width, height;  /* --size: the model alone, 0: measure */
 };
 
 /* A real number > 0 or a usage error. */
@@ -85,6 +90,25 @@ static double parse_positive(const struct cli *c, const char *opt,
 	if (end == arg || *end || errno == ERANGE || !isfinite(v) || v <= 0)
 		cli_usage_error(c, "%s: '%s' is not a number > 0", opt, arg);
 	return v;
+}
+
+/* --size WxH: two whole numbers 1..65535 or a usage error. */
+static void parse_size(const struct cli *c, struct options *o, const char *arg)
+{
+	char *end;
+	long w, h;
+
+	errno = 0;
+	w = strtol(arg, &end, 10);
+	if (end == arg || *end != 'x' || *arg == '-' || *arg == '+')
+		cli_usage_error(c, "--size: '%s' is not WxH (e.g. 500x375)", arg);
+	h = strtol(end + 1, &end, 10);
+	if (*end || end[-1] == 'x' || errno || w < 1 || h < 1 || w > 65535 ||
+	    h > 65535)
+		cli_usage_error(c, "--size: '%s' is not WxH (e.g. 500x375; 1 to "
+				"65535 each)", arg);
+	o->width = (int)w;
+	o->height = (int)h;
 }
 
 static void parse_option(struct cli *c, struct options *o, int opt)
@@ -142,6 +166,7 @@ static void parse_option(struct cli *c, struct options *o, int opt)
 					"give 0.01 for 1%%", optarg);
 		break;
 	case OPT_TSV: o->tsv = 1; break;
+	case OPT_SIZE: parse_size(c, o, optarg); break;
 	case OPT_ROOT: o->a.root = optarg; break;
 	case OPT_TMP_DIR: o->a.tmp_dir = optarg; break;
 	case 'o': o->output = optarg; break;
@@ -189,6 +214,7 @@ static void parse(struct cli *c, struct options *o, int argc, char **argv)
 		{ "views", required_argument, NULL, OPT_VIEWS },
 		{ "max-view-collision", required_argument, NULL, OPT_MAX_COLLISION },
 		{ "tsv", no_argument, NULL, OPT_TSV },
+		{ "size", required_argument, NULL, OPT_SIZE },
 		{ "output", required_argument, NULL, 'o' },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
@@ -200,7 +226,16 @@ static void parse(struct cli *c, struct options *o, int argc, char **argv)
 		parse_option(c, o, opt);
 	if (!o->a.spec)
 		cli_usage_error(c, "the full pipeline is missing (-p SPEC)");
-	o->a.index_path = cli_one_operand(c, argc, argv, "index");
+	if (o->width) {
+		if (o->rate)
+			cli_usage_error(c, "--rate needs the timing: give an index "
+					"instead of --size");
+		if (optind < argc)
+			cli_usage_error(c, "--size times nothing: give it without "
+					"an index ('%s')", argv[optind]);
+	} else {
+		o->a.index_path = cli_one_operand(c, argc, argv, "index");
+	}
 	check_spec(c, o->a.spec);
 }
 
@@ -222,10 +257,14 @@ static void print_row(FILE *out, const rfb_advice *a,
 {
 	const struct rfb_advise_split *s = &a->split[r->split];
 
-	fprintf(out, "%d\t%s\t%s\t%d\t%.1f\t%.1f\t%.4f\t%.0f\t%.4g\n",
-		r->final_layers, s->partial_spec, s->final_spec, r->reuse,
-		r->img_per_cpu_s, r->img_per_s, r->unique_fraction,
-		r->cache_bytes, r->view_collision);
+	fprintf(out, "%d\t%s\t%s\t%d\t", r->final_layers, s->partial_spec,
+		s->final_spec, r->reuse);
+	if (a->measured) /* --size times nothing */
+		fprintf(out, "%.1f\t%.1f\t", r->img_per_cpu_s, r->img_per_s);
+	else
+		fprintf(out, "-\t-\t");
+	fprintf(out, "%.4f\t%.0f\t%.4g\n", r->unique_fraction, r->cache_bytes,
+		r->view_collision);
 }
 
 /* Layers first .. last by name, joined by sep, into buf; with short,
@@ -292,10 +331,30 @@ static void print_cost_column(FILE *out, const rfb_advice *a, int partial)
 	}
 }
 
+static void print_layers(FILE *out, const rfb_advice *a)
+{
+	fprintf(out, "# layer\tname\tinput\tchoices\truns\tcollision\n");
+	fprintf(out, "# 0\tdecode\t-\t1\t1\t1\n");
+	for (int j = 0; j < a->layers; j++) {
+		const struct rfb_advise_layer *l = &a->layer[j];
+		fprintf(out, "# %d\t%s\t%dx%d\t%.6g\t%.6g\t%.6g\n", j + 1, l->name,
+			l->in_width, l->in_height, l->choices, l->runs,
+			l->collision);
+	}
+}
+
 static void print_costs(FILE *out, const rfb_advice *a, const struct options *o)
 {
 	char codec[32];
 
+	if (!a->measured) {
+		fprintf(out, "# not timed: images of %dx%d (--size); unique fraction "
+			"after %g epochs; %d view%s per sample; |A| = %.4g\n",
+			o->width, o->height, o->t.epochs, o->t.views,
+			o->t.views > 1 ? "s" : "", a->choices);
+		print_layers(out, a);
+		return;
+	}
 	fprintf(out, "# measured: %u images of %u (%u left out), median of %d "
 		"runs each, %d threads, seed %llu, codec %s; thread CPU ms per "
 		"image\n", a->measured, a->images, a->failed, o->a.repeat,
@@ -306,14 +365,7 @@ static void print_costs(FILE *out, const rfb_advice *a, const struct options *o)
 		"%d view%s per sample; |A| = %.4g\n", o->t.steady ? "steady state" :
 		"mean over the epochs", o->t.cores, o->t.epochs, o->t.views,
 		o->t.views > 1 ? "s" : "", a->choices);
-	fprintf(out, "# layer\tname\tinput\tchoices\truns\tcollision\n");
-	fprintf(out, "# 0\tdecode\t-\t1\t1\t1\n");
-	for (int j = 0; j < a->layers; j++) {
-		const struct rfb_advise_layer *l = &a->layer[j];
-		fprintf(out, "# %d\t%s\t%dx%d\t%.6g\t%.6g\t%.6g\n", j + 1, l->name,
-			l->in_width, l->in_height, l->choices, l->runs,
-			l->collision);
-	}
+	print_layers(out, a);
 	fprintf(out, "# cost\tpart\tlayers\tnames\tms\tspread_ms\n");
 	print_cost_column(out, a, 1);
 	print_cost_column(out, a, 0);
@@ -359,7 +411,15 @@ static void print_ruled_out(FILE *out, const rfb_advice *a,
 static int choose(struct cli *c, const struct options *o,
 		  const struct rfb_advise_row *rows, int n, unsigned char *pick)
 {
-	int best;
+	int best, max_r = 1;
+
+	if (o->width) { /* nothing timed: every split at the largest r */
+		for (int i = 0; i < n; i++)
+			max_r = rows[i].reuse > max_r ? rows[i].reuse : max_r;
+		for (int i = 0; i < n; i++)
+			pick[i] = rows[i].reuse == max_r && !rows[i].ruled_out;
+		return -2;
+	}
 
 	memset(pick, 0, (size_t)n);
 	if (!o->rate) {
@@ -415,10 +475,16 @@ static void print_short(FILE *out, const rfb_advice *a, const struct options *o,
 
 	if (!list)
 		return;
-	fprintf(out, "%u images timed (median of %d runs), %d view%s per sample, "
-		"%g epochs, %s on %g cores\n", a->measured, o->a.repeat,
-		o->t.views, o->t.views > 1 ? "s" : "", o->t.epochs,
-		o->t.steady ? "steady state" : "means over the epochs", o->t.cores);
+	if (a->measured)
+		fprintf(out, "%u images timed (median of %d runs), %d view%s per "
+			"sample, %g epochs, %s on %g cores\n", a->measured,
+			o->a.repeat, o->t.views, o->t.views > 1 ? "s" : "",
+			o->t.epochs, o->t.steady ? "steady state" :
+			"means over the epochs", o->t.cores);
+	else
+		fprintf(out, "not timed: images of %dx%d, %d view%s per sample, "
+			"%g epochs\n", o->width, o->height, o->t.views,
+			o->t.views > 1 ? "s" : "", o->t.epochs);
 	for (int i = 0; i < n; i++)
 		if (pick[i]) {
 			int len = (int)strlen(final_names(a, &rows[i], names, sizeof names));
@@ -430,9 +496,13 @@ static void print_short(FILE *out, const rfb_advice *a, const struct options *o,
 		"final part", "img/CPU-s", "unique", "view collisions");
 	for (int i = 0; i < m; i++) {
 		const struct rfb_advise_row *r = list[i];
-		fprintf(out, "%s%2d  %-*s  %10.1f  %7.4f  ", best >= 0 ? "*" : "",
-			r->reuse, width, final_names(a, r, names, sizeof names),
-			r->img_per_cpu_s, r->unique_fraction);
+		fprintf(out, "%s%2d  %-*s  ", best >= 0 ? "*" : "", r->reuse, width,
+			final_names(a, r, names, sizeof names));
+		if (a->measured)
+			fprintf(out, "%10.1f", r->img_per_cpu_s);
+		else
+			fprintf(out, "%10s", "-");
+		fprintf(out, "  %7.4f  ", r->unique_fraction);
 		if (o->t.views > 1)
 			fprintf(out, "%.3g%%\n", r->view_collision * 100);
 		else
@@ -513,7 +583,9 @@ int main(int argc, char **argv)
 	o.a.on_bad = on_bad;
 	o.a.on_progress = on_progress;
 	o.a.ctx = &c;
-	if (!(a = rfb_advise_measure(&o.a, &err)))
+	a = o.width ? rfb_advise_space(o.a.spec, o.width, o.height, 0, &err)
+		    : rfb_advise_measure(&o.a, &err);
+	if (!a)
 		cli_die_err(&c, &err);
 	cli_progress_clear(&c);
 	report(&c, a, &o);

@@ -271,3 +271,20 @@ setup() {
 	run refurb-advise -p "$FULL" --max-view-collision 5 train.idx
 	expect_fail 2 "refurb-advise: --max-view-collision: '5' is a probability: give 0.01 for 1%"
 }
+
+@test "--size WxH: the model alone, no index and no timing" {
+	run -0 refurb-advise --size 500x375 --views 2 -e 100 -R 3 \
+		-p 'resize=256,rrcrop=224,apply=0.8,colorjitter=0.4,grayscale=0.2,flip'
+	[ "${lines[0]}" = "not timed: images of 500x375, 2 views per sample, 100 epochs" ]
+	[[ "${lines[2]}" =~ ^\ 3\ \ rrcrop,colorjitter\(0.8\),grayscale,flip\ +-\ +1\.0000\ \ [0-9.e-]+%$ ]] || false
+	[[ "$output" == *"ruled out: final colorjitter(0.8),grayscale,flip: the two views identical with probability 1.36% (over 1%"* ]] || false
+	run -0 refurb-advise --tsv --size 500x375 -R 2 -p 'resize=256,rrcrop=224,flip'
+	grep -q "^# 2	rrcrop	341x256	" <<<"$output"
+	grep -q "^2	resize=256:[^	]*	rrcrop=224x224:[^	]*,flip=p=0.5	2	-	-	1.0000	0	0$" <<<"$output"
+	run refurb-advise --size 500x375 -p 'resize=256,rrcrop=224,flip' train.idx
+	expect_fail 2 "refurb-advise: --size times nothing: give it without an index ('train.idx')"
+	run refurb-advise --size 500 -p 'resize=256,rrcrop=224,flip'
+	expect_fail 2 "refurb-advise: --size: '500' is not WxH (e.g. 500x375)"
+	run refurb-advise --size 500x375 --rate 100 -p 'resize=256,rrcrop=224,flip'
+	expect_fail 2 "refurb-advise: --rate needs the timing"
+}

@@ -125,6 +125,17 @@ typedef struct rfb_advice {
  */
 rfb_advice *rfb_advise_measure(const struct rfb_advise_opts *o, rfb_err *err) RFB_MUST_CHECK;
 
+/*
+ * The model without timing, for images of width x height: every layer's
+ * input size, choices and collisions, every split's specs, |A_F| and
+ * collisions (as rfb_advise_measure gives them), |A|; the times are 0
+ * and the layers' costs NAN (measured 0: nothing was timed); images is
+ * the dataset's size (for cache_bytes).  NULL with err filled for a bad
+ * spec (RFB_ESPEC), one without a fixed output size, or a bad size.
+ */
+rfb_advice *rfb_advise_space(const char *spec, int width, int height,
+			     uint32_t images, rfb_err *err) RFB_MUST_CHECK;
+
 /* Free an advice.  NULL accepted. */
 void rfb_advice_free(rfb_advice *a);
 
