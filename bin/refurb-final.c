@@ -34,6 +34,10 @@ static const char help[] =
 	"                         (independent views, for self-supervised\n"
 	"                         training; 1 to 64, default 1): a version 2\n"
 	"                         stream of N x K images per batch\n"
+	"      --allow-view-collisions  run views of one pipeline even when two\n"
+	"                         of them would be identical more often than 1%\n"
+	"                         (refused by default: the message names the\n"
+	"                         probability and what to move into the final part)\n"
 	"      --prefetch N       batches in flight (default 2)\n"
 	"      --direct           read the cache with O_DIRECT\n"
 	"      --strict           a record that cannot be read is fatal (default:\n"
@@ -58,7 +62,7 @@ static const char help[] =
 
 enum {
 	OPT_PREFETCH = 0x2000, OPT_DIRECT, OPT_STRICT, OPT_STATS, OPT_INDEX,
-	OPT_ROOT, OPT_VIEWS, OPT_MAX_PIXELS
+	OPT_ROOT, OPT_VIEWS, OPT_MAX_PIXELS, OPT_ALLOW_COLLISIONS
 };
 
 struct args {
@@ -215,6 +219,7 @@ static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
 		{ "pipeline", required_argument, NULL, 'p' },
 		{ "prefetch", required_argument, NULL, OPT_PREFETCH },
 		{ "views", required_argument, NULL, OPT_VIEWS },
+		{ "allow-view-collisions", no_argument, NULL, OPT_ALLOW_COLLISIONS },
 		{ "direct", no_argument, NULL, OPT_DIRECT },
 		{ "strict", no_argument, NULL, OPT_STRICT },
 		{ "seed", required_argument, NULL, 's' },
@@ -256,6 +261,7 @@ static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
 			o->views = (int)cli_parse_u64(c, "--views", optarg, 1,
 						      RFB_STREAM_MAX_VIEWS);
 			break;
+		case OPT_ALLOW_COLLISIONS: o->allow_view_collisions = 1; break;
 		case OPT_DIRECT: o->direct = 1; break;
 		case OPT_STRICT: o->strict = 1; break;
 		case OPT_STATS: a->stats = optarg; break;

@@ -135,4 +135,15 @@ int rfbi_final_fit_fds(struct final *F, rfb_err *err);
  * out of memory. */
 char *rfbi_final_stream_extra(const struct final *F);
 
+/*
+ * One group of views: views (>= 1) run the same final pipeline on the
+ * record of one sample.  When two of them would come out identical with
+ * a probability (rfb_pipeline_views_collision, final's input width x
+ * height) over RFB_VIEW_COLLISION_LIMIT: RFB_ESPEC with a message naming
+ * the probability and the random layers of partial to move into the
+ * final part.  0 otherwise (final_inputs.c).
+ */
+int rfbi_final_check_views(const rfb_pipeline *partial, const rfb_pipeline *final,
+			   int views, int width, int height, rfb_err *err);
+
 #endif

@@ -65,6 +65,9 @@ struct rfb_final_opts {
 	int views;                /* final pipelines per sample, 1 to
 				   * RFB_STREAM_MAX_VIEWS (0 = 1); more than
 				   * one makes a version 2 stream */
+	int allow_view_collisions; /* else views of one spec that would often
+				   * be identical are refused (RFB_ESPEC:
+				   * rfbi_final_check_views) */
 	int threads;
 	int prefetch;             /* batches in flight (>= 1) */
 	int direct;               /* O_DIRECT reads */
