@@ -79,6 +79,22 @@ bound_of() {
 	[ "$1" -le 1048576 ]
 }
 
+# polled COMMAND...: run it in the background, polling the used bytes of
+# the file system at $MNT every 10 ms: $peak the most, $st its status,
+# its stderr in $T/err.
+polled() {
+	"$@" 2> "$T/err" &
+	local pid=$! used
+	peak=0
+	while kill -0 "$pid" 2> /dev/null; do
+		used=$(df -B1 --output=used "$MNT" | tail -n 1)
+		if [ "$used" -gt "$peak" ]; then peak=$used; fi
+		sleep 0.01
+	done
+	st=0
+	wait "$pid" || st=$?
+}
+
 @test "a cache on a tmpfs sized by the man page's rule runs to the end, no ENOSPC, the peak within the bound (r = 1, 2, 3; batch 8 and 120; with and without the handover)" {
 	[ "$(id -u)" -eq 0 ] || skip "mounting a tmpfs needs root"
 	command -v mountpoint > /dev/null || skip "mountpoint (util-linux) is not installed"
@@ -96,16 +112,7 @@ bound_of() {
 			# at once in memory, refurb-partial's output pipe at 64 KiB)
 			for opt in --no-handover --handover; do
 				rm -rf "$MNT/c"
-				run_chain "$MNT/c" "$r" "$b" 9 "$opt" 2> "$T/err" &
-				pid=$!
-				peak=0
-				while kill -0 "$pid" 2> /dev/null; do
-					used=$(df -B1 --output=used "$MNT" | tail -n 1)
-					if [ "$used" -gt "$peak" ]; then peak=$used; fi
-					sleep 0.01
-				done
-				st=0
-				wait "$pid" || st=$?
+				polled run_chain "$MNT/c" "$r" "$b" 9 "$opt"
 				echo "r $r batch $b $opt: bound $bound, peak $peak, status $st"
 				cat "$T/err"
 				[ "$st" -eq 0 ]
@@ -191,4 +198,28 @@ within() {
 	expect_fail 1 "refurb-partial: $T/c: cache was made with a different schedule (use --reset to empty it and start again)"
 	run_chain "$T/c" 2 32 5 --reset
 	within "$T/c"
+}
+
+@test "runs after runs on a tmpfs sized by the bound (the same plan 3 times, resumes, another batch size): no ENOSPC, the peak within the bound during each" {
+	[ "$(id -u)" -eq 0 ] || skip "mounting a tmpfs needs root"
+	command -v mountpoint > /dev/null || skip "mountpoint (util-linux) is not installed"
+	rm -rf "$T/sizing"
+	run_chain "$T/sizing" 3 32 11
+	bound=$(bound_of "$T/sizing")
+	MNT="$T/mnt"
+	mkdir -p "$MNT"
+	mount -t tmpfs -o "size=$bound" tmpfs "$MNT" || skip "cannot mount a tmpfs here"
+	for run in 1 2 3 4:1 9:2 b16; do
+		case "$run" in
+		*:*) polled sh -c "refurb-plan -q -b 32 -e 0-11 --start $run '$T/r3.evict' |
+			refurb-partial -q -c '$MNT/c' --no-handover -p '$SPEC' train.idx |
+			refurb-final -q -p '$FINAL' -o /dev/null" ;;
+		b16) polled run_chain "$MNT/c" 3 16 11 ;;
+		*) polled run_chain "$MNT/c" 3 32 11 ;;
+		esac
+		echo "run $run: bound $bound, peak $peak, status $st"
+		cat "$T/err"
+		[ "$st" -eq 0 ]
+		[ "$peak" -le "$bound" ]
+	done
 }
