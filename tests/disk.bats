@@ -195,7 +195,7 @@ within() {
 	rm -rf "$T/c"
 	run_chain "$T/c" 3 32 5
 	run run_chain "$T/c" 2 32 5
-	expect_fail 1 "refurb-partial: $T/c: cache was made with a different schedule (use --reset to empty it and start again)"
+	expect_fail 1 "refurb-partial: $T/c: cache was made with a different schedule (another r, eviction seed, policy or shard of refurb-evict) (use --reset to empty it and start again, or give this plan a cache of its own)"
 	run_chain "$T/c" 2 32 5 --reset
 	within "$T/c"
 }
