@@ -223,3 +223,15 @@ within() {
 		[ "$peak" -le "$bound" ]
 	done
 }
+
+@test "a trainer gone mid-epoch (the stream closed): the chain stops within the bound, the dead segments it left deleted" {
+	rm -rf "$T/c"
+	refurb-evict -q -r 3 -s 7 -o "$T/r3.evict" train.idx
+	for bytes in 10000000 7000000 12500000; do
+		refurb-plan -q -b 32 -e 0-11 "$T/r3.evict" |
+			refurb-partial -q -c "$T/c" --no-handover -p "$SPEC" train.idx |
+			refurb-final -q -p "$FINAL" 2> /dev/null | head -c "$bytes" > /dev/null || true
+		echo "a trainer gone after $bytes bytes"
+		within "$T/c"
+	done
+}
