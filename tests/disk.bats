@@ -211,7 +211,7 @@ within() {
 	mount -t tmpfs -o "size=$bound" tmpfs "$MNT" || skip "cannot mount a tmpfs here"
 	for run in 1 2 3 4:1 9:2 b16; do
 		case "$run" in
-		*:*) polled sh -c "refurb-plan -q -b 32 -e 0-11 --start $run '$T/r3.evict' |
+		*:*) polled bash -c "set -o pipefail; refurb-plan -q -b 32 -e 0-11 --start $run '$T/r3.evict' |
 			refurb-partial -q -c '$MNT/c' --no-handover -p '$SPEC' train.idx |
 			refurb-final -q -p '$FINAL' -o /dev/null" ;;
 		b16) polled run_chain "$MNT/c" 3 16 11 ;;
@@ -228,9 +228,11 @@ within() {
 	rm -rf "$T/c"
 	refurb-evict -q -r 3 -s 7 -o "$T/r3.evict" train.idx
 	for bytes in 10000000 7000000 12500000; do
-		refurb-plan -q -b 32 -e 0-11 "$T/r3.evict" |
-			refurb-partial -q -c "$T/c" --no-handover -p "$SPEC" train.idx |
-			refurb-final -q -p "$FINAL" 2> /dev/null | head -c "$bytes" > /dev/null || true
+		# the chain stops cleanly when its reader goes (EPIPE)
+		run -0 bash -c "set -o pipefail; refurb-plan -q -b 32 -e 0-11 '$T/r3.evict' |
+			refurb-partial -q -c '$T/c' --no-handover -p '$SPEC' train.idx |
+			refurb-final -q -p '$FINAL' 2> /dev/null |
+			dd of=/dev/null bs=100000 count=$((bytes / 100000)) iflag=fullblock status=none"
 		echo "a trainer gone after $bytes bytes"
 		within "$T/c"
 	done
