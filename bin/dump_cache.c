@@ -91,6 +91,7 @@ static void print_manifest(const char *dir, const struct rfb_cache_manifest *m,
  * checkpoint, and the headers of a few live records. */
 struct tables {
 	uint64_t segments, seg_bytes, bad_headers;
+	uint64_t appended;       /* segment bytes after the checkpoint's */
 	int have_ck;
 	struct rfb_cache_checkpoint_info ck;
 	uint64_t live, live_bytes, seen;
@@ -102,14 +103,17 @@ struct tables {
 };
 
 static int add_segment(void *ctx, uint32_t segment, uint32_t death,
-		       uint64_t bytes)
+		       uint64_t bytes, uint64_t checkpointed)
 {
 	struct tables *t = ctx;
+	uint64_t known = checkpointed > RFB_CACHE_SEGMENT_HEADER
+			 ? checkpointed : RFB_CACHE_SEGMENT_HEADER;
 
 	(void)segment;
 	t->segments++;
 	t->seg_bytes += bytes;
 	t->bad_headers += death == UINT32_MAX;
+	t->appended += bytes > known ? bytes - known : 0;
 	return 0;
 }
 
@@ -168,13 +172,18 @@ static void print_tables(const struct tables *t, FILE *out)
 			"scans every record\n");
 		return;
 	}
+	uint64_t other = t->seg_bytes - t->appended;
+	other = other > t->live_bytes ? other - t->live_bytes : 0;
 	fprintf(out, "live         %llu records, %.1f MiB (checkpoint of epoch "
-		"%u, batch %llu); the segments' other %.1f MiB are dead or "
-		"superseded records, or were appended since\n",
+		"%u, batch %llu); %.1f MiB more in the segments are dead or "
+		"superseded records\n",
 		(unsigned long long)t->live, t->live_bytes / 1048576.0,
 		t->ck.epoch, (unsigned long long)t->ck.global_step,
-		(t->seg_bytes > t->live_bytes ? t->seg_bytes - t->live_bytes : 0) /
-			1048576.0);
+		other / 1048576.0);
+	if (t->appended)
+		fprintf(out, "appended     %.1f MiB after the checkpoint, by a writer "
+			"stopped before its next one: its next run recovers "
+			"them (live for the bound below)\n", t->appended / 1048576.0);
 	if (t->nsample)
 		fprintf(out, "compression  ratio %.2f (pixels to record bytes, "
 			"estimated from the headers of %zu live records)\n",
@@ -214,7 +223,10 @@ static uint64_t disk_bytes(const char *dir)
 static void print_disk(const char *dir, const struct rfb_cache_manifest *m,
 		       const struct tables *t, FILE *out)
 {
-	uint64_t live = t->live_bytes, disk = disk_bytes(dir), slack, bound;
+	/* what a stopped writer appended after its checkpoint is live
+	 * until its next run has recovered it */
+	uint64_t live = t->live_bytes + t->appended, disk = disk_bytes(dir);
+	uint64_t slack, bound;
 	struct rfb_cache_position p;
 
 	if (t->have_ck && t->reuse > 0) {

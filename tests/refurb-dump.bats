@@ -135,6 +135,7 @@ setup() {
 
 # cache_with_records DIR: a cache of 30 live records (2 epochs, no handover).
 cache_with_records() {
+	set -o pipefail
 	refurb-evict -q -r 3 -o "$T/s.evict" "$IDX"
 	refurb-plan -q -b 8 -e 0-1 "$T/s.evict" |
 		refurb-partial -q --no-handover -c "$1" -p resize=48 "$IDX" |
@@ -143,6 +144,7 @@ cache_with_records() {
 
 # first_length CACHE SEGMENT: the length of SEGMENT's first record.
 first_length() {
+	set -o pipefail
 	refurb-dump "$1" | awk -F'\t' -v s="$(basename "$2" .seg)" '$1 == s { print $3; exit }'
 }
 

@@ -5,10 +5,12 @@
  * recovery (rfbi_cache_recover.c) and rfb_cache_read_checkpoint use.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cache_internal.h"
@@ -111,6 +113,38 @@ int rfbi_cache_ckpt_load(const char *dir, struct ckpt *k, rfb_err *err)
 					   "record index checkpoint is corrupt "
 					   "(segment table)");
 		prev = id;
+	}
+	return 0;
+}
+
+int rfbi_cache_ckpt_segments(const char *dir, unsigned char **table,
+			     uint32_t *n)
+{
+	char path[4200];
+	unsigned char h[CKPT_HEADER];
+	struct stat st;
+	int fd;
+
+	*table = NULL;
+	*n = 0;
+	snprintf(path, sizeof path, "%s/" CHECKPOINT_NAME, dir);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	if (fstat(fd, &st) == 0 &&
+	    rfb_pread_full(fd, h, sizeof h, 0) == (ssize_t)sizeof h &&
+	    memcmp(h, CKPT_MAGIC, 8) == 0 && rfb_crc32c(0, h, 60) == rfb_get_le32(h + 60)) {
+		uint32_t g = rfb_get_le32(h + 24);
+		size_t len = (size_t)g * CKPT_SEG;
+		/* checked against the file's size before it is allocated */
+		if (CKPT_HEADER + (uint64_t)len + 4 <= (uint64_t)st.st_size &&
+		    (*table = malloc(len ? len : 1)) &&
+		    rfb_pread_full(fd, *table, len, CKPT_HEADER) == (ssize_t)len)
+			*n = g;
+	}
+	close(fd);
+	if (*n == 0) {
+		free(*table);
+		*table = NULL;
 	}
 	return 0;
 }

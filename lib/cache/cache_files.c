@@ -529,23 +529,49 @@ static int segment_header(const char *dir, uint32_t id, uint32_t *death,
 	return 0;
 }
 
+/* The bytes of segment id (size bytes) that the checkpoint's table covers
+ * (rows of CKPT_SEG bytes sorted by id): all of a dead one, none of one
+ * it does not name. */
+static uint64_t covered(const unsigned char *table, uint32_t n, uint32_t id,
+			uint64_t size)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const unsigned char *row = table + mid * CKPT_SEG;
+		if (rfb_get_le32(row) == id)
+			return rfb_get_le32(row + 8) || rfb_get_le64(row + 16) > size
+			       ? size : rfb_get_le64(row + 16);
+		if (rfb_get_le32(row) < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
 int rfb_cache_list(const char *dir, rfb_cache_segment_fn fn, void *ctx,
 		   rfb_err *err)
 {
-	uint32_t *ids, death;
+	uint32_t *ids, death, nrows;
 	uint64_t size;
+	unsigned char *table;
 	size_t n;
 	int rc;
 
 	if ((rc = rfbi_cache_list_segments(dir, &ids, &n, err)))
 		return rc;
+	(void)rfbi_cache_ckpt_segments(dir, &table, &nrows);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		rc = segment_header(dir, ids[i], &death, &size, err);
 		if (rc == RFB_EIO && err && err->sys_errno == ENOENT)
 			rc = 0; /* deleted by the writer meanwhile */
 		else if (rc == 0)
-			rc = fn(ctx, ids[i], death, size);
+			rc = fn(ctx, ids[i], death, size,
+				table ? covered(table, nrows, ids[i], size) : 0);
 	}
+	free(table);
 	free(ids);
 	return rc;
 }

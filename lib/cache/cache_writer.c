@@ -635,6 +635,17 @@ static int refuse_foreign(rfb_cache *c, rfb_err *err)
 			   "empty; give a new or empty directory");
 }
 
+/* What makes a part of the manifest differ, for the message: another
+ * plan of the same schedule (batch size, epochs, shuffle) is served. */
+static const char *diff_hint(const char *diff)
+{
+	if (strcmp(diff, "schedule") == 0)
+		return " (another r, eviction seed, policy or shard of refurb-evict)";
+	if (strcmp(diff, "seed") == 0)
+		return " (refurb-partial's augmentation seed)";
+	return "";
+}
+
 /* Compare the manifest on disk with want; start a new cache (writing the
  * manifest) when there is none, or when reset is asked for. */
 static int check_manifest(rfb_cache *c, const struct rfb_cache_manifest *want,
@@ -652,8 +663,9 @@ static int check_manifest(rfb_cache *c, const struct rfb_cache_manifest *want,
 	if (!(flags & RFB_CACHE_RESET)) {
 		if (rc == 0)
 			return rfb_err_set(err, RFB_EMISMATCH, c->dir,
-				"cache was made with a different %s (use --reset "
-				"to empty it and start again)", diff);
+				"cache was made with a different %s%s (use --reset "
+				"to empty it and start again, or give this plan a "
+				"cache of its own)", diff, diff_hint(diff));
 		if (rc == RFB_ECHECKSUM)
 			return rfb_err_set(err, rc, why.path, "%s (use --reset to "
 					   "empty the cache and start again)",
@@ -776,6 +788,13 @@ int rfb_cache_close(rfb_cache *c, rfb_err *err)
 	if (!c)
 		return 0;
 	rc = rfb_cache_checkpoint(c, err);
+	/* a reader of this run told its position and has gone (a trainer
+	 * killed, the stream closed): nothing reads the dead segments any
+	 * more, which would else stay until the next run (refurb-cache(5),
+	 * DISK SPACE).  Without one (a plan written to a file for later),
+	 * they wait for the next writer. */
+	if (rc == 0 && c->held_known)
+		rc = delete_inherited(c, err);
 	for (size_t i = 0; i < c->nsegs; i++)
 		seg_close(&c->segs[i]);
 	close(c->lockfd);

@@ -320,15 +320,19 @@ int rfb_cache_scan(const char *dir, rfb_cache_visit_fn fn, void *ctx,
 		   rfb_err *err) RFB_MUST_CHECK;
 
 /*
- * Visit every segment file of dir in id order, reading only its header
- * and its size: fn gets the id, the death epoch (UINT32_MAX when the
- * header is bad or cut short) and the file's size in bytes, and returns
- * 0 to go on.  Time and memory do not grow with the records (refurb-dump
+ * Visit every segment file of dir in id order, reading only its header,
+ * its size and the checkpoint's segment table: fn gets the id, the death
+ * epoch (UINT32_MAX when the header is bad or cut short), the file's size
+ * in bytes and how many of them the checkpoint covers (all of one it names
+ * dead, 0 of one it does not name: the rest was appended after it, by a
+ * writer stopped before its next checkpoint), and returns 0 to
+ * go on.  Time and memory do not grow with the records (refurb-dump
  * --stats).  Returns 0, the first non-zero value of fn, or a negative
  * RFB_E* code.
  */
 typedef int (*rfb_cache_segment_fn)(void *ctx, uint32_t segment,
-				    uint32_t death_epoch, uint64_t file_bytes);
+				    uint32_t death_epoch, uint64_t file_bytes,
+				    uint64_t checkpointed_bytes);
 int rfb_cache_list(const char *dir, rfb_cache_segment_fn fn, void *ctx,
 		   rfb_err *err) RFB_MUST_CHECK;
 
