@@ -37,8 +37,9 @@ static const char preview_help[] =
 	"  -Q, --quality Q       JPEG quality (default 90)\n"
 	"  -o, --output FILE     output file (default stdout)\n"
 	"      --force           write to a terminal anyway\n"
-	CLI_MAX_PIXELS_HELP
-	"                         (also the whole sheet's)\n"
+	"      --max-pixels N    the largest image decoded or made by any\n"
+	"                        layer, and the sheet's cells together, in\n"
+	"                        pixels (default 100000000)\n"
 	CLI_COMMON_HELP
 	"\nExit status: 0 ok, 1 unreadable image or output, 2 usage error.\n";
 
