@@ -95,6 +95,17 @@ resumes() {
 	diff "$T/s.txt" ref.txt
 }
 
+@test "a soft limit too low is raised toward the hard one: every shard kept open, nothing said, the same stream" {
+	[ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge 1024 ] ||
+		skip "the hard open-file limit is $(ulimit -Hn)"
+	run bash -c "set -o pipefail; ulimit -Sn 40; refurb-plan -q -b 8 -e 0-3 sh.evict |
+		refurb-partial -q -c c -p '$SPEC' sh.idx |
+		refurb-final -q -p '$FINAL' | '$D' > '$T/s.txt'"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ -z "$output" ]
+	diff "$T/s.txt" ref.txt
+}
+
 # partial_fault VAR=VALUE...: refurb-partial over the whole plan with the
 # shim and these settings; its output in $T/a.txt.
 partial_fault() {

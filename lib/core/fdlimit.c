@@ -5,26 +5,33 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include "refurb/fdlimit.h"
 
-uint32_t rfb_fd_count_open(void)
+uint32_t rfb_fd_count_open(uint64_t below)
 {
 	DIR *d = opendir("/proc/self/fd");
 	struct dirent *e;
 	uint32_t n = 0;
+	int self;
 
-	if (!d) {  /* no /proc: ask the first descriptors one by one */
-		for (int fd = 0; fd < 1024; fd++)
+	if (!d) {  /* no /proc (or no descriptor left): ask one by one */
+		for (int fd = 0; fd < 4096 && (uint64_t)fd < below; fd++)
 			n += fcntl(fd, F_GETFD) != -1;
 		return n;
 	}
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
+	self = dirfd(d);
+	while ((e = readdir(d))) {
+		char *end;
+		unsigned long fd = strtoul(e->d_name, &end, 10);
+		if (e->d_name[0] != '.' && !*end && (int)fd != self && fd < below)
+			n++;
+	}
 	closedir(d);
-	return n - 1;  /* the directory's own descriptor */
+	return n;
 }
 
 static uint64_t lim(rlim_t v)
@@ -38,12 +45,14 @@ int rfb_fd_budget_check(uint32_t need, uint32_t want, const char *what,
 	struct rlimit rl;
 	uint64_t full;
 
-	b->open = rfb_fd_count_open();
 	b->raised = 0;
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
 		rl.rlim_cur = rl.rlim_max = RLIM_INFINITY;
 	b->limit = lim(rl.rlim_cur);
 	b->hard = lim(rl.rlim_max);
+	/* the limit bounds descriptor numbers: those open above it (a
+	 * shell's 255) take no room under it */
+	b->open = rfb_fd_count_open(b->limit);
 	full = (uint64_t)b->open + need + want;
 	if (b->limit < full && b->hard > b->limit) {
 		struct rlimit up = rl;
@@ -51,6 +60,7 @@ int rfb_fd_budget_check(uint32_t need, uint32_t want, const char *what,
 		if (setrlimit(RLIMIT_NOFILE, &up) == 0) {
 			b->limit = (uint64_t)up.rlim_cur;
 			b->raised = 1;
+			b->open = rfb_fd_count_open(b->limit);
 		}
 	}
 	if (b->limit < (uint64_t)b->open + need) {

@@ -100,7 +100,8 @@ int rfb_source_fit_fds(rfb_source *s, uint32_t need, const char *what,
 	struct rfb_fd_budget b;
 	uint32_t want = s->shard_count < MAX_OPEN_SHARDS ? s->shard_count
 							 : MAX_OPEN_SHARDS;
-	int rc = rfb_fd_budget_check(need, want, what, &b, err);
+	/* as many again for the cache's segments: see below */
+	int rc = rfb_fd_budget_check(need, 2 * want, what, &b, err);
 
 	out->limit = b.limit;
 	out->raised = b.raised;

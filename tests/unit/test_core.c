@@ -66,6 +66,8 @@ static void test_system_errors(void)
 	/* the open-file limit: a need past it is refused, saying the limit */
 	CHECK(rfb_fd_budget_check(4, 0, "x", &b, &err) == 0);
 	CHECK(b.open >= 3 && b.limit >= b.open + 4);
+	CHECK(b.open == rfb_fd_count_open(b.limit));
+	CHECK(rfb_fd_count_open(3) <= 3);
 	CHECK(b.spare == b.limit - b.open - 4 || b.spare == UINT32_MAX);
 	if (b.hard != UINT64_MAX && b.hard < 0x7fffffffu) {
 		CHECK(rfb_fd_budget_check((uint32_t)b.hard, 0, "many things", &b,

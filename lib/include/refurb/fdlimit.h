@@ -23,14 +23,14 @@ extern "C" {
 struct rfb_fd_budget {
 	uint64_t limit;   /* the soft RLIMIT_NOFILE after the check */
 	uint64_t hard;    /* the hard one (UINT64_MAX: unlimited) */
-	uint32_t open;    /* descriptors open at the check */
+	uint32_t open;    /* descriptors open at the check, below limit */
 	uint32_t spare;   /* limit - open - need: left for want */
 	int raised;       /* the soft limit was raised toward the hard one */
 };
 
 /*
  * Check that need more descriptors fit under the open-file limit, beside
- * those open now; what (e.g. "3 threads and the cache's segments") names
+ * those open now (below it); what (e.g. "3 threads and the cache's segments") names
  * them in the message.  When the soft limit is below open + need + want
  * and the hard one allows, the soft one is raised (to at most open + need
  * + want).  Fills b and returns 0, or RFB_ERESOURCE with err saying the
@@ -39,8 +39,10 @@ struct rfb_fd_budget {
 int rfb_fd_budget_check(uint32_t need, uint32_t want, const char *what,
 			struct rfb_fd_budget *b, rfb_err *err) RFB_MUST_CHECK;
 
-/* The number of descriptors this process has open now. */
-uint32_t rfb_fd_count_open(void);
+/* The number of descriptors this process has open now whose numbers are
+ * below below (the open-file limit bounds numbers, not a count; UINT64_MAX
+ * counts them all). */
+uint32_t rfb_fd_count_open(uint64_t below);
 
 #ifdef __cplusplus
 }
