@@ -74,6 +74,7 @@ struct args {
 
 struct run_ctx {
 	struct cli *c;
+	int split_shown;         /* the first progress line was printed */
 	FILE *stats;             /* --stats, or NULL */
 };
 
@@ -183,6 +184,13 @@ static void on_progress(void *ctx, const struct rfb_final_stats *st,
 {
 	struct run_ctx *r = ctx;
 
+	if (!r->split_shown && r->c->progress) /* the first line: the split */
+		fprintf(stderr, "refurb-final: split: cached once every %u uses "
+			"(refurb-partial): %s; run on every use (here, %d view%s): "
+			"%s\n", st->reuse, *st->partial_spec ? st->partial_spec :
+			"nothing (the decode alone)", st->views,
+			st->views > 1 ? "s" : "", st->final_spec);
+	r->split_shown = 1;
 	cli_progress(r->c, st->batches, total, "batches");
 }
 
@@ -325,7 +333,7 @@ int main(int argc, char **argv)
 	struct rfb_final_opts o = { 0 };
 	struct rfb_final_stats st;
 	struct args a = { 0 };
-	struct run_ctx r = { &c, NULL };
+	struct run_ctx r = { .c = &c };
 	rfb_err err = { 0 };
 	char text[1100];
 	int in_fd, out_fd, rc;

@@ -78,6 +78,7 @@ enum {
 
 struct run_ctx {
 	struct cli *c;
+	int split_shown;         /* the first progress line was printed */
 	const char *stats_path;  /* --stats, or NULL */
 	FILE *stats;
 };
@@ -105,6 +106,12 @@ static void on_progress(void *ctx, const struct rfb_partial_stats *st,
 {
 	struct run_ctx *r = ctx;
 
+	if (!r->split_shown && r->c->progress) /* the first line: the split */
+		fprintf(stderr, "refurb-partial: split: cached once every %u uses "
+			"(here): %s; run on every use: refurb-final's pipeline\n",
+			st->reuse, *st->partial_spec ? st->partial_spec :
+			"nothing (the decode alone)");
+	r->split_shown = 1;
 	cli_progress(r->c, st->batches, total, "batches");
 }
 
@@ -371,7 +378,7 @@ int main(int argc, char **argv)
 	struct rfb_partial_opts o = { 0 };
 	struct rfb_partial_stats st;
 	const char *in = "-", *out = "-";
-	struct run_ctx r = { &c, NULL, NULL };
+	struct run_ctx r = { .c = &c };
 	rfb_err err = { 0 };
 	int in_fd, out_fd, rc, handover = -1;
 

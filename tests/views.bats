@@ -211,3 +211,15 @@ assert abs(same - n * p) <= 4 * sd + 1, (same, n * p, sd)
 PY
 	done
 }
+
+@test "--progress: the first line of refurb-partial's and refurb-final's progress is the split" {
+	refurb-partial --progress -c "$T/c4" -p "$SPEC" train.idx < plan.txt 2> "$T/p.err" |
+		refurb-final --progress -p "$FINAL" --views 2 -o "$T/x.s" 2> "$T/f.err"
+	run -0 head -1 "$T/p.err"
+	[ "$output" = "refurb-partial: split: cached once every 2 uses (here): resize=64:max_size=0:interp=bilinear; run on every use: refurb-final's pipeline" ]
+	run -0 head -1 "$T/f.err"
+	[[ "$output" == "refurb-final: split: cached once every 2 uses (refurb-partial): resize=64:max_size=0:interp=bilinear; run on every use (here, 2 views): rrcrop=48x48:"*",grayscale=p=0.2" ]] || false
+	# -q: no progress, no split line
+	refurb-final -q -p "$FINAL" -i ann.txt -o "$T/y.s" 2> "$T/q.err"
+	[ ! -s "$T/q.err" ]
+}

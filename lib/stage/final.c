@@ -687,6 +687,14 @@ static int setup(struct final *F, int in_fd, const char *in_name, int out_fd,
 	if (!(F->writer = rfb_stream_writer_new(out_fd, F->o->out_name ?
 						 F->o->out_name : "(output)", err)))
 		return err->code;
+	F->st->partial_spec = F->annot.partial;
+	F->st->final_spec = F->final_text ? F->final_text
+					  : rfb_pipeline_canonical(F->final_pipe);
+	F->st->reuse = F->h->reuse;
+	F->st->views = F->views;
+	if (F->o->on_progress) /* its first line: the split */
+		F->o->on_progress(F->o->ctx, F->st, (uint64_t)F->h->batches *
+				  (F->h->last_epoch - F->h->first_epoch + 1));
 	return write_stream_header(F, err);
 }
 

@@ -737,6 +737,11 @@ static int setup(struct partial *P, int in_fd, const char *in_name,
 		return err ? err->code : RFB_ENOMEM;
 	if ((rc = fit_fds(P, err)) || (rc = write_header(P, err)))
 		return rc;
+	P->st->partial_spec = rfb_pipeline_canonical(P->pipe);
+	P->st->reuse = P->h->reuse;
+	if (o->on_progress) /* its first line: the split */
+		o->on_progress(o->ctx, P->st, (uint64_t)P->h->batches *
+			       (P->h->last_epoch - P->h->first_epoch + 1));
 	return P->ho && !o->handover_nowait ? wait_reader(P, err) : 0;
 }
 

@@ -15,6 +15,13 @@
 
 struct rfb_final_stats {
 	uint64_t batches, images;
+	/* the split, for the first progress line (on_progress is called
+	 * once with batches 0 before the first batch): the plan's partial
+	 * pipeline, this stage's (the views' joined by ';'), r, the views;
+	 * the texts owned by the run */
+	const char *partial_spec, *final_spec;
+	uint32_t reuse;
+	int views;
 	uint64_t skipped;        /* samples refurb-partial left out */
 	int stopped_by_signal;   /* *opts->stop was set: the signal number */
 	uint32_t last_epoch, last_step; /* the last batch written */

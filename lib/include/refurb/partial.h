@@ -15,6 +15,11 @@
 
 struct rfb_partial_stats {
 	uint64_t batches, samples;
+	/* the split, for the first progress line (on_progress is called
+	 * once with batches 0 before the first batch): this stage's
+	 * pipeline (owned by the run) and r */
+	const char *partial_spec;
+	uint32_t reuse;
 	uint64_t computed;      /* misses run through the pipeline */
 	uint64_t reused;        /* misses whose record a stopped run made */
 	uint64_t hits;          /* hits served from the cache */
