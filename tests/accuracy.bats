@@ -116,3 +116,13 @@ grid() {
 	run "$TOP/scripts/accuracy" train "$T/empty" --cell floor --seed 1 --epochs 1 -o "$T/x.csv"
 	expect_fail 1 "scripts/accuracy: $T/empty/dataset.json: no such file: prepare the dataset first"
 }
+
+@test "accuracy train: a test class that has no training images is refused" {
+	need_torchvision
+	make_dataset "$T/ds" 12 2
+	"$TOP/scripts/accuracy" prepare photos "$T/p" --from "$T/ds"
+	mv "$T/p/test/class001" "$T/p/test/class009"
+	run "$TOP/scripts/accuracy" train "$T/p" --cell floor --seed 1 --epochs 1 -o "$T/x.csv"
+	expect_fail 1 "scripts/accuracy: $T/p/test/class009: a test class with no training images"
+	[ ! -e "$T/x.csv" ]
+}
