@@ -22,8 +22,10 @@
 #
 # The datasets are prepared once in RESULTS/data/DATASET: fashion is a
 # subset of Fashion-MNIST (FASHION_TRAIN and FASHION_TEST images);
-# photos is PHOTOS (an ImageFolder) or, by default, scripts/fetch-photos'
-# set, at 72 pixels.  The defaults take about an hour on 2 idle cores
+# photos is PHOTOS (an ImageFolder; its data and cells are then
+# RESULTS/data/photos-NAME and RESULTS/cells/photos-NAME, NAME the
+# folder's basename) or, by default, scripts/fetch-photos' set; at 72
+# pixels.  The defaults take about an hour on 2 idle cores
 # with -j2 (doc/accuracy.md); THREADS is each run's torch and refurb -j.
 
 TOP       := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)
@@ -43,18 +45,21 @@ DEVICE    ?= cpu
 ACCURACY  := $(TOP)/scripts/accuracy
 REPORT    := $(TOP)/scripts/accuracy-report
 
+# a PHOTOS folder has its own data and cells: photos-NAME (NAME its basename)
+PHOTOS_KEY := $(if $(PHOTOS),photos-$(notdir $(abspath $(PHOTOS))),photos)
+DSETS      := $(patsubst photos,$(PHOTOS_KEY),$(DATASETS))
+
 # seed by seed, then dataset by dataset, then cell by cell
-TARGETS := $(foreach s,$(SEEDS),$(foreach d,$(DATASETS),$(foreach c,$(CELLS),\
+TARGETS := $(foreach s,$(SEEDS),$(foreach d,$(DSETS),$(foreach c,$(CELLS),\
 	$(RESULTS)/cells/$(d)/$(c)-s$(s).csv)))
 
 .PHONY: all report build help clean
 .DELETE_ON_ERROR:
-.SECONDARY:
 
 all: $(RESULTS)/report.md
 
 help:
-	@sed -n '2,29p' $(lastword $(MAKEFILE_LIST)) | sed 's/^# \{0,1\}//'
+	@sed -n '2,33p' $(lastword $(MAKEFILE_LIST)) | sed 's/^# \{0,1\}//'
 
 # REFURB_BIN=DIR: the programs are there (scripts/accuracy runs them): no make
 build:
@@ -65,9 +70,9 @@ $(RESULTS)/data/fashion/dataset.json: | build
 	@$(ACCURACY) prepare fashion $(RESULTS)/data/fashion --train $(FASHION_TRAIN) \
 		--test $(FASHION_TEST)
 
-$(RESULTS)/data/photos/dataset.json: | build
+$(RESULTS)/data/$(PHOTOS_KEY)/dataset.json: | build
 	@mkdir -p $(RESULTS)/data
-	@$(ACCURACY) prepare photos $(RESULTS)/data/photos $(if $(PHOTOS),--from $(PHOTOS))
+	@$(ACCURACY) prepare photos $(RESULTS)/data/$(PHOTOS_KEY) $(if $(PHOTOS),--from $(PHOTOS))
 
 # one cell: RESULTS/cells/DATASET/CELL-sSEED.csv
 define cell_rule
@@ -79,7 +84,7 @@ $(RESULTS)/cells/$(1)/%.csv: $(RESULTS)/data/$(1)/dataset.json | build
 		{ tail -5 $$(@:.csv=.log) >&2; exit 1; }
 endef
 $(eval $(call cell_rule,fashion,$(FASHION_EPOCHS),$(FASHION_BATCH)))
-$(eval $(call cell_rule,photos,$(PHOTOS_EPOCHS),$(PHOTOS_BATCH)))
+$(eval $(call cell_rule,$(PHOTOS_KEY),$(PHOTOS_EPOCHS),$(PHOTOS_BATCH)))
 
 # join the cells: one header, one row per cell
 JOIN = awk 'FNR > 1 || NR == 1' $(1) > $(RESULTS)/results.csv.tmp && \

@@ -140,6 +140,26 @@ WELCH_B = [27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.
 WELCH = (-2.455356398286006, 24.98853, 0.021378001462866985)   # t, df, two-sided p
 
 
+def scipy_checks(close):
+    """Where scipy is installed (it is not needed), a grid of CDF values
+    and Welch tests against it; returns the number of checks."""
+    try:
+        from scipy import stats
+    except ImportError:
+        return 0
+    n = 0
+    for df in (1, 1.5, 2, 3, 4.7, 8, 20, 57.3, 300):
+        for t in (-30, -4, -2.1, -0.5, 0.1, 0.9, 1.7, 3.3, 12):
+            close("t_cdf(%g, %g) vs scipy" % (t, df), t_cdf(t, df), stats.t.cdf(t, df), 1e-9)
+            n += 1
+    a, b = [0.81, 0.83, 0.82, 0.80, 0.84], [0.79, 0.80, 0.815, 0.78, 0.805, 0.79]
+    r = stats.ttest_ind(a, b, equal_var=False)
+    t, _, p = welch(a, b)
+    close("welch t vs scipy", t, r.statistic, 1e-9)
+    close("welch p vs scipy", p, r.pvalue, 1e-9)
+    return n + 1
+
+
 def self_test():
     bad = []
 
@@ -158,11 +178,12 @@ def self_test():
     n, mean, sd, lo, hi = summary([1.0, 2.0, 3.0, 4.0, 5.0])
     close("summary sd", sd, math.sqrt(2.5), 1e-12)
     close("summary CI low", lo, 3 - 2.7764451051977934 * math.sqrt(2.5 / 5), 1e-8)
+    checks = scipy_checks(close)
     for line in bad:
         print("accuracy_stats: FAIL %s" % line)
     if not bad:
-        print("accuracy_stats: ok: %d CDF, %d quantile, 1 Welch and 1 summary check"
-              % (len(CDF), len(PPF)))
+        print("accuracy_stats: ok: %d CDF, %d quantile, 1 Welch and 1 summary check%s"
+              % (len(CDF), len(PPF), ", %d against scipy" % checks if checks else ""))
     return not bad
 
 

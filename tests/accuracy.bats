@@ -35,22 +35,23 @@ grid() {
 	need_torchvision
 	make_dataset "$T/ds" 40 2
 	grid
-	run cut -d, -f1-3 "$T/r/results.csv"
+	run -0 cut -d, -f1-3 "$T/r/results.csv"
 	[ "${lines[0]}" = "dataset,cell,seed" ]
 	[ "${#lines[@]}" -eq 9 ]
 	for c in floor standard refurb2 refurb3 refurb4 echo2 echo3 torchvision; do
 		grep -qx "ds,$c,1" <<<"$output"
 		grep -q "^| $c | " "$T/r/report.md"
 	done
-	# each row: an accuracy in [0, 1], 2 epochs, 30 training and 10 test images
-	run awk -F, 'NR > 1 && ($4 < 0 || $4 > 1 || $5 != 2 || $7 != 30 || $8 != 10)' \
+	# each row: an accuracy in [0, 1], 2 epochs, CPU seconds, 30 training
+	# and 10 test images
+	run -0 awk -F, 'NR > 1 && ($4 < 0 || $4 > 1 || $5 != 2 || $7 <= 0 || $8 != 30 || $9 != 10)' \
 		"$T/r/results.csv"
 	[ -z "$output" ]
 	# rerun: nothing to do but the report; a deleted cell is trained again
-	rm "$T/r/cells/photos/refurb3-s1.csv"
+	rm "$T/r/cells/photos-ds/refurb3-s1.csv"
 	run grid
 	[ "$status" -eq 0 ]
-	run grep -c "^scripts/accuracy: .* seed 1: test accuracy" <<<"$output"
+	run -0 grep -c "^scripts/accuracy: .* seed 1: test accuracy" <<<"$output"
 	[ "$output" = 1 ]
 	grep -q ",refurb3,1," "$T/r/results.csv"
 }
@@ -79,7 +80,7 @@ grid() {
 		> "$T/doc.md"
 	run "$TOP/scripts/accuracy-report" "$T/res.csv" --update "$T/doc.md"
 	[ "$status" -eq 0 ]
-	run cat "$T/doc.md"
+	run -0 cat "$T/doc.md"
 	[ "${lines[0]}" = "before" ]
 	[ "${lines[-1]}" = "after" ]
 	grep -q "^| standard | 1 | 1 | 0.5000 |" "$T/doc.md"
@@ -114,4 +115,14 @@ grid() {
 	mkdir "$T/empty"
 	run "$TOP/scripts/accuracy" train "$T/empty" --cell floor --seed 1 --epochs 1 -o "$T/x.csv"
 	expect_fail 1 "scripts/accuracy: $T/empty/dataset.json: no such file: prepare the dataset first"
+}
+
+@test "accuracy train: a test class that has no training images is refused" {
+	need_torchvision
+	make_dataset "$T/ds" 12 2
+	"$TOP/scripts/accuracy" prepare photos "$T/p" --from "$T/ds"
+	mv "$T/p/test/class001" "$T/p/test/class009"
+	run "$TOP/scripts/accuracy" train "$T/p" --cell floor --seed 1 --epochs 1 -o "$T/x.csv"
+	expect_fail 1 "scripts/accuracy: $T/p/test/class009: a test class with no training images"
+	[ ! -e "$T/x.csv" ]
 }
