@@ -37,6 +37,10 @@
 #include "refurb/error.h"
 #include "refurb/record.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct rfb_advise_opts {
 	const char *index_path;
 	const char *root;          /* dataset root override, or NULL */
@@ -160,5 +164,9 @@ void rfb_advise_pareto(const struct rfb_advise_row *rows, int n,
  */
 int rfb_advise_recommend(const struct rfb_advise_row *rows, int n,
 			 double rate);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

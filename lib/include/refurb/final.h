@@ -13,6 +13,10 @@
 
 #include "refurb/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct rfb_final_stats {
 	uint64_t batches, images;
 	uint64_t skipped;        /* samples refurb-partial left out */
@@ -103,5 +107,9 @@ struct rfb_final_opts {
 int rfb_final_run(const struct rfb_final_opts *o, int in_fd,
 		  const char *in_name, int out_fd, struct rfb_final_stats *st,
 		  rfb_err *err) RFB_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
