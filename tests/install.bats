@@ -133,10 +133,9 @@ CPP
 	[[ "$output" == *"make install: $BATS_TEST_TMPDIR/venv/bin/python3 (first on PATH) does not: pip install ./python with it"* ]]
 }
 
-# refurb(3) lists every function of the installed headers, as
-# scripts/make-man3 writes it from them (a header changed: run it again)
-@test "refurb(3) is what scripts/make-man3 makes of the installed headers, every function in it" {
-	run -0 "$TOP/scripts/make-man3" --check
+# refurb(3) lists every function of the installed headers: make writes
+# it from them (scripts/make-man3), make install installs it
+@test "refurb(3), made from the installed headers, lists every function and renders" {
 	install_root > /dev/null
 	inc="$BATS_TEST_TMPDIR/root/opt/rfb/include/refurb"
 	page="$BATS_TEST_TMPDIR/root/opt/rfb/share/man/man3/refurb.3"
@@ -145,12 +144,11 @@ CPP
 		grep -q "${f%(}(" "$page" || { echo "not in refurb(3): ${f%(}"; missing=$((missing + 1)); }
 	done
 	[ "$missing" -eq 0 ]
-	# a header's comment changed: --check says so
-	cp -r "$TOP/scripts" "$TOP/lib" "$TOP/man" "$BATS_TEST_TMPDIR/"
-	sed -i 's|^/\* Human-readable text of an RFB_E\* code; never NULL. \*/|/* Changed. */|' \
-		"$BATS_TEST_TMPDIR/lib/include/refurb/error.h"
-	run -1 "$BATS_TEST_TMPDIR/scripts/make-man3" --check
-	[ "$output" = "make-man3: man/man3/refurb.3 is not what the headers give: run scripts/make-man3" ]
+	# a function's comment is its line in the page
+	grep -qxF 'Human\-readable text of an RFB_E* code.' "$page"
+	command -v groff > /dev/null || skip "no groff (groff-base) to render it"
+	run -0 groff -man -ww -z "$page"
+	[ -z "$output" ]
 }
 
 # Debian's python3 finds the reader installed under PREFIX=/usr/local with
@@ -188,11 +186,11 @@ CPP
 
 @test "the man pages hold no control characters and render without warnings" {
 	# a "\f" typed through a string escape becomes a form feed
-	run grep -lP '[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]' "$TOP"/man/man[1357]/*
+	run grep -lP '[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]' "$TOP"/man/man[157]/*
 	[ "$status" -eq 1 ]
 	[ -z "$output" ]
 	command -v groff > /dev/null || skip "no groff (groff-base) to render them"
-	for f in "$TOP"/man/man[1357]/*; do
+	for f in "$TOP"/man/man[157]/*; do
 		run groff -man -ww -z "$f"
 		[ "$status" -eq 0 ]
 		[ -z "$output" ] || { echo "$f: $output"; false; }
