@@ -11,6 +11,10 @@
 
 #include <stdarg.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define RFB_MUST_CHECK __attribute__((warn_unused_result))
 
 /* Error codes.  Numbers are part of the API: never renumber or reuse. */
@@ -88,5 +92,9 @@ void rfb_err_clear(rfb_err *err);
  * buf of size n.  Returns buf.
  */
 const char *rfb_err_text(const rfb_err *err, char *buf, unsigned n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -13,6 +13,10 @@
 
 #include "refurb/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct rfb_final_stats {
 	uint64_t batches, images;
 	/* the split, for the first progress line (on_progress is called
@@ -119,5 +123,9 @@ struct rfb_final_opts {
 int rfb_final_run(const struct rfb_final_opts *o, int in_fd,
 		  const char *in_name, int out_fd, struct rfb_final_stats *st,
 		  rfb_err *err) RFB_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

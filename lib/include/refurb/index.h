@@ -16,6 +16,10 @@
 
 #include "refurb/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Limits, enforced on build and on open. */
 #define RFB_INDEX_MAX_SAMPLES 0xfffffffeu  /* ids fit in 32 bits */
 #define RFB_INDEX_MAX_CLASSES 1000000u
@@ -159,5 +163,9 @@ uint32_t rfb_index_builder_count(const rfb_index_builder *b);
  */
 int rfb_index_builder_finish(rfb_index_builder *b, unsigned char **data,
 			     size_t *len, rfb_err *err) RFB_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

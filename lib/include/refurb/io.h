@@ -10,6 +10,10 @@
 
 #include "refurb/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /*
  * Read up to n bytes from fd into buf, retrying on EINTR and short reads.
  * Returns the number of bytes read, which is less than n only at end of
@@ -89,5 +93,9 @@ int rfb_fsync_parent(const char *path, rfb_err *err) RFB_MUST_CHECK;
  * "/"), or NULL with errno set when even that fails.
  */
 char *rfb_path_absolute(const char *path, int must_exist) RFB_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -14,6 +14,10 @@
 #include "refurb/error.h"
 #include "refurb/image.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Order is RandAugment's augmentation space order, then Invert
  * (AutoAugment only).  Part of the RNG's meaning: never reorder. */
 enum rfb_op {
@@ -100,5 +104,9 @@ int rfb_op_apply_window(enum rfb_op op, double magnitude,
 			const rfb_image *src, const struct rfb_place *sp,
 			rfb_image *dst, const struct rfb_place *dp,
 			rfb_err *err) RFB_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

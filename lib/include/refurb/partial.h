@@ -13,6 +13,10 @@
 #include "refurb/error.h"
 #include "refurb/record.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct rfb_partial_stats {
 	uint64_t batches, samples;
 	/* the split, for the first progress line (on_progress is called
@@ -155,5 +159,9 @@ int rfb_partial_run(const struct rfb_partial_opts *o, int in_fd,
  */
 uint32_t rfb_partial_write_epoch(uint32_t epoch, uint32_t phase,
 				 uint32_t reuse);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -33,6 +33,10 @@
 #include "refurb/rng.h" /* RFB_STAGE_PARTIAL, RFB_STAGE_FINAL */
 #include "refurb/tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct rfb_pipeline rfb_pipeline;
 typedef struct rfb_pipe_ctx rfb_pipe_ctx;
 
@@ -426,5 +430,9 @@ int rfb_pipeline_ungated(const rfb_pipeline *p, rfb_pipeline **out,
  */
 int rfb_pipeline_layer_op(const rfb_pipeline *p, int layer,
 			  const struct rfb_pipe_key *key);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

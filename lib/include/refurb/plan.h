@@ -28,6 +28,10 @@
 #include "refurb/error.h"
 #include "refurb/sched.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define RFB_PLAN_VERSION 2      /* the newest version written and read;
 				 * plans without --even are written as 1 */
 #define RFB_PLAN_MAX_BATCH 65536u
@@ -310,5 +314,9 @@ int rfb_plan_reader_next(rfb_plan_reader *r, rfb_plan_item *item,
  * next call.  A stage that passes lines on unchanged copies this. */
 const char *rfb_plan_reader_line(const rfb_plan_reader *r, size_t *len);
 uint64_t rfb_plan_reader_line_number(const rfb_plan_reader *r);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -28,6 +28,10 @@
 
 #include "refurb/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define RFB_SCHED_MAX_REUSE 65535u      /* phases are stored in 16 bits */
 #define RFB_SCHED_MAX_SAMPLES 0xfffffffeu
 #define RFB_SCHED_HEADER_SIZE 64u
@@ -166,5 +170,9 @@ static inline uint64_t rfb_sched_death(uint32_t epoch, uint32_t phase,
  */
 double rfb_sched_diversity(double aug, double final, double reuse,
 			   double epochs);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

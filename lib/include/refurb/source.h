@@ -25,6 +25,10 @@
 #include "refurb/error.h"
 #include "refurb/index.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct rfb_source rfb_source;
 
 /*
@@ -86,5 +90,9 @@ int rfb_source_read(rfb_source *src, uint32_t id, size_t max_len,
  * before the message.  For errors found after reading (a bad JPEG).
  */
 void rfb_source_blame(const rfb_source *src, uint32_t id, rfb_err *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
