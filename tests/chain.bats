@@ -211,7 +211,7 @@ EOF
 	[ -s "$T/dir" ]
 	read -r dir group holder < "$T/dir"
 	echo "-$group" >> "$T/bg"
-	[ "$holder" -eq 0 ] || echo "$holder" >> "$T/bg"
+	if [ "$holder" -ne 0 ]; then echo "$holder" >> "$T/bg"; fi
 	[ -d "$dir" ]
 	sleep 1
 	pgrep -f -- "refurb-final .*-o $dir" > /dev/null   # the chain runs
