@@ -17,11 +17,13 @@ empty epoch.
 len(ds) is the number of steps of a full epoch; ds.epoch and ds.step are
 those of the batch last yielded (the stream's epoch and step fields).
 ds.state_dict() is the point to resume from, the batch after the last one
-yielded, and the identity of the plan; give it back with
+yielded, and the identity of the plan (ds.identity(): everything that
+changes the batches, by name, from the stream's header); give it back with
 load_state_dict() to a dataset on the stream of the chain restarted with
 `refurb-plan --start EPOCH:STEP` (ds.resume_command() prints the option)
-and the dataset checks that the stream starts there (a stream that starts
-earlier is skipped up to it).
+and the dataset checks that the stream is of the same plan (StreamError
+naming what differs: "with r=3, this stream has r=2") and starts there
+(a stream that starts earlier is skipped up to it).
 
 The stream is read in the process that iterates: DataLoader's
 num_workers must be 0 (the chain's programs already run in parallel), and
