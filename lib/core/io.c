@@ -303,14 +303,15 @@ static int fill_in_place(const char *path, rfb_fill_fn fill, void *ctx,
 }
 
 /* An unnamed file in path's directory (O_TMPFILE: nothing is left behind
- * whatever kills the process), or -1 where the file system has none. */
+ * whatever kills the process), or -1 where the file system has none or
+ * /proc is missing (it names the file at the end, name_file). */
 static int open_unnamed(const char *path)
 {
 	char dir[PATH_MAX];
 	const char *slash = strrchr(path, '/');
 	size_t n = slash ? (size_t)(slash - path) : 0;
 
-	if (n >= sizeof dir)
+	if (n >= sizeof dir || access("/proc/self/fd", X_OK) != 0)
 		return -1;
 	if (!slash)
 		strcpy(dir, ".");
