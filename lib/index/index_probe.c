@@ -22,8 +22,10 @@
 
 #define FIRST_READ 16384 /* enough for the header of most files */
 /* Candidates probed at a time: their results are held until they are
- * added in order, 40 bytes each, so memory does not grow with N. */
+ * added in order, 40 bytes each, so memory does not grow with N; fewer
+ * under a small budget (a 64th of it), at least MIN_WINDOW. */
 #define WINDOW 65536
+#define MIN_WINDOW 256
 
 struct probe_result {
 	uint64_t bytes;
@@ -39,9 +41,12 @@ struct probe_job {
 	const struct rfb_scan_opts *opts;
 	struct probe_result *res;  /* res[i - lo] for candidate i */
 	size_t lo, hi;        /* the window of candidates being probed */
+	size_t window;        /* its most candidates */
 	atomic_size_t next;   /* next candidate to take */
 	atomic_size_t done;   /* candidates finished */
 	atomic_int stop;      /* strict mode: a bad file was seen */
+	uint64_t total;       /* candidates in all, for progress; 0: unknown */
+	uint64_t before;      /* candidates of earlier feeds */
 };
 
 static void fail_result(struct probe_result *r, const rfb_err *e)
@@ -232,7 +237,8 @@ static void probe_loop(struct probe_job *j, int report)
 			atomic_store(&j->stop, 1);
 		size_t done = atomic_fetch_add(&j->done, 1) + 1;
 		if (report && j->opts->on_progress && done % 128 == 0)
-			j->opts->on_progress(j->opts->ctx, done, j->list->n);
+			j->opts->on_progress(j->opts->ctx, j->before + done,
+					     j->total);
 	}
 	if (dirfd >= 0)
 		close(dirfd);
@@ -260,8 +266,8 @@ static void run_probes(struct probe_job *j, int threads)
 	for (int t = 0; t < started; t++)
 		pthread_join(tid[t], NULL);
 	if (j->opts->on_progress && j->hi == j->list->n)
-		j->opts->on_progress(j->opts->ctx, atomic_load(&j->done),
-				     j->list->n);
+		j->opts->on_progress(j->opts->ctx,
+				     j->before + atomic_load(&j->done), j->total);
 }
 
 /* The error of a bad candidate: a file names itself, a shard member
@@ -394,7 +400,7 @@ static int probe_windows(struct probe_job *j, rfb_index_builder *b,
 	int rc = 0;
 
 	for (j->lo = 0; rc == 0 && j->lo < l->n; j->lo = j->hi) {
-		j->hi = l->n - j->lo < WINDOW ? l->n : j->lo + WINDOW;
+		j->hi = l->n - j->lo < j->window ? l->n : j->lo + j->window;
 		atomic_store(&j->next, j->lo);
 		memset(j->res, 0, (j->hi - j->lo) * sizeof *j->res);
 		run_probes(j, j->opts->threads < 1 ? 1 : j->opts->threads);
@@ -405,43 +411,105 @@ static int probe_windows(struct probe_job *j, rfb_index_builder *b,
 	return rc;
 }
 
+struct rfbi_prober {
+	struct probe_job j;
+	rfb_index_builder *b;
+	unsigned char *seen;      /* classes with a sample */
+	struct rfb_scan_stats *st;
+};
+
+void rfbi_probe_free(struct rfbi_prober *p)
+{
+	if (!p)
+		return;
+	rfb_index_builder_free(p->b);
+	free(p->j.res);
+	free(p->seen);
+	free(p);
+}
+
+int rfbi_probe_begin(const struct cand_list *l, const struct rfb_scan_opts *o,
+		     uint64_t total, struct rfb_scan_stats *st,
+		     struct rfbi_prober **out, rfb_err *err)
+{
+	struct rfbi_prober *p = calloc(1, sizeof *p);
+	int rc = RFB_ENOMEM;
+
+	size_t window = o->memory ? o->memory / 64 / sizeof(struct probe_result)
+				  : WINDOW;
+
+	window = window < MIN_WINDOW ? MIN_WINDOW : window > WINDOW ? WINDOW
+		 : window;
+	memset(st, 0, sizeof *st);
+	if (!p || !(p->seen = calloc(l->class_count ? l->class_count : 1, 1)) ||
+	    !(p->j.res = calloc(window, sizeof *p->j.res))) {
+		rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+		goto fail;
+	}
+	p->j.opts = o;
+	p->j.window = window;
+	p->j.total = total;
+	p->st = st;
+	if (!(p->b = rfb_index_builder_new(l->root, err)) ||
+	    (rc = rfb_index_builder_set_memory(p->b, o->memory, o->temp_dir,
+					       err)) ||
+	    (rc = build_tables(l, p->b, err)))
+		goto fail;
+	*out = p;
+	return 0;
+fail:
+	rfbi_probe_free(p);
+	return rc;
+}
+
+void rfbi_probe_set_total(struct rfbi_prober *p, uint64_t total)
+{
+	p->j.total = total;
+}
+
+int rfbi_probe_feed(struct rfbi_prober *p, const struct cand_list *l,
+		    rfb_err *err)
+{
+	int rc;
+
+	p->j.list = l;
+	p->st->candidates += l->n;
+	rc = probe_windows(&p->j, p->b, p->seen, p->st, err);
+	p->j.before += l->n;
+	atomic_store(&p->j.done, 0);
+	return rc;
+}
+
+int rfbi_probe_end(struct rfbi_prober *p, const struct cand_list *l,
+		   rfb_index_builder **out, rfb_err *err)
+{
+	count_empty_classes(l, p->seen, p->st);
+	if (p->st->indexed == 0) {
+		int rc = rfb_err_set(err, RFB_ENOTFOUND, l->root, "no usable JPEG "
+				     "or PNG images (%llu candidate files, all "
+				     "bad)", (unsigned long long)p->st->candidates);
+		rfbi_probe_free(p);
+		return rc;
+	}
+	*out = p->b;
+	p->b = NULL;
+	rfbi_probe_free(p);
+	return 0;
+}
+
 int rfbi_probe_and_build(const struct cand_list *l, const struct rfb_scan_opts *o,
 			 rfb_index_builder **out, struct rfb_scan_stats *st,
 			 rfb_err *err)
 {
-	struct probe_job j = { .list = l, .opts = o };
-	rfb_index_builder *b = NULL;
-	unsigned char *seen = calloc(l->class_count ? l->class_count : 1, 1);
-	int rc = RFB_ENOMEM;
+	struct rfbi_prober *p;
+	int rc;
 
-	memset(st, 0, sizeof *st);
-	st->candidates = l->n;
-	j.res = calloc(l->n < WINDOW ? (l->n ? l->n : 1) : WINDOW, sizeof *j.res);
-	if (!j.res || !seen) {
-		rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-		goto fail;
+	if ((rc = rfbi_probe_begin(l, o, l->n, st, &p, err)))
+		return rc;
+	if ((rc = rfbi_probe_feed(p, l, err))) {
+		count_empty_classes(l, p->seen, st);
+		rfbi_probe_free(p);
+		return rc;
 	}
-	if (!(b = rfb_index_builder_new(l->root, err)) ||
-	    (rc = rfb_index_builder_set_memory(b, o->memory, o->temp_dir, err)) ||
-	    (rc = build_tables(l, b, err)) ||
-	    (rc = probe_windows(&j, b, seen, st, err)))
-		goto fail;
-	count_empty_classes(l, seen, st);
-	if (st->indexed == 0) {
-		rc = rfb_err_set(err, RFB_ENOTFOUND, l->root,
-				 "no usable JPEG or PNG images (%llu candidate files, "
-				 "all bad)", (unsigned long long)st->candidates);
-		goto fail;
-	}
-	free(j.res);
-	free(seen);
-	*out = b;
-	return 0;
-fail:
-	if (b && rc != RFB_ENOMEM)
-		count_empty_classes(l, seen, st);
-	free(j.res);
-	free(seen);
-	rfb_index_builder_free(b);
-	return rc;
+	return rfbi_probe_end(p, l, out, err);
 }

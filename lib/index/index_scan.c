@@ -94,6 +94,14 @@ int rfbi_cand_set_bad(struct cand_list *l, size_t i, int code, const char *fmt, 
 	return 0;
 }
 
+void rfbi_cand_clear(struct cand_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].why);
+	l->n = 0;
+	l->text_len = 0;
+}
+
 void rfbi_cand_free(struct cand_list *l)
 {
 	for (size_t i = 0; i < l->n; i++)
@@ -283,15 +291,43 @@ static int add_class_files(int rootfd, struct cand_list *l, uint32_t label,
 	return rc;
 }
 
+/* The files of every class, fed to the prober whenever the candidates
+ * gathered take half the memory budget (with none: all at once), so that
+ * a tree's candidates take at most that or one class's; *found counts
+ * them. */
+static int feed_classes(int rootfd, struct cand_list *l,
+			const struct rfb_scan_opts *o, struct rfbi_prober *p,
+			uint64_t *found, rfb_err *err)
+{
+	int rc = 0;
+
+	for (uint32_t c = 0; rc == 0 && c < l->class_count; c++) {
+		if ((rc = add_class_files(rootfd, l, c, err)))
+			break;
+		if ((!o->memory || l->n * sizeof *l->v + l->text_len <
+		     o->memory / 2) && c + 1 < l->class_count)
+			continue;
+		if (*found == 0 && c + 1 == l->class_count)
+			rfbi_probe_set_total(p, l->n);  /* all in one feed */
+		*found += l->n;
+		rc = rfbi_probe_feed(p, l, err);
+		rfbi_cand_clear(l);
+	}
+	return rc;
+}
+
 int rfb_scan_folder(const char *dir, const struct rfb_scan_opts *o,
 		    rfb_index_builder **out, struct rfb_scan_stats *st,
 		    rfb_err *err)
 {
 	struct cand_list l = { 0 };
 	struct strvec classes = { 0 };
+	struct rfbi_prober *p = NULL;
 	struct stat sb;
+	uint64_t found = 0;
 	int rc = 0, rootfd;
 
+	memset(st, 0, sizeof *st);
 	if (stat(dir, &sb) < 0)
 		return rfb_err_sys(err, errno, dir, "cannot open dataset directory");
 	if (!S_ISDIR(sb.st_mode))
@@ -307,16 +343,20 @@ int rfb_scan_folder(const char *dir, const struct rfb_scan_opts *o,
 		goto fail;
 	for (size_t c = 0; rc == 0 && c < classes.n; c++)
 		rc = rfbi_cand_add_class(&l, classes.v[c], err);
-	for (uint32_t c = 0; rc == 0 && c < l.class_count; c++)
-		rc = add_class_files(rootfd, &l, c, err);
-	if (rc == 0 && l.n == 0)
+	if (rc || (rc = rfbi_probe_begin(&l, o, 0, st, &p, err)) ||
+	    (rc = feed_classes(rootfd, &l, o, p, &found, err)))
+		goto fail;
+	if (found == 0)
 		rc = rfb_err_set(err, RFB_ENOTFOUND, dir,
 				 classes.n ? "no image files in the class "
 				 "directories" : "no class directories (expected "
 				 "ImageFolder layout: DIR/CLASS/IMAGE.jpg)");
-	if (rc == 0)
-		rc = rfbi_probe_and_build(&l, o, out, st, err);
+	else {
+		rc = rfbi_probe_end(p, &l, out, err);
+		p = NULL;   /* rfbi_probe_end freed it */
+	}
 fail:
+	rfbi_probe_free(p);
 	close(rootfd);
 	strvec_free(&classes);
 	rfbi_cand_free(&l);

@@ -45,6 +45,9 @@ int rfbi_cand_add_class(struct cand_list *l, const char *name, rfb_err *err) RFB
 int rfbi_cand_add(struct cand_list *l, const char *path, size_t len,
 		  uint32_t label, rfb_err *err) RFB_MUST_CHECK;
 void rfbi_cand_free(struct cand_list *l);
+/* Forget the candidates (their memory is kept), not the classes, the
+ * shards or the root. */
+void rfbi_cand_clear(struct cand_list *l);
 
 /* Mark candidate i bad before probing (reported in order). */
 int rfbi_cand_set_bad(struct cand_list *l, size_t i, int code, const char *fmt, ...)
@@ -65,8 +68,27 @@ static inline const char *cand_path(const struct cand_list *l, size_t i)
 	return l->text + l->v[i].path_off;
 }
 
-/* Read every candidate's header (o->threads threads) and build the index
- * from the good ones, in candidate order. */
+/* Read every candidate's header (o->threads threads), in windows of
+ * 65536, and add the good ones to an index, in candidate order, reporting
+ * the bad ones: begin (the classes and shards of l must all be known;
+ * total: the candidates in all, for progress, 0 if unknown), feed the
+ * candidates of l as often as l is refilled (rfbi_cand_clear), end (the
+ * index, or RFB_ENOTFOUND when no candidate was good).  end and free
+ * free the prober (NULL accepted). */
+struct rfbi_prober;
+int rfbi_probe_begin(const struct cand_list *l, const struct rfb_scan_opts *o,
+		     uint64_t total, struct rfb_scan_stats *st,
+		     struct rfbi_prober **out, rfb_err *err) RFB_MUST_CHECK;
+int rfbi_probe_feed(struct rfbi_prober *p, const struct cand_list *l,
+		    rfb_err *err) RFB_MUST_CHECK;
+int rfbi_probe_end(struct rfbi_prober *p, const struct cand_list *l,
+		   rfb_index_builder **out, rfb_err *err) RFB_MUST_CHECK;
+void rfbi_probe_free(struct rfbi_prober *p);
+/* The candidates in all, once known (progress shows the count and the
+ * time left). */
+void rfbi_probe_set_total(struct rfbi_prober *p, uint64_t total);
+
+/* All of it at once (begin, feed, end). */
 int rfbi_probe_and_build(const struct cand_list *l, const struct rfb_scan_opts *o,
 			 rfb_index_builder **out, struct rfb_scan_stats *st,
 			 rfb_err *err) RFB_MUST_CHECK;
