@@ -336,6 +336,7 @@ static int name_file(int fd, int unnamed, const char *tmp)
 	if (!unnamed)
 		return 0;
 	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+	unlink(tmp);  /* left by a crash of a process with our PID */
 	return linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW);
 }
 

@@ -2,9 +2,13 @@
  * test_core.c - error context, byte helpers, full I/O, checksums, the
  * progress text.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "refurb/refurb.h"
@@ -141,6 +145,61 @@ static void test_full_io(void)
 	CHECK(rfb_file_load("/tmp", 100, &data, &len, &err) == RFB_EINVAL);
 }
 
+/* A fill that writes some bytes and then fails, or succeeds. */
+static int fill_some(void *ctx, int fd, rfb_err *err)
+{
+	const int *fail = ctx;
+
+	if (rfb_write_full(fd, "partial", 7) < 0)
+		return rfb_err_sys(err, errno, NULL, "write failed");
+	return *fail ? rfb_err_set(err, RFB_EIO, NULL, "injected") : 0;
+}
+
+/* Names in dir, counted. */
+static int entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* A failed fill keeps the old file and leaves no temporary one; a good
+ * one replaces it, also over a stale "path.tmp.PID". */
+static void test_replace_with(void)
+{
+	char dir[] = "/tmp/test_core.XXXXXX", path[64], stale[96];
+	rfb_err err = { 0 };
+	unsigned char *data = NULL;
+	size_t len;
+	int fail = 1;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof path, "%s/out", dir);
+	CHECK(rfb_file_replace(path, "old", 3, &err) == 0);
+	CHECK(rfb_file_replace_with(path, fill_some, &fail, &err) == RFB_EIO);
+	CHECK(entries(dir) == 1);
+	CHECK(rfb_file_load(path, 100, &data, &len, &err) == 0);
+	CHECK(len == 3 && memcmp(data, "old", 3) == 0);
+	free(data);
+	snprintf(stale, sizeof stale, "%s.tmp.%ld", path, (long)getpid());
+	CHECK(rfb_file_replace(stale, "stale", 5, &err) == 0);
+	fail = 0;
+	CHECK(rfb_file_replace_with(path, fill_some, &fail, &err) == 0);
+	CHECK(rfb_file_load(path, 100, &data, &len, &err) == 0);
+	CHECK(len == 7 && memcmp(data, "partial", 7) == 0);
+	free(data);
+	unlink(stale);
+	CHECK(entries(dir) == 1);
+	unlink(path);
+	CHECK(rmdir(dir) == 0);
+}
+
 static void test_crc32c(void)
 {
 	unsigned char buf[1000];
@@ -254,6 +313,7 @@ int main(void)
 	RUN(test_system_errors);
 	RUN(test_le_fields);
 	RUN(test_full_io);
+	RUN(test_replace_with);
 	RUN(test_crc32c);
 	RUN(test_crc32c_long);
 	RUN(test_hash64);
