@@ -433,10 +433,9 @@ int rfbi_probe_begin(const struct cand_list *l, const struct rfb_scan_opts *o,
 		     struct rfbi_prober **out, rfb_err *err)
 {
 	struct rfbi_prober *p = calloc(1, sizeof *p);
-	int rc = RFB_ENOMEM;
-
 	size_t window = o->memory ? o->memory / 64 / sizeof(struct probe_result)
 				  : WINDOW;
+	int rc = RFB_ENOMEM;
 
 	window = window < MIN_WINDOW ? MIN_WINDOW : window > WINDOW ? WINDOW
 		 : window;
