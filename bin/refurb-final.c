@@ -35,6 +35,10 @@ static const char help[] =
 	"                         (independent views, for self-supervised\n"
 	"                         training; 1 to 64, default 1): a version 2\n"
 	"                         stream of N x K images per batch\n"
+	"      --allow-view-collisions  run views of one pipeline even when two\n"
+	"                         of them would be identical more often than 1%\n"
+	"                         (refused by default: the message names the\n"
+	"                         probability and what to move into the final part)\n"
 	"      --prefetch N       batches in flight (default 2)\n"
 	"      --direct           read the cache with O_DIRECT\n"
 	"      --strict           a record that cannot be read is fatal (default:\n"
@@ -48,6 +52,7 @@ static const char help[] =
 	"  -c, --cache DIR        the cache (default: the plan header's)\n"
 	"      --index FILE       the index (default: the plan header's)\n"
 	"      --root DIR         the dataset's directory, if it moved\n"
+	CLI_MAX_PIXELS_HELP
 	"      --reader-pid PID   the trainer that reads the stream: stop (as on\n"
 	"                         SIGTERM) when that process is gone, also while\n"
 	"                         waiting for it to open a FIFO (a trainer killed\n"
@@ -62,7 +67,7 @@ static const char help[] =
 
 enum {
 	OPT_PREFETCH = 0x2000, OPT_DIRECT, OPT_STRICT, OPT_STATS, OPT_INDEX,
-	OPT_ROOT, OPT_VIEWS, OPT_READER_PID
+	OPT_ROOT, OPT_VIEWS, OPT_MAX_PIXELS, OPT_ALLOW_COLLISIONS, OPT_READER_PID
 };
 
 struct args {
@@ -75,6 +80,7 @@ struct args {
 
 struct run_ctx {
 	struct cli *c;
+	int split_shown;         /* the first progress line was printed */
 	FILE *stats;             /* --stats, or NULL */
 };
 
@@ -109,6 +115,15 @@ static int first_time(uint32_t sample)
 		return 0;
 	named[byte] |= (unsigned char)(1u << sample % 8);
 	return 1;
+}
+
+/* How the run fits the system (the open-file limit), before the first
+ * batch. */
+static void on_note(void *ctx, const rfb_err *note)
+{
+	struct run_ctx *r = ctx;
+
+	cli_warn_err(r->c, note);
 }
 
 static void on_bad(void *ctx, uint32_t sample, const rfb_err *why)
@@ -175,6 +190,13 @@ static void on_progress(void *ctx, const struct rfb_final_stats *st,
 {
 	struct run_ctx *r = ctx;
 
+	if (!r->split_shown && r->c->progress) /* the first line: the split */
+		fprintf(stderr, "refurb-final: split: cached once every %u uses "
+			"(refurb-partial): %s; run on every use (here, %d view%s): "
+			"%s\n", st->reuse, *st->partial_spec ? st->partial_spec :
+			"nothing (the decode alone)", st->views,
+			st->views > 1 ? "s" : "", st->final_spec);
+	r->split_shown = 1;
 	cli_progress(r->c, st->batches, total, "batches");
 }
 
@@ -211,6 +233,7 @@ static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
 		{ "pipeline", required_argument, NULL, 'p' },
 		{ "prefetch", required_argument, NULL, OPT_PREFETCH },
 		{ "views", required_argument, NULL, OPT_VIEWS },
+		{ "allow-view-collisions", no_argument, NULL, OPT_ALLOW_COLLISIONS },
 		{ "direct", no_argument, NULL, OPT_DIRECT },
 		{ "strict", no_argument, NULL, OPT_STRICT },
 		{ "seed", required_argument, NULL, 's' },
@@ -221,6 +244,7 @@ static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
 		{ "cache", required_argument, NULL, 'c' },
 		{ "index", required_argument, NULL, OPT_INDEX },
 		{ "root", required_argument, NULL, OPT_ROOT },
+		{ "max-pixels", required_argument, NULL, OPT_MAX_PIXELS },
 		{ "reader-pid", required_argument, NULL, OPT_READER_PID },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
@@ -252,11 +276,13 @@ static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
 			o->views = (int)cli_parse_u64(c, "--views", optarg, 1,
 						      RFB_STREAM_MAX_VIEWS);
 			break;
+		case OPT_ALLOW_COLLISIONS: o->allow_view_collisions = 1; break;
 		case OPT_DIRECT: o->direct = 1; break;
 		case OPT_STRICT: o->strict = 1; break;
 		case OPT_STATS: a->stats = optarg; break;
 		case OPT_INDEX: o->index_path = optarg; break;
 		case OPT_ROOT: o->root = optarg; break;
+		case OPT_MAX_PIXELS: o->max_pixels = cli_parse_max_pixels(c, optarg); break;
 		case OPT_READER_PID:
 			a->reader = (pid_t)cli_parse_u64(c, "--reader-pid", optarg, 1,
 							 INT32_MAX);
@@ -374,8 +400,9 @@ int main(int argc, char **argv)
 	struct rfb_final_opts o = { 0 };
 	struct rfb_final_stats st;
 	struct args a = { 0 };
-	struct run_ctx r = { &c, NULL };
+	struct run_ctx r = { .c = &c };
 	rfb_err err = { 0 };
+	char text[1100];
 	int in_fd, out_fd, rc;
 
 	cli_init(&c, "refurb-final", usage, help);
@@ -394,6 +421,7 @@ int main(int argc, char **argv)
 	o.out_name = a.out && strcmp(a.out, "-") ? a.out : NULL;
 	o.on_heal = on_heal;
 	o.on_bad = on_bad;
+	o.on_note = on_note;
 	o.on_progress = on_progress;
 	o.on_written = on_written;
 	o.stop = (volatile int *)&cli_stop_signal;
@@ -403,6 +431,11 @@ int main(int argc, char **argv)
 	cli_progress_clear(&c);
 	if (rc == RFB_ESPEC)
 		cli_usage_error(&c, "%s", err.msg);
+	if (rc && rfb_err_is_system(&err))
+		cli_die(&c, "%s; no sample was left out for it: once that is "
+			"fixed, resume the chain at the trainer's saved step "
+			"(refurb-plan --start EPOCH:STEP)",
+			rfb_err_text(&err, text, sizeof text));
 	if (rc)
 		cli_die_err(&c, &err);
 	if (out_fd != STDOUT_FILENO && close(out_fd) < 0)

@@ -130,7 +130,7 @@ static void parse_option(struct cli *c, struct options *o, int opt)
 		o->seed_given = 1;
 		break;
 	case OPT_SHUFFLE:
-		if (!(o->p.shuffle = rfb_plan_shuffle_parse(optarg)))
+		if ((o->p.shuffle = rfb_plan_shuffle_parse(optarg)) < 0)
 			cli_usage_error(c, "--shuffle: '%s' is not cache-aware, "
 					"random or none", optarg);
 		break;

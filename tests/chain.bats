@@ -2,6 +2,7 @@
 # The chain as a whole: SIGINT/SIGTERM stop every program cleanly with a
 # line saying how to resume, one progress meter on a terminal, a reader
 # that waits says so, refurb_stream.chain.Chain cleans up.
+# tests/run: serial (signals timed by sleeps)
 
 load helpers
 bats_require_minimum_version 1.5.0

@@ -422,10 +422,10 @@ static int parse_named(struct cursor *c, int key, rfb_plan_header *h)
 	else if (key == K_SHUFFLE)
 		v = h->shuffle = rfb_plan_shuffle_parse(word);
 	else if (key == K_EVEN)
-		v = 1 + (h->even = rfb_plan_even_parse(word));
+		v = h->even = rfb_plan_even_parse(word);
 	else
-		v = 1 + (h->balance = rfb_plan_balance_parse(word));
-	if (!v)
+		v = h->balance = rfb_plan_balance_parse(word);
+	if (v < 0)
 		return rfb_err_set(c->err, RFB_EFORMAT, NULL,
 				   "unknown %s '%s'", header_keys[key], word);
 	return 0;

@@ -874,6 +874,25 @@ static void test_reader_fuzz(void)
 	rfb_sched_free(s);
 }
 
+/* Every enum parser of the plan and the schedule: a name back to its
+ * value, and -1 (never a valid value, never 0) for an unknown name. */
+static void test_names_parse(void)
+{
+	for (int v = RFB_PLAN_CACHE_AWARE; v <= RFB_PLAN_SEQUENTIAL; v++)
+		CHECK(rfb_plan_shuffle_parse(rfb_plan_shuffle_name(v)) == v);
+	for (int v = RFB_PLAN_BALANCE_NONE; v <= RFB_PLAN_BALANCE_COST; v++)
+		CHECK(rfb_plan_balance_parse(rfb_plan_balance_name(v)) == v);
+	for (int v = RFB_PLAN_EVEN_NONE; v <= RFB_PLAN_EVEN_DROP; v++)
+		CHECK(rfb_plan_even_parse(rfb_plan_even_name(v)) == v);
+	for (int v = RFB_SCHED_BALANCED; v <= RFB_SCHED_REFCOUNT; v++)
+		CHECK(rfb_sched_policy_parse(rfb_sched_policy_name(v)) == v);
+	CHECK(rfb_plan_shuffle_parse("lru") == -1);
+	CHECK(rfb_plan_balance_parse("lru") == -1);
+	CHECK(rfb_plan_even_parse("lru") == -1);
+	CHECK(rfb_sched_policy_parse("lru") == -1);
+	CHECK(rfb_plan_shuffle_parse("?") == -1);
+}
+
 int main(void)
 {
 	RUN(test_invariants);
@@ -891,5 +910,6 @@ int main(void)
 	RUN(test_reader_sequence);
 	RUN(test_reader_bad_streams);
 	RUN(test_reader_fuzz);
+	RUN(test_names_parse);
 	return test_done();
 }

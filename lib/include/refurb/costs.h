@@ -34,6 +34,10 @@
 #include "refurb/error.h"
 #include "refurb/index.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define RFB_COSTS_VERSION 1
 #define RFB_COSTS_MAGIC "#refurb-costs"
 /* Largest cost file read (bytes). */
@@ -138,5 +142,9 @@ void rfb_cost_model_info_of(const rfb_cost_model *m,
  */
 double rfb_cost_model_predict(const rfb_cost_model *m, uint32_t id,
 			      uint32_t epoch, uint64_t seed);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

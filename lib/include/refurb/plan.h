@@ -28,6 +28,10 @@
 #include "refurb/error.h"
 #include "refurb/sched.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define RFB_PLAN_VERSION 2      /* the newest version written and read;
 				 * plans without --even are written as 1 */
 #define RFB_PLAN_MAX_BATCH 65536u
@@ -133,7 +137,8 @@ typedef struct rfb_plan_item {
 
 /* "cache-aware", "random", "none"; "?" for an unknown value. */
 const char *rfb_plan_shuffle_name(int shuffle);
-/* enum value of a name ("sequential" is accepted for "none"), 0 if none. */
+/* enum value of a name ("sequential" is accepted for "none"), or -1 if it
+ * names no shuffle mode. */
 int rfb_plan_shuffle_parse(const char *name);
 /* "none", "pixels", "cost"; "?" for an unknown value. */
 const char *rfb_plan_balance_name(int balance);
@@ -309,5 +314,9 @@ int rfb_plan_reader_next(rfb_plan_reader *r, rfb_plan_item *item,
  * next call.  A stage that passes lines on unchanged copies this. */
 const char *rfb_plan_reader_line(const rfb_plan_reader *r, size_t *len);
 uint64_t rfb_plan_reader_line_number(const rfb_plan_reader *r);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

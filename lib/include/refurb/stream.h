@@ -24,6 +24,10 @@
 
 #include "refurb/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The newest format version this refurb reads and writes.  A stream is
  * written as version 1 when it has one view of every sample and as
  * version 2 when it has several (refurb-final --views): version-1 readers
@@ -254,5 +258,9 @@ const struct rfb_stream_info *rfb_stream_reader_info(const rfb_stream_reader *r)
 
 /* Frames skipped so far (unknown, non-critical types). */
 uint64_t rfb_stream_reader_skipped(const rfb_stream_reader *r);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
