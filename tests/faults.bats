@@ -10,6 +10,7 @@
 #
 # The random kill points are drawn from $RANDOM and printed: a failure
 # says which ones to replay (FAULTS_SEED=N fixes the draw).
+# tests/run: serial (kills at timed moments)
 
 load helpers
 bats_require_minimum_version 1.5.0
@@ -212,7 +213,7 @@ wait_size() {
 	run env ENOSPC_DIR="$dir/c" EIO_FSYNC=1 LD_PRELOAD="$shim" \
 		sh -c "refurb-partial -c '$dir/c' -p '$SPEC' train.idx < plan.txt > '$T/a.txt'"
 	expect_fail 1 "refurb-partial: $dir/c/"
-	[[ "${lines[0]}" == *".seg: fsync failed: Input/output error" ]]
+	[[ "${lines[0]}" == *".seg: fsync failed: Input/output error (the device failed: see dmesg, check the disk); no image was counted bad for it"* ]]
 	run refurb-dump --verify "$dir/c"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	last=$(tail -c 1 "$T/a.txt")

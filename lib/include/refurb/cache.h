@@ -21,6 +21,10 @@
 #include "refurb/error.h"
 #include "refurb/record.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define RFB_CACHE_MAX_SPEC 4096
 #define RFB_CACHE_SEGMENT_HEADER 64
 #define RFB_CACHE_DEFAULT_SEGMENT_MAX ((uint64_t)256 << 20)
@@ -347,5 +351,9 @@ int rfb_cache_read_checkpoint(const char *dir,
 					 const struct rfb_cache_entry *e),
 			      void *ctx, struct rfb_cache_checkpoint_info *info,
 			      rfb_err *err) RFB_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
