@@ -77,6 +77,12 @@ static int layer_out_shape(const struct rfb_layer *l, struct rfb_pipe_shape *s,
 	}
 }
 
+int rfbi_layer_out_shape(const struct rfb_layer *l, struct rfb_pipe_shape *s,
+			 rfb_err *err)
+{
+	return layer_out_shape(l, s, err);
+}
+
 /* 1 if layer l's output size depends on its random draw (rotation with
  * expand=1 and a range of angles). */
 static int size_is_drawn(const struct rfb_layer *l)

@@ -926,13 +926,18 @@ def _namespace():
     return ns
 
 
-USAGE = ("usage: python3 -m refurb_stream convert EXPRESSION   (EXPRESSION '-' = stdin)\n"
-         "       python3 -m refurb_stream convert --views EXPRESSION\n"
-         "       python3 -m refurb_stream convert --file RECIPE.py\n"
+USAGE = ("usage: python3 -m refurb_stream convert [SPLIT OPTIONS] EXPRESSION   (EXPRESSION '-' = stdin)\n"
+         "       python3 -m refurb_stream convert [SPLIT OPTIONS] --views EXPRESSION\n"
+         "       python3 -m refurb_stream convert [SPLIT OPTIONS] --file RECIPE.py\n"
          "  --views: EXPRESSION is a list of transforms, one per view; prints\n"
          "  refurb-final's -p (and --views) arguments\n"
          "  --file: runs RECIPE.py and converts what it names transform (the\n"
-         "  spec) or views (refurb-final's arguments)")
+         "  spec) or views (refurb-final's arguments)\n"
+         "  The split it proposes (cached / run on every use), its unique fraction\n"
+         "  and view collisions are explained on stderr when stderr is a terminal:\n"
+         "  --explain forces it, -q silences it; --reuse R (3), --epochs E (100),\n"
+         "  --image-size WxH (500x375), --source-size N, --index INDEX (measure\n"
+         "  the costs) shape it (refurb(7), THE SPLIT EXPLAINED)")
 
 
 def _from_file(path):
@@ -952,11 +957,29 @@ def _from_file(path):
     raise ValueError("%s defines neither transform nor views" % path)
 
 
+def _explain_split(specs, opts):
+    """The split of the converted specs, explained on stderr when it is a
+    terminal or --explain asks (refurb_stream.split)."""
+    from refurb_stream.split import explain, propose_split
+    if opts["explain"] is False or (opts["explain"] is None and not sys.stderr.isatty()):
+        return
+    split = propose_split(specs, opts["image_size"])
+    for line in explain(split, opts["reuse"], opts["epochs"], opts["image_size"],
+                        opts["source_size"], opts["index"]):
+        print("refurb_stream convert: %s" % line, file=sys.stderr)
+
+
 def main(args):
     """python3 -m refurb_stream convert EXPRESSION: print the pipeline."""
+    from refurb_stream.split import split_options
     if args and args[0] in ("-h", "--help"):
         print(USAGE)
         return 0
+    try:
+        args, split_opts = split_options(args)
+    except ValueError as e:
+        print("refurb_stream convert: %s\n%s" % (e, USAGE), file=sys.stderr)
+        return 2
     mode = args[0] if args and args[0] in ("--views", "--file") else None
     if mode:
         args = args[1:]
@@ -978,11 +1001,14 @@ def main(args):
     try:
         if views:
             import shlex
-            print(" ".join(shlex.quote(a) for a in
-                           final_options(views_from_torchvision(transform))))
+            specs = views_from_torchvision(transform)
+            print(" ".join(shlex.quote(a) for a in final_options(specs)))
         else:
-            print(pipeline_from_torchvision(transform))
+            specs = [pipeline_from_torchvision(transform)]
+            print(specs[0])
     except ConvertError as e:
         print("refurb_stream convert: %s" % e, file=sys.stderr)
         return 1
+    sys.stdout.flush()
+    _explain_split(specs, split_opts)
     return 0
