@@ -137,6 +137,28 @@ EOF
 	expect_fail 1 "refurb_stream convert: RandomApply (transforms[0]): cannot gate Grayscale"
 }
 
+@test "convert: an argument refurb would refuse is named with its transform (negative sizes, NaN, infinity, p, bounds)" {
+	need_torchvision
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomCrop(-5)])'
+	expect_fail 1 "refurb_stream convert: RandomCrop (transforms[0]): size -5 is not a whole number of pixels 1..65535"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.Resize(224), T.CenterCrop((0, 3))])'
+	expect_fail 1 "refurb_stream convert: CenterCrop (transforms[1]): size 0 is not a whole number of pixels 1..65535"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.Normalize([0.5, float("nan"), 0.5], [0.2, 0.2, 0.2])])'
+	expect_fail 1 "refurb_stream convert: Normalize (transforms[1]): mean=[0.5, nan, 0.5] is not a finite number"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.Normalize([0.5], [0])])'
+	expect_fail 1 "refurb_stream convert: Normalize (transforms[1]): std=[0] has a 0"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomRotation(float("nan"))])'
+	expect_fail 1 "refurb_stream convert: RandomRotation (transforms[0]): degrees=[nan, nan] is not a finite number"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomApply([T.ColorJitter(float("inf"))], p=0.8)])'
+	expect_fail 1 "refurb_stream convert: ColorJitter (transforms[0].transforms[0]): brightness=[0.0, inf] is not a finite number"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomHorizontalFlip(p=2)])'
+	expect_fail 1 "refurb_stream convert: RandomHorizontalFlip (transforms[0]): p=2 is not a probability 0..1"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomResizedCrop(8, ratio=(0, 1))])'
+	expect_fail 1 "refurb_stream convert: RandomResizedCrop (transforms[0]): ratio=(0, 1): refurb takes 0 < ratio <= 1000000"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.Pad(70000)])'
+	expect_fail 1 "refurb_stream convert: Pad (transforms[0]): padding 70000 is not a whole number of pixels 0..65535"
+}
+
 @test "convert: a bad expression or no argument is a usage error" {
 	need_torchvision
 	run "$PY" -m refurb_stream convert 'T.Compose(['

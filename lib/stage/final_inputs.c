@@ -74,7 +74,8 @@ static int open_view_pipes(struct final *F, rfb_err *err)
 					     err)))
 			return rc;
 		p = F->view_pipe[v];
-		if ((rc = rfb_pipeline_fixed_shape(p, in_channels, &shape, err)))
+		if ((rc = rfb_pipeline_check_pixels(p, F->o->max_pixels, err)) ||
+		    (rc = rfb_pipeline_fixed_shape(p, in_channels, &shape, err)))
 			return rc;
 		if (shape.width != F->shape.width || shape.height != F->shape.height ||
 		    shape.channels != F->shape.channels)
@@ -231,7 +232,8 @@ int rfbi_final_open_inputs(struct final *F, const char *in_name, rfb_err *err)
 				   "the cache was made for another plan or pipeline");
 	if ((rc = rfb_pipeline_parse(F->o->view_pipelines ? F->o->view_pipelines[0]
 				     : F->o->pipeline, &F->final_pipe, err)) ||
-	    (rc = rfb_pipeline_parse(F->annot.partial, &F->partial_pipe, err)))
+	    (rc = rfb_pipeline_parse(F->annot.partial, &F->partial_pipe, err)) ||
+	    (rc = rfb_pipeline_check_pixels(F->final_pipe, F->o->max_pixels, err)))
 		return rc;
 	/* only the channels: the partial part's size may vary per sample */
 	if ((rc = rfb_pipeline_fixed_shape(F->final_pipe,
@@ -247,4 +249,27 @@ int rfbi_final_open_inputs(struct final *F, const char *in_name, rfb_err *err)
 	if (F->o->view_pipelines && (rc = open_view_pipes(F, err)))
 		return rc;
 	return check_view_groups(F, err);
+}
+
+/* Before the first batch: the open-file limit must hold a shard per
+ * thread (to recompute bad records), the cache's segments read at once
+ * (those of r + 1 epochs' records, one per eviction phase or death epoch,
+ * as refurb-partial writes them) and a few for the libraries; the shard
+ * files kept open get half of the rest (refurb(7), RESOURCE LIMITS). */
+int rfbi_final_fit_fds(struct final *F, rfb_err *err)
+{
+	uint32_t threads = F->o->threads > 0 ? (uint32_t)F->o->threads : 1;
+	uint32_t need = threads + 4 * (F->h->reuse + 1) + 8;
+	struct rfb_source_fds f;
+	rfb_err note = { 0 };
+	char what[128];
+	int rc;
+
+	snprintf(what, sizeof what, "%u thread%s, the cache's segments and the "
+		 "libraries", threads, threads == 1 ? "" : "s");
+	if ((rc = rfb_source_fit_fds(F->src, need, what, &f, err)))
+		return rc;
+	if (F->o->on_note && rfb_source_fds_note(&f, &note))
+		F->o->on_note(F->o->ctx, &note);
+	return 0;
 }

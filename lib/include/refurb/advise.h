@@ -37,6 +37,10 @@
 #include "refurb/error.h"
 #include "refurb/record.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct rfb_advise_opts {
 	const char *index_path;
 	const char *root;          /* dataset root override, or NULL */
@@ -216,5 +220,8 @@ struct rfb_advise_cost {
  */
 int rfb_advise_merge(const double *cost, const double *spread, int first,
 		     int n, struct rfb_advise_cost *out);
+#ifdef __cplusplus
+}
+#endif
 
 #endif

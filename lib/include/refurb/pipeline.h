@@ -33,6 +33,10 @@
 #include "refurb/rng.h" /* RFB_STAGE_PARTIAL, RFB_STAGE_FINAL */
 #include "refurb/tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct rfb_pipeline rfb_pipeline;
 typedef struct rfb_pipe_ctx rfb_pipe_ctx;
 
@@ -102,6 +106,20 @@ struct rfb_pipe_shape {
  */
 int rfb_pipeline_out_shape(const rfb_pipeline *p, const struct rfb_pipe_shape *in,
 			   struct rfb_pipe_shape *out, rfb_err *err) RFB_MUST_CHECK;
+
+/*
+ * The pixel cap, checked before a run (refurb-pipeline(7), MEMORY): 0
+ * when no layer of p makes an image of more than max_pixels pixels
+ * whatever the input, else RFB_ESPEC with err naming the first such
+ * layer, the least size it makes and the cap.  A layer's least size is
+ * exact after a crop, centercrop, rrcrop or resize=HxW, and a lower bound
+ * otherwise (the input at least 1x1, resize=N at least NxN, pad adding
+ * its pixels); every branch a gate may take is checked.  Sizes that
+ * depend on the input are checked again at run time (RFB_ELIMIT), before
+ * each image is allocated, against the context's max_pixels.
+ */
+int rfb_pipeline_check_pixels(const rfb_pipeline *p, uint64_t max_pixels,
+			      rfb_err *err) RFB_MUST_CHECK;
 
 /* The channels p makes of in_channels (gray and rgb layers decide). */
 int rfb_pipeline_out_channels(const rfb_pipeline *p, int in_channels);
@@ -412,5 +430,9 @@ int rfb_pipeline_ungated(const rfb_pipeline *p, rfb_pipeline **out,
  */
 int rfb_pipeline_layer_op(const rfb_pipeline *p, int layer,
 			  const struct rfb_pipe_key *key);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
