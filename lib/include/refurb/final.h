@@ -65,6 +65,13 @@ struct rfb_final_opts {
 	int views;                /* final pipelines per sample, 1 to
 				   * RFB_STREAM_MAX_VIEWS (0 = 1); more than
 				   * one makes a version 2 stream */
+	/* NULL, or the views in groups (refurb-final --view-group): group g
+	 * is the next group_views[g] views of view_pipelines (which the
+	 * groups use up), all of one size; groups of 2 to
+	 * RFB_STREAM_MAX_GROUPS make a version 3 stream, each group one
+	 * array of the reader's batch */
+	const int *group_views;
+	int groups;
 	int threads;
 	int prefetch;             /* batches in flight (>= 1) */
 	int direct;               /* O_DIRECT reads */
