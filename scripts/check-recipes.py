@@ -15,7 +15,8 @@ defines `transform` or `views`.  For each one:
   chain    refurb-index, -evict (r = 2), -plan (batch 4), -partial (the
            leading filters that draw nothing and that every view shares,
            when the rest still fixes the size: else none), -final (the
-           rest: -p SPEC [--views K], or one -p per view) over E epochs
+           rest: -p SPEC [--views K], one -p per view, or one -g K:SPEC
+           per group of views of one size) over E epochs
            (default 2) of the photos, read back with refurb_stream;
   compare  every stream image against torchvision's output of the same
            recipe on the same photo (PIL RGB, as ImageFolder loads it):
@@ -63,13 +64,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from golden_common import ks  # noqa: E402
 from refurb_stream.convert import (ConvertError, _view_list, final_options,  # noqa: E402
                                    pipeline_from_torchvision, views_from_torchvision)
+from refurb_stream.multicrop import split_views as split  # noqa: E402
 
-# filters that draw nothing: they may go to the partial (cached) pipeline
-DETERMINISTIC = ("resize", "centercrop", "gray", "rgb")
 # |z| of a per-channel mean or std between refurb's images and
 # torchvision's: 4.5 is a two-sided p of 7e-6 per column
 Z_MAX = 4.5
-FIXING = ("crop", "centercrop", "rrcrop")
 # filters that draw random numbers (with p=1 and collapsed ranges they
 # still may; a recipe without them is compared pixel by pixel)
 RANDOM = ("crop", "rrcrop", "flip", "vflip", "randaug", "autoaug", "trivialaug",
@@ -92,22 +91,6 @@ def load_recipe(path):
     else:
         raise SystemExit("%s: defines neither transform nor views" % path)
     return ns, views, "views" in ns
-
-
-def split(specs):
-    """(partial, finals): the leading filters that draw nothing and that
-    every view shares are cached; the views' rest is final."""
-    views = [s.split(",") for s in specs]
-    k = 0
-    while all(k < len(v) - 1 and v[k] == views[0][k] for v in views) and \
-            views[0][k].split("=")[0] in DETERMINISTIC:
-        k += 1
-    # refurb-final wants a final pipeline whose output size it knows: one
-    # with a crop, or a resize to HxW (else everything goes to the final)
-    if not all(any(f.split("=")[0] in FIXING or (f.startswith("resize=") and
-                   "x" in f.split(":")[0]) for f in v[k:]) for v in views):
-        k = 0
-    return ",".join(views[0][:k]), [",".join(v[k:]) for v in views]
 
 
 def bindir():
@@ -145,10 +128,17 @@ def chain(photos, partial, options, epochs, work, seed=7):
     out = {}
     with open_stream(stream, verify=True) as s:
         for batch in s:
-            imgs = batch.images if s.header.views > 1 else batch.images[:, None]
             for j, sid in enumerate(batch.ids):
-                out[(int(sid), batch.epoch)] = imgs[j]
+                out[(int(sid), batch.epoch)] = sample_views(s.header, batch.images, j)
     return out, names
+
+
+def sample_views(header, images, j):
+    """The views of the sample at place j of a batch, in view order: an
+    array (K, ...) of one size, or a list with view groups."""
+    if header.groups:
+        return [g[j, k] for g in images for k in range(g.shape[1])]
+    return images[j] if header.views > 1 else images[j][None]
 
 
 def indexed_paths(idx, root):
