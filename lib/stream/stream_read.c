@@ -525,6 +525,11 @@ static int next_frame(rfb_stream_reader *r, struct rfb_stream_frame *f,
 			return rfb_err_set(err, RFB_EFORMAT, r->name, "%sthe "
 					   "stream does not start with a HEADER "
 					   "frame", where);
+		if (r->seq.groups_pending && h.type != RFB_FRAME_VIEW_GROUPS)
+			return rfb_err_set(err, RFB_EFORMAT, r->name, "%sframe "
+					   "type %u where the VIEW_GROUPS frame "
+					   "belongs (a version 3 stream has it "
+					   "right after the HEADER)", where, h.type);
 		memset(f, 0, sizeof *f);
 		f->type = (enum rfb_stream_frame_type)h.type;
 		f->seq = seq;
