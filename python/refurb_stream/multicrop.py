@@ -29,7 +29,7 @@ import collections
 from refurb_stream.convert import ConvertError, _out_size
 
 __all__ = ["Recipe", "recipe_from_torchvision", "group_views", "final_args",
-           "split_views", "dino_crops"]
+           "split_views", "fixes_size", "dino_crops"]
 
 # filters that draw nothing: what the views share of them may be cached
 DETERMINISTIC = ("resize", "centercrop", "gray", "rgb")
@@ -83,10 +83,16 @@ def split_views(specs):
     while all(k < len(v) - 1 and v[k] == views[0][k] for v in views) and \
             views[0][k].split("=")[0] in DETERMINISTIC:
         k += 1
-    if not all(any(f.split("=")[0] in FIXING or (f.startswith("resize=") and
-                   "x" in f.split(":")[0]) for f in v[k:]) for v in views):
+    if not all(fixes_size(",".join(v[k:])) for v in views):
         k = 0
     return ",".join(views[0][:k]), [",".join(v[k:]) for v in views]
+
+
+def fixes_size(spec):
+    """Whether spec's output has one size whatever its input's (a crop,
+    or a resize to HxW): what refurb-final needs of a final spec."""
+    return any(f.split("=")[0] in FIXING or (f.startswith("resize=") and
+               "x" in f.split(":")[0]) for f in spec.split(","))
 
 
 def recipe_from_torchvision(views):
