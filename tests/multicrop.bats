@@ -166,3 +166,22 @@ EOF
 	expect_fail 2 "refurb-final: more than 64 views in all (-g)"
 	[ ! -s "$T/x.s" ]
 }
+
+@test "-g through launch(): final as refurb-final's arguments, a list of arrays per batch" {
+	run -0 env RANK=0 WORLD_SIZE=1 "$PY" - "$BATS_FILE_TMPDIR/train.idx" "$T/lc" "$G" "$L" <<'PY'
+import sys
+from refurb_stream import launch
+from refurb_stream.multicrop import final_args
+idx, cache, g, l = sys.argv[1:]
+args = final_args([g, g, l, l, l])
+print(" ".join(args))
+n = 0
+with launch(idx, cache, "resize=64", args, reuse=2, epochs=2, batch_size=8, seed=7) as chain:
+    for images, labels, ids, epoch, step in chain:
+        assert [a.shape[1:] for a in images] == [(2, 48, 48, 3), (3, 24, 24, 3)], images
+        n += len(ids)
+print(n)
+PY
+	[ "${lines[0]}" = "-g 2:$G -g 3:$L" ]
+	[ "${lines[1]}" = 80 ]
+}

@@ -562,6 +562,8 @@ def check(source, out=sys.stdout):
               % (stream.name, h.dtype, h.layout, h.height, h.width, h.channels, h.batch_size,
                  len(h.classes), "" if len(h.classes) == 1 else "es", h.first_epoch, "open" if h.last_epoch == OPEN_END else h.last_epoch,
                  h.shard_k, h.shard_n), file=out)
+        if h.groups:
+            print("view groups: %s" % ", ".join("%d x %dx%d" % g for g in h.groups), file=out)
         for kind, c in stream.frames():
             if kind == BATCH:
                 current = current or _EpochStats(c.epoch, len(h.classes))
