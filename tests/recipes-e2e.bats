@@ -18,7 +18,7 @@ setup_file() {
 	# labelme-examples and opencv-doc pictures, fetched once)
 	"$TOP/scripts/fetch-photos" --min-side 224 > all.txt
 	mkdir -p photos
-	awk 'NR % 17 == 1' all.txt | head -n 6 | while read -r p; do
+	awk 'NR % 17 == 1 && n++ < 6' all.txt | while read -r p; do
 		ln -s "$p" "photos/$(basename "$p")"
 	done
 }

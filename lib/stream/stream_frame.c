@@ -35,24 +35,6 @@ const char *rfb_stream_layout_name(enum rfb_stream_layout l)
 	return l == RFB_STREAM_NHWC ? "NHWC" : l == RFB_STREAM_NCHW ? "NCHW" : "?";
 }
 
-size_t rfb_stream_image_bytes(const struct rfb_stream_info *info)
-{
-	return (size_t)info->height * info->width * info->channels *
-	       (info->dtype == RFB_STREAM_F32 ? 4 : 1);
-}
-
-size_t rfb_stream_sample_bytes(const struct rfb_stream_info *info)
-{
-	size_t all = 0;
-
-	if (info->groups < 2)
-		return rfb_stream_image_bytes(info) *
-		       (info->views > 1 ? info->views : 1);
-	for (uint32_t g = 0; g < info->groups && g < RFB_STREAM_MAX_GROUPS; g++)
-		all += rfb_stream_group_bytes(info, g);
-	return all;
-}
-
 int rfb_stream_info_version(const struct rfb_stream_info *info)
 {
 	return info->groups > 1 ? 3 : info->views > 1 ? 2 : 1;
@@ -112,17 +94,6 @@ int rfbi_stream_head_decode(const unsigned char in[RFB_STREAM_FRAME_HEADER],
 static const char *str_or_empty(const char *s)
 {
 	return s ? s : "";
-}
-
-uint64_t rfbi_stream_batch_max_payload(const struct rfb_stream_info *info)
-{
-	uint64_t all = rfb_stream_pixel_bytes(info, info->batch_size);
-
-	if (all == UINT64_MAX ||
-	    __builtin_add_overflow(all, stream_pixel_offset(info->batch_size),
-				   &all))
-		return UINT64_MAX;
-	return all;
 }
 
 uint64_t rfbi_stream_info_max_payload(const struct rfb_stream_limits *lim)

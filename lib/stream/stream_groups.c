@@ -1,8 +1,9 @@
 /*
- * stream_groups.c - view groups of a version 3 batch stream: the
- * VIEW_GROUPS frame that follows the HEADER (one encoder, one decoder),
- * the checks of a group table, and where each group's images lie in a
- * BATCH payload.  Layout in refurb-stream(5):
+ * stream_groups.c - the pixel data of a batch stream's samples and view
+ * groups: the bytes of an image, a sample and a batch, where each view
+ * group of a version 3 stream lies in a BATCH payload, the VIEW_GROUPS
+ * frame that follows its HEADER (one encoder, one decoder) and the checks
+ * of a group table (stream_frame.c's HEADER checks call these).  Layout in refurb-stream(5):
  *
  *   VIEW_GROUPS payload (P = Q = 8 + 16 G)
  *   0       4   u32  G, view groups (2 to 8)
@@ -25,6 +26,35 @@
 static uint64_t round64(uint64_t n)
 {
 	return (n + RFB_STREAM_ALIGN - 1) & ~(uint64_t)(RFB_STREAM_ALIGN - 1);
+}
+
+size_t rfb_stream_image_bytes(const struct rfb_stream_info *info)
+{
+	return (size_t)info->height * info->width * info->channels *
+	       (info->dtype == RFB_STREAM_F32 ? 4 : 1);
+}
+
+size_t rfb_stream_sample_bytes(const struct rfb_stream_info *info)
+{
+	size_t all = 0;
+
+	if (info->groups < 2)
+		return rfb_stream_image_bytes(info) *
+		       (info->views > 1 ? info->views : 1);
+	for (uint32_t g = 0; g < info->groups && g < RFB_STREAM_MAX_GROUPS; g++)
+		all += rfb_stream_group_bytes(info, g);
+	return all;
+}
+
+uint64_t rfbi_stream_batch_max_payload(const struct rfb_stream_info *info)
+{
+	uint64_t all = rfb_stream_pixel_bytes(info, info->batch_size);
+
+	if (all == UINT64_MAX ||
+	    __builtin_add_overflow(all, stream_pixel_offset(info->batch_size),
+				   &all))
+		return UINT64_MAX;
+	return all;
 }
 
 size_t rfb_stream_group_bytes(const struct rfb_stream_info *info, uint32_t g)
