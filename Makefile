@@ -44,7 +44,8 @@ UNITS     = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 # the library's own headers beside the API (refurb.h does not include them)
 LIB_ONLY_H = lib/include/refurb/aio.h lib/include/refurb/annotate.h lib/include/refurb/pool.h
 INSTALL_H = $(filter-out $(LIB_ONLY_H),$(wildcard lib/include/refurb/*.h))
-MAN       = $(wildcard man/man1/*.1 man/man5/*.5 man/man7/*.7)
+MAN3      = $(BUILD)/man/man3/refurb.3
+MAN       = $(wildcard man/man1/*.1 man/man5/*.5 man/man7/*.7) man/man3/refurb.3
 
 OBJ_SRC   = $(LIB_SRC) $(wildcard bin/*.c) $(UNIT_SRC) $(wildcard tests/tools/*.c tests/bench/*.c)
 DEPS      = $(patsubst %.c,$(BUILD)/%.d,$(OBJ_SRC))
@@ -54,7 +55,12 @@ DEPS      = $(patsubst %.c,$(BUILD)/%.d,$(OBJ_SRC))
 .SECONDARY: $(patsubst %.c,$(BUILD)/%.o,$(OBJ_SRC))
 
 .PHONY: all check bench asan deps demo install uninstall clean fuzz
-all: $(LIB) $(PROGS) $(TOOLS) $(SHIMS)
+all: $(LIB) $(PROGS) $(TOOLS) $(SHIMS) $(MAN3)
+
+# refurb(3): the public functions, from the installed headers' comments
+$(MAN3): scripts/make-man3 $(INSTALL_H) lib/README
+	@echo "  MAN     $@"
+	@scripts/make-man3 $@
 
 # every object depends on the headers it includes, as the compiler lists
 # them (-MMD -MP: BUILD/X.d beside BUILD/X.o); an object without its .d
@@ -114,12 +120,14 @@ $(BUILD)/tools/%.so: tests/tools/%.c
 	@echo "  CC      $@"
 	@$(CC) $(CPPFLAGS) $(filter-out -fsanitize=%,$(CFLAGS)) -fPIC -shared -o $@ $< -ldl
 
-# make check: the README's test command.  Ends with "N passed, N failed".
-# deps run first, alone: the build is a second make that reads the
-# pkg-config flags once the packages are there (make -j2 check too).
+# make check: the README's test command.  One line per test file as it
+# ends, then "N passed, N failed".  deps run first, alone: the build is a
+# second make that reads the pkg-config flags once the packages are there.
+# Test files run TEST_JOBS at a time: make -jN check gives N, else nproc.
+TEST_JOBS ?= $(or $(patsubst -j%,%,$(filter -j%,$(MAKEFLAGS))),$(shell nproc))
 check: deps
 	@$(MAKE) --no-print-directory all $(UNITS)
-	@BUILD=$(BUILD) tests/run $(UNITS)
+	@BUILD=$(BUILD) tests/run -j $(TEST_JOBS) $(UNITS)
 
 asan:
 	$(MAKE) BUILD=build/asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
@@ -140,17 +148,19 @@ fuzz:
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 		$(DESTDIR)$(PREFIX)/include/refurb $(DESTDIR)$(PREFIX)/share/man/man1 \
-		$(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7 \
+		$(DESTDIR)$(PREFIX)/share/man/man3 $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7 \
 		$(DESTDIR)$(PYTHONDIR)/refurb_stream
 	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin
 	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib
 	install -m 644 $(INSTALL_H) $(DESTDIR)$(PREFIX)/include/refurb
 	install -m 644 $(wildcard man/man1/*.1) $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 644 $(MAN3) $(DESTDIR)$(PREFIX)/share/man/man3
 	install -m 644 $(wildcard man/man5/*.5) $(DESTDIR)$(PREFIX)/share/man/man5
 	install -m 644 $(wildcard man/man7/*.7) $(DESTDIR)$(PREFIX)/share/man/man7
 	install -m 644 python/refurb_stream/*.py $(DESTDIR)$(PYTHONDIR)/refurb_stream
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
-		-e 's|@PKGS@|$(PKGS)|g' lib/refurb.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/refurb.pc
+		-e 's|@PKGS@|$(PKGS)|g' -e 's|@SYSLIBS@|$(LIB_SYSLIBS)|g' lib/refurb.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/refurb.pc
+	@scripts/python-where "$(DESTDIR)" "$(PYTHONDIR)"
 
 uninstall:
 	rm -f $(patsubst $(BUILD)/bin/%,$(DESTDIR)$(PREFIX)/bin/%,$(PROGS))

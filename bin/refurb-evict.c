@@ -73,7 +73,7 @@ static void parse(struct cli *c, struct options *o, int argc, char **argv)
 						  UINT64_MAX);
 			break;
 		case OPT_POLICY:
-			if (!(o->p.policy = rfb_sched_policy_parse(optarg)))
+			if ((o->p.policy = rfb_sched_policy_parse(optarg)) < 0)
 				cli_usage_error(c, "--policy: '%s' is not balanced "
 						"or refcount", optarg);
 			break;

@@ -45,4 +45,7 @@ def main(cache, stats_path):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] in (["-h"], ["--help"]):
+        print(__doc__.strip())
+        sys.exit(0)
     main(sys.argv[1], sys.argv[2])

@@ -8,6 +8,7 @@
 # job, also when it is cancelled.  Every daemon is started by setup_file
 # under the test's directory, on free ports, and stopped by
 # teardown_file.
+# tests/run: serial (a Slurm cluster on TCP ports)
 
 load helpers
 bats_require_minimum_version 1.5.0

@@ -12,6 +12,7 @@
 # attribute 'get' in to_map: Python 3.11's IntFlag no longer lists the
 # zero member, so Std.from_str("0") is None); --redirects 2 --tee 2 (the
 # ranks' stderr to log files and to the console) avoids that code path.
+# tests/run: serial (TCP ports and torch processes on every core)
 
 load helpers
 bats_require_minimum_version 1.5.0

@@ -119,3 +119,15 @@ setup() {
 	[ "${lines[2]}" = "static: lib/core/header.c has writable data a.0" ]
 	[ "${lines[-1]}" = "check-layout: 7 files in 2 groups, 3 problems" ]
 }
+
+@test "check-layout: a file that includes another group's private header fails" {
+	mkdir -p "$src/lib/ops" "$src/lib/pipeline"
+	printf 'int rfbi_kernel(void);\n' > "$src/lib/ops/ops_internal.h"
+	# its own group's private header and the API are fine
+	printf '#include "ops_internal.h"\n#include "refurb/api.h"\n' > "$src/lib/ops/ops_a.c"
+	printf '#include <string.h>\n#include "../ops/ops_internal.h"\n' > "$src/lib/pipeline/win.c"
+	check
+	[ "$status" -eq 1 ]
+	[ "${lines[0]}" = "include: lib/pipeline/win.c includes lib/ops/ops_internal.h, private to lib/ops/ (use a header of lib/include/refurb/)" ]
+	[ "${lines[-1]}" = "check-layout: 4 files in 2 groups, 1 problems" ]
+}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # refurb-final: the stream a trainer reads, its determinism, healing of bad
 # records, memory, one io_submit per batch, bad input.
+# tests/run: serial (memory and FIFO timing windows)
 
 load helpers
 bats_require_minimum_version 1.5.0

@@ -31,6 +31,7 @@
 struct seg {
 	uint32_t id, death;
 	int dead;              /* its records died; kept until grace passes */
+	int sealed;            /* takes no more records (being compacted) */
 	uint64_t dead_since;   /* global step it died at */
 	int fd;                /* -1 when not open */
 	uint64_t size;         /* bytes, buffered ones included */
@@ -132,6 +133,11 @@ struct ckpt {
 /* Load DIR's checkpoint into *k: 0, RFB_ENOTFOUND when there is none, or
  * a negative RFB_E* code with err filled (k->data freed by the caller). */
 int rfbi_cache_ckpt_load(const char *dir, struct ckpt *k, rfb_err *err) RFB_MUST_CHECK;
+/* The segment table of DIR's checkpoint as it is (its header checked,
+ * not the table's checksum: for summaries): *table malloc'ed, *n rows
+ * of CKPT_SEG bytes; *n = 0 and NULL when there is none.  Returns 0. */
+int rfbi_cache_ckpt_segments(const char *dir, unsigned char **table,
+			     uint32_t *n);
 /* Wait for the background checkpoint job, if any; its result. */
 int rfbi_cache_ckpt_join(rfb_cache *c, rfb_err *err) RFB_MUST_CHECK;
 /* Hand the fsyncs and the checkpoint of c as it is now to a job (run by

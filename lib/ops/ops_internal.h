@@ -16,12 +16,6 @@
 #include "refurb/ops.h"
 #include "refurb/transform.h"
 
-/* Where an image lies in a full_w x full_h one: its pixel (0, 0) is the
- * full image's (x, y). */
-struct rfb_place {
-	int x, y, full_w, full_h;
-};
-
 /* ---- per-sample arithmetic shared by the scalar and AVX2 kernels ---- */
 
 /* Blend.c for one sample: in1 + alpha * (in2 - in1), clamped, truncated. */
@@ -183,32 +177,6 @@ void rfbi_ops_rotate(const rfb_image *src, rfb_image *dst, double degrees,
 		     enum rfb_interp interp, const unsigned char *fill);
 
 /* ---- ops on windows (ops_window.c; the geometry in ops_geometry.c) ---- */
-
-/*
- * The rectangle of op's input (a full_w x full_h image) that the
- * rectangle out of its output reads: 1 with *need filled (inside the
- * image, never empty), or 0 when op cannot run on a window (geometry
- * with a filter other than NEAREST, Rotate's transposes).  Contrast,
- * AutoContrast and Equalize need the whole image (their statistics).
- */
-int rfbi_op_window_need(enum rfb_op op, double magnitude, enum rfb_interp interp,
-			int full_w, int full_h, const struct rfb_rect *out,
-			struct rfb_rect *need);
-
-/*
- * rfb_op_apply on windows: src holds the part of the input placed at sp,
- * which contains rfbi_op_window_need() of dst's rectangle; dst (width x
- * height, not overlapping src) receives the part of the output placed at
- * dp; sp and dp have the same full size.  fill NULL is black.  The
- * arguments are trusted (the pipeline plans the windows, the parameters
- * come from the draws; only the point ops go through rfb_op_apply's
- * checks); the result is the bytes of rfb_op_apply on the full images,
- * cut to dp.  Returns 0 or a negative RFB_E* code.
- */
-int rfbi_op_apply_window(enum rfb_op op, double magnitude,
-			 enum rfb_interp interp, const unsigned char *fill,
-			 const rfb_image *src, const struct rfb_place *sp,
-			 rfb_image *dst, const struct rfb_place *dp, rfb_err *err) RFB_MUST_CHECK;
 
 /* Contrast, AutoContrast or Equalize with the statistics of stats (the
  * whole input) applied to src (a part of it, dst's size) into dst. */

@@ -24,9 +24,9 @@ static void grow_one(const struct rfb_rect *r, int w, int h,
 	*out = (struct rfb_rect){ y0, x0, y1 - y0, x1 - x0 };
 }
 
-int rfbi_op_window_need(enum rfb_op op, double magnitude, enum rfb_interp interp,
-			int full_w, int full_h, const struct rfb_rect *out,
-			struct rfb_rect *need)
+int rfb_op_window_need(enum rfb_op op, double magnitude, enum rfb_interp interp,
+		       int full_w, int full_h, const struct rfb_rect *out,
+		       struct rfb_rect *need)
 {
 	switch (op) {
 	case RFB_OP_SHEAR_X:
@@ -62,10 +62,10 @@ static rfb_image under(const rfb_image *src, const struct rfb_place *sp,
 	return v;
 }
 
-int rfbi_op_apply_window(enum rfb_op op, double magnitude,
-			 enum rfb_interp interp, const unsigned char *fill,
-			 const rfb_image *src, const struct rfb_place *sp,
-			 rfb_image *dst, const struct rfb_place *dp, rfb_err *err)
+int rfb_op_apply_window(enum rfb_op op, double magnitude,
+			enum rfb_interp interp, const unsigned char *fill,
+			const rfb_image *src, const struct rfb_place *sp,
+			rfb_image *dst, const struct rfb_place *dp, rfb_err *err)
 {
 	static const unsigned char black[3] = { 0, 0, 0 };
 	rfb_image part = under(src, sp, dst, dp);

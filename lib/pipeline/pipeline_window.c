@@ -10,15 +10,15 @@
  * through the augment layers, and every layer draws its parameters from
  * its own random stream with the full image's size, so the crop's
  * rectangle and every op are known.  Going backwards from the crop, each
- * op's output window gives its input window (rfbi_op_window_need: the
+ * op's output window gives its input window (rfb_op_window_need: the
  * same pixels for point ops, one more around for Sharpness, the whole
  * image for Contrast, AutoContrast and Equalize, the source pixels for
  * the geometry).  The ops then run forwards on windows placed in the
- * full image (rfbi_op_apply_window), giving the bytes of the whole run.
+ * full image (rfb_op_apply_window), giving the bytes of the whole run.
  */
 #include <string.h>
 
-#include "../ops/ops_internal.h"
+#include "refurb/ops.h"
 #include "pipeline_run_internal.h"
 
 static int is_augment(const struct rfb_layer *l)
@@ -69,8 +69,8 @@ static int plan_ops(const rfb_pipeline *p, const struct rfb_run *r,
 		struct rfb_rect need;
 		pl->out[k] = win;
 		gain |= smaller(&win, pl->full_w, pl->full_h);
-		if (!rfbi_op_window_need(ops[k].op, ops[k].magnitude, l->interp,
-					pl->full_w, pl->full_h, &win, &need))
+		if (!rfb_op_window_need(ops[k].op, ops[k].magnitude, l->interp,
+				       pl->full_w, pl->full_h, &win, &need))
 			return 0;
 		win = need;
 	}
@@ -82,7 +82,7 @@ static int plan_ops(const rfb_pipeline *p, const struct rfb_run *r,
 int rfbi_win_plan_make(const rfb_pipeline *p, int first, int w, int h,
 		       const struct rfb_pipe_key *key, struct rfb_win_plan *pl)
 {
-	struct rfb_run r = { NULL, key, { 0 }, -1, 0, NULL, 0, 0, 0, 0, { 0 } };
+	struct rfb_run r = { NULL, key, { 0 }, -1, 0, NULL, 0, 0, 0, 0, { 0 }, NULL, 0 };
 	int c = first;
 
 	while (c < p->nlayers && is_augment(&p->layers[c]))
@@ -118,9 +118,9 @@ int rfbi_win_augment(struct rfb_run *r, const struct rfb_layer *l, int position,
 		rc = rfbi_run_target(r, o->width, o->height, r->cur.channels, &dst,
 				    &slot, err);
 		if (!rc)
-			rc = rfbi_op_apply_window(ops[i].op, ops[i].magnitude,
-						 l->interp, l->fill, &r->cur, &sp,
-						 &dst, &dp, err);
+			rc = rfb_op_apply_window(ops[i].op, ops[i].magnitude,
+						l->interp, l->fill, &r->cur, &sp,
+						&dst, &dp, err);
 		if (rc)
 			return rc;
 		rfbi_run_take(r, &dst, slot);

@@ -53,7 +53,7 @@ int rfb_plan_shuffle_parse(const char *name)
 		return RFB_PLAN_RANDOM;
 	if (strcmp(name, "none") == 0 || strcmp(name, "sequential") == 0)
 		return RFB_PLAN_SEQUENTIAL;
-	return 0;
+	return -1;
 }
 
 const char *rfb_plan_balance_name(int balance)
@@ -120,7 +120,7 @@ static int check_params(const rfb_plan_params *p, const uint32_t *pixels,
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "epoch range %u-%u is reversed",
 				   p->first_epoch, p->last_epoch);
-	if (!rfb_plan_shuffle_parse(rfb_plan_shuffle_name(p->shuffle)))
+	if (rfb_plan_shuffle_parse(rfb_plan_shuffle_name(p->shuffle)) < 0)
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "unknown shuffle mode %d", p->shuffle);
 	if (p->balance != RFB_PLAN_BALANCE_NONE &&
@@ -260,6 +260,8 @@ void rfb_plan_header_of(const rfb_plan *pl, rfb_plan_header *h)
 	h->shard_index = sp->shard_index;
 	h->shard_count = sp->shard_count;
 	h->even = pl->p.even;
+	if (pl->p.balance == RFB_PLAN_BALANCE_COST)
+		h->cost_identity = pl->p.cost_identity;
 }
 
 /* ---- one epoch ---- */

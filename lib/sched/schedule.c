@@ -39,7 +39,7 @@ int rfb_sched_policy_parse(const char *name)
 		return RFB_SCHED_BALANCED;
 	if (strcmp(name, "refcount") == 0)
 		return RFB_SCHED_REFCOUNT;
-	return 0;
+	return -1;
 }
 
 uint32_t rfb_sched_shard_size(uint32_t total, uint32_t n_shards, uint32_t k)

@@ -85,6 +85,8 @@ static int open_view(struct final *F, int v, struct fgroup *g, rfb_err *err)
 
 	if ((rc = rfb_pipeline_parse(F->o->view_pipelines[v], &F->view_pipe[v],
 				     err)) ||
+	    (rc = rfb_pipeline_check_pixels(F->view_pipe[v], F->o->max_pixels,
+					    err)) ||
 	    (rc = rfb_pipeline_fixed_shape(F->view_pipe[v], in_channels, &shape,
 					   err)) ||
 	    (rc = same_ending(F, v, err)))
@@ -160,8 +162,8 @@ int rfbi_final_open_groups(struct final *F, rfb_err *err)
 				if (v > 0 && (rc = open_view(F, v, &F->group[i], err)))
 					return rc;
 	}
-	/* one group's final specs and K are what a check of the views'
-	 * collisions needs: each group is such a set of views */
+	/* the views' collisions are checked per spec, hence per group
+	 * (final_inputs.c's check_view_groups) */
 	place_groups(F, F->h->batch_size);
 	return o->view_pipelines ? join_view_specs(F, err) : 0;
 }

@@ -87,7 +87,7 @@ static int check_case(const rfb_image *full_in, enum rfb_op op, double mag,
 	struct rfb_rect need;
 	enum { M = 3 }; /* margin of noise around the input window */
 
-	if (!rfbi_op_window_need(op, mag, RFB_INTERP_NEAREST, w, h, want, &need))
+	if (!rfb_op_window_need(op, mag, RFB_INTERP_NEAREST, w, h, want, &need))
 		return -1;
 	ok = need.left >= 0 && need.top >= 0 && need.width >= 1 &&
 	     need.height >= 1 && need.left + need.width <= w &&
@@ -114,7 +114,7 @@ static int check_case(const rfb_image *full_in, enum rfb_op op, double mag,
 		abort();
 	struct rfb_place sp = { need.left, need.top, w, h };
 	struct rfb_place dp = { want->left, want->top, w, h };
-	ok = rfbi_op_apply_window(op, mag, RFB_INTERP_NEAREST, fill, &src, &sp,
+	ok = rfb_op_apply_window(op, mag, RFB_INTERP_NEAREST, fill, &src, &sp,
 				 &dst, &dp, NULL) == 0;
 	for (int y = 0; ok && y < want->height; y++)
 		ok = memcmp(rfb_image_px(&dst, 0, y),
@@ -162,19 +162,19 @@ static void test_unsupported(void)
 {
 	struct rfb_rect r = { 2, 3, 10, 10 }, need;
 
-	CHECK(rfbi_op_window_need(RFB_OP_ROTATE, 9, RFB_INTERP_BILINEAR, 40, 30,
+	CHECK(rfb_op_window_need(RFB_OP_ROTATE, 9, RFB_INTERP_BILINEAR, 40, 30,
 				 &r, &need) == 0);
-	CHECK(rfbi_op_window_need(RFB_OP_SHEAR_X, 0.3, RFB_INTERP_BICUBIC, 40, 30,
+	CHECK(rfb_op_window_need(RFB_OP_SHEAR_X, 0.3, RFB_INTERP_BICUBIC, 40, 30,
 				 &r, &need) == 0);
-	CHECK(rfbi_op_window_need(RFB_OP_ROTATE, 180, RFB_INTERP_NEAREST, 40, 30,
+	CHECK(rfb_op_window_need(RFB_OP_ROTATE, 180, RFB_INTERP_NEAREST, 40, 30,
 				 &r, &need) == 0);
-	CHECK(rfbi_op_window_need(RFB_OP_ROTATE, 90, RFB_INTERP_NEAREST, 40, 40,
+	CHECK(rfb_op_window_need(RFB_OP_ROTATE, 90, RFB_INTERP_NEAREST, 40, 40,
 				 &r, &need) == 0);
-	CHECK(rfbi_op_window_need(RFB_OP_ROTATE, 0, RFB_INTERP_BILINEAR, 40, 30,
+	CHECK(rfb_op_window_need(RFB_OP_ROTATE, 0, RFB_INTERP_BILINEAR, 40, 30,
 				 &r, &need) == 1 && need.left == 3 && need.width == 10);
-	CHECK(rfbi_op_window_need(RFB_OP_EQUALIZE, 0, RFB_INTERP_BILINEAR, 40, 30,
+	CHECK(rfb_op_window_need(RFB_OP_EQUALIZE, 0, RFB_INTERP_BILINEAR, 40, 30,
 				 &r, &need) == 1 && need.width == 40 && need.height == 30);
-	CHECK(rfbi_op_window_need(RFB_OP_SHARPNESS, 0.5, RFB_INTERP_NEAREST, 40, 30,
+	CHECK(rfb_op_window_need(RFB_OP_SHARPNESS, 0.5, RFB_INTERP_NEAREST, 40, 30,
 				 &r, &need) == 1 && need.left == 2 && need.top == 1 &&
 	      need.width == 12 && need.height == 12);
 }

@@ -676,6 +676,22 @@ static void test_parse_header(void)
 	header_with(&h, "shuffle=", "shuffle=random balance=pixels", text,
 		    sizeof text);
 	CHECK(parse_header_text(text, &g, &err) == RFB_EFORMAT);
+	/* balance=cost: the cost file's identity (refurb-plan(5) costs=) */
+	h.balance = RFB_PLAN_BALANCE_COST;
+	h.cost_identity = 0x00c0ffee00c0ffeeULL;
+	rfb_plan_format_header(text, sizeof text, &h);
+	CHECKF(strstr(text, " shard=1/1 costs=00c0ffee00c0ffee\n"), "%s", text);
+	text[strlen(text) - 1] = '\0';
+	CHECKF(parse_header_text(text, &g, &err) == 0, "%s", err.msg);
+	CHECK(g.cost_identity == h.cost_identity);
+	header_with(&h, "costs=", "", text, sizeof text); /* an older plan */
+	CHECK(parse_header_text(text, &g, &err) == 0 && g.cost_identity == 0);
+	header_with(&h, "balance=", "balance=none", text, sizeof text);
+	CHECK(parse_header_text(text, &g, &err) == RFB_EFORMAT &&
+	      strstr(err.msg, "costs= in a plan with balance=none"));
+	h.balance = RFB_PLAN_BALANCE_NONE; /* other plans have no costs= */
+	rfb_plan_format_header(text, sizeof text, &h);
+	CHECK(!strstr(text, "costs="));
 	CHECK(parse_header_text("#refurb-plan", &g, &err) == RFB_EFORMAT);
 	CHECK(parse_header_text("#refurb-plan 1", &g, &err) == RFB_EFORMAT);
 	CHECK(parse_header_text("\x7f" "ELF", &g, &err) == RFB_EFORMAT &&
@@ -858,6 +874,25 @@ static void test_reader_fuzz(void)
 	rfb_sched_free(s);
 }
 
+/* Every enum parser of the plan and the schedule: a name back to its
+ * value, and -1 (never a valid value, never 0) for an unknown name. */
+static void test_names_parse(void)
+{
+	for (int v = RFB_PLAN_CACHE_AWARE; v <= RFB_PLAN_SEQUENTIAL; v++)
+		CHECK(rfb_plan_shuffle_parse(rfb_plan_shuffle_name(v)) == v);
+	for (int v = RFB_PLAN_BALANCE_NONE; v <= RFB_PLAN_BALANCE_COST; v++)
+		CHECK(rfb_plan_balance_parse(rfb_plan_balance_name(v)) == v);
+	for (int v = RFB_PLAN_EVEN_NONE; v <= RFB_PLAN_EVEN_DROP; v++)
+		CHECK(rfb_plan_even_parse(rfb_plan_even_name(v)) == v);
+	for (int v = RFB_SCHED_BALANCED; v <= RFB_SCHED_REFCOUNT; v++)
+		CHECK(rfb_sched_policy_parse(rfb_sched_policy_name(v)) == v);
+	CHECK(rfb_plan_shuffle_parse("lru") == -1);
+	CHECK(rfb_plan_balance_parse("lru") == -1);
+	CHECK(rfb_plan_even_parse("lru") == -1);
+	CHECK(rfb_sched_policy_parse("lru") == -1);
+	CHECK(rfb_plan_shuffle_parse("?") == -1);
+}
+
 int main(void)
 {
 	RUN(test_invariants);
@@ -875,5 +910,6 @@ int main(void)
 	RUN(test_reader_sequence);
 	RUN(test_reader_bad_streams);
 	RUN(test_reader_fuzz);
+	RUN(test_names_parse);
 	return test_done();
 }

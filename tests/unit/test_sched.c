@@ -300,7 +300,7 @@ static void test_open_file(void)
 	      strcmp(err.path, "/nonexistent/x.evict") == 0);
 	CHECK(strcmp(rfb_sched_policy_name(RFB_SCHED_REFCOUNT), "refcount") == 0);
 	CHECK(rfb_sched_policy_parse("balanced") == RFB_SCHED_BALANCED);
-	CHECK(rfb_sched_policy_parse("lru") == 0);
+	CHECK(rfb_sched_policy_parse("lru") == -1);
 }
 
 /* Theorem 1 by the naive formula, for moderate sizes. */

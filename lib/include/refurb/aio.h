@@ -51,6 +51,10 @@
 #include "refurb/error.h"
 #include "refurb/record.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define RFB_BATCH_MAX 65536u              /* largest max_batch accepted */
 #define RFB_BATCH_ANY_SAMPLE 0xffffffffu  /* expected sample: do not check */
 #define RFB_BATCH_DEFAULT_ALIGN 4096u     /* direct-I/O alignment fallback */
@@ -186,5 +190,9 @@ int rfb_batch_reader_mode(const rfb_batch_reader *r);
 /* Copy the reader's counters into *s. */
 void rfb_batch_reader_get_stats(const rfb_batch_reader *r,
 				struct rfb_batch_stats *s);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -27,6 +27,10 @@
 #include "refurb/error.h"
 #include "refurb/plan.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define RFB_ANNOT_MAX_VALUE 8192
 
 /* What the annotated header says beyond the plan header. */
@@ -72,5 +76,9 @@ size_t rfb_annot_format_header(char *buf, size_t n, const rfb_plan_header *h,
 int rfb_annot_parse_header(const char *line, size_t len,
 			   struct rfb_annot_header *a,
 			   rfb_err *err) RFB_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -28,6 +28,10 @@
 #include "refurb/ops.h"
 #include "refurb/rng.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* One chosen op and the signed magnitude to give rfb_op_apply(). */
 struct rfb_aug_op {
 	enum rfb_op op;
@@ -106,5 +110,9 @@ int rfb_autoaug_draw(rfb_rng *rng, enum rfb_autoaug_policy policy, int width,
  */
 void rfb_trivialaug_draw(rfb_rng *rng, int num_bins, int width, int height,
 			 struct rfb_aug_op *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -18,6 +18,10 @@
 #include "refurb/ops.h"
 #include "refurb/rng.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define RFB_AUGMIX_MAX_WIDTH 16 /* mixture_width */
 #define RFB_AUGMIX_MAX_DEPTH 16 /* chain_depth */
 #define RFB_AUGMIX_MAX_SEVERITY 10
@@ -118,5 +122,9 @@ int rfb_augmix_apply(const struct rfb_augmix_spec *spec,
 int rfb_tensor_op_apply(enum rfb_op op, double magnitude, enum rfb_interp interp,
 			const unsigned char *fill, const rfb_image *src,
 			rfb_image *dst, rfb_err *err) RFB_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -13,6 +13,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 static inline void rfb_put_le16(unsigned char *p, uint16_t v)
 {
 	p[0] = (unsigned char)v;
@@ -97,5 +101,9 @@ static inline int rfb_add_size(size_t a, size_t b, size_t *out)
 	*out = r;
 	return 0;
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

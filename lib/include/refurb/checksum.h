@@ -17,6 +17,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /*
  * CRC-32C of n bytes, continuing from crc (pass 0 to start).  Chaining
  * rfb_crc32c(rfb_crc32c(0, a, na), b, nb) equals the CRC of a followed by b.
@@ -39,5 +43,9 @@ static inline uint64_t rfb_mix64(uint64_t x)
 	x ^= x >> 31;
 	return x;
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

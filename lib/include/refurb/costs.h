@@ -34,6 +34,10 @@
 #include "refurb/error.h"
 #include "refurb/index.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define RFB_COSTS_VERSION 1
 #define RFB_COSTS_MAGIC "#refurb-costs"
 /* Largest cost file read (bytes). */
@@ -72,6 +76,11 @@ void rfb_costs_free(rfb_costs *c);
 const struct rfb_costs_header *rfb_costs_header_of(const rfb_costs *c);
 size_t rfb_costs_count(const rfb_costs *c);
 const struct rfb_cost_entry *rfb_costs_entries(const rfb_costs *c);
+
+/* Identity of c's content (header and measurements, in file order): two
+ * cost files give the same fitted model, hence the same plan with
+ * refurb-plan --balance cost, when their identities are equal. */
+uint64_t rfb_costs_identity(const rfb_costs *c);
 
 /* ---- writing ---- */
 
@@ -133,5 +142,9 @@ void rfb_cost_model_info_of(const rfb_cost_model *m,
  */
 double rfb_cost_model_predict(const rfb_cost_model *m, uint32_t id,
 			      uint32_t epoch, uint64_t seed);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -27,6 +27,10 @@
 #include "refurb/image.h"
 #include "refurb/jpeg.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct rfb_decoder rfb_decoder;
 
 /* Channels of the decoded image. */
@@ -208,5 +212,9 @@ int rfb_decode_pick_scale_short_side(int image_width, int image_height,
 int rfb_decode_map_region(int image_width, int image_height, int denom,
 			  int x, int y, int w, int h,
 			  struct rfb_decode_opts *out, double box[4]) RFB_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -16,6 +16,10 @@
 #include "refurb/error.h"
 #include "refurb/image.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct rfb_encoder rfb_encoder;
 
 /* Chroma subsampling of 3-channel images (1-channel images are always
@@ -44,5 +48,9 @@ void rfb_encoder_free(rfb_encoder *e);
 int rfb_jpeg_encode(rfb_encoder *e, const rfb_image *img, int quality,
 		    enum rfb_encode_subsampling subsampling, rfb_imgbuf *out,
 		    size_t *len, rfb_err *err) RFB_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -17,6 +17,10 @@
 #include "refurb/ops.h"
 #include "refurb/transform.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* F.adjust_hue(img, hue_factor) on a PIL RGB image: RGB -> HSV (PIL's
  * Convert.c), H += uint8(int(hue_factor * 255)) mod 256, HSV -> RGB.
  * -0.5 <= hue_factor <= 0.5.  A 1-channel image is copied (PIL returns L
@@ -100,5 +104,9 @@ int rfb_perspective(const rfb_image *src, rfb_image *dst,
 		    const int start[4][2], const int end[4][2],
 		    enum rfb_interp interp, const unsigned char *fill,
 		    rfb_err *err) RFB_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

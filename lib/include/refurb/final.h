@@ -13,8 +13,19 @@
 
 #include "refurb/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct rfb_final_stats {
 	uint64_t batches, images;
+	/* the split, for the first progress line (on_progress is called
+	 * once with batches 0 before the first batch): the plan's partial
+	 * pipeline, this stage's (the views' joined by ';'), r, the views;
+	 * the texts owned by the run */
+	const char *partial_spec, *final_spec;
+	uint32_t reuse;
+	int views;
 	uint64_t skipped;        /* samples refurb-partial left out */
 	int stopped_by_signal;   /* *opts->stop was set: the signal number */
 	uint32_t last_epoch, last_step; /* the last batch written */
@@ -72,6 +83,9 @@ struct rfb_final_opts {
 	 * array of the reader's batch */
 	const int *group_views;
 	int groups;
+	int allow_view_collisions; /* else views of one spec that would often
+				   * be identical are refused (RFB_ESPEC:
+				   * rfbi_final_check_views) */
 	int threads;
 	int prefetch;             /* batches in flight (>= 1) */
 	int direct;               /* O_DIRECT reads */
@@ -81,6 +95,8 @@ struct rfb_final_opts {
 	const char *cache_dir;    /* overrides of the header's values, or NULL */
 	const char *index_path;
 	const char *root;
+	uint64_t max_pixels;      /* the pixel cap of every image a pipeline
+				   * makes (0: RFB_IMAGE_DEFAULT_MAX_PIXELS) */
 	const char *out_name;     /* the stream, for messages; NULL: "(output)" */
 	/* When not NULL and non-zero (a signal handler sets it), the run
 	 * stops before the next batch: the batches under way are written,
@@ -97,6 +113,10 @@ struct rfb_final_opts {
 			    uint64_t total_batches);
 	/* every batch written, in order (NULL: none) */
 	void (*on_batch)(void *ctx, const struct rfb_final_batch_stats *b);
+	/* Called from the calling thread before the first batch with how the
+	 * run fits the system where that makes it slower (fewer shard files
+	 * kept open to recompute records than it would), or NULL. */
+	void (*on_note)(void *ctx, const rfb_err *note);
 	void *ctx;
 };
 
@@ -110,5 +130,9 @@ struct rfb_final_opts {
 int rfb_final_run(const struct rfb_final_opts *o, int in_fd,
 		  const char *in_name, int out_fd, struct rfb_final_stats *st,
 		  rfb_err *err) RFB_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -8,6 +8,10 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The first bytes of each format; a version follows each binary magic
  * (one byte) and the plan's tag (" VERSION", text).  Layouts in
  * refurb-index(5), refurb-schedule(5), refurb-stream(5), refurb-plan(5). */
@@ -32,5 +36,9 @@ enum rfb_format {
  * the version and the rest are its reader's to check.  A cache is a
  * directory (refurb-cache(5)), not told from bytes. */
 enum rfb_format rfb_format_detect(const void *head, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

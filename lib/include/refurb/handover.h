@@ -33,6 +33,10 @@
 
 #include "refurb/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define RFB_HANDOVER_HEADER 4096
 #define RFB_HANDOVER_MAGIC "RFBHOVR1"
 /* The segment id of a handover address (no cache segment has it). */
@@ -97,5 +101,9 @@ const unsigned char *rfb_handover_get(const rfb_handover *h, uint64_t pos,
 
 /* Reader: done with every record that ends at or below end. */
 void rfb_handover_release(rfb_handover *h, uint64_t end);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -15,6 +15,10 @@
 
 #include "refurb/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct rfb_image {
 	unsigned char *data; /* pixel (0, 0); row y starts at data + y*stride */
 	size_t stride;       /* bytes from one row to the next, >= width*channels */
@@ -58,5 +62,9 @@ static inline unsigned char *rfb_image_px(const rfb_image *img, int x, int y)
 
 /* Copy src's pixels into dst, which must have the same shape. */
 void rfb_image_copy(rfb_image *dst, const rfb_image *src);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -16,6 +16,10 @@
 
 #include "refurb/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Limits, enforced on build and on open. */
 #define RFB_INDEX_MAX_SAMPLES 0xfffffffeu  /* ids fit in 32 bits */
 #define RFB_INDEX_MAX_CLASSES 1000000u
@@ -59,9 +63,13 @@ typedef struct rfb_index rfb_index;
 
 /*
  * Open and verify the index at path ("-" = stdin): magic, version,
- * checksums, every length and offset.  Returns the handle (close with
- * rfb_index_close) or NULL with err filled (RFB_EFORMAT, RFB_EVERSION,
- * RFB_ETRUNC, RFB_ECHECKSUM, RFB_ELIMIT, RFB_EIO).
+ * checksums, every length and offset.  A regular file is mapped read-only
+ * (its pages stay the page cache's, shared by the processes that open
+ * it, not copied into each), anything else read: the file must then not
+ * be changed in place while open (refurb-index replaces it by renaming).
+ * Returns the handle (close with rfb_index_close) or NULL with err filled
+ * (RFB_EFORMAT, RFB_EVERSION, RFB_ETRUNC, RFB_ECHECKSUM, RFB_ELIMIT,
+ * RFB_EIO).
  */
 rfb_index *rfb_index_open(const char *path, rfb_err *err) RFB_MUST_CHECK;
 
@@ -155,5 +163,9 @@ uint32_t rfb_index_builder_count(const rfb_index_builder *b);
  */
 int rfb_index_builder_finish(rfb_index_builder *b, unsigned char **data,
 			     size_t *len, rfb_err *err) RFB_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

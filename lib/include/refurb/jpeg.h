@@ -13,6 +13,10 @@
 
 #include "refurb/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct rfb_jpeg_info {
 	int width, height;
 	int components;  /* 1 gray, 3 YCbCr/RGB, 4 CMYK/YCCK */
@@ -39,5 +43,9 @@ void rfb_jpeg_probe_free(rfb_jpeg_probe *p);
 int rfb_jpeg_read_header(rfb_jpeg_probe *p, const void *data, size_t len,
 			 uint64_t max_pixels, struct rfb_jpeg_info *info,
 			 rfb_err *err) RFB_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

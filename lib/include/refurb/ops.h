@@ -14,6 +14,10 @@
 #include "refurb/error.h"
 #include "refurb/image.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Order is RandAugment's augmentation space order, then Invert
  * (AutoAugment only).  Part of the RNG's meaning: never reorder. */
 enum rfb_op {
@@ -63,5 +67,46 @@ const char *rfb_op_name(enum rfb_op op);
 int rfb_op_apply(enum rfb_op op, double magnitude, enum rfb_interp interp,
 		 const unsigned char *fill, const rfb_image *src,
 		 rfb_image *dst, rfb_err *err) RFB_MUST_CHECK;
+
+/* ---- ops on windows (an op computing only part of its output) ---- */
+
+struct rfb_rect; /* transform.h */
+
+/* Where an image lies in a full_w x full_h one: its pixel (0, 0) is the
+ * full image's (x, y). */
+struct rfb_place {
+	int x, y, full_w, full_h;
+};
+
+/*
+ * The rectangle of op's input (a full_w x full_h image) that the
+ * rectangle out of its output reads: 1 with *need filled (inside the
+ * image, never empty), or 0 when op cannot run on a window (geometry
+ * with a filter other than NEAREST, Rotate's transposes).  Contrast,
+ * AutoContrast and Equalize need the whole image (their statistics).
+ */
+int rfb_op_window_need(enum rfb_op op, double magnitude, enum rfb_interp interp,
+		       int full_w, int full_h, const struct rfb_rect *out,
+		       struct rfb_rect *need);
+
+/*
+ * rfb_op_apply on windows: src holds the part of the input placed at sp,
+ * which contains rfb_op_window_need() of dst's rectangle; dst (width x
+ * height, not overlapping src) receives the part of the output placed at
+ * dp; sp and dp have the same full size.  fill NULL is black.  The
+ * arguments are trusted (the pipeline plans the windows, the parameters
+ * come from the draws; only the point ops go through rfb_op_apply's
+ * checks); the result is the bytes of rfb_op_apply on the full images,
+ * cut to dp.  Returns 0 or a negative RFB_E* code.
+ */
+int rfb_op_apply_window(enum rfb_op op, double magnitude,
+			enum rfb_interp interp, const unsigned char *fill,
+			const rfb_image *src, const struct rfb_place *sp,
+			rfb_image *dst, const struct rfb_place *dp,
+			rfb_err *err) RFB_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -28,6 +28,10 @@
 #include "refurb/error.h"
 #include "refurb/sched.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define RFB_PLAN_VERSION 2      /* the newest version written and read;
 				 * plans without --even are written as 1 */
 #define RFB_PLAN_MAX_BATCH 65536u
@@ -83,6 +87,8 @@ typedef struct rfb_plan_header {
 	int even;               /* enum rfb_plan_even (version 2; none in 1) */
 	uint32_t first_step;    /* step of the first batch of first_epoch
 				 * (a resumed plan; 0: the whole epoch) */
+	uint64_t cost_identity; /* balance = cost: rfb_costs_identity() of
+				 * the cost file (0: not known, not written) */
 } rfb_plan_header;
 
 /* One sample of a batch line. */
@@ -131,7 +137,8 @@ typedef struct rfb_plan_item {
 
 /* "cache-aware", "random", "none"; "?" for an unknown value. */
 const char *rfb_plan_shuffle_name(int shuffle);
-/* enum value of a name ("sequential" is accepted for "none"), 0 if none. */
+/* enum value of a name ("sequential" is accepted for "none"), or -1 if it
+ * names no shuffle mode. */
 int rfb_plan_shuffle_parse(const char *name);
 /* "none", "pixels", "cost"; "?" for an unknown value. */
 const char *rfb_plan_balance_name(int balance);
@@ -168,6 +175,8 @@ typedef struct rfb_plan_params {
 	const void *cost_ctx;
 	uint32_t first_step;   /* resume: start first_epoch at this step
 				* (below the batches of an epoch) */
+	uint64_t cost_identity; /* balance = cost: the cost file's identity,
+				 * for the header (the plan's identity) */
 } rfb_plan_params;
 
 typedef struct rfb_plan rfb_plan;
@@ -305,5 +314,9 @@ int rfb_plan_reader_next(rfb_plan_reader *r, rfb_plan_item *item,
  * next call.  A stage that passes lines on unchanged copies this. */
 const char *rfb_plan_reader_line(const rfb_plan_reader *r, size_t *len);
 uint64_t rfb_plan_reader_line_number(const rfb_plan_reader *r);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -22,6 +22,10 @@
 #include "refurb/error.h"
 #include "refurb/image.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The 8 bytes every PNG starts with. */
 #define RFB_PNG_SIGNATURE "\x89PNG\r\n\x1a\n"
 
@@ -61,5 +65,9 @@ int rfb_png_decode(const void *data, size_t len, uint64_t max_pixels,
  * "HEIF/AVIF"), else NULL: for messages that say what a file is.
  */
 const char *rfb_image_format_name(const void *data, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

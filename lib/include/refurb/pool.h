@@ -17,6 +17,10 @@
 
 #include "refurb/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct rfb_group {
 	pthread_mutex_t lock;
 	pthread_cond_t done;
@@ -51,5 +55,9 @@ void rfb_group_destroy(struct rfb_group *g);
 void rfb_group_add(struct rfb_group *g, int n);
 /* Wait until every pending task of g has run. */
 void rfb_group_wait(struct rfb_group *g);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -11,6 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /*
  * Format one progress line into buf (size n, always NUL-terminated):
  * "COUNT/TOTAL UNIT  RATE UNIT/s  ETA H:MM:SS" (or "COUNT UNIT  RATE
@@ -26,5 +30,9 @@ double rfb_now(void);
 
 /* CPU seconds the calling thread has used (CLOCK_THREAD_CPUTIME_ID). */
 double rfb_thread_cpu_now(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -16,6 +16,10 @@
 #include "refurb/error.h"
 #include "refurb/image.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define RFB_RECORD_HEADER_SIZE 40
 #define RFB_RECORD_MAX_RAW ((uint32_t)1 << 28)    /* 256 MiB of pixels */
 #define RFB_RECORD_MAX_STORED ((uint32_t)1 << 29) /* after compression */
@@ -132,5 +136,9 @@ int rfb_record_decode(rfb_codec_ctx *x, const unsigned char *rec, size_t len,
 int rfb_record_decode_checked(rfb_codec_ctx *x, const unsigned char *rec,
 			      const struct rfb_record_meta *m, rfb_image *img,
 			      rfb_imgbuf *buf, rfb_err *err) RFB_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -21,6 +21,10 @@
 #include "refurb/image.h"
 #include "refurb/ops.h" /* enum rfb_interp */
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct rfb_resizer rfb_resizer;
 
 /* A new resizer (one per thread).  NULL with err filled on failure. */
@@ -150,5 +154,9 @@ int rfb_interp_parse(const char *name, size_t len);
  * source pixels, when scaling by scale (source / output): support *
  * max(scale, 1).  For planning region decodes. */
 double rfb_resize_support(enum rfb_interp interp, double scale);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -18,6 +18,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Stage numbers: which part of refurb is drawing.  Part of the file
  * formats' meaning (a change changes every output): never renumber. */
 enum {
@@ -63,5 +67,9 @@ uint32_t rfb_rng_below(rfb_rng *r, uint32_t n);
 
 /* Fisher-Yates shuffle of a[0..n) (n < 2^32). */
 void rfb_rng_shuffle_u32(rfb_rng *r, uint32_t *a, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

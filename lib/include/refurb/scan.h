@@ -12,6 +12,10 @@
 #include "refurb/error.h"
 #include "refurb/index.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Where a tar shard sample's label comes from (rfb_scan_shards). */
 enum rfb_label_from {
 	RFB_LABEL_CLS = 0,   /* KEY.cls: a decimal class number */
@@ -113,5 +117,9 @@ int rfb_shard_expand(const char *pattern, char ***names, size_t *n,
  * that shards must be uncompressed), RFB_EIO if it cannot be read.
  */
 int rfb_shard_sniff(const char *path, rfb_err *err) RFB_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

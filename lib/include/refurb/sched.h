@@ -28,6 +28,10 @@
 
 #include "refurb/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define RFB_SCHED_MAX_REUSE 65535u      /* phases are stored in 16 bits */
 #define RFB_SCHED_MAX_SAMPLES 0xfffffffeu
 #define RFB_SCHED_HEADER_SIZE 64u
@@ -114,7 +118,7 @@ int64_t rfb_sched_find(const rfb_sched *s, uint32_t id);
 /* "balanced", "refcount", or "?" for an unknown value. */
 const char *rfb_sched_policy_name(int policy);
 
-/* enum rfb_sched_policy value of name, or 0 if it names no policy. */
+/* enum rfb_sched_policy value of name, or -1 if it names no policy. */
 int rfb_sched_policy_parse(const char *name);
 
 /*
@@ -166,5 +170,9 @@ static inline uint64_t rfb_sched_death(uint32_t epoch, uint32_t phase,
  */
 double rfb_sched_diversity(double aug, double final, double reuse,
 			   double epochs);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -15,6 +15,10 @@
 #include "refurb/error.h"
 #include "refurb/image.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct rfb_sheet_opts {
 	int cols;                /* cells per row, >= 1 */
 	int gap;                 /* pixels between cells and around them */
@@ -38,5 +42,9 @@ int rfb_sheet_build(const rfb_image *images, int n,
  */
 int rfb_sheet_encode(const rfb_image *sheet, int quality, rfb_imgbuf *out,
 		     size_t *len, rfb_err *err) RFB_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

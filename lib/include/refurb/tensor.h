@@ -17,6 +17,10 @@
 #include "refurb/error.h"
 #include "refurb/image.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Element type and layout of a pipeline's output. */
 enum rfb_dtype { RFB_DTYPE_U8 = 0, RFB_DTYPE_F32 = 1 };
 enum rfb_layout { RFB_LAYOUT_HWC = 0, RFB_LAYOUT_CHW = 1 };
@@ -51,5 +55,9 @@ int rfb_tensor_normalize(const rfb_image *src, const rfb_norm *n,
 /* Copy src's samples into out (width * height * channels bytes) as
  * planes (CHW). */
 void rfb_tensor_chw_u8(const rfb_image *src, unsigned char *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -21,6 +21,10 @@
 #include "refurb/image.h"
 #include "refurb/rng.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* A rectangle in input coordinates: rows [top, top + height), columns
  * [left, left + width).  top/left may be negative (padding). */
 struct rfb_rect {
@@ -136,5 +140,9 @@ int rfb_to_gray(const rfb_image *src, rfb_image *dst,
  * dst is 3-channel with src's size; src 3-channel is copied. */
 int rfb_to_rgb(const rfb_image *src, rfb_image *dst,
 	       rfb_err *err) RFB_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
