@@ -71,7 +71,8 @@ struct rfb_final_opts {
 	const char *pipeline;     /* the final pipeline spec */
 	/* NULL, or one spec per view (views of them, overriding pipeline):
 	 * view v runs view_pipelines[v]; every one must make the same
-	 * image size, dtype and normalization */
+	 * dtype and normalization, and the same image size (that of its
+	 * group, with group_views) */
 	const char *const *view_pipelines;
 	int views;                /* final pipelines per sample, 1 to
 				   * RFB_STREAM_MAX_VIEWS (0 = 1); more than
