@@ -5,6 +5,7 @@ chain, against torchvision on the same photos.
 Usage: scripts/check-recipes.py [--photos N | --dir DIR] [--ks | --ks-all]
                                 [--draws K] [--epochs E] [--only TEXT]
                                 [--collisions] [--cache-upto N]
+                                [--allow-view-collisions]
                                 [--tmp DIR] [RECIPE.py ...]
 
 Each recipe (default: tests/data/recipes/*.py but _*.py, see its README)
@@ -33,7 +34,8 @@ defines `transform` or `views`.  For each one:
            epochs, refurb's rate against torchvision's on the same photos
            (scripts/view_collisions.py); --cache-upto N caches the first
            N filters of every view instead of the split above (a split by
-           hand, e.g. one that leaves only the flip final);
+           hand, e.g. one that leaves only the flip final, which
+           refurb-final refuses unless --allow-view-collisions);
   KS       (--ks: recipes with KS = True; --ks-all: every one) one photo,
            K draws (default 200) of refurb (epochs of a one-photo chain)
            and K of torchvision, for every view: two-sample
@@ -75,6 +77,8 @@ from refurb_stream.convert import (ConvertError, _out_size, _view_list, final_op
 from refurb_stream.multicrop import fixes_size, group_views, split_views as split  # noqa: E402
 import view_collisions  # noqa: E402
 
+# more refurb-final options (--allow-view-collisions)
+FINAL_ARGS = []
 # |z| of a per-channel mean or std between refurb's images and
 # torchvision's: 4.5 is a two-sided p of 7e-6 per column
 Z_MAX = 4.5
@@ -132,7 +136,7 @@ def chain(photos, partial, options, epochs, work, seed=7):
     ann = run([b + "/refurb-partial", "-q", "-j", "1", "-c", cache, "-p", partial, idx],
               input=plan)
     stream = os.path.join(work, "s")
-    run([b + "/refurb-final", "-q", "-j", "2", "-o", stream] + options, input=ann)
+    run([b + "/refurb-final", "-q", "-j", "2", "-o", stream] + options + FINAL_ARGS, input=ann)
     names = indexed_paths(idx, tree)
     out = {}
     with open_stream(stream, verify=True) as s:
@@ -444,9 +448,13 @@ def main():
                     help="count identical and mirrored views (scripts/view_collisions.py)")
     ap.add_argument("--cache-upto", type=int, default=0,
                     help="cache the first N filters of every view (a split by hand)")
+    ap.add_argument("--allow-view-collisions", action="store_true",
+                    help="refurb-final runs views it predicts to collide (to count them)")
     ap.add_argument("--tmp", default=None)
     ap.add_argument("recipes", nargs="*")
     a = ap.parse_args()
+    if a.allow_view_collisions:
+        FINAL_ARGS.append("--allow-view-collisions")
     recipes = a.recipes or sorted(
         p for p in glob.glob(os.path.join(ROOT, "tests", "data", "recipes", "*.py"))
         if not os.path.basename(p).startswith("_"))

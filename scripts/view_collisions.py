@@ -61,10 +61,13 @@ def across(samples):
 
 
 def rates(samples):
-    """{'within': (collisions, pairs), 'across': (identical, pairs)}."""
+    """{'within': (collisions, pairs, identical), 'across': (identical,
+    pairs, identical)}."""
     w = [within(v) for v in samples.values()]
-    return {"within": (sum(x[0] + x[1] for x in w), sum(x[2] for x in w)),
-            "across": across(samples)}
+    same, pairs = across(samples)
+    return {"within": (sum(x[0] + x[1] for x in w), sum(x[2] for x in w),
+                       sum(x[0] for x in w)),
+            "across": (same, pairs, same)}
 
 
 def check(name, ours, theirs, report):
@@ -74,13 +77,14 @@ def check(name, ours, theirs, report):
     mine, tv = rates(ours), rates(theirs)
     for kind, what in (("within", "views of one sample identical or mirrored"),
                        ("across", "epochs of one sample and view identical")):
-        (n, p), (tn, tp) = mine[kind], tv[kind]
+        (n, p, same), (tn, tp, _) = mine[kind], tv[kind]
         if not p:
             continue
         r, tr = n / p, (tn / tp if tp else 0.0)
         good = r <= tr + THRESHOLD
         ok = ok and good
+        split = " (%d identical)" % same if kind == "within" and n else ""
         report("ok" if good else "FAIL", name,
-               "collisions %s: %s: %d of %d pairs (%.1f%%), torchvision %d of %d (%.1f%%)"
-               % (kind, what, n, p, 100 * r, tn, tp, 100 * tr))
+               "collisions %s: %s: %d of %d pairs (%.1f%%)%s, torchvision %d of %d (%.1f%%)"
+               % (kind, what, n, p, 100 * r, split, tn, tp, 100 * tr))
     return ok
