@@ -88,3 +88,9 @@ def check(name, ours, theirs, report):
                "collisions %s: %s: %d of %d pairs (%.1f%%)%s, torchvision %d of %d (%.1f%%)"
                % (kind, what, n, p, 100 * r, split, tn, tp, 100 * tr))
     return ok
+
+
+if __name__ == "__main__":   # a module of check-recipes.py; --help says so
+    import sys
+    print("usage: import view_collisions (scripts/check-recipes.py --collisions)\n" + __doc__)
+    sys.exit(0 if sys.argv[1:] in (["--help"], ["-h"]) else 2)
