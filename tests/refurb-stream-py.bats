@@ -172,10 +172,10 @@ print(sum(len(b.ids) for b in r.open_stream('$T/l')))"
 	run "$PY" -m refurb_stream check "$T/h"
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"frame 0 at byte 0: frame header checksum mismatch"* ]]
-	printf '\x03' | dd of="$T/h" bs=1 seek=7 conv=notrunc 2>/dev/null
+	printf '\x04' | dd of="$T/h" bs=1 seek=7 conv=notrunc 2>/dev/null
 	run "$PY" -m refurb_stream check "$T/h"
 	[ "$status" -eq 1 ]
-	[[ "$output" == *"format version 3, this reader reads 1 to 2"* ]]
+	[[ "$output" == *"format version 4, this reader reads 1 to 3"* ]]
 	"$W" --duplicate -o "$T/d"
 	run --separate-stderr "$PY" -m refurb_stream check "$T/d"
 	[ "$status" -eq 1 ]
