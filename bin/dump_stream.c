@@ -24,7 +24,14 @@ static void print_header(FILE *out, const char *path,
 {
 	fprintf(out, "# stream\t%s\n# format\tversion %d\n", path,
 		rfb_stream_info_version(in));
-	if (in->views > 1)
+	if (in->groups > 1) {
+		fprintf(out, "# view groups\t");
+		for (uint32_t g = 0; g < in->groups; g++)
+			fprintf(out, "%s%u x %ux%u", g ? ", " : "",
+				in->group[g].views, in->group[g].height,
+				in->group[g].width);
+		fprintf(out, " (sheets show the first view)\n");
+	} else if (in->views > 1)
 		fprintf(out, "# views\t%u (sheets show the first)\n", in->views);
 	fprintf(out, "# images\t%ux%ux%u %s %s\n# batch size\t%u\n", in->height,
 		in->width, in->channels, rfb_stream_dtype_name(in->dtype),
@@ -72,6 +79,8 @@ static void print_frame(FILE *out, const struct rfb_stream_frame *f)
 	else if (f->type == RFB_FRAME_EPOCH_END)
 		fprintf(out, "EPOCH_END\t%u\t-\t-\t%llu\n", f->epoch_end.epoch,
 			(unsigned long long)f->epoch_end.images);
+	else if (f->type == RFB_FRAME_VIEW_GROUPS)
+		fprintf(out, "VIEW_GROUPS\t-\t-\t-\t-\n");
 	else
 		fprintf(out, "END\t-\t-\t-\t%llu\n",
 			(unsigned long long)f->end.images);
@@ -255,7 +264,9 @@ static unsigned char sample_u8(const struct rfb_stream_info *in,
 			       float hi)
 {
 	size_t H = in->height, W = in->width, C = in->channels;
-	size_t V = in->views > 1 ? in->views : 1; /* the sample's first view */
+	/* the sample's first view, in the first group */
+	size_t V = rfb_stream_group_bytes(in, 0) /
+		   ((in->dtype == RFB_STREAM_F32 ? 4 : 1) * H * W * C);
 	size_t at = j * V * H * W * C + (in->layout == RFB_STREAM_NHWC
 		    ? (y * W + x) * C + ch : ch * H * W + y * W + x);
 	const unsigned char *p = b->pixels;
@@ -388,26 +399,38 @@ struct dump {
 	const struct rfb_stream_info *info;
 	FILE *out;
 	int found;                     /* the selected batch was dumped */
+	int header_pending;            /* read, not yet printed */
 };
+
+/* The HEADER's lines (once the VIEW_GROUPS frame that may follow it is
+ * read: they are part of what the stream holds), then the table's. */
+static int begin(struct dump *d)
+{
+	d->header_pending = 0;
+	print_header(d->out, d->path, d->info);
+	if (d->o->stats && stats_init(&d->st, d->info->class_count)) {
+		cli_warn(d->c, "%s: out of memory", d->path);
+		return -1;
+	}
+	if (d->o->stats)
+		fprintf(d->out, "# epoch\tbatches\timages\tshort\tclasses\t"
+			"per-class-min\tper-class-max\tduplicate-ids\n");
+	else if (!d->so->batch)
+		fprintf(d->out, "# frame\toffset\ttype\tepoch\tstep\t"
+			"global\timages\n");
+	return 0;
+}
 
 /* Handle one frame; returns 0 to go on, 1 to stop, -1 on failure. */
 static int on_frame(struct dump *d, const struct rfb_stream_frame *f)
 {
 	if (f->type == RFB_FRAME_HEADER) {
 		d->info = f->info;
-		print_header(d->out, d->path, f->info);
-		if (d->o->stats && stats_init(&d->st, f->info->class_count)) {
-			cli_warn(d->c, "%s: out of memory", d->path);
-			return -1;
-		}
-		if (d->o->stats)
-			fprintf(d->out, "# epoch\tbatches\timages\tshort\tclasses\t"
-				"per-class-min\tper-class-max\tduplicate-ids\n");
-		else if (!d->so->batch)
-			fprintf(d->out, "# frame\toffset\ttype\tepoch\tstep\t"
-				"global\timages\n");
+		d->header_pending = 1;
 		return 0;
 	}
+	if (d->header_pending && begin(d))
+		return -1;
 	if (d->so->batch) {
 		if (f->type != RFB_FRAME_BATCH || !sel_match(&d->sel, &f->batch))
 			return 0;
@@ -431,6 +454,8 @@ static int on_frame(struct dump *d, const struct rfb_stream_frame *f)
 static void finish(struct dump *d, rfb_stream_reader *r, int rc,
 		   const struct rfb_stream_frame *last)
 {
+	if (d->header_pending && begin(d))
+		return;
 	if (!d->info || d->so->batch)
 		return;
 	if (d->o->stats) {

@@ -17,7 +17,8 @@
 #include "refurb/stream.h"
 
 static const char usage[] =
-	"refurb-final [OPTIONS] -p SPEC < ANNOTATED-PLAN > STREAM";
+	"refurb-final [OPTIONS] -p SPEC < ANNOTATED-PLAN > STREAM\n"
+	"       refurb-final [OPTIONS] -g K:SPEC[;SPEC...] -g ... < ANNOTATED-PLAN > STREAM";
 
 static const char help[] =
 	"Read the annotated plan from refurb-partial, fetch every batch's\n"
@@ -35,6 +36,14 @@ static const char help[] =
 	"                         (independent views, for self-supervised\n"
 	"                         training; 1 to 64, default 1): a version 2\n"
 	"                         stream of N x K images per batch\n"
+	"  -g, --view-group K:SPEC[;SPEC...]\n"
+	"                         a group of K views of one size (multi-crop:\n"
+	"                         DINO's global and local crops), each running\n"
+	"                         SPEC, or the k-th of K specs separated by ';';\n"
+	"                         given once per group (2 to 8 groups, 64 views\n"
+	"                         in all; in place of -p): a version 3 stream\n"
+	"                         whose reader gets one array per group,\n"
+	"                         N x K x H x W x C, every record read once\n"
 	"      --allow-view-collisions  run views of one pipeline even when two\n"
 	"                         of them would be identical more often than 1%\n"
 	"                         (refused by default: the message names the\n"
@@ -62,6 +71,8 @@ static const char help[] =
 	"  mkfifo train.fifo   # once; the trainer reads it (refurb_stream)\n"
 	"  refurb-plan ... | refurb-partial ... | refurb-final -j 2 -p 'crop=224,flip' \\\n"
 	"    -o train.fifo &\n"
+	"  # DINO: 2 global crops (224) and 8 local ones (96) of every sample\n"
+	"  refurb-final -g \"2:$GLOBAL1;$GLOBAL2\" -g \"8:$LOCAL\" -o train.fifo\n"
 	"\nExit status: 0 done (also when the reader closed the stream), 1 error,\n"
 	"2 usage error or bad pipeline spec.  See refurb-final(1).\n";
 
@@ -70,12 +81,17 @@ enum {
 	OPT_ROOT, OPT_VIEWS, OPT_MAX_PIXELS, OPT_ALLOW_COLLISIONS, OPT_READER_PID
 };
 
+#define MAX_GROUPS RFB_STREAM_MAX_GROUPS
+
 struct args {
 	const char *in, *out, *stats;
 	int force;
 	pid_t reader;        /* --reader-pid, 0 = none */
 	const char *pipelines[RFB_STREAM_MAX_VIEWS]; /* -p, once per view */
 	int npipelines;
+	int group_views[MAX_GROUPS];  /* -g: views of each group, whose */
+	int ngroups;                  /* specs are in pipelines */
+	int plain_pipelines;          /* of them, given with -p */
 };
 
 struct run_ctx {
@@ -226,6 +242,72 @@ static FILE *open_stats(struct cli *c, const char *path)
 	return f;
 }
 
+/* -g K:SPEC[;SPEC...]: K views, each running SPEC or its own of K specs
+ * (';' is not a character of the pipeline language). */
+static void parse_group(struct cli *c, struct args *a, const char *arg)
+{
+	char *end, *specs[RFB_STREAM_MAX_VIEWS];
+	unsigned long k = strtoul(arg, &end, 10);
+	int n = 0;
+
+	if (a->ngroups == MAX_GROUPS)
+		cli_usage_error(c, "more than %d view groups (-g)", MAX_GROUPS);
+	if (end == arg || *end != ':' || k < 1 || k > RFB_STREAM_MAX_VIEWS ||
+	    !end[1])
+		cli_usage_error(c, "--view-group '%s': give K:SPEC (K views, 1 to "
+				"%d, running SPEC) or K:SPEC1;...;SPECK", arg,
+				RFB_STREAM_MAX_VIEWS);
+	for (char *p = end + 1;; n++) {
+		char *semi = strchr(p, ';');
+		if (n < RFB_STREAM_MAX_VIEWS &&
+		    !(specs[n] = strndup(p, semi ? (size_t)(semi - p) : strlen(p))))
+			cli_die(c, "out of memory");
+		if (!semi)
+			break;
+		p = semi + 1;
+	}
+	n++;
+	if (n != 1 && (unsigned long)n != k)
+		cli_usage_error(c, "--view-group '%.40s...': %d specs for %lu views "
+				"(give one spec for all K views, or K specs separated "
+				"by ';')", arg, n, k);
+	if (a->npipelines + (int)k > RFB_STREAM_MAX_VIEWS)
+		cli_usage_error(c, "more than %d views in all (-g)",
+				RFB_STREAM_MAX_VIEWS);
+	for (unsigned long v = 0; v < k; v++)
+		a->pipelines[a->npipelines++] = specs[n == 1 ? 0 : v];
+	a->group_views[a->ngroups++] = (int)k;
+}
+
+/* The views and their groups, once every option is read. */
+static void settle_views(struct cli *c, struct rfb_final_opts *o, struct args *a)
+{
+	if (a->ngroups) {
+		if (a->plain_pipelines || o->views)
+			cli_usage_error(c, "-g (--view-group) names every view and "
+					"its pipeline: give -g for every group, "
+					"without -p or --views");
+		o->pipeline = a->pipelines[0];
+		o->views = a->npipelines;
+		o->view_pipelines = a->pipelines;
+		o->group_views = a->group_views;
+		o->groups = a->ngroups;
+		return;
+	}
+	if (!a->npipelines)
+		cli_usage_error(c, "no final pipeline: give -p SPEC (or -g K:SPEC "
+				"per view group)");
+	o->pipeline = a->pipelines[0];
+	if (a->npipelines > 1) {
+		if (o->views && o->views != a->npipelines)
+			cli_usage_error(c, "--views %d with %d pipelines (-p): give one "
+					"-p per view, or one -p for all", o->views,
+					a->npipelines);
+		o->views = a->npipelines;
+		o->view_pipelines = a->pipelines;
+	}
+}
+
 static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
 		  int argc, char **argv)
 {
@@ -233,6 +315,7 @@ static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
 		{ "pipeline", required_argument, NULL, 'p' },
 		{ "prefetch", required_argument, NULL, OPT_PREFETCH },
 		{ "views", required_argument, NULL, OPT_VIEWS },
+		{ "view-group", required_argument, NULL, 'g' },
 		{ "allow-view-collisions", no_argument, NULL, OPT_ALLOW_COLLISIONS },
 		{ "direct", no_argument, NULL, OPT_DIRECT },
 		{ "strict", no_argument, NULL, OPT_STRICT },
@@ -252,7 +335,7 @@ static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
 	int opt;
 
 	o->prefetch = 2;
-	while ((opt = getopt_long(argc, argv, "p:s:i:o:fc:" CLI_COMMON_SHORTOPTS,
+	while ((opt = getopt_long(argc, argv, "p:g:s:i:o:fc:" CLI_COMMON_SHORTOPTS,
 				  longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'p':
@@ -260,6 +343,10 @@ static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
 				cli_usage_error(c, "more than %d pipelines (-p)",
 						RFB_STREAM_MAX_VIEWS);
 			a->pipelines[a->npipelines++] = optarg;
+			a->plain_pipelines++;
+			break;
+		case 'g':
+			parse_group(c, a, optarg);
 			break;
 		case 'i': a->in = optarg; break;
 		case 'o': a->out = optarg; break;
@@ -294,17 +381,7 @@ static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
 	}
 	if (optind != argc)
 		cli_usage_error(c, "unexpected argument '%s'", argv[optind]);
-	if (!a->npipelines)
-		cli_usage_error(c, "no final pipeline: give -p SPEC");
-	o->pipeline = a->pipelines[0];
-	if (a->npipelines > 1) {
-		if (o->views && o->views != a->npipelines)
-			cli_usage_error(c, "--views %d with %d pipelines (-p): give one "
-					"-p per view, or one -p for all", o->views,
-					a->npipelines);
-		o->views = a->npipelines;
-		o->view_pipelines = a->pipelines;
-	}
+	settle_views(c, o, a);
 	o->threads = c->threads;
 }
 
@@ -432,10 +509,12 @@ int main(int argc, char **argv)
 	if (rc == RFB_ESPEC)
 		cli_usage_error(&c, "%s", err.msg);
 	if (rc && rfb_err_is_system(&err))
-		cli_die(&c, "%s; no sample was left out for it: once that is "
-			"fixed, resume the chain at the trainer's saved step "
-			"(refurb-plan --start EPOCH:STEP)",
-			rfb_err_text(&err, text, sizeof text));
+		cli_die(&c, "%s; %s", rfb_err_text(&err, text, sizeof text),
+			st.batches == 0
+			? "nothing was written: run it again once that is fixed"
+			: "no sample was left out for it: once that is fixed, "
+			  "resume the chain at the trainer's saved step "
+			  "(refurb-plan --start EPOCH:STEP)");
 	if (rc)
 		cli_die_err(&c, &err);
 	if (out_fd != STDOUT_FILENO && close(out_fd) < 0)

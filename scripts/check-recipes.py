@@ -4,6 +4,8 @@ chain, against torchvision on the same photos.
 
 Usage: scripts/check-recipes.py [--photos N | --dir DIR] [--ks | --ks-all]
                                 [--draws K] [--epochs E] [--only TEXT]
+                                [--collisions] [--cache-upto N]
+                                [--allow-view-collisions]
                                 [--tmp DIR] [RECIPE.py ...]
 
 Each recipe (default: tests/data/recipes/*.py but _*.py, see its README)
@@ -15,7 +17,8 @@ defines `transform` or `views`.  For each one:
   chain    refurb-index, -evict (r = 2), -plan (batch 4), -partial (the
            leading filters that draw nothing and that every view shares,
            when the rest still fixes the size: else none), -final (the
-           rest: -p SPEC [--views K], or one -p per view) over E epochs
+           rest: -p SPEC [--views K], one -p per view, or one -g K:SPEC
+           per group of views of one size) over E epochs
            (default 2) of the photos, read back with refurb_stream;
   compare  every stream image against torchvision's output of the same
            recipe on the same photo (PIL RGB, as ImageFolder loads it):
@@ -24,7 +27,15 @@ defines `transform` or `views`.  For each one:
            each image's per-channel mean and standard deviation paired
            with torchvision's image of the same photo and view: |mean of
            the differences| / its standard error below 4.5; every pixel
-           within one level when the recipe draws nothing;
+           within one level when the recipe draws nothing; each view
+           group (views of one size, multi-crop) on its own;
+  collisions  (--collisions) views of one sample identical or mirror
+           images of each other, and one sample's view identical in two
+           epochs, refurb's rate against torchvision's on the same photos
+           (scripts/view_collisions.py); --cache-upto N caches the first
+           N filters of every view instead of the split above (a split by
+           hand, e.g. one that leaves only the flip final, which
+           refurb-final refuses unless --allow-view-collisions);
   KS       (--ks: recipes with KS = True; --ks-all: every one) one photo,
            K draws (default 200) of refurb (epochs of a one-photo chain)
            and K of torchvision, for every view: two-sample
@@ -61,15 +72,16 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 from refurb_stream import open_stream  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from golden_common import ks  # noqa: E402
-from refurb_stream.convert import (ConvertError, _view_list, final_options,  # noqa: E402
+from refurb_stream.convert import (ConvertError, _out_size, _view_list, final_options,  # noqa: E402
                                    pipeline_from_torchvision, views_from_torchvision)
+from refurb_stream.multicrop import fixes_size, group_views, split_views as split  # noqa: E402
+import view_collisions  # noqa: E402
 
-# filters that draw nothing: they may go to the partial (cached) pipeline
-DETERMINISTIC = ("resize", "centercrop", "gray", "rgb")
+# more refurb-final options (--allow-view-collisions)
+FINAL_ARGS = []
 # |z| of a per-channel mean or std between refurb's images and
 # torchvision's: 4.5 is a two-sided p of 7e-6 per column
 Z_MAX = 4.5
-FIXING = ("crop", "centercrop", "rrcrop")
 # filters that draw random numbers (with p=1 and collapsed ranges they
 # still may; a recipe without them is compared pixel by pixel)
 RANDOM = ("crop", "rrcrop", "flip", "vflip", "randaug", "autoaug", "trivialaug",
@@ -92,22 +104,6 @@ def load_recipe(path):
     else:
         raise SystemExit("%s: defines neither transform nor views" % path)
     return ns, views, "views" in ns
-
-
-def split(specs):
-    """(partial, finals): the leading filters that draw nothing and that
-    every view shares are cached; the views' rest is final."""
-    views = [s.split(",") for s in specs]
-    k = 0
-    while all(k < len(v) - 1 and v[k] == views[0][k] for v in views) and \
-            views[0][k].split("=")[0] in DETERMINISTIC:
-        k += 1
-    # refurb-final wants a final pipeline whose output size it knows: one
-    # with a crop, or a resize to HxW (else everything goes to the final)
-    if not all(any(f.split("=")[0] in FIXING or (f.startswith("resize=") and
-                   "x" in f.split(":")[0]) for f in v[k:]) for v in views):
-        k = 0
-    return ",".join(views[0][:k]), [",".join(v[k:]) for v in views]
 
 
 def bindir():
@@ -140,15 +136,22 @@ def chain(photos, partial, options, epochs, work, seed=7):
     ann = run([b + "/refurb-partial", "-q", "-j", "1", "-c", cache, "-p", partial, idx],
               input=plan)
     stream = os.path.join(work, "s")
-    run([b + "/refurb-final", "-q", "-j", "2", "-o", stream] + options, input=ann)
+    run([b + "/refurb-final", "-q", "-j", "2", "-o", stream] + options + FINAL_ARGS, input=ann)
     names = indexed_paths(idx, tree)
     out = {}
     with open_stream(stream, verify=True) as s:
         for batch in s:
-            imgs = batch.images if s.header.views > 1 else batch.images[:, None]
             for j, sid in enumerate(batch.ids):
-                out[(int(sid), batch.epoch)] = imgs[j]
+                out[(int(sid), batch.epoch)] = sample_views(s.header, batch.images, j)
     return out, names
+
+
+def sample_views(header, images, j):
+    """The views of the sample at place j of a batch, in view order: an
+    array (K, ...) of one size, or a list with view groups."""
+    if header.groups:
+        return [g[j, k] for g in images for k in range(g.shape[1])]
+    return images[j] if header.views > 1 else images[j][None]
 
 
 def indexed_paths(idx, root):
@@ -334,6 +337,35 @@ def ks_check(name, photo, partial, options, views, draws, work, report):
     return ok
 
 
+def compare_groups(name, specs, ours, theirs, report):
+    """compare() on every view group (views of one size) on its own."""
+    groups = group_views(specs)
+    if len(groups) == 1:
+        return compare(name, specs[0], ours, theirs, report)
+    ok, first, nviews = True, 0, len(specs)
+    for g, (k, group) in enumerate(groups):
+        pick = [i for i in range(len(ours)) if first <= i % nviews < first + k]
+        ok = compare("%s[%d]" % (name, g), group[0], [ours[i] for i in pick],
+                     [theirs[i] for i in pick], report) and ok
+        first += k
+    return ok
+
+
+def cache_upto(specs, n):
+    """(partial, finals) with the first n filters of every view cached
+    (--cache-upto: a split chosen by hand; the views must share them)."""
+    views = [s.split(",") for s in specs]
+    if any(v[:n] != views[0][:n] or len(v) <= n for v in views):
+        raise SystemExit("check-recipes: --cache-upto %d: the views do not share their "
+                         "first %d filters" % (n, n))
+    # a final part that does not fix the size (flip alone) starts with a
+    # center crop to the size the cached part made: a no-op that tells
+    # refurb-final its output size
+    finals = [",".join(v[n:]) if fixes_size(",".join(v[n:])) else
+              "centercrop=%s,%s" % (_out_size(s), ",".join(v[n:])) for v, s in zip(views, specs)]
+    return ",".join(views[0][:n]), finals
+
+
 def check_recipe(path, photos, a, report):
     name = os.path.basename(path)[:-3]
     ns, views, multi = load_recipe(path)
@@ -355,7 +387,7 @@ def check_recipe(path, photos, a, report):
     if refused is not None:
         report("FAIL", name, "converted, but REFUSED %r expected: %s" % (refused, specs))
         return False
-    partial, finals = split(specs)
+    partial, finals = split(specs) if not a.cache_upto else cache_upto(specs, a.cache_upto)
     options = final_options(finals)
     report("ok", name, "partial %r, refurb-final %s" % (partial, " ".join(
         "'%s'" % o if "=" in o else o for o in options)))
@@ -366,16 +398,18 @@ def check_recipe(path, photos, a, report):
         except RuntimeError as e:
             report("FAIL", name, "chain: %s" % photo_names(str(e), work))
             return False
-        ours, theirs = [], []
+        ours, theirs, tv_samples = [], [], {}
         torch.manual_seed(3)
         for (sid, epoch), imgs in sorted(out.items()):
             img = Image.open(names[sid]).convert("RGB")
-            for v, tv in enumerate(views):
-                ours.append(np.ascontiguousarray(imgs[v]))
-                theirs.append(tv_array(tv(img)))
-        ok = compare(name, specs[0], ours, theirs, report)
+            tv_samples[(sid, epoch)] = [tv_array(tv(img)) for tv in views]
+            ours += [np.ascontiguousarray(imgs[v]) for v in range(len(views))]
+            theirs += tv_samples[(sid, epoch)]
+        ok = compare_groups(name, specs, ours, theirs, report)
         if ok and not any(f.split("=")[0] in RANDOM for s in specs for f in s.split(",")):
             ok = exact(name, ours, theirs, report)
+        if a.collisions:
+            ok = view_collisions.check(name, out, tv_samples, report) and ok
         if a.ks_all or (a.ks and ns.get("KS")):
             ok = ks_check(name, photos[0], partial, options, views, a.draws,
                           os.path.join(work, "ks"), report) and ok
@@ -410,9 +444,17 @@ def main():
     ap.add_argument("--draws", type=int, default=200)
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--only")
+    ap.add_argument("--collisions", action="store_true",
+                    help="count identical and mirrored views (scripts/view_collisions.py)")
+    ap.add_argument("--cache-upto", type=int, default=0,
+                    help="cache the first N filters of every view (a split by hand)")
+    ap.add_argument("--allow-view-collisions", action="store_true",
+                    help="refurb-final runs views it predicts to collide (to count them)")
     ap.add_argument("--tmp", default=None)
     ap.add_argument("recipes", nargs="*")
     a = ap.parse_args()
+    if a.allow_view_collisions:
+        FINAL_ARGS.append("--allow-view-collisions")
     recipes = a.recipes or sorted(
         p for p in glob.glob(os.path.join(ROOT, "tests", "data", "recipes", "*.py"))
         if not os.path.basename(p).startswith("_"))

@@ -36,15 +36,18 @@ check() {
 	[[ "${lines[-1]}" =~ ^([0-9]+)\ recipes,\ 0\ failed ]] || false
 	[ "${BASH_REMATCH[1]}" -ge 25 ]
 	# each converted recipe ran the chain and was compared
-	n_conv=$(grep -c "refurb-final -p" <<<"$output")
-	n_cmp=$(grep -c "channel means" <<<"$output")
+	n_conv=$(grep -c "refurb-final -[pg]" <<<"$output")
+	# (a multi-crop recipe is compared group by group: NAME[0], NAME[1])
+	n_cmp=$(grep "channel means" <<<"$output" | grep -vc '^[A-Z]*[a-z ]*[a-z0-9_]*\[[1-9]\]')
 	[ "$n_conv" -ge 19 ]
 	[ "$n_cmp" -eq "$n_conv" ]
 	# the deterministic ones pixel by pixel
 	[ "$(grep -c '^ok   .*pixels: 1.0000 within one level' <<<"$output")" -ge 2 ]
 	# the refusals name the transform (and the argument)
 	[[ "$output" == *"ok   lambda               refused"*"Lambda (transforms[1])"* ]] || false
-	[[ "$output" == *"ok   dino                 refused"*"views[2] makes 96x96 images, views[0] 224x224"* ]] || false
+	# DINO's crops of two sizes: two view groups of one stream
+	[[ "$output" == *"ok   dino                 partial '', refurb-final -g '2:rrcrop=224x224:"*";rrcrop=224x224:"*"-g '8:rrcrop=96x96:"* ]] || false
+	[[ "$output" == *"ok   dino_object_local    partial '', refurb-final -g '2:rrcrop=224x224:"* ]] || false
 	[[ "$output" == *"ok   simclr_custom_blur   refused"*"not torchvision's GaussianBlur"* ]] || false
 	# the asymmetric views run as one -p per view
 	[[ "$output" == *"ok   byol                 partial '', refurb-final -p 'rrcrop"*"solarize=threshold=128:p=0,"*"-p 'rrcrop"*"solarize=threshold=128:p=0.2,"* ]] || false
@@ -145,9 +148,14 @@ PY
 	[ "$output" = "-p rrcrop=64x64:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,solarize=threshold=128:p=0 -p rrcrop=64x64:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,solarize=threshold=128:p=0.2" ]
 }
 
-@test "convert --views: views of different sizes or normalize are refused, naming the view" {
-	run "$PY" -m refurb_stream convert --views '[T.RandomResizedCrop(224), T.RandomResizedCrop(96)]'
-	expect_fail 1 "refurb_stream convert: views[1] makes 96x96 images, views[0] 224x224: one stream holds one image size; convert the views of each size on their own and run one chain per size from one plan file"
+@test "convert --views: views of different sizes are view groups (-g K:SPEC), in order" {
+	run -0 "$PY" -m refurb_stream convert --views '[T.RandomResizedCrop(224), T.Compose([T.RandomResizedCrop(224), T.RandomGrayscale(0.2)])] + [T.RandomResizedCrop(96)] * 3'
+	[ "$output" = "-g '2:rrcrop=224x224:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear;rrcrop=224x224:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,grayscale=p=0.2' -g 3:rrcrop=96x96:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear" ]
+	run "$PY" -m refurb_stream convert --views '[T.RandomResizedCrop(8), T.RandomResizedCrop(9)] * 5'
+	expect_fail 1 "refurb_stream convert: views: 10 groups of views of one size (refurb-final takes at most 8): order the views by size"
+}
+
+@test "convert --views: views of different normalize are refused, naming the view" {
 	run "$PY" -m refurb_stream convert --views '[T.Compose([T.CenterCrop(8), T.ToTensor()]), T.Compose([T.CenterCrop(8), T.ToTensor(), T.Normalize(0.5, 0.2)])]'
 	expect_fail 1 "refurb_stream convert: views[1] ends in normalize=mean=0.5:std=0.2, views[0] in normalize=mean=0:std=1"
 	run "$PY" -m refurb_stream convert --views '[T.CenterCrop(8), T.Lambda(lambda x: x)]'
@@ -214,5 +222,5 @@ PY
 	run "$PY" -m refurb_stream convert --file "$T/empty.py"
 	expect_fail 2 "refurb_stream convert: cannot run $T/empty.py: ValueError: $T/empty.py defines neither transform nor views"
 	run "$PY" -m refurb_stream convert --file
-	expect_fail 2 "usage: python3 -m refurb_stream convert EXPRESSION"
+	expect_fail 2 "usage: python3 -m refurb_stream convert [SPLIT OPTIONS] EXPRESSION"
 }

@@ -112,9 +112,9 @@ setup() {
 	[ "$status" -eq 1 ]
 	[ "$stderr" = "refurb-dump: $T/p: frame 1 at byte 256: payload checksum mismatch" ]
 	cp "$T/s" "$T/v"
-	printf '\x03' | dd of="$T/v" bs=1 seek=7 conv=notrunc 2>/dev/null
+	printf '\x04' | dd of="$T/v" bs=1 seek=7 conv=notrunc 2>/dev/null
 	run refurb-dump "$T/v"
-	expect_fail 1 "refurb-dump: $T/v: frame 0 at byte 0: batch stream format version 3, this refurb reads versions 1 to 2"
+	expect_fail 1 "refurb-dump: $T/v: frame 0 at byte 0: batch stream format version 4, this refurb reads versions 1 to 3"
 	"$W" --critical -o "$T/c"
 	run --separate-stderr refurb-dump "$T/c"
 	[ "$status" -eq 1 ]

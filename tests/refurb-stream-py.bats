@@ -172,10 +172,10 @@ print(sum(len(b.ids) for b in r.open_stream('$T/l')))"
 	run "$PY" -m refurb_stream check "$T/h"
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"frame 0 at byte 0: frame header checksum mismatch"* ]]
-	printf '\x03' | dd of="$T/h" bs=1 seek=7 conv=notrunc 2>/dev/null
+	printf '\x04' | dd of="$T/h" bs=1 seek=7 conv=notrunc 2>/dev/null
 	run "$PY" -m refurb_stream check "$T/h"
 	[ "$status" -eq 1 ]
-	[[ "$output" == *"format version 3, this reader reads 1 to 2"* ]]
+	[[ "$output" == *"format version 4, this reader reads 1 to 3"* ]]
 	"$W" --duplicate -o "$T/d"
 	run --separate-stderr "$PY" -m refurb_stream check "$T/d"
 	[ "$status" -eq 1 ]
@@ -301,7 +301,7 @@ EOF
 	[ "${lines[1]}" = "[(0, 1), (0, 2)]" ]
 	[ "${lines[2]}" = "[(0, 1), (0, 2)]" ]
 	[ "${lines[3]}" = "[(2, 0), (2, 1), (2, 2)]" ]
-	[ "${lines[4]}" = "other plan: the checkpoint was taken on another plan: with batch-size=4, this stream has batch-size=5; restart the chain with the options of the checkpoint's run" ]
+	[ "${lines[4]}" = "other plan: the checkpoint was made on another plan: with batch-size=4, this stream has batch-size=5; restart the chain with the options of the checkpoint's run" ]
 	[ "${lines[5]}" = "[(0, 1), (0, 2)] True" ]
 	[ "${lines[6]}" = "the stream starts at epoch 0 step 1, after the checkpoint's epoch 0 step 0: restart the chain with refurb-plan --start 0:0" ]
 }

@@ -65,16 +65,16 @@ EOF
 
 @test "a reader refuses a stream version it does not know, naming it" {
 	refurb-final -q -p "$FINAL" --views 2 -i ann.txt -o "$T/two.s"
-	/usr/bin/python3 - "$T/two.s" "$T/v3.s" <<'EOF'
+	/usr/bin/python3 - "$T/two.s" "$T/v4.s" <<'EOF'
 import sys
 data = bytearray(open(sys.argv[1], "rb").read())
-data[7] = 3   # the first frame's version byte (its checksum is then wrong too)
+data[7] = 4   # the first frame's version byte (its checksum is then wrong too)
 open(sys.argv[2], "wb").write(data)
 EOF
-	run -1 refurb-dump "$T/v3.s"
-	[[ "$output" == *"batch stream format version 3, this refurb reads versions 1 to 2"* ]] || false
-	run -1 /usr/bin/python3 -m refurb_stream check "$T/v3.s"
-	[[ "$output" == *"format version 3, this reader reads 1 to 2"* ]] || false
+	run -1 refurb-dump "$T/v4.s"
+	[[ "$output" == *"batch stream format version 4, this refurb reads versions 1 to 3"* ]] || false
+	run -1 /usr/bin/python3 -m refurb_stream check "$T/v4.s"
+	[[ "$output" == *"format version 4, this reader reads 1 to 3"* ]] || false
 }
 
 @test "--views: a checkpoint of a K-view stream is refused by a stream of another K, accepted by the same K" {
@@ -94,7 +94,7 @@ for name, other in (("one", one), ("three", three), ("two", RefurbDataset(sys.ar
         other.load_state_dict(sd)
         print(name, "accepted")
     except StreamError as e:
-        print(name, "refused:", "the checkpoint was made on another plan" in str(e))
+        print(name, "refused:", "the checkpoint was taken on another plan" in str(e))
 EOF
 	[ "${lines[0]}" = "one refused: True" ]
 	[ "${lines[1]}" = "three refused: True" ]
@@ -133,7 +133,7 @@ PY
 
 @test "-p once per view: views of another size, dtype or normalize are refused" {
 	run refurb-final -q -p 'rrcrop=48' -p 'rrcrop=32' -i ann.txt -o "$T/x.s"
-	expect_fail 2 "refurb-final: view 1's pipeline makes 32x32x3 images, view 0's 48x48x3: a stream holds one image size"
+	expect_fail 2 "refurb-final: view 1's pipeline makes 32x32x3 images, view 0's 48x48x3: the views of a group have one size (give views of another size their own --view-group)"
 	run refurb-final -q -p 'rrcrop=48' -p 'rrcrop=48' -p 'rrcrop=48,normalize=mean=0:std=1' -i ann.txt -o "$T/x.s"
 	expect_fail 2 "refurb-final: view 2's pipeline does not end as view 0's (the same normalize, or none, in every view)"
 	run refurb-final -q -p 'rrcrop=48,normalize=mean=0.5:std=0.2' -p 'rrcrop=48,normalize=mean=0.5:std=0.3' -i ann.txt -o "$T/x.s"
@@ -145,7 +145,7 @@ PY
 	[ ! -s "$T/x.s" ]
 }
 
-@test "DINO's crops of two sizes: two chains from one plan file, zipped by the reader" {
+@test "crops of two sizes as two chains from one plan file, zipped by the reader (what -g replaces)" {
 	G='rrcrop=48:scale=0.4-1:interp=bicubic,flip'
 	L='rrcrop=24:scale=0.05-0.4:interp=bicubic,flip'
 	refurb-partial -q -c "$T/gcache" -p "$SPEC" train.idx < plan.txt |

@@ -175,7 +175,7 @@ static void ring_queue(struct final *F, struct fslot *s)
 	ring_done(F, s->rq_pos, 1);
 }
 
-/* A view's place in the batch, for an output of the stream's shape. */
+/* A view's place in the batch, for an output of its group's shape. */
 struct view_room {
 	unsigned char *px;
 	const struct rfb_pipe_shape *shape;
@@ -200,26 +200,26 @@ static int run_view(struct fworker *w, struct ftask *t, const rfb_image *img,
 				    RFB_STAGE_FINAL + (uint32_t)v * RFB_STAGE_VIEW };
 	struct rfb_pipe_out out;
 	const rfb_pipeline *pipe = F->view_pipe ? F->view_pipe[v] : F->final_pipe;
-	unsigned char *px = t->slot->pixels + (size_t)t->out * F->sample_bytes +
-			    (size_t)v * F->image_bytes;
+	const struct fgroup *g = &F->group[rfbi_final_group_of(F, v)];
+	unsigned char *px = rfbi_final_view_pixels(F, t->slot, t->out, v);
 	/* an 8-bit HWC view is written straight into the batch (the last
 	 * layer's target, or one copy out of a crop): no copy after */
-	struct view_room room = { px, &F->shape };
+	struct view_room room = { px, &g->shape };
 	struct rfb_pipe_dest dest = { view_room, &room };
 	int rc = rfb_pipe_run_into(w->final, pipe, img, &key, &dest, &out,
 				   &t->why);
 
-	if (!rc && (out.size != F->image_bytes ||
-		    out.shape.width != F->shape.width ||
-		    out.shape.height != F->shape.height ||
-		    out.shape.channels != F->shape.channels))
+	if (!rc && (out.size != g->image_bytes ||
+		    out.shape.width != g->shape.width ||
+		    out.shape.height != g->shape.height ||
+		    out.shape.channels != g->shape.channels))
 		rc = rfb_err_set(&t->why, RFB_EINVAL, NULL,
 			"sample %u: the final pipeline made %dx%dx%d, the stream "
 			"holds %dx%dx%d", t->sample, out.shape.width,
-			out.shape.height, out.shape.channels, F->shape.width,
-			F->shape.height, F->shape.channels);
+			out.shape.height, out.shape.channels, g->shape.width,
+			g->shape.height, g->shape.channels);
 	if (!rc && out.data != px)
-		memcpy(px, out.data, F->image_bytes);
+		memcpy(px, out.data, g->image_bytes);
 	return rc;
 }
 
@@ -380,8 +380,7 @@ static void fill_with_repeats(struct final *F, struct fslot *s)
 		return;
 	for (uint32_t j = kept; j < s->batch.count; j++) {
 		uint32_t from = (j - kept) % kept;
-		memcpy(s->pixels + (size_t)j * F->image_bytes,
-		       s->pixels + (size_t)from * F->image_bytes, F->image_bytes);
+		rfbi_final_copy_sample(F, s, j, from);
 		s->ids[j] = RFB_STREAM_REPEAT_ID;
 		s->labels[j] = s->labels[from];
 		F->st->repeats++;
@@ -421,8 +420,7 @@ static int settle(struct final *F, struct fslot *s, double *decode,
 			F->o->on_heal(F->o->ctx, t->sample, &t->why);
 		*healed += t->healed;
 		if (kept != j) {
-			memcpy(s->pixels + (size_t)kept * F->sample_bytes,
-			       s->pixels + (size_t)j * F->sample_bytes, F->sample_bytes);
+			rfbi_final_copy_sample(F, s, kept, j);
 			s->ids[kept] = s->ids[j];
 			s->labels[kept] = s->labels[j];
 		}
@@ -486,6 +484,8 @@ static int finish_batch(void *engine, int slot, rfb_err *err)
 	b.ids = s->ids;
 	b.pixels = s->pixels;
 	b.pixel_bytes = (size_t)s->n * F->sample_bytes;
+	for (int g = 0; F->ngroups > 1 && g < F->ngroups; g++)
+		b.group_pixels[g] = s->pixels + F->group[g].offset;
 	t0 = rfb_now();
 	if ((rc = rfb_stream_write_batch(F->writer, &b, err)))
 		return rc;
@@ -571,7 +571,7 @@ static int make_slots(struct final *F, rfb_err *err)
 		s->tasks = calloc(bs, sizeof *s->tasks);
 		s->labels = calloc(bs, sizeof *s->labels);
 		s->ids = calloc(bs, sizeof *s->ids);
-		s->pixels = batch_buffer((size_t)bs * F->sample_bytes);
+		s->pixels = batch_buffer(F->slot_bytes);
 		if (!s->samples || !s->addrs || !s->addr_sample || !s->write_epochs ||
 		    !s->aio_addrs || !s->aio_sample || !s->aio_index || !s->ring_recs ||
 		    !s->tasks || !s->labels || !s->ids || !s->pixels ||
@@ -631,6 +631,12 @@ static int write_stream_header(struct final *F, rfb_err *err)
 	info.width = (uint32_t)F->shape.width;
 	info.channels = (uint32_t)F->shape.channels;
 	info.views = (uint32_t)F->views;
+	info.groups = F->ngroups > 1 ? (uint32_t)F->ngroups : 0;
+	for (int g = 0; F->ngroups > 1 && g < F->ngroups; g++)
+		info.group[g] = (struct rfb_stream_group){
+			(uint32_t)F->group[g].views,
+			(uint32_t)F->group[g].shape.height,
+			(uint32_t)F->group[g].shape.width };
 	info.batch_size = F->h->batch_size;
 	info.class_count = nc;
 	info.class_names = names;
@@ -782,10 +788,7 @@ int rfb_final_run(const struct rfb_final_opts *o, int in_fd,
 	free_slots(&F);
 	rfb_stream_writer_free(F.writer);
 	rfb_plan_reader_close(F.reader);
-	for (int v = 1; F.view_pipe && v < F.views; v++)
-		rfb_pipeline_free(F.view_pipe[v]);
-	free(F.view_pipe);
-	free(F.final_text);
+	rfbi_final_close_groups(&F);
 	rfb_pipeline_free(F.final_pipe);
 	rfb_pipeline_free(F.partial_pipe);
 	rfb_cache_view_close(F.view);

@@ -1,8 +1,8 @@
 /*
  * final_inputs.c - what refurb-final opens before its first batch: the
  * annotated plan's header, the index, the cache, refurb-partial's
- * handover ring and the final pipelines, one per view, each checked
- * against the plan (final_internal.h).
+ * handover ring and the final pipeline, checked against the plan; the
+ * views' pipelines are final_groups.c's (final_internal.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,69 +31,6 @@ int rfbi_final_read_annotation(struct final *F, const char *in_name, rfb_err *er
 		snprintf(F->annot.root, sizeof F->annot.root, "%s", o->root);
 	F->seed = o->have_seed ? o->seed : F->annot.aug_seed;
 	return 0;
-}
-
-/* The stream header's final pipeline text: the views' specs joined by ';'. */
-static int join_view_specs(struct final *F, rfb_err *err)
-{
-	size_t len = 0;
-
-	for (int v = 0; v < F->views; v++)
-		len += strlen(rfb_pipeline_canonical(F->view_pipe[v])) + 1;
-	if (!(F->final_text = malloc(len)))
-		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-	F->final_text[0] = 0;
-	for (int v = 0; v < F->views; v++) {
-		if (v)
-			strcat(F->final_text, ";");
-		strcat(F->final_text, rfb_pipeline_canonical(F->view_pipe[v]));
-	}
-	return 0;
-}
-
-/* One final pipeline per view (refurb-final -p given once per view):
- * each must make what view 0's makes (size, channels, dtype, layout,
- * normalization), since the stream has one shape. */
-static int open_view_pipes(struct final *F, rfb_err *err)
-{
-	float mean0[3] = { 0 }, std0[3] = { 0 }; /* unused channels stay 0 */
-	int norm0 = rfb_pipeline_normalization(F->final_pipe, mean0, std0);
-	/* the views start from the partial part's channels, as view 0 did
-	 * (only the channels: its size may be drawn per sample) */
-	int rc, in_channels = rfb_pipeline_out_channels(F->partial_pipe, 3);
-
-	if (!(F->view_pipe = calloc((size_t)F->views, sizeof *F->view_pipe)))
-		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-	F->view_pipe[0] = F->final_pipe;
-	for (int v = 1; v < F->views; v++) {
-		struct rfb_pipe_shape shape;
-		float mean[3] = { 0 }, std[3] = { 0 };
-		rfb_pipeline *p;
-
-		if ((rc = rfb_pipeline_parse(F->o->view_pipelines[v], &F->view_pipe[v],
-					     err)))
-			return rc;
-		p = F->view_pipe[v];
-		if ((rc = rfb_pipeline_check_pixels(p, F->o->max_pixels, err)) ||
-		    (rc = rfb_pipeline_fixed_shape(p, in_channels, &shape, err)))
-			return rc;
-		if (shape.width != F->shape.width || shape.height != F->shape.height ||
-		    shape.channels != F->shape.channels)
-			return rfb_err_set(err, RFB_ESPEC, NULL,
-				"view %d's pipeline makes %dx%dx%d images, view 0's "
-				"%dx%dx%d: a stream holds one image size", v,
-				shape.height, shape.width, shape.channels,
-				F->shape.height, F->shape.width, F->shape.channels);
-		if ((int)rfb_pipeline_dtype(p) != F->dtype ||
-		    (int)rfb_pipeline_layout(p) != F->layout ||
-		    rfb_pipeline_normalization(p, mean, std) != norm0 ||
-		    (norm0 && (memcmp(mean, mean0, sizeof mean) ||
-			       memcmp(std, std0, sizeof std))))
-			return rfb_err_set(err, RFB_ESPEC, NULL,
-				"view %d's pipeline does not end as view 0's (the "
-				"same normalize, or none, in every view)", v);
-	}
-	return join_view_specs(F, err);
 }
 
 /* The size of a typical image of the index (the median pixel count of
@@ -242,11 +179,7 @@ int rfbi_final_open_inputs(struct final *F, const char *in_name, rfb_err *err)
 		return rc;
 	F->dtype = rfb_pipeline_dtype(F->final_pipe);
 	F->layout = rfb_pipeline_layout(F->final_pipe);
-	F->image_bytes = (size_t)F->shape.width * F->shape.height *
-			 F->shape.channels * (F->dtype == RFB_DTYPE_F32 ? 4 : 1);
-	F->views = F->o->views > 1 ? F->o->views : 1;
-	F->sample_bytes = F->image_bytes * (size_t)F->views;
-	if (F->o->view_pipelines && (rc = open_view_pipes(F, err)))
+	if ((rc = rfbi_final_open_groups(F, err)))
 		return rc;
 	return check_view_groups(F, err);
 }

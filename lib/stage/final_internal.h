@@ -61,11 +61,22 @@ struct fslot {
 	struct ftask *tasks;            /* one per image kept */
 	uint32_t n;                     /* images kept */
 	uint32_t *labels, *ids;
-	unsigned char *pixels;          /* batch_size images, 64-aligned */
+	unsigned char *pixels;          /* batch_size samples' images, group
+					 * after group, 64-aligned */
 	rfb_batch_reader *reader;
 	struct rfb_group group;
 	double read_s;
 	uint64_t bytes_read, misses;
+};
+
+/* A view group: views of one size, together in the stream (--view-group;
+ * without it, one group of every view). */
+struct fgroup {
+	int views, first;          /* its views: first .. first + views - 1 */
+	struct rfb_pipe_shape shape;
+	size_t image_bytes;        /* one view */
+	size_t sample_bytes;       /* views * image_bytes */
+	size_t offset;             /* its images in a slot's pixels */
 };
 
 struct fworker {
@@ -106,9 +117,11 @@ struct final {
 	uint64_t seed;
 	struct rfb_pipe_shape shape;
 	int dtype, layout;
-	size_t image_bytes;
 	int views;                /* images per sample (>= 1) */
-	size_t sample_bytes;      /* views * image_bytes */
+	size_t sample_bytes;      /* every view's image_bytes */
+	struct fgroup group[RFB_STREAM_MAX_GROUPS];
+	int ngroups;              /* >= 1; > 1: a version 3 stream */
+	size_t slot_bytes;        /* a slot's pixels: the groups' blocks */
 	rfb_pool *pool;
 	struct fslot *slots;
 	int nslots;
@@ -145,5 +158,21 @@ char *rfbi_final_stream_extra(const struct final *F);
  */
 int rfbi_final_check_views(const rfb_pipeline *partial, const rfb_pipeline *final,
 			   int views, int width, int height, rfb_err *err);
+
+/* The final pipelines of the views and their groups, checked against
+ * each other; where each group's images go in a slot (final_groups.c). */
+int rfbi_final_open_groups(struct final *F, rfb_err *err);
+void rfbi_final_close_groups(struct final *F);
+
+/* The group of view v. */
+int rfbi_final_group_of(const struct final *F, int v);
+
+/* Where view v of the sample at place j of s goes. */
+unsigned char *rfbi_final_view_pixels(const struct final *F,
+				      const struct fslot *s, uint32_t j, int v);
+
+/* Copy the images of the sample at place from to place to. */
+void rfbi_final_copy_sample(const struct final *F, struct fslot *s,
+			    uint32_t to, uint32_t from);
 
 #endif

@@ -35,20 +35,9 @@ const char *rfb_stream_layout_name(enum rfb_stream_layout l)
 	return l == RFB_STREAM_NHWC ? "NHWC" : l == RFB_STREAM_NCHW ? "NCHW" : "?";
 }
 
-size_t rfb_stream_image_bytes(const struct rfb_stream_info *info)
-{
-	return (size_t)info->height * info->width * info->channels *
-	       (info->dtype == RFB_STREAM_F32 ? 4 : 1);
-}
-
-size_t rfb_stream_sample_bytes(const struct rfb_stream_info *info)
-{
-	return rfb_stream_image_bytes(info) * (info->views > 1 ? info->views : 1);
-}
-
 int rfb_stream_info_version(const struct rfb_stream_info *info)
 {
-	return info->views > 1 ? 2 : 1;
+	return info->groups > 1 ? 3 : info->views > 1 ? 2 : 1;
 }
 
 /* ---- frame headers --------------------------------------------------- */
@@ -105,17 +94,6 @@ int rfbi_stream_head_decode(const unsigned char in[RFB_STREAM_FRAME_HEADER],
 static const char *str_or_empty(const char *s)
 {
 	return s ? s : "";
-}
-
-uint64_t rfbi_stream_batch_max_payload(const struct rfb_stream_info *info)
-{
-	uint64_t px = rfb_stream_sample_bytes(info), all;
-
-	if (__builtin_mul_overflow(px, (uint64_t)info->batch_size, &all) ||
-	    __builtin_add_overflow(all, stream_pixel_offset(info->batch_size),
-				   &all))
-		return UINT64_MAX;
-	return all;
 }
 
 uint64_t rfbi_stream_info_max_payload(const struct rfb_stream_limits *lim)
@@ -224,6 +202,7 @@ int rfbi_stream_info_check(const struct rfb_stream_info *info,
 	int rc;
 
 	if ((rc = check_shape(info, lim, code, name, where, err)) ||
+	    (rc = rfbi_stream_groups_check(info, lim, code, name, where, err)) ||
 	    (rc = check_classes(info, lim, code, name, where, err)) ||
 	    (rc = check_run(info, lim, code, name, where, err)))
 		return rc;
@@ -433,6 +412,10 @@ int rfbi_stream_info_dup(const struct rfb_stream_info *info,
 	rc = rfbi_stream_info_decode(tmp, len, (uint32_t)rfb_stream_info_version(info),
 				&lim, c, NULL, "", err);
 	free(tmp);
+	if (rc == 0 && info->groups > 1) { /* not in the HEADER's bytes */
+		c->info.groups = info->groups;
+		memcpy(c->info.group, info->group, sizeof c->info.group);
+	}
 	return rc;
 }
 
@@ -448,6 +431,9 @@ static int seq_open(const struct stream_seq *s, const char *what, char *why,
 		return WHY("%s frame before the HEADER frame", what);
 	if (s->ended)
 		return WHY("%s frame after the END frame", what);
+	if (s->groups_pending)
+		return WHY("%s frame where the VIEW_GROUPS frame belongs (a "
+			   "version 3 stream has it right after the HEADER)", what);
 	return 0;
 }
 
@@ -458,6 +444,8 @@ int rfbi_stream_seq_header(struct stream_seq *s, const struct rfb_stream_info *i
 		return WHY("HEADER frame that is not the first frame");
 	memset(s, 0, sizeof *s);
 	s->info = info;
+	s->version = rfb_stream_info_version(info); /* the reader's: the frame's */
+	s->groups_pending = s->version >= 3;
 	s->next_epoch = info->first_epoch;
 	s->next_step = info->first_step;
 	s->frames = 1;
@@ -580,6 +568,19 @@ int rfbi_stream_seq_end(struct stream_seq *s, const struct rfb_stream_end *e,
 			   (unsigned long long)s->batches,
 			   (unsigned long long)s->images, s->epochs);
 	s->ended = 1;
+	s->frames++;
+	return 0;
+}
+
+int rfbi_stream_seq_groups(struct stream_seq *s, char *why, size_t n)
+{
+	if (!s->info)
+		return WHY("VIEW_GROUPS frame before the HEADER frame");
+	if (!s->groups_pending)
+		return WHY(s->version < 3 ? "VIEW_GROUPS frame in a version %d "
+			   "stream" : "VIEW_GROUPS frame that is not right after "
+			   "the HEADER (version %d)", s->version);
+	s->groups_pending = 0;
 	s->frames++;
 	return 0;
 }

@@ -87,6 +87,26 @@ int rfbi_stream_info_decode(const unsigned char *p, uint64_t len,
 int rfbi_stream_info_dup(const struct rfb_stream_info *info,
 			 struct stream_info_copy *c, rfb_err *err) RFB_MUST_CHECK;
 
+/* ---- view groups (stream_groups.c) ---- */
+
+/* Check info's view groups (none: 0) against lim and its views. */
+int rfbi_stream_groups_check(const struct rfb_stream_info *info,
+			     const struct rfb_stream_limits *lim, int code,
+			     const char *name, const char *where,
+			     rfb_err *err) RFB_MUST_CHECK;
+
+/* The VIEW_GROUPS payload of info: its size, its bytes into out. */
+size_t rfbi_stream_groups_size(const struct rfb_stream_info *info);
+void rfbi_stream_groups_encode(const struct rfb_stream_info *info,
+			       unsigned char *out);
+
+/* Parse and check a VIEW_GROUPS payload into info (whose HEADER fields
+ * are read).  RFB_EFORMAT, RFB_ELIMIT. */
+int rfbi_stream_groups_decode(const unsigned char *p, uint64_t len,
+			      struct rfb_stream_info *info,
+			      const struct rfb_stream_limits *lim,
+			      const char *name, const char *where,
+			      rfb_err *err) RFB_MUST_CHECK;
 /* Offset of the first byte of text[0..n) that is not part of a UTF-8
  * sequence (refurb-stream(5): HEADER texts are UTF-8), n if none. */
 size_t rfbi_stream_utf8_error(const char *text, size_t n);
@@ -94,6 +114,8 @@ size_t rfbi_stream_utf8_error(const char *text, size_t n);
 /* Where a stream stands: what may come next. */
 struct stream_seq {
 	const struct rfb_stream_info *info; /* NULL before the HEADER */
+	int version;                /* the HEADER's */
+	int groups_pending;         /* version 3: VIEW_GROUPS not yet seen */
 	int ended;                  /* END seen */
 	uint64_t next_epoch;        /* epoch of the next batch / EPOCH_END */
 	uint32_t next_step;
@@ -121,6 +143,7 @@ int rfbi_stream_seq_epoch_end(struct stream_seq *s,
 			      size_t n);
 int rfbi_stream_seq_end(struct stream_seq *s, const struct rfb_stream_end *e,
 			char *why, size_t n);
+int rfbi_stream_seq_groups(struct stream_seq *s, char *why, size_t n);
 int rfbi_stream_seq_other(struct stream_seq *s, char *why, size_t n);
 
 #endif

@@ -260,6 +260,9 @@ static int on_header(rfb_stream_reader *r, const struct frame_head *h,
 		return rc;
 	if (rfbi_stream_seq_header(&r->seq, &r->info.info, why, sizeof why))
 		return bad_sequence(r, where, why, err);
+	/* version 3: the view groups come in the next frame */
+	r->seq.version = (int)h->version;
+	r->seq.groups_pending = h->version >= 3;
 	size_t n = r->info.info.batch_size;
 	if (!(r->labels = malloc(n * sizeof *r->labels)) ||
 	    !(r->ids = malloc(n * sizeof *r->ids)))
@@ -281,7 +284,7 @@ static int batch_shape(rfb_stream_reader *r, const struct frame_head *h,
 				   "images and %u left out, the batch size is "
 				   "%u", where, n, left, in->batch_size);
 	if (h->head_len != q ||
-	    h->payload_len != q + (uint64_t)n * rfb_stream_sample_bytes(in))
+	    h->payload_len != q + rfb_stream_pixel_bytes(in, n))
 		return rfb_err_set(err, RFB_EFORMAT, r->name, "%sbatch of %u "
 				   "images in a payload of %llu bytes (head %u)",
 				   where, n, (unsigned long long)h->payload_len,
@@ -292,6 +295,28 @@ static int batch_shape(rfb_stream_reader *r, const struct frame_head *h,
 	    rfb_get_le32(p + 32) != in->channels)
 		return rfb_err_set(err, RFB_EFORMAT, r->name, "%sbatch shape "
 				   "differs from the HEADER's", where);
+	return 0;
+}
+
+/* Version 3: where each view group's images are, and the padding after
+ * each group's block is zero. */
+static int group_pixels(rfb_stream_reader *r, struct rfb_stream_batch *b,
+			const char *where, rfb_err *err)
+{
+	const struct rfb_stream_info *in = r->seq.info;
+	const unsigned char *px = b->pixels;
+
+	for (uint32_t g = 0; g < in->groups; g++) {
+		uint64_t at = rfb_stream_group_offset(in, b->n, g);
+		uint64_t end = at + (uint64_t)b->n * rfb_stream_group_bytes(in, g);
+		uint64_t next = rfb_stream_group_offset(in, b->n, g + 1);
+		b->group_pixels[g] = px + at;
+		for (uint64_t i = end; i < next; i++)
+			if (px[i])
+				return rfb_err_set(err, RFB_EFORMAT, r->name, "%s"
+						   "nonzero padding after view "
+						   "group %u's images", where, g);
+	}
 	return 0;
 }
 
@@ -329,6 +354,8 @@ static int on_batch(rfb_stream_reader *r, const struct frame_head *h,
 	b->ids = r->ids;
 	b->pixels = p + h->head_len;
 	b->pixel_bytes = (size_t)(h->payload_len - h->head_len);
+	if ((rc = group_pixels(r, b, where, err)))
+		return rc;
 	if (rfbi_stream_seq_batch(&r->seq, b, why, sizeof why))
 		return bad_sequence(r, where, why, err);
 	return 0;
@@ -372,6 +399,31 @@ static int on_end(rfb_stream_reader *r, const struct frame_head *h,
 	e->epochs = rfb_get_le32(p + 24);
 	if (rfbi_stream_seq_end(&r->seq, e, why, sizeof why))
 		return bad_sequence(r, where, why, err);
+	return 0;
+}
+
+/* Version 3: the view groups, right after the HEADER. */
+static int on_groups(rfb_stream_reader *r, const struct frame_head *h,
+		     const char *where, struct rfb_stream_frame *f,
+		     rfb_err *err)
+{
+	const unsigned char *p;
+	char why[256];
+	int rc;
+
+	if (rfbi_stream_seq_groups(&r->seq, why, sizeof why))
+		return bad_sequence(r, where, why, err);
+	if (h->payload_len > 8 + 16 * RFB_STREAM_MAX_GROUPS)
+		return rfb_err_set(err, RFB_EFORMAT, r->name, "%sVIEW_GROUPS "
+				   "frame of %llu bytes (at most %d groups)",
+				   where, (unsigned long long)h->payload_len,
+				   RFB_STREAM_MAX_GROUPS);
+	if ((rc = fixed_length(r, h, h->payload_len, "VIEW_GROUPS", where, err)) ||
+	    (rc = read_payload(r, h, where, 1, &p, err)) ||
+	    (rc = rfbi_stream_groups_decode(p, h->payload_len, &r->info.info,
+					    &r->lim, r->name, where, err)))
+		return rc;
+	f->info = &r->info.info;
 	return 0;
 }
 
@@ -424,6 +476,10 @@ static int dispatch(rfb_stream_reader *r, const struct frame_head *h,
 	case RFB_FRAME_BATCH: return on_batch(r, h, where, f, err);
 	case RFB_FRAME_EPOCH_END: return on_epoch_end(r, h, where, f, err);
 	case RFB_FRAME_END: return on_end(r, h, where, f, err);
+	case RFB_FRAME_VIEW_GROUPS: /* an extension's number before version 3 */
+		if (r->seq.version >= 3)
+			return on_groups(r, h, where, f, err);
+		return on_unknown(r, h, where, err);
 	default: return on_unknown(r, h, where, err);
 	}
 }
@@ -460,23 +516,28 @@ static int next_frame(rfb_stream_reader *r, struct rfb_stream_frame *f,
 					   "number %llu, expected %llu", where,
 					   (unsigned long long)h.seq,
 					   (unsigned long long)seq);
-		if (r->seq.info && h.version != (uint32_t)
-		    rfb_stream_info_version(r->seq.info))
+		if (r->seq.info && h.version != (uint32_t)r->seq.version)
 			return rfb_err_set(err, RFB_EFORMAT, r->name, "%sa "
 					   "version %u frame in a version %d "
 					   "stream", where, h.version,
-					   rfb_stream_info_version(r->seq.info));
+					   r->seq.version);
 		if (!r->seq.info && h.type != RFB_FRAME_HEADER)
 			return rfb_err_set(err, RFB_EFORMAT, r->name, "%sthe "
 					   "stream does not start with a HEADER "
 					   "frame", where);
+		if (r->seq.groups_pending && h.type != RFB_FRAME_VIEW_GROUPS)
+			return rfb_err_set(err, RFB_EFORMAT, r->name, "%sframe "
+					   "type %u where the VIEW_GROUPS frame "
+					   "belongs (a version 3 stream has it "
+					   "right after the HEADER)", where, h.type);
 		memset(f, 0, sizeof *f);
 		f->type = (enum rfb_stream_frame_type)h.type;
 		f->seq = seq;
 		f->offset = at;
 		if ((rc = dispatch(r, &h, where, f, err)))
 			return rc;
-		if (h.type >= RFB_FRAME_HEADER && h.type <= RFB_FRAME_END)
+		if ((h.type >= RFB_FRAME_HEADER && h.type <= RFB_FRAME_END) ||
+		    (h.type == RFB_FRAME_VIEW_GROUPS && r->seq.version >= 3))
 			return 1;
 	}
 }

@@ -92,28 +92,34 @@ static int writev_full(int fd, struct iovec *iov, int cnt)
 	return 0;
 }
 
-/* Write one frame: payload = head (its checksummed head) then bulk. */
-static int write_frame(rfb_stream_writer *w, uint32_t type, uint32_t flags,
-		       const void *head, size_t head_len, const void *bulk,
-		       size_t bulk_len, rfb_err *err)
+/* Write one frame: payload = head (its checksummed head) then the nbulk
+ * pieces of bulk data (at most 2 RFB_STREAM_MAX_GROUPS). */
+static int write_frame_v(rfb_stream_writer *w, uint32_t type, uint32_t flags,
+			 const void *head, size_t head_len,
+			 const struct iovec *bulk, int nbulk, rfb_err *err)
 {
 	static const unsigned char zeros[RFB_STREAM_ALIGN];
 	unsigned char fh[RFB_STREAM_FRAME_HEADER];
 	struct frame_head h = { .type = type, .flags = flags,
-		.version = (uint32_t)rfb_stream_info_version(&w->info.info),
-		.payload_len = head_len + bulk_len, .seq = w->seq.frames - 1,
+		.version = (uint32_t)w->seq.version,
+		.payload_len = head_len, .seq = w->seq.frames - 1,
 		.head_len = (uint32_t)head_len };
-	struct iovec iov[4];
+	struct iovec iov[3 + 2 * RFB_STREAM_MAX_GROUPS];
 	int cnt = 0;
 
 	h.head_crc = rfb_crc32c(0, head, head_len);
-	h.payload_crc = rfb_crc32c(h.head_crc, bulk, bulk_len);
-	rfbi_stream_head_encode(fh, &h);
+	h.payload_crc = h.head_crc;
 	iov[cnt++] = (struct iovec){ fh, sizeof fh };
 	if (head_len)
 		iov[cnt++] = (struct iovec){ (void *)head, head_len };
-	if (bulk_len)
-		iov[cnt++] = (struct iovec){ (void *)bulk, bulk_len };
+	for (int i = 0; i < nbulk; i++) {
+		h.payload_crc = rfb_crc32c(h.payload_crc, bulk[i].iov_base,
+					   bulk[i].iov_len);
+		h.payload_len += bulk[i].iov_len;
+		if (bulk[i].iov_len)
+			iov[cnt++] = bulk[i];
+	}
+	rfbi_stream_head_encode(fh, &h);
 	if (stream_pad(h.payload_len))
 		iov[cnt++] = (struct iovec){ (void *)zeros,
 					     stream_pad(h.payload_len) };
@@ -123,6 +129,16 @@ static int write_frame(rfb_stream_writer *w, uint32_t type, uint32_t flags,
 	}
 	w->offset += sizeof fh + h.payload_len + stream_pad(h.payload_len);
 	return 0;
+}
+
+static int write_frame(rfb_stream_writer *w, uint32_t type, uint32_t flags,
+		       const void *head, size_t head_len, const void *bulk,
+		       size_t bulk_len, rfb_err *err)
+{
+	struct iovec piece = { (void *)bulk, bulk_len };
+
+	return write_frame_v(w, type, flags, head, head_len, &piece,
+			     bulk_len ? 1 : 0, err);
 }
 
 /* Refuse to go on after a failed write, and before the HEADER. */
@@ -165,7 +181,15 @@ int rfb_stream_write_header(rfb_stream_writer *w,
 	if (rfbi_stream_seq_header(&w->seq, &w->info.info, why, sizeof why))
 		return out_of_sequence(w, why, err);
 	rfbi_stream_info_encode(info, w->buf);
-	return write_frame(w, RFB_FRAME_HEADER, 0, w->buf, len, NULL, 0, err);
+	if ((rc = write_frame(w, RFB_FRAME_HEADER, 0, w->buf, len, NULL, 0, err)) ||
+	    w->info.info.groups < 2)
+		return rc;
+	/* version 3: the view groups, critical (older readers stop) */
+	if (rfbi_stream_seq_groups(&w->seq, why, sizeof why))
+		return out_of_sequence(w, why, err);
+	rfbi_stream_groups_encode(&w->info.info, w->buf);
+	return write_frame(w, RFB_FRAME_VIEW_GROUPS, RFB_FRAME_CRITICAL, w->buf,
+			   rfbi_stream_groups_size(&w->info.info), NULL, 0, err);
 }
 
 /* The arguments of a batch that the sequence rules do not cover. */
@@ -174,10 +198,15 @@ static int batch_args_ok(const rfb_stream_writer *w,
 {
 	const struct rfb_stream_info *in = &w->info.info;
 
-	if (b->n > 0 && (!b->labels || !b->ids || !b->pixels))
+	if (b->n > 0 && (!b->labels || !b->ids ||
+			 (in->groups < 2 ? !b->pixels : !b->group_pixels[0])))
 		return rfb_err_set(err, RFB_EINVAL, w->name, "batch without "
 				   "labels, ids or pixels");
-	if (b->n >= 1 && b->n <= in->batch_size &&
+	for (uint32_t g = 1; b->n > 0 && g < in->groups; g++)
+		if (!b->group_pixels[g])
+			return rfb_err_set(err, RFB_EINVAL, w->name, "batch "
+					   "without the pixels of view group %u", g);
+	if (in->groups < 2 && b->n >= 1 && b->n <= in->batch_size &&
 	    b->pixel_bytes != b->n * rfb_stream_sample_bytes(in))
 		return rfb_err_set(err, RFB_EINVAL, w->name, "batch of %u "
 				   "images with %zu bytes of pixels, expected "
@@ -189,6 +218,29 @@ static int batch_args_ok(const rfb_stream_writer *w,
 				   "need a little-endian host");
 #endif
 	return 0;
+}
+
+/* The BATCH frame of b with the head at p: its pixels, or in version 3
+ * each view group's images and their padding. */
+static int write_batch_pixels(rfb_stream_writer *w,
+			      const struct rfb_stream_batch *b,
+			      const unsigned char *p, size_t head_len,
+			      rfb_err *err)
+{
+	static const unsigned char zeros[RFB_STREAM_ALIGN];
+	const struct rfb_stream_info *in = &w->info.info;
+	struct iovec bulk[2 * RFB_STREAM_MAX_GROUPS];
+	int n = 0;
+
+	if (in->groups < 2)
+		return write_frame(w, RFB_FRAME_BATCH, 0, p, head_len, b->pixels,
+				   b->pixel_bytes, err);
+	for (uint32_t g = 0; g < in->groups && b->n; g++) {
+		size_t len = (size_t)b->n * rfb_stream_group_bytes(in, g);
+		bulk[n++] = (struct iovec){ (void *)b->group_pixels[g], len };
+		bulk[n++] = (struct iovec){ (void *)zeros, stream_pad(len) };
+	}
+	return write_frame_v(w, RFB_FRAME_BATCH, 0, p, head_len, bulk, n, err);
 }
 
 int rfb_stream_write_batch(rfb_stream_writer *w,
@@ -220,8 +272,7 @@ int rfb_stream_write_batch(rfb_stream_writer *w,
 		rfb_put_le32(p + STREAM_BATCH_FIXED + 4 * ((size_t)b->n + i),
 			     b->ids[i]);
 	}
-	return write_frame(w, RFB_FRAME_BATCH, 0, p, head_len, b->pixels,
-			   b->pixel_bytes, err);
+	return write_batch_pixels(w, b, p, head_len, err);
 }
 
 int rfb_stream_write_epoch_end(rfb_stream_writer *w, uint32_t epoch,

@@ -4,7 +4,9 @@
     with open_stream("/tmp/train.fifo") as stream:     # or a file object
         print(stream.header.classes)
         for images, labels, ids, epoch, step in stream:
-            ...   # images: N,H,W,C uint8 (or N,C,H,W float32), a view
+            ...   # images: N,H,W,C uint8 (or N,C,H,W float32), a view;
+                  # N,K,H,W,C with --views K; a list of one N,K_g,H_g,W_g,C
+                  # array per view group with refurb-final -g (multi-crop)
 
     from refurb_stream import RefurbDataset          # imports torch
     ds = RefurbDataset("/tmp/train.fifo")            # refurb_stream.dataset
@@ -36,8 +38,8 @@ import sys
 
 import numpy as np
 
-MAGIC, VERSION = b"RFBSTRM", 2   # reads versions 1 and 2 (2: several views)
-HEADER, BATCH, EPOCH_END, END = 1, 2, 3, 4
+MAGIC, VERSION = b"RFBSTRM", 3   # reads versions 1 to 3 (2: views, 3: view groups)
+HEADER, BATCH, EPOCH_END, END, VIEW_GROUPS = 1, 2, 3, 4, 5
 CRITICAL = 1
 OPEN_END = 0xFFFFFFFF
 REPEAT_ID = 0xFFFFFFFF   # a repeat in the place of an unreadable sample
@@ -47,11 +49,26 @@ Header = collections.namedtuple(
     "Header", "dtype layout height width channels batch_size classes "
     "first_epoch last_epoch first_step shard_k shard_n epoch_images "
     "plan_seed augment_seed index_identity mean std partial_pipeline "
-    "final_pipeline extra views")
+    "final_pipeline extra views groups", defaults=(None,))
+# groups: None, or (views, height, width) of every view group (version 3)
 EpochEnd = collections.namedtuple("EpochEnd", "epoch batches images")
 End = collections.namedtuple("End", "frames batches images epochs")
 Header.image_bytes = property(lambda h: h.height * h.width * h.channels * h.dtype.itemsize)
-Header.sample_bytes = property(lambda h: h.image_bytes * h.views)
+Header.sample_bytes = property(lambda h: sum(_group_bytes(h)) if h.groups
+                               else h.image_bytes * h.views)
+Header.version = property(lambda h: 3 if h.groups else 2 if h.views > 1 else 1)
+
+
+def _group_bytes(h):
+    """Bytes of one sample's images of each view group."""
+    return [k * gh * gw * h.channels * h.dtype.itemsize for k, gh, gw in h.groups]
+
+
+def _pixel_bytes(h, n):
+    """Bytes of a batch's pixel data: version 3 pads every group to 64."""
+    if not h.groups:
+        return n * h.sample_bytes
+    return sum(-(-n * b // 64) * 64 for b in _group_bytes(h))
 
 
 class StreamError(Exception):
@@ -187,10 +204,10 @@ def _parse_header(p):
     (version, dtype, layout, flags, h, w, c, b, k, e0, e1, s0, sk, sn,
      epoch_images, seed, aug, ident, *rest) = _FIXED.unpack_from(p)
     mean, std, lens = rest[0:3], rest[3:6], rest[6:10]
-    if version not in (1, 2) or 128 + sum(lens) != len(p):
+    if version not in (1, 2, 3) or 128 + sum(lens) != len(p):
         raise StreamError("bad HEADER (version %d, sections %s)" % (version, lens))
-    views = struct.unpack_from("<I", p, 120)[0] if version == 2 else 1
-    if not (2 if version == 2 else 1) <= views <= 64:
+    views = struct.unpack_from("<I", p, 120)[0] if version >= 2 else 1
+    if not (2 if version >= 2 else 1) <= views <= 64:
         raise StreamError("bad HEADER (version %d with %d views)" % (version, views))
     if dtype not in (1, 2) or layout not in (1, 2) or c not in (1, 3) \
             or 0 in (h, w, b, k) or e0 > e1 or sk >= sn:
@@ -213,6 +230,20 @@ def _parse_header(p):
                   views)
 
 
+def _parse_groups(p, h):
+    """The Header h with the view groups of a VIEW_GROUPS payload
+    (refurb-stream(5), version 3)."""
+    g = struct.unpack_from("<I", p)[0] if len(p) >= 8 else 0
+    if not 2 <= g <= 8 or len(p) != 8 + 16 * g:
+        raise StreamError("VIEW_GROUPS frame of %d bytes for %d groups (2 to 8)" % (len(p), g))
+    groups = [struct.unpack_from("<III", p, 8 + 16 * i) for i in range(g)]
+    if any(0 in x or x[1] > 65535 or x[2] > 65535 for x in groups) or \
+            sum(x[0] for x in groups) != h.views or groups[0][1:] != (h.height, h.width):
+        raise StreamError("VIEW_GROUPS %s do not match the HEADER (%d views of %dx%d first)"
+                          % (groups, h.views, h.height, h.width))
+    return h._replace(groups=groups)
+
+
 class Stream:
     """Frames of a batch stream; iterating yields its Batches."""
 
@@ -225,6 +256,12 @@ class Stream:
         if kind != HEADER:
             raise StreamError(self._where() + "the stream does not start with a HEADER frame")
         self.header = header
+        if self._version == 3:       # the view groups come next
+            kind, groups = self._next_frame()
+            if kind != VIEW_GROUPS:
+                raise StreamError(self._where() + "a version 3 stream without its "
+                                  "VIEW_GROUPS frame after the HEADER")
+            self.header = header = groups
         self._epoch, self._step = header.first_epoch, header.first_step
         self._global = None
         self._short = False
@@ -286,9 +323,9 @@ class Stream:
             if not 1 <= fh[7] <= VERSION:
                 raise StreamError(self._where() + "format version %d, this reader reads 1 to %d"
                                   % (fh[7], VERSION))
-            if self.header is not None and fh[7] != (2 if self.header.views > 1 else 1):
+            if self.header is not None and fh[7] != self._version:
                 raise StreamError(self._where() + "a version %d frame in a version %d stream"
-                                  % (fh[7], 2 if self.header.views > 1 else 1))
+                                  % (fh[7], self._version))
             if crc32c(fh[:60]) != struct.unpack_from("<I", fh, 60)[0]:
                 raise StreamError(self._where() + "frame header checksum mismatch")
             kind, flags, plen, seq, qlen, qcrc, pcrc = struct.unpack_from("<IIQQIII", fh, 8)
@@ -296,13 +333,21 @@ class Stream:
                 raise StreamError(self._where() + "bad frame number or head length")
             if self.header is None and kind != HEADER:
                 raise StreamError(self._where() + "the stream does not start with a HEADER frame")
-            if kind not in (HEADER, BATCH, EPOCH_END, END) and flags & CRITICAL:
+            groups = kind == VIEW_GROUPS and self.header is not None and self._version == 3
+            if groups and self.frames_read != 1:
+                raise StreamError(self._where() + "VIEW_GROUPS frame that is not "
+                                  "right after the HEADER")
+            if kind not in (HEADER, BATCH, EPOCH_END, END) and not groups and flags & CRITICAL:
                 raise StreamError(self._where() + "unknown critical frame type %d" % kind)
             self._check_length(kind, plen)
             p = self._payload(plen, qlen, qcrc, pcrc, kind == BATCH)
             self.frames_read += 1
             if kind == HEADER:
-                return kind, _parse_header(p)
+                h = _parse_header(p)
+                self._version = struct.unpack_from("<I", p)[0]
+                return kind, h
+            if groups:
+                return kind, _parse_groups(p, self.header)
             if kind == BATCH:
                 return kind, self._batch(p, qlen)
             if kind == EPOCH_END:
@@ -317,8 +362,12 @@ class Stream:
             raise StreamError(self._where() + "second HEADER frame")
         if kind in fixed and plen != fixed[kind]:
             raise StreamError(self._where() + "bad payload length %d" % plen)
+        if kind == BATCH and h.version == 2 and self._version == 3:
+            raise StreamError(self._where() + "BATCH frame before the VIEW_GROUPS frame")
+        if kind == VIEW_GROUPS and plen > 8 + 16 * 8:
+            raise StreamError(self._where() + "VIEW_GROUPS frame of %d bytes" % plen)
         if kind == BATCH:
-            most = (64 + 8 * h.batch_size + 63) // 64 * 64 + h.batch_size * h.sample_bytes
+            most = (64 + 8 * h.batch_size + 63) // 64 * 64 + _pixel_bytes(h, h.batch_size)
             if plen > most:
                 raise StreamError(self._where() + "BATCH frame of %d bytes, at most %d" % (plen, most))
         if plen > 1 << 32 or (kind == HEADER and plen > 128 + (3 << 20) + 1000000 * 1025):
@@ -343,7 +392,7 @@ class Stream:
         shape = (dtype, layout, hh, ww, cc)
         if shape != (1 if h.dtype == np.uint8 else 2, 1 if h.layout == "NHWC" else 2,
                      h.height, h.width, h.channels) or not 0 < n + left <= h.batch_size or \
-                qlen != (64 + 8 * n + 63) // 64 * 64 or len(p) != qlen + n * h.sample_bytes:
+                qlen != (64 + 8 * n + 63) // 64 * 64 or len(p) != qlen + _pixel_bytes(h, n):
             raise StreamError(self._where() + "BATCH frame does not match the HEADER")
         labels, ids = p[64:64 + 4 * n].view("<u4"), p[64 + 4 * n:64 + 8 * n].view("<u4")
         self._sequence(self._batch_rule(epoch, step, glob, labels))
@@ -351,10 +400,24 @@ class Stream:
         self._counts = [c + d for c, d in zip(self._counts, (1, n, 1, n))]
         self._epoch_left += left
         self.left_out += left
+        if h.groups:
+            return Batch(self._groups(p[qlen:], n), labels, ids, epoch, step)
         shape = (hh, ww, cc) if h.layout == "NHWC" else (cc, hh, ww)
         # several views: (n, K, ...) with the K views of a sample together
         shape = (n,) + ((h.views,) if h.views > 1 else ()) + shape
         return Batch(p[qlen:].view(h.dtype).reshape(shape), labels, ids, epoch, step)
+
+    def _groups(self, px, n):
+        """Version 3: one (n, K_g, ...) array per view group, in place."""
+        h, out, at = self.header, [], 0
+        for (k, gh, gw), size in zip(h.groups, _group_bytes(h)):
+            end, nxt = at + n * size, at + -(-n * size // 64) * 64
+            if px[end:nxt].any():
+                raise StreamError(self._where() + "nonzero padding after a view group")
+            shape = (gh, gw, h.channels) if h.layout == "NHWC" else (h.channels, gh, gw)
+            out.append(px[at:end].view(h.dtype).reshape((n, k) + shape))
+            at = nxt
+        return out
 
     def _sequence(self, why):
         if why:
@@ -511,6 +574,8 @@ def check(source, out=sys.stdout):
               % (stream.name, h.dtype, h.layout, h.height, h.width, h.channels, h.batch_size,
                  len(h.classes), "" if len(h.classes) == 1 else "es", h.first_epoch, "open" if h.last_epoch == OPEN_END else h.last_epoch,
                  h.shard_k, h.shard_n), file=out)
+        if h.groups:
+            print("view groups: %s" % ", ".join("%d x %dx%d" % g for g in h.groups), file=out)
         for kind, c in stream.frames():
             if kind == BATCH:
                 current = current or _EpochStats(c.epoch, len(h.classes))

@@ -11,6 +11,11 @@
             for images, labels in ds:
                 ...
 
+Multi-crop (DINO's 2 global and 8 local crops, refurb_stream.multicrop):
+refurb-final -g "2:$GLOBAL1;$GLOBAL2" -g "8:$LOCAL" -o {fifo}, and the
+dataset's images are a list of two tensors, N,2,224,224,C and
+N,8,96,96,C.
+
 The command is run by /bin/sh in its own process group, with {fifo}
 replaced by the path of a FIFO made in a fresh temporary directory (also
 in the environment as REFURB_FIFO).  Leaving the `with` block stops what

@@ -32,7 +32,9 @@ PIL image (antialiased resize), as refurb always works on pixels.
 views_from_torchvision(views) converts one transform per view
 (self-supervised recipes) and final_options(specs) gives refurb-final's
 arguments: one -p and --views K when all views are alike, one -p per
-view otherwise; views of different sizes or normalizations are refused.
+view when they differ, one -g K:SPEC per group of views of one size when
+their sizes differ (multi-crop, refurb_stream.multicrop); views of
+different normalizations are refused.
 
 From a shell:  python3 -m refurb_stream convert 'T.Compose([...])'
                python3 -m refurb_stream convert --views '[view1, view2]'
@@ -844,8 +846,9 @@ def views_from_torchvision(views):
     base_transform and n_views, as MoCo's and SimCLR's wrappers).
     refurb-final runs them as K views of every sample (final_options()
     gives its arguments).  Views may differ (BYOL's and DINO's asymmetric
-    views) but must make images of one size and end alike (the same
-    Normalize, or none): a stream holds one image shape.  Raises
+    views) and differ in size (DINO's local crops: view groups, see
+    refurb_stream.multicrop) but must end alike (the same Normalize, or
+    none): a stream has one dtype and normalization.  Raises
     ConvertError naming the view and the transform otherwise.
     """
     views = _view_list(views)
@@ -857,16 +860,8 @@ def views_from_torchvision(views):
             specs.append(pipeline_from_torchvision(t))
         except ConvertError as e:
             raise ConvertError("views[%d]: %s" % (v, e)) from None
-    size0, norm0 = _out_size(specs[0]), _ending(specs[0])
+    norm0 = _ending(specs[0])
     for v, spec in enumerate(specs[1:], 1):
-        if _out_size(spec) != size0:
-            raise ConvertError(
-                "views[%d] makes %s images, views[0] %s: one stream holds one image "
-                "size; convert the views of each size on their own and run one "
-                "chain per size from one plan file (each with its own cache and "
-                "--seed), then zip the two streams (refurb(7), FROM A TORCHVISION "
-                "RECIPE)"
-                % (v, _out_size(spec), size0))
         if _ending(spec) != norm0:
             raise ConvertError("views[%d] ends in %s, views[0] in %s: every view of a "
                                "stream needs the same Normalize (or none)"
@@ -877,10 +872,10 @@ def views_from_torchvision(views):
 def final_options(specs):
     """refurb-final's arguments for the views of views_from_torchvision:
     ['-p', spec, '--views', 'K'] when every view is the same recipe, one
-    '-p' per view otherwise."""
-    if all(s == specs[0] for s in specs):
-        return ["-p", specs[0]] + (["--views", str(len(specs))] if len(specs) > 1 else [])
-    return [a for s in specs for a in ("-p", s)]
+    '-p' per view when they differ, ['-g', 'K:SPEC', ...] per group of
+    views of one size when their sizes differ (refurb_stream.multicrop)."""
+    from refurb_stream.multicrop import final_args
+    return final_args(specs)
 
 
 def _out_size(spec):
@@ -929,8 +924,9 @@ def _namespace():
 USAGE = ("usage: python3 -m refurb_stream convert [SPLIT OPTIONS] EXPRESSION   (EXPRESSION '-' = stdin)\n"
          "       python3 -m refurb_stream convert [SPLIT OPTIONS] --views EXPRESSION\n"
          "       python3 -m refurb_stream convert [SPLIT OPTIONS] --file RECIPE.py\n"
-         "  --views: EXPRESSION is a list of transforms, one per view; prints\n"
-         "  refurb-final's -p (and --views) arguments\n"
+         "  --views: EXPRESSION is a list of transforms, one per view (or a\n"
+         "  DataAugmentationDINO-like object); prints refurb-final's -p (and\n"
+         "  --views) arguments, or one -g K:SPEC per group of views of one size\n"
          "  --file: runs RECIPE.py and converts what it names transform (the\n"
          "  spec) or views (refurb-final's arguments)\n"
          "  The split it proposes (cached / run on every use), its unique fraction\n"

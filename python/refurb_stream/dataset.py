@@ -5,6 +5,8 @@ expects (imports torch; the stream itself is read by refurb_stream).
     for epoch in range(epochs):
         for images, labels in ds:          # exactly one epoch per `for`
             ...                            # images uint8 N,H,W,C; labels int64
+                                           # (multi-crop, refurb-final -g: a list
+                                           # of N,K_g,H_g,W_g,C, one per group)
             checkpoint = {"model": ..., "data": ds.state_dict()}
 
 Each `for` over the dataset (or over DataLoader(ds, batch_size=None))
@@ -87,8 +89,12 @@ class RefurbDataset(torch.utils.data.IterableDataset):
     source: a path (a FIFO or a file; '-' for stdin) or a binary file
     object.  Yields (images, labels): images a uint8 N,H,W,C tensor (or
     float32 N,C,H,W when the final pipeline normalizes) sharing the
-    stream's buffer, labels int64.  samples=True yields (image, label)
-    pairs instead.  verify=True checks the pixel checksums too.
+    stream's buffer, labels int64; N,K,... with K views (--views K); a
+    list of one N,K_g,... tensor per view group with refurb-final -g
+    (multi-crop; refurb_stream.multicrop.dino_crops() makes DINO's list
+    of crops of it).  samples=True yields (image, label) pairs instead
+    (a list of the groups' K_g,... tensors with view groups).
+    verify=True checks the pixel checksums too.
     """
 
     def __init__(self, source, samples=False, verify=False):
@@ -183,9 +189,13 @@ class RefurbDataset(torch.utils.data.IterableDataset):
                 continue
             self.epoch, self.step = c.epoch, c.step
             self.repeats += int((c.ids == 0xFFFFFFFF).sum())
-            images = torch.from_numpy(c.images)
+            grouped = isinstance(c.images, list)   # view groups: one array each
+            images = [torch.from_numpy(a) for a in c.images] if grouped \
+                else torch.from_numpy(c.images)
             labels = torch.from_numpy(c.labels.astype(np.int64))
-            if self.samples:
+            if self.samples and grouped:
+                yield from zip((list(x) for x in zip(*images)), labels)
+            elif self.samples:
                 yield from zip(images, labels)
             else:
                 yield images, labels
@@ -201,6 +211,8 @@ class RefurbDataset(torch.utils.data.IterableDataset):
             h.batch_size, h.epoch_images, h.partial_pipeline, h.final_pipeline)
         if h.views > 1:
             text += "|views=%d" % h.views
+        if h.groups:     # -g: the views' groups and sizes
+            text += "|groups=" + ",".join("%d:%dx%d" % g for g in h.groups)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def identity(self):
@@ -221,6 +233,8 @@ class RefurbDataset(torch.utils.data.IterableDataset):
                  "final-seed": h.augment_seed, "final-pipeline": h.final_pipeline,
                  "views": h.views, "shape": "%dx%dx%d" % (h.height, h.width, h.channels),
                  "dtype": str(h.dtype), "layout": h.layout, "normalize": norm}
+        if h.groups:                     # refurb-final -g: K x HxW per group
+            ident["view-groups"] = ",".join("%d x %dx%d" % g for g in h.groups)
         for key, name in _EXTRA_IDENTITY:
             ident[name] = x.get(key)
         if x.get("balance") == "cost":   # a plan balanced by cost depends on the cost file
@@ -282,7 +296,7 @@ class RefurbDataset(torch.utils.data.IterableDataset):
             elif a != b:
                 differ.append("with %s=%s, this stream has %s=%s" % (key, a, key, b))
         if differ:
-            raise StreamError("%s: the checkpoint was taken on another plan: %s; restart "
+            raise StreamError("%s: the checkpoint was made on another plan: %s; restart "
                               "the chain with the options of the checkpoint's run"
                               % (name, "; ".join(differ)))
         if unknown:

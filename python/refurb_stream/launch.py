@@ -213,8 +213,8 @@ class RankChain:
             + [index],
             # -c: the plan's header names the cache too; given here, every
             # program of a rank names its cache (ps, pgrep -f)
-            [prog["refurb-final"], "-q", "-j", str(self.threads[1]), "-c", self.cache,
-             "-p", final] + list(final_args),
+            [prog["refurb-final"], "-q", "-j", str(self.threads[1]), "-c", self.cache]
+            + (["-p", final] if isinstance(final, str) else list(final)) + list(final_args),
         ]
         if start_epoch <= self.last_epoch:
             self._start()
@@ -334,7 +334,10 @@ class RankChain:
 
 def launch(index, cache_dir, partial, final, reuse, epochs, batch_size, seed, **kw):
     """Start this rank's chain and return it (a RankChain: iterate it for
-    the batches; use it in a with block).  epochs counts from 0: the chain
+    the batches; use it in a with block).  final is refurb-final's spec,
+    or a list of its arguments (multi-crop: multicrop.Recipe.final_args,
+    ['-g', '2:G1;G2', '-g', '8:L']; the batches' images are then a list
+    of one array per view group).  epochs counts from 0: the chain
     plans epochs start_epoch .. epochs-1.  Keywords: start_epoch=0,
     start_step=0 (the first step of start_epoch: refurb-plan --start),
     even='pad' (or 'drop'; 'none' for unequal shards), codec=None (the

@@ -144,7 +144,7 @@ static int write_epoch(const struct opts *o, struct run *r, uint32_t e)
 			fill(in, r->ids[j], r->px + j * img);
 		}
 		struct rfb_stream_batch b = { e, step, r->global++, n,
-			r->labels, r->ids, r->px, n * img, 0 };
+			r->labels, r->ids, r->px, n * img, 0, { 0 } };
 		if (rfb_stream_write_batch(r->w, &b, &r->err))
 			return -1;
 		if (o->extension && r->batches == 0 &&

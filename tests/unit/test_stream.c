@@ -112,7 +112,7 @@ static int write_spec(const struct spec *s, int fd)
 				fill_image(s, ids[j], px + j * img, img);
 			}
 			struct rfb_stream_batch b = { e, step, global++, n,
-				labels, ids, px, n * img, 0 };
+				labels, ids, px, n * img, 0, { 0 } };
 			if ((rc = rfb_stream_write_batch(w, &b, &err)))
 				goto out;
 			if (s->unknown && e == s->first_epoch && step == start &&
@@ -758,7 +758,7 @@ static void test_writer_sequence(void)
 	rfb_stream_writer *w = rfb_stream_writer_new(fileno(f), "w", NULL);
 	uint32_t labels[5] = { 0, 1, 2, 0, 1 }, ids[5] = { 1, 2, 3, 4, 5 };
 	unsigned char px[5 * 18] = { 0 };
-	struct rfb_stream_batch b = { 0, 0, 0, 4, labels, ids, px, 4 * 18, 0 };
+	struct rfb_stream_batch b = { 0, 0, 0, 4, labels, ids, px, 4 * 18, 0, { 0 } };
 
 	spec_info(&s, &in);
 	CHECK(rfb_stream_write_batch(w, &b, &err) == RFB_EINVAL);
@@ -853,7 +853,7 @@ static void test_left_out(void)
 	rfb_stream_writer *w = rfb_stream_writer_new(fileno(f), "w", NULL);
 	uint32_t labels[4] = { 0, 1, 2, 0 }, ids[4] = { 1, 2, 3, 4 };
 	unsigned char px[4 * 18] = { 0 };
-	struct rfb_stream_batch b = { 0, 0, 0, 3, labels, ids, px, 3 * 18, 1 };
+	struct rfb_stream_batch b = { 0, 0, 0, 3, labels, ids, px, 3 * 18, 1, { 0 } };
 	uint32_t n_seen[4], left_seen[4], k = 0;
 	int rc;
 
@@ -861,7 +861,7 @@ static void test_left_out(void)
 	in.last_epoch = 0;
 	CHECK(rfb_stream_write_header(w, &in, &err) == 0);
 	CHECK(rfb_stream_write_batch(w, &b, &err) == 0);  /* 3 + 1 left out */
-	struct rfb_stream_batch none = { 0, 1, 1, 0, NULL, NULL, NULL, 0, 4 };
+	struct rfb_stream_batch none = { 0, 1, 1, 0, NULL, NULL, NULL, 0, 4, { 0 } };
 	CHECK(rfb_stream_write_batch(w, &none, &err) == 0); /* all left out */
 	b.step = 2, b.global_step = 2, b.n = 2, b.pixel_bytes = 2 * 18;
 	b.left_out = 3;                                     /* 5 > 4 */

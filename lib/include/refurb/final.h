@@ -71,11 +71,19 @@ struct rfb_final_opts {
 	const char *pipeline;     /* the final pipeline spec */
 	/* NULL, or one spec per view (views of them, overriding pipeline):
 	 * view v runs view_pipelines[v]; every one must make the same
-	 * image size, dtype and normalization */
+	 * dtype and normalization, and the same image size (that of its
+	 * group, with group_views) */
 	const char *const *view_pipelines;
 	int views;                /* final pipelines per sample, 1 to
 				   * RFB_STREAM_MAX_VIEWS (0 = 1); more than
 				   * one makes a version 2 stream */
+	/* NULL, or the views in groups (refurb-final --view-group): group g
+	 * is the next group_views[g] views of view_pipelines (which the
+	 * groups use up), all of one size; groups of 2 to
+	 * RFB_STREAM_MAX_GROUPS make a version 3 stream, each group one
+	 * array of the reader's batch */
+	const int *group_views;
+	int groups;
 	int allow_view_collisions; /* else views of one spec that would often
 				   * be identical are refused (RFB_ESPEC:
 				   * rfbi_final_check_views) */

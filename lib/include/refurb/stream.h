@@ -29,11 +29,14 @@ extern "C" {
 #endif
 
 /* The newest format version this refurb reads and writes.  A stream is
- * written as version 1 when it has one view of every sample and as
- * version 2 when it has several (refurb-final --views): version-1 readers
- * refuse those by the version byte. */
-#define RFB_STREAM_VERSION 2
+ * written as version 1 when it has one view of every sample, as version 2
+ * when it has several of one size (refurb-final --views), and as version
+ * 3 when its views form groups of different sizes (refurb-final
+ * --view-group: a VIEW_GROUPS frame follows the HEADER); older readers
+ * refuse a newer stream by the version byte. */
+#define RFB_STREAM_VERSION 3
 #define RFB_STREAM_MAX_VIEWS 64
+#define RFB_STREAM_MAX_GROUPS 8    /* view groups of a version 3 stream */
 #define RFB_STREAM_ALIGN 64        /* frames and pixel data start here */
 #define RFB_STREAM_FRAME_HEADER 64 /* bytes of a frame header */
 #define RFB_STREAM_OPEN_END UINT32_MAX /* last_epoch: no last epoch */
@@ -47,6 +50,7 @@ enum rfb_stream_frame_type {
 	RFB_FRAME_BATCH = 2,
 	RFB_FRAME_EPOCH_END = 3,
 	RFB_FRAME_END = 4,
+	RFB_FRAME_VIEW_GROUPS = 5,  /* version 3: right after the HEADER */
 };
 
 enum rfb_stream_dtype { RFB_STREAM_U8 = 1, RFB_STREAM_F32 = 2 };
@@ -56,13 +60,26 @@ enum rfb_stream_layout { RFB_STREAM_NHWC = 1, RFB_STREAM_NCHW = 2 };
  * stop (RFB_EVERSION) instead of skipping it. */
 #define RFB_FRAME_CRITICAL 1u
 
-/* What the HEADER frame says.  Strings are UTF-8 without NUL bytes. */
+/* One view group: views images of height x width (the stream's channels,
+ * dtype and layout) per sample. */
+struct rfb_stream_group {
+	uint32_t views, height, width;
+};
+
+/* What the HEADER frame says (and, in version 3, the VIEW_GROUPS frame).
+ * Strings are UTF-8 without NUL bytes. */
 struct rfb_stream_info {
 	enum rfb_stream_dtype dtype;
 	enum rfb_stream_layout layout;
 	uint32_t height, width, channels; /* channels 1 or 3 */
 	uint32_t views;                   /* images per sample (0 = 1);
 					   * > 1: a version 2 stream */
+	/* 0 or 1: every view has the shape above.  2 to
+	 * RFB_STREAM_MAX_GROUPS: a version 3 stream whose views are these
+	 * groups in order (their views add up to views; group 0 has the
+	 * height and width above) */
+	uint32_t groups;
+	struct rfb_stream_group group[RFB_STREAM_MAX_GROUPS];
 	uint32_t batch_size;              /* images of a full batch */
 	uint32_t class_count;
 	const char *const *class_names;   /* class_count names (<= 1024 bytes) */
@@ -92,6 +109,10 @@ struct rfb_stream_batch {
 	size_t pixel_bytes;
 	uint32_t left_out;     /* n + left_out is 1..batch_size; only an
 				* epoch's last batch has n + left_out less */
+	/* version 3 (info->groups > 1): group g's n * views images, in
+	 * place of pixels (the writer reads these; the reader sets both,
+	 * pixels and pixel_bytes then spanning every group and its padding) */
+	const void *group_pixels[RFB_STREAM_MAX_GROUPS];
 };
 
 struct rfb_stream_epoch_end {
@@ -137,8 +158,22 @@ size_t rfb_stream_image_bytes(const struct rfb_stream_info *info);
  * other. */
 size_t rfb_stream_sample_bytes(const struct rfb_stream_info *info);
 
-/* The format version of a stream of info: 1, or 2 with several views. */
+/* The format version of a stream of info: 1, 2 with several views of
+ * one size, 3 with view groups. */
 int rfb_stream_info_version(const struct rfb_stream_info *info);
+
+/* Bytes of one sample's images of view group g (g 0 when info has no
+ * groups: every view). */
+size_t rfb_stream_group_bytes(const struct rfb_stream_info *info, uint32_t g);
+
+/* Offset of group g's images in the pixel data of a batch of n samples
+ * (version 3: every group's block padded to 64 bytes; 0 for g 0). */
+uint64_t rfb_stream_group_offset(const struct rfb_stream_info *info,
+				 uint64_t n, uint32_t g);
+
+/* Bytes of the pixel data of a batch of n samples (saturates). */
+uint64_t rfb_stream_pixel_bytes(const struct rfb_stream_info *info,
+				uint64_t n);
 
 /* Name of a dtype / layout ("uint8", "float32", "NHWC", "NCHW", "?"). */
 const char *rfb_stream_dtype_name(enum rfb_stream_dtype d);
@@ -173,8 +208,9 @@ rfb_stream_writer *rfb_stream_writer_new(int fd, const char *name,
 void rfb_stream_writer_free(rfb_stream_writer *w);
 
 /*
- * Write the HEADER frame, the first frame.  info is copied (the caller
- * keeps its strings).  Returns 0, RFB_EINVAL or RFB_ELIMIT for an info
+ * Write the HEADER frame, the first frame, and in version 3 (view groups)
+ * the VIEW_GROUPS frame after it.  info is copied (the caller keeps its
+ * strings).  Returns 0, RFB_EINVAL or RFB_ELIMIT for an info
  * a reader with default limits would refuse, RFB_EPIPE / RFB_ENOSPC /
  * RFB_EIO for a failed write, with err filled.
  */
@@ -185,7 +221,8 @@ int rfb_stream_write_header(rfb_stream_writer *w,
 /*
  * Write a BATCH frame from b's arrays, without copying the pixels (they
  * are checksummed, then written with the frame header in one writev).
- * pixel_bytes must be n * rfb_stream_image_bytes(); the arrays may be
+ * pixel_bytes must be n * rfb_stream_sample_bytes() (version 3: the
+ * group_pixels are written instead, each group's block padded); the arrays may be
  * NULL when n is 0 (every sample of the batch was left out).  The batch must come
  * next in the sequence (see refurb-stream(5)): RFB_EINVAL otherwise, and
  * nothing is written.  Returns 0 or a negative RFB_E* code.
