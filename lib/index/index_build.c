@@ -208,8 +208,8 @@ static int spill_open(const rfb_index_builder *b, rfb_err *err)
 	fd = mkostemp(name, O_CLOEXEC);
 	if (fd < 0) {
 		rfb_err_sys(err, errno, b->spill_dir, "cannot create a temporary "
-			    "file (give a writable directory with TMPDIR, or -o "
-			    "in one)");
+			    "file (write the index to a writable directory, or "
+			    "for -o - set TMPDIR to one)");
 		free(name);
 		return -1;
 	}
@@ -228,8 +228,8 @@ static int spill_flush(const rfb_index_builder *b, struct spill *s,
 		return err->code;
 	if (rfb_write_full(s->fd, v->data, v->len) < 0)
 		return rfb_err_sys(err, errno, b->spill_dir, "cannot write a "
-				   "temporary file (free space there, or set "
-				   "TMPDIR)");
+				   "temporary file (free space there, or write "
+				   "the index elsewhere)");
 	s->flushed += v->len;
 	v->len = 0;
 	return 0;
