@@ -620,6 +620,10 @@ int rfb_scan_list(const char *list, const struct rfb_scan_opts *o,
 	}
 	if (rc == 0 && l.n == 0)
 		rc = rfb_err_set(err, RFB_ENOTFOUND, name, "no images listed");
+	free(v);     /* the candidates hold copies: not kept while probing */
+	free(text);
+	v = NULL;
+	text = NULL;
 	if (rc == 0 && (rc = set_list_root(&l, o, err)) == 0)
 		rc = rfbi_probe_and_build(&l, o, out, st, err);
 fail:
