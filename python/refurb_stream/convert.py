@@ -930,7 +930,8 @@ USAGE = ("usage: python3 -m refurb_stream convert [SPLIT OPTIONS] EXPRESSION   (
          "  --file: runs RECIPE.py and converts what it names transform (the\n"
          "  spec) or views (refurb-final's arguments)\n"
          "  The split it proposes (cached / run on every use), its unique fraction\n"
-         "  and view collisions are explained on stderr when stderr is a terminal:\n"
+         "  and view collisions are explained on stderr when stderr is a terminal\n"
+         "  (options before EXPRESSION):\n"
          "  --explain forces it, -q silences it; --reuse R (3), --epochs E (100),\n"
          "  --image-size WxH (500x375), --source-size N, --index INDEX (measure\n"
          "  the costs) shape it (refurb(7), THE SPLIT EXPLAINED)")
