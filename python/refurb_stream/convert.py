@@ -921,9 +921,9 @@ def _namespace():
     return ns
 
 
-USAGE = ("usage: python3 -m refurb_stream convert [SPLIT OPTIONS] EXPRESSION   (EXPRESSION '-' = stdin)\n"
-         "       python3 -m refurb_stream convert [SPLIT OPTIONS] --views EXPRESSION\n"
-         "       python3 -m refurb_stream convert [SPLIT OPTIONS] --file RECIPE.py\n"
+USAGE = ("usage: python3 -m refurb_stream convert EXPRESSION   (EXPRESSION '-' = stdin)\n"
+         "       python3 -m refurb_stream convert --views EXPRESSION\n"
+         "       python3 -m refurb_stream convert --file RECIPE.py\n"
          "  --views: EXPRESSION is a list of transforms, one per view (or a\n"
          "  DataAugmentationDINO-like object); prints refurb-final's -p (and\n"
          "  --views) arguments, or one -g K:SPEC per group of views of one size\n"
