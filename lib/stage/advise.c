@@ -69,61 +69,6 @@ void rfb_advice_free(rfb_advice *a)
 	free(a);
 }
 
-char *rfbi_advise_dup(const char *s)
-{
-	size_t n = strlen(s) + 1;
-	char *d = malloc(n);
-
-	if (d)
-		memcpy(d, s, n);
-	return d;
-}
-
-/* tail, and a centercrop to shape before any normalize when the tail
- * alone does not fix the output size (refurb-final needs one: a final
- * flip after a partial crop=224 runs as flip,centercrop=224, which
- * leaves its 224x224 input as it is). */
-int rfbi_advise_fix_tail(rfb_pipeline **tail, const struct rfb_pipe_shape *shape,
-		    rfb_err *err)
-{
-	rfb_pipeline *cc = NULL, *body = NULL, *norm = NULL, *t = NULL;
-	struct rfb_pipe_shape s;
-	rfb_err ignore = { 0 };
-	char spec[64];
-	float mean[3], std[3];
-	int n = rfb_pipeline_layers(*tail), rc;
-
-	if (!rfb_pipeline_fixed_shape(*tail, 3, &s, &ignore))
-		return 0;
-	snprintf(spec, sizeof spec, "centercrop=%dx%d", shape->height,
-		 shape->width);
-	if ((rc = rfb_pipeline_parse(spec, &cc, err)))
-		return rc;
-	if (rfb_pipeline_normalization(*tail, mean, std)) {
-		/* before the layers that stay with normalize (it, an
-		 * erasing value=random before it, erasings after it) */
-		int m = 0;
-		while (m < n && rfb_pipeline_splittable(*tail, m + 1))
-			m++;
-		if (!(rc = rfb_pipeline_split(*tail, m, &body, &norm, err)) &&
-		    !(rc = rfb_pipeline_join(body, cc, &t, err))) {
-			rfb_pipeline_free(body);
-			body = t;
-			rc = rfb_pipeline_join(body, norm, &t, err);
-		}
-	} else {
-		rc = rfb_pipeline_join(*tail, cc, &t, err);
-	}
-	rfb_pipeline_free(cc);
-	rfb_pipeline_free(body);
-	rfb_pipeline_free(norm);
-	if (rc)
-		return rc;
-	rfb_pipeline_free(*tail);
-	*tail = t;
-	return 0;
-}
-
 /* The pipelines of every split that can be cut: head = first k layers,
  * tail = the rest (the layers that must stay with normalize in the final
  * part are never in a head). */

@@ -86,7 +86,7 @@ struct rfb_final_opts {
 	int groups;
 	int allow_view_collisions; /* else views of one spec that would often
 				   * be identical are refused (RFB_ESPEC:
-				   * rfbi_final_check_views) */
+				   * refurb-final(1), --allow-view-collisions) */
 	int threads;
 	int prefetch;             /* batches in flight (>= 1) */
 	int direct;               /* O_DIRECT reads */
