@@ -53,12 +53,16 @@ static const char help[] =
 	"                        (default $TMPDIR or /tmp: put it on the cache's disk)\n"
 	"  -o, --output FILE     write to FILE instead of stdout\n"
 	CLI_COMMON_HELP
-	"\nWithout --rate the '# pareto' lines name the rows no other row beats\n"
-	"in both speed and diversity.  -j threads time images at once (default:\n"
+	"\nWithout --rate the table shows the rows no other row beats in both\n"
+	"speed and diversity ('# pareto' in the TSV).  With --views K > 1, the\n"
+	"splits whose views would be identical too often are ruled out and\n"
+	"named.  -j threads time images at once (default:\n"
 	"--cores, at most the online CPUs), as the chain's workers run at once.\n"
 	"\nExample:\n"
 	"  refurb-advise -p 'resize=256,randaug=n=2:m=9,crop=224,flip' --rate 2500 \\\n"
 	"    --cores 2 train.idx\n"
+	"  refurb-advise --views 2 -e 200 -p \"$(python3 -m refurb_stream convert \\\n"
+	"    'T.Compose([T.RandomResizedCrop(224), ...])')\" train.idx\n"
 	"\nExit status: 0 ok, 1 bad index or images, write error, 2 usage error.\n"
 	"See refurb-advise(1).\n";
 

@@ -509,10 +509,12 @@ int main(int argc, char **argv)
 	if (rc == RFB_ESPEC)
 		cli_usage_error(&c, "%s", err.msg);
 	if (rc && rfb_err_is_system(&err))
-		cli_die(&c, "%s; no sample was left out for it: once that is "
-			"fixed, resume the chain at the trainer's saved step "
-			"(refurb-plan --start EPOCH:STEP)",
-			rfb_err_text(&err, text, sizeof text));
+		cli_die(&c, "%s; %s", rfb_err_text(&err, text, sizeof text),
+			st.batches == 0
+			? "nothing was written: run it again once that is fixed"
+			: "no sample was left out for it: once that is fixed, "
+			  "resume the chain at the trainer's saved step "
+			  "(refurb-plan --start EPOCH:STEP)");
 	if (rc)
 		cli_die_err(&c, &err);
 	if (out_fd != STDOUT_FILENO && close(out_fd) < 0)

@@ -43,6 +43,9 @@ static const char help[] =
 	"                        (default 100000000)\n"
 	"      --strict          the first bad file is fatal (default: report it,\n"
 	"                        leave it out, count it in the summary)\n"
+	"  -M, --memory BYTES    memory for the index's records and paths before\n"
+	"                        they go to temporary files (suffix K, M or G;\n"
+	"                        default 256M, at least 16K)\n"
 	"  -f, --force           write binary output to a terminal\n"
 	CLI_COMMON_HELP
 	"\nExample:\n"
@@ -55,9 +58,12 @@ static const char help[] =
 enum { OPT_ROOT = 0x2000, OPT_MAX_PIXELS, OPT_STRICT, OPT_SHARDS, OPT_LABEL,
        OPT_CLASSES };
 
+#define DEFAULT_MEMORY ((size_t)256 << 20)
+
 struct options {
 	const char *output, *list, *root, *dir;
 	uint64_t max_pixels;
+	size_t memory;
 	int strict, force;
 	char **shards;             /* malloc'ed names */
 	size_t shard_count;
@@ -114,6 +120,43 @@ static void parse_label(struct cli *c, struct options *o, const char *arg)
 				arg);
 }
 
+/* --memory BYTES[K|M|G], at least RFB_INDEX_MIN_MEMORY. */
+static size_t parse_memory(const struct cli *c, const char *arg)
+{
+	char *end;
+	unsigned long long v;
+	int shift = 0;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (end != arg && *end && !end[1])
+		shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' ||
+			*end == 'm' ? 20 : *end == 'G' || *end == 'g' ? 30 : -1;
+	if (end == arg || *arg == '-' || *arg == '+' || errno || shift < 0 ||
+	    (*end && !shift) || v > (SIZE_MAX >> shift))
+		cli_usage_error(c, "--memory: '%s' is not a number of bytes "
+				"(e.g. 256M)", arg);
+	if ((v << shift) < RFB_INDEX_MIN_MEMORY)
+		cli_usage_error(c, "--memory %s: an index needs at least %uK",
+				arg, RFB_INDEX_MIN_MEMORY >> 10);
+	return (size_t)(v << shift);
+}
+
+/* Where the builder's temporary files go: beside the output, or in
+ * $TMPDIR (else /tmp) when the index goes to stdout. */
+static char *temp_dir(const char *output)
+{
+	const char *env = getenv("TMPDIR"), *slash = strrchr(output, '/');
+
+	if (strcmp(output, "-") == 0)
+		return strdup(env && *env ? env : "/tmp");
+	if (!slash)
+		return strdup(".");
+	if (slash == output)
+		return strdup("/");
+	return strndup(output, (size_t)(slash - output));
+}
+
 /* The positional arguments: one directory, or tar shards. */
 static void classify_args(struct cli *c, struct options *o, int argc,
 			  char **argv)
@@ -158,18 +201,21 @@ static void parse(struct cli *c, struct options *o, int argc, char **argv)
 		{ "label", required_argument, NULL, OPT_LABEL },
 		{ "classes", required_argument, NULL, OPT_CLASSES },
 		{ "force", no_argument, NULL, 'f' },
+		{ "memory", required_argument, NULL, 'M' },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
 	int opt;
 
 	o->max_pixels = RFB_IMAGE_DEFAULT_MAX_PIXELS;
-	while ((opt = getopt_long(argc, argv, "o:l:f" CLI_COMMON_SHORTOPTS,
+	o->memory = DEFAULT_MEMORY;
+	while ((opt = getopt_long(argc, argv, "o:l:fM:" CLI_COMMON_SHORTOPTS,
 				  longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'o': o->output = optarg; break;
 		case 'l': o->list = optarg; break;
 		case 'f': o->force = 1; break;
+		case 'M': o->memory = parse_memory(c, optarg); break;
 		case OPT_ROOT: o->root = optarg; break;
 		case OPT_STRICT: o->strict = 1; break;
 		case OPT_SHARDS: expand_shards(c, o, optarg); break;
@@ -211,18 +257,32 @@ static const char *cli_shards_text(size_t n)
 	return buf;
 }
 
-static void write_index(struct cli *c, const char *path, const unsigned char *d,
-			size_t len, int force)
+struct fill_index {
+	const rfb_index_builder *b;
+	const char *path;
+};
+
+static int fill_index(void *ctx, int fd, rfb_err *err)
 {
+	const struct fill_index *f = ctx;
+
+	return rfb_index_builder_write(f->b, fd, f->path, err);
+}
+
+static void write_index(struct cli *c, const char *path,
+			const rfb_index_builder *b, int force)
+{
+	struct fill_index f = { b, path };
 	rfb_err err = { 0 };
 
 	if (strcmp(path, "-") == 0) {
 		cli_refuse_tty(c, STDOUT_FILENO, force);
-		if (rfb_write_full(STDOUT_FILENO, d, len) < 0)
-			cli_die(c, "(stdout): write failed: %s", strerror(errno));
+		f.path = "(stdout)";
+		if (rfb_index_builder_write(b, STDOUT_FILENO, f.path, &err))
+			cli_die_err(c, &err);
 		return;
 	}
-	if (rfb_file_replace(path, d, len, &err))
+	if (rfb_file_replace_with(path, fill_index, &f, &err))
 		cli_die_err(c, &err);
 }
 
@@ -234,8 +294,7 @@ int main(int argc, char **argv)
 	struct rfb_scan_stats st;
 	rfb_index_builder *b = NULL;
 	rfb_err err = { 0 };
-	unsigned char *data;
-	size_t len;
+	char *tmp;
 	int rc;
 
 	cli_init(&c, "refurb-index", usage, help);
@@ -252,6 +311,10 @@ int main(int argc, char **argv)
 	so.label_from = o.label_from;
 	so.label_field = o.label_field;
 	so.classes = o.classes;
+	so.memory = o.memory;
+	so.temp_dir = tmp = temp_dir(o.output);
+	if (!tmp)
+		cli_die(&c, "out of memory");
 	rc = o.list ? rfb_scan_list(o.list, &so, &b, &st, &err)
 	     : o.shard_count ? rfb_scan_shards(o.shards, o.shard_count, &so, &b,
 					       &st, &err)
@@ -261,9 +324,7 @@ int main(int argc, char **argv)
 		cli_die(&c, "stopped at the first bad file (--strict)");
 	if (rc)
 		cli_die_err(&c, &err);
-	if (rfb_index_builder_finish(b, &data, &len, &err))
-		cli_die_err(&c, &err);
-	write_index(&c, o.output, data, len, o.force);
+	write_index(&c, o.output, b, o.force);
 	if (!c.quiet) {
 		double secs = rfb_now() - c.start;
 		const char *what = o.shard_count
@@ -284,7 +345,7 @@ int main(int argc, char **argv)
 				st.empty_classes == 1 ? "class has" : "classes have",
 				st.empty_names[0] ? ": " : "", st.empty_names);
 	}
-	free(data);
+	free(tmp);
 	rfb_index_builder_free(b);
 	for (size_t i = 0; i < o.shard_count; i++)
 		free(o.shards[i]);

@@ -330,3 +330,81 @@ line.jpg"
 	[ "$status" -eq 0 ]
 	[ "${lines[-1]}" = "refurb-index: 6 classes have no images: aaa-empty, e1, e2, e3, ... (kept in the class table, so labels stay ImageFolder's)" ]
 }
+
+# ---- -M/--memory: records and paths flushed to temporary files ----
+
+# A tree of 600 copies of the dataset's JPEGs in 3 classes, with long
+# names, so that a 16K budget (8K of paths) is flushed many times over.
+big_tree() {
+	local src=("$DS"/*/*.jpg) cls=(a b c) i long
+	long=$(printf 'x%.0s' {1..60})
+	mkdir -p "$1/a" "$1/b" "$1/c"
+	for ((i = 0; i < 600; i++)); do
+		cp "${src[i % ${#src[@]}]}" "$1/${cls[i % 3]}/$long-$i.jpg"
+	done
+}
+
+@test "-M: a tiny budget writes the same index (tree, list, stdout)" {
+	big_tree "$T/tree"
+	refurb-index -q -o "$T/a.idx" "$T/tree"
+	refurb-index -q -M 16K -o "$T/b.idx" "$T/tree"
+	cmp "$T/a.idx" "$T/b.idx"
+	refurb-index -q --memory 16384 -o - "$T/tree" > "$T/c.idx"
+	cmp "$T/a.idx" "$T/c.idx"
+	refurb-dump "$T/a.idx" > "$T/a.tsv"
+	refurb-index -q --list "$T/a.tsv" -o "$T/d.idx"
+	refurb-index -q -M 16k --list "$T/a.tsv" -o "$T/e.idx"
+	cmp "$T/d.idx" "$T/e.idx"
+	run refurb-dump --stats "$T/e.idx"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *600* ]]
+}
+
+@test "-M: a tiny budget writes the same index (tar shards)" {
+	"$TOP/scripts/make-scale-dataset" -n 1500 -s 7 "$T/wds" >/dev/null
+	refurb-index -q -o "$T/a.idx" --classes "$T/wds/classes.txt" "$T"/wds/*.tar
+	refurb-index -q -M 16K -o "$T/b.idx" --classes "$T/wds/classes.txt" \
+		"$T"/wds/*.tar
+	cmp "$T/a.idx" "$T/b.idx"
+}
+
+@test "-M: the temporary files go to TMPDIR for stdout, and are flushed to" {
+	big_tree "$T/tree"
+	mkdir "$T/tmp"
+	TMPDIR="$T/tmp" refurb-index -q -M 16K -o - "$T/tree" > "$T/a.idx"
+	run ls -A "$T/tmp"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+	# a budget the samples fit in needs no temporary file at all
+	TMPDIR="$T/none" refurb-index -q -o - "$T/tree" > "$T/b.idx"
+	cmp "$T/a.idx" "$T/b.idx"
+	TMPDIR="$T/none" run refurb-index -q -M 16K -o - "$T/tree"
+	expect_fail 1 "refurb-index: $T/none: cannot create a temporary file"
+}
+
+@test "-M: no temporary file is left after success or failure" {
+	big_tree "$T/tree"
+	mkdir "$T/out"
+	refurb-index -q -M 16K -o "$T/out/a.idx" "$T/tree"
+	run ls -A "$T/out"
+	[ "$output" = "a.idx" ]
+	# a bad file sorted last: --strict fails after many flushes
+	echo "not a jpeg" > "$T/tree/c/zzz.jpg"
+	rm "$T/out/a.idx"
+	run refurb-index -q --strict -M 16K -o "$T/out/b.idx" "$T/tree"
+	[ "$status" -eq 1 ]
+	run ls -A "$T/out"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+}
+
+@test "-M: a budget too small or not a size is a usage error" {
+	run refurb-index -M 1K -o "$T/a.idx" "$DS"
+	expect_fail 2 "refurb-index: --memory 1K: an index needs at least 16K"
+	run refurb-index --memory 16383 -o "$T/a.idx" "$DS"
+	expect_fail 2 "refurb-index: --memory 16383: an index needs at least 16K"
+	run refurb-index -M 12X -o "$T/a.idx" "$DS"
+	expect_fail 2 "refurb-index: --memory: '12X' is not a number of bytes"
+	run refurb-index -M -5 -o "$T/a.idx" "$DS"
+	expect_fail 2 "refurb-index: --memory: '-5' is not a number of bytes"
+}

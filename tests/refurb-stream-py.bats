@@ -301,7 +301,7 @@ EOF
 	[ "${lines[1]}" = "[(0, 1), (0, 2)]" ]
 	[ "${lines[2]}" = "[(0, 1), (0, 2)]" ]
 	[ "${lines[3]}" = "[(2, 0), (2, 1), (2, 2)]" ]
-	[ "${lines[4]}" = "other plan: the checkpoint was taken on another plan: with batch-size=4, this stream has batch-size=5; restart the chain with the options of the checkpoint's run" ]
+	[ "${lines[4]}" = "other plan: the checkpoint was made on another plan: with batch-size=4, this stream has batch-size=5; restart the chain with the options of the checkpoint's run" ]
 	[ "${lines[5]}" = "[(0, 1), (0, 2)] True" ]
 	[ "${lines[6]}" = "the stream starts at epoch 0 step 1, after the checkpoint's epoch 0 step 0: restart the chain with refurb-plan --start 0:0" ]
 }

@@ -1,8 +1,9 @@
 /*
  * cache_internal.h - the writer's state, shared by cache_writer.c (appending,
  * eviction, compaction), cache_table.c (segments and entries),
- * cache_checkpoint.c (the checkpoint), rfbi_cache_recover.c (recovery) and
- * cache_files.c (manifest, segment headers, listing).
+ * cache_checkpoint.c (the checkpoint), rfbi_cache_recover.c (recovery),
+ * cache_files.c (manifest, segment headers, listing) and cache_summary.c
+ * (segment sizes against the checkpoint).
  */
 #ifndef REFURB_CACHE_INTERNAL_H
 #define REFURB_CACHE_INTERNAL_H
@@ -96,6 +97,9 @@ struct rfb_cache {
 uint64_t rfbi_cache_manifest_hash(const struct rfb_cache_manifest *m);
 int rfbi_cache_write_manifest(const char *dir, const struct rfb_cache_manifest *m,
 			      rfb_err *err) RFB_MUST_CHECK;
+/* What makes the manifest part diff (rfb_cache_manifest_diff) differ, as
+ * " (...)" for a message, or "". */
+const char *rfbi_cache_manifest_hint(const char *diff);
 void rfbi_cache_put_segment_header(unsigned char *h, uint32_t id, uint32_t death);
 int rfbi_cache_parse_segment_header(const unsigned char *h, uint32_t *id,
 				    uint32_t *death);

@@ -635,17 +635,6 @@ static int refuse_foreign(rfb_cache *c, rfb_err *err)
 			   "empty; give a new or empty directory");
 }
 
-/* What makes a part of the manifest differ, for the message: another
- * plan of the same schedule (batch size, epochs, shuffle) is served. */
-static const char *diff_hint(const char *diff)
-{
-	if (strcmp(diff, "schedule") == 0)
-		return " (another r, eviction seed, policy or shard of refurb-evict)";
-	if (strcmp(diff, "seed") == 0)
-		return " (refurb-partial's augmentation seed)";
-	return "";
-}
-
 /* Compare the manifest on disk with want; start a new cache (writing the
  * manifest) when there is none, or when reset is asked for. */
 static int check_manifest(rfb_cache *c, const struct rfb_cache_manifest *want,
@@ -665,7 +654,7 @@ static int check_manifest(rfb_cache *c, const struct rfb_cache_manifest *want,
 			return rfb_err_set(err, RFB_EMISMATCH, c->dir,
 				"cache was made with a different %s%s (use --reset "
 				"to empty it and start again, or give this plan a "
-				"cache of its own)", diff, diff_hint(diff));
+				"cache of its own)", diff, rfbi_cache_manifest_hint(diff));
 		if (rc == RFB_ECHECKSUM)
 			return rfb_err_set(err, rc, why.path, "%s (use --reset to "
 					   "empty the cache and start again)",

@@ -1,6 +1,6 @@
 /*
  * io.c - full reads and writes, bounded whole-file loads, atomic
- * replacement of small files and absolute paths (see io.h).
+ * replacement of files and absolute paths (see io.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -286,57 +286,128 @@ int rfb_fsync_parent(const char *path, rfb_err *err)
 	return 0;
 }
 
-/* Write to path as it is (a FIFO, a terminal, /dev/null ...): such files
+/* Fill path as it is (a FIFO, a terminal, /dev/null ...): such files
  * cannot be replaced by renaming, and must not be (as root, a rename over
  * /dev/null would replace the device node with a regular file). */
-static int write_in_place(const char *path, const void *data, size_t len,
-			  rfb_err *err)
+static int fill_in_place(const char *path, rfb_fill_fn fill, void *ctx,
+			 rfb_err *err)
 {
-	int fd = open(path, O_WRONLY | O_CLOEXEC), rc = 0;
+	int fd = open(path, O_WRONLY | O_CLOEXEC), rc;
 
 	if (fd < 0)
 		return rfb_err_sys(err, errno, path, "cannot open");
-	if (rfb_write_full(fd, data, len) < 0)
-		rc = rfb_err_sys(err, errno, path, "write failed");
+	rc = fill(ctx, fd, err);
 	if (close(fd) < 0 && rc == 0)
 		rc = rfb_err_sys(err, errno, path, "write failed");
 	return rc;
 }
 
-int rfb_file_replace(const char *path, const void *data, size_t len,
-		     rfb_err *err)
+/* An unnamed file in path's directory (O_TMPFILE: nothing is left behind
+ * whatever kills the process), or -1 where the file system has none or
+ * /proc is missing (it names the file at the end, name_file). */
+static int open_unnamed(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t)(slash - path) : 0;
+
+	if (n >= sizeof dir || access("/proc/self/fd", X_OK) != 0)
+		return -1;
+	if (!slash)
+		strcpy(dir, ".");
+	else if (n == 0)
+		strcpy(dir, "/");
+	else {
+		memcpy(dir, path, n);
+		dir[n] = '\0';
+	}
+#ifdef O_TMPFILE
+	return open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+#else
+	return -1;
+#endif
+}
+
+/* Give the written file fd its temporary name tmp (unnamed: link it). */
+static int name_file(int fd, int unnamed, const char *tmp)
+{
+	char proc[64];
+
+	if (!unnamed)
+		return 0;
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+	return linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW);
+}
+
+int rfb_file_replace_with(const char *path, rfb_fill_fn fill, void *ctx,
+			  rfb_err *err)
 {
 	char tmp[PATH_MAX];
 	struct stat st;
-	int fd;
+	int fd, unnamed, rc, e;
 
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
-		return write_in_place(path, data, len, err);
+		return fill_in_place(path, fill, ctx, err);
 	if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >=
 	    (int)sizeof tmp)
 		return rfb_err_set(err, RFB_EINVAL, path, "path too long");
 	/* messages name the user's file: the temporary one beside it is
-	 * ours (and gone after a failure) */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	 * ours, named only for the moment before the rename */
+	fd = open_unnamed(path);
+	unnamed = fd >= 0;
+	if (fd < 0)
+		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return rfb_err_sys(err, errno, path, "cannot create");
-	if (rfb_write_full(fd, data, len) < 0 || fsync(fd) < 0) {
-		int e = errno;
-		close(fd);
-		unlink(tmp);
-		return rfb_err_sys(err, e, path, "write failed");
+	if ((rc = fill(ctx, fd, err)))
+		goto fail;
+	if (fsync(fd) < 0 || name_file(fd, unnamed, tmp) < 0) {
+		rc = rfb_err_sys(err, errno, path, "write failed");
+		goto fail;
 	}
+	unnamed = 0;
 	if (close(fd) < 0) {
-		int e = errno;
-		unlink(tmp);
-		return rfb_err_sys(err, e, path, "write failed");
+		fd = -1;
+		rc = rfb_err_sys(err, errno, path, "write failed");
+		goto fail;
 	}
+	fd = -1;
 	if (rename(tmp, path) < 0) {
-		int e = errno;
-		unlink(tmp);
-		return rfb_err_sys(err, e, path, "cannot replace");
+		rc = rfb_err_sys(err, errno, path, "cannot replace");
+		goto fail;
 	}
 	return rfb_fsync_parent(path, err);
+fail:
+	e = errno;
+	if (fd >= 0)
+		close(fd);
+	if (!unnamed)
+		unlink(tmp);
+	errno = e;
+	return rc;
+}
+
+struct whole {
+	const char *path;
+	const void *data;
+	size_t len;
+};
+
+static int fill_whole(void *ctx, int fd, rfb_err *err)
+{
+	const struct whole *w = ctx;
+
+	if (rfb_write_full(fd, w->data, w->len) < 0)
+		return rfb_err_sys(err, errno, w->path, "write failed");
+	return 0;
+}
+
+int rfb_file_replace(const char *path, const void *data, size_t len,
+		     rfb_err *err)
+{
+	struct whole w = { path, data, len };
+
+	return rfb_file_replace_with(path, fill_whole, &w, err);
 }
 
 char *rfb_path_absolute(const char *path, int must_exist)

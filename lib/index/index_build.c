@@ -1,8 +1,13 @@
 /*
- * index_build.c - building an index in memory and serializing it in the
- * refurb-index(5) layout (the reading side is index_read.c).
+ * index_build.c - building an index and serializing it in the
+ * refurb-index(5) layout (the reading side is index_read.c).  Samples come
+ * in sample-id order, so the records and the paths are appended, never
+ * sorted: with a memory budget (rfb_index_builder_set_memory) they are
+ * flushed, whenever the budget is full, to two unlinked temporary files
+ * and streamed back when the index is written.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,11 +31,20 @@ struct bytevec {
 	size_t len, cap;
 };
 
+/* A section whose start may have been flushed to an unlinked file. */
+struct spill {
+	int fd;                  /* -1 until the first flush */
+	uint64_t flushed;        /* bytes in the file; the rest is in memory */
+};
+
 struct rfb_index_builder {
 	char *root;
 	uint32_t class_count, count, shard_count;
 	struct bytevec classes, records, paths, shards;
 	uint64_t *shard_sizes;   /* to check the samples' byte ranges */
+	size_t memory;           /* budget of records + paths, 0: none */
+	char *spill_dir;         /* where the flushed parts go */
+	struct spill spill_records, spill_paths;
 };
 
 static int vec_append(struct bytevec *v, const void *p, size_t n, rfb_err *err)
@@ -63,6 +77,7 @@ rfb_index_builder *rfb_index_builder_new(const char *root, rfb_err *err)
 		rfb_err_set(err, RFB_ENOMEM, root, "out of memory");
 		return NULL;
 	}
+	b->spill_records.fd = b->spill_paths.fd = -1;
 	if (strlen(b->root) > RFB_INDEX_MAX_PATH) {
 		rfb_err_set(err, RFB_ELIMIT, root, "root path too long");
 		rfb_index_builder_free(b);
@@ -81,6 +96,11 @@ void rfb_index_builder_free(rfb_index_builder *b)
 	free(b->paths.data);
 	free(b->shards.data);
 	free(b->shard_sizes);
+	free(b->spill_dir);
+	if (b->spill_records.fd >= 0)
+		close(b->spill_records.fd);
+	if (b->spill_paths.fd >= 0)
+		close(b->spill_paths.fd);
 	free(b);
 }
 
@@ -154,6 +174,90 @@ static int check_range(const rfb_index_builder *b, const rfb_sample_info *s,
 			   (unsigned long long)s->bytes);
 }
 
+/* ---- the memory budget ---- */
+
+int rfb_index_builder_set_memory(rfb_index_builder *b, size_t bytes,
+				 const char *dir, rfb_err *err)
+{
+	if (bytes && bytes < RFB_INDEX_MIN_MEMORY)
+		return rfb_err_set(err, RFB_EINVAL, NULL, "memory budget of %zu "
+				   "bytes, less than the %u an index needs",
+				   bytes, RFB_INDEX_MIN_MEMORY);
+	if (b->count)
+		return rfb_err_set(err, RFB_EINVAL, NULL, "memory budget set "
+				   "after the first sample");
+	free(b->spill_dir);
+	b->spill_dir = NULL;
+	if (bytes && !(b->spill_dir = strdup(dir ? dir : "/tmp")))
+		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	b->memory = bytes;
+	return 0;
+}
+
+/* Open an unlinked file in the spill directory: it vanishes with the
+ * process, however the process ends. */
+static int spill_open(const rfb_index_builder *b, rfb_err *err)
+{
+	size_t n = strlen(b->spill_dir) + 32;
+	char *name = malloc(n);
+	int fd;
+
+	if (!name)
+		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	snprintf(name, n, "%s/.refurb-index.XXXXXX", b->spill_dir);
+	fd = mkostemp(name, O_CLOEXEC);
+	if (fd < 0) {
+		rfb_err_sys(err, errno, b->spill_dir, "cannot create a temporary "
+			    "file (give a writable directory with TMPDIR, or -o "
+			    "in one)");
+		free(name);
+		return -1;
+	}
+	unlink(name);
+	free(name);
+	return fd;
+}
+
+/* Append v's bytes to s's file and empty v (its memory is kept). */
+static int spill_flush(const rfb_index_builder *b, struct spill *s,
+		       struct bytevec *v, rfb_err *err)
+{
+	if (!v->len)
+		return 0;
+	if (s->fd < 0 && (s->fd = spill_open(b, err)) < 0)
+		return err->code;
+	if (rfb_write_full(s->fd, v->data, v->len) < 0)
+		return rfb_err_sys(err, errno, b->spill_dir, "cannot write a "
+				   "temporary file (free space there, or set "
+				   "TMPDIR)");
+	s->flushed += v->len;
+	v->len = 0;
+	return 0;
+}
+
+/* Half the budget for the records, half for the paths, each allocated
+ * once and flushed when the next sample does not fit. */
+static int make_room(rfb_index_builder *b, size_t path_bytes, rfb_err *err)
+{
+	size_t half = b->memory / 2;
+	struct bytevec *v[2] = { &b->records, &b->paths };
+	int rc;
+
+	for (int i = 0; i < 2; i++)
+		if (!v[i]->data) {
+			if (!(v[i]->data = malloc(half)))
+				return rfb_err_set(err, RFB_ENOMEM, NULL,
+						   "out of memory");
+			v[i]->cap = half;
+		}
+	if (b->records.cap - b->records.len >= RECORD_SIZE &&
+	    b->paths.cap - b->paths.len >= path_bytes)
+		return 0;
+	if ((rc = spill_flush(b, &b->spill_records, &b->records, err)))
+		return rc;
+	return spill_flush(b, &b->spill_paths, &b->paths, err);
+}
+
 int rfb_index_builder_add(rfb_index_builder *b, const rfb_sample_info *s,
 			  rfb_err *err)
 {
@@ -174,6 +278,8 @@ int rfb_index_builder_add(rfb_index_builder *b, const rfb_sample_info *s,
 				   "more than %u samples", RFB_INDEX_MAX_SAMPLES);
 	if ((rc = check_range(b, s, err)))
 		return rc;
+	if (b->memory && (rc = make_room(b, plen + 1, err)))
+		return rc;
 	rfb_put_le32(r, s->label);
 	rfb_put_le32(r + 4, s->width);
 	rfb_put_le32(r + 8, s->height);
@@ -181,7 +287,7 @@ int rfb_index_builder_add(rfb_index_builder *b, const rfb_sample_info *s,
 	r[13] = s->colorspace;
 	r[14] = s->subsampling;
 	rfb_put_le64(r + 16, s->bytes);
-	rfb_put_le64(r + 24, b->paths.len);
+	rfb_put_le64(r + 24, b->spill_paths.flushed + b->paths.len);
 	rfb_put_le32(r + 32, (uint32_t)plen);
 	rfb_put_le32(r + 36, s->shard);
 	rfb_put_le64(r + 40, s->offset);
@@ -197,44 +303,148 @@ uint32_t rfb_index_builder_count(const rfb_index_builder *b)
 	return b->count;
 }
 
-int rfb_index_builder_finish(rfb_index_builder *b, unsigned char **data,
-			     size_t *len, rfb_err *err)
-{
-	size_t root_len = strlen(b->root);
-	const struct bytevec *part[4] = { &b->classes, &b->records, &b->paths,
-					  &b->shards };
-	size_t body = root_len, at;
-	unsigned char *d, *p;
+/* ---- writing ---- */
 
-	for (int i = 0; i < 4; i++)
-		body += part[i]->len;
-	if (!(d = malloc(HEADER_SIZE + body)))
-		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-	p = d + HEADER_SIZE;
-	memcpy(p, b->root, root_len);
-	at = root_len;
-	for (int i = 0; i < 4; i++) {
-		/* memcpy with a NULL source is undefined even for 0 bytes */
-		if (part[i]->len)
-			memcpy(p + at, part[i]->data, part[i]->len);
-		at += part[i]->len;
+/* Where the index goes: a file descriptor, or a buffer of its size. */
+struct sink {
+	int fd;                  /* -1: into buf */
+	unsigned char *buf;
+	size_t at;
+	const char *name;        /* for messages */
+};
+
+static int sink_put(struct sink *k, const void *p, size_t n, rfb_err *err)
+{
+	if (!n)
+		return 0;
+	if (k->fd < 0) {
+		memcpy(k->buf + k->at, p, n);
+		k->at += n;
+		return 0;
 	}
-	memset(d, 0, HEADER_SIZE);
+	if (rfb_write_full(k->fd, p, n) < 0)
+		return rfb_err_sys(err, errno, k->name, "write failed");
+	return 0;
+}
+
+/* What a pass over the body does with each piece: the first pass sums
+ * (CRC and identity), the second writes. */
+struct pass {
+	struct sink *out;        /* NULL: sum only */
+	uint32_t crc;
+	uint64_t identity;
+};
+
+static int pass_put(struct pass *p, const unsigned char *d, size_t n,
+		    int records, rfb_err *err)
+{
+	if (p->out)
+		return sink_put(p->out, d, n, err);
+	p->crc = rfb_crc32c(p->crc, d, n);
+	for (size_t i = 0; records && i < n; i += RECORD_SIZE)
+		p->identity = rfb_hash64(d + i, INDEX_RECORD_CONTENT,
+					 p->identity);
+	return 0;
+}
+
+/* A section: its flushed part read back in whole records, then the rest
+ * in memory. */
+static int pass_section(struct pass *p, const struct spill *s,
+			const struct bytevec *v, int records, rfb_err *err)
+{
+	enum { CHUNK = RECORD_SIZE * 21845 };   /* about 1 MiB */
+	unsigned char *buf = NULL;
+	int rc = 0;
+
+	if (s->flushed && !(buf = malloc(CHUNK)))
+		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	for (uint64_t at = 0; rc == 0 && at < s->flushed; at += CHUNK) {
+		size_t n = s->flushed - at < CHUNK ? (size_t)(s->flushed - at)
+						   : CHUNK;
+		ssize_t got = rfb_pread_full(s->fd, buf, n, (off_t)at);
+		if (got < 0 || (size_t)got != n)
+			rc = rfb_err_sys(err, got < 0 ? errno : EIO, NULL,
+					 "cannot read back a temporary file");
+		else
+			rc = pass_put(p, buf, n, records, err);
+	}
+	free(buf);
+	return rc ? rc : pass_put(p, v->data, v->len, records, err);
+}
+
+static int pass_body(const rfb_index_builder *b, struct pass *p, rfb_err *err)
+{
+	const struct spill none = { -1, 0 };
+	int rc;
+
+	if ((rc = pass_put(p, (const unsigned char *)b->root, strlen(b->root),
+			   0, err)) ||
+	    (rc = pass_section(p, &none, &b->classes, 0, err)))
+		return rc;
+	p->identity = rfb_hash64(b->classes.data ? b->classes.data
+				 : (const unsigned char *)"", b->classes.len,
+				 b->count);
+	if ((rc = pass_section(p, &b->spill_records, &b->records, 1, err)) ||
+	    (rc = pass_section(p, &b->spill_paths, &b->paths, 0, err)))
+		return rc;
+	return pass_section(p, &none, &b->shards, 0, err);
+}
+
+static uint64_t body_size(const rfb_index_builder *b)
+{
+	return strlen(b->root) + b->classes.len + b->spill_records.flushed +
+	       b->records.len + b->spill_paths.flushed + b->paths.len +
+	       b->shards.len;
+}
+
+static int write_all(const rfb_index_builder *b, struct sink *out,
+		     rfb_err *err)
+{
+	struct pass sum = { 0 }, put = { .out = out };
+	unsigned char d[HEADER_SIZE] = { 0 };
+	int rc;
+
+	if ((rc = pass_body(b, &sum, err)))
+		return rc;
 	memcpy(d, RFB_INDEX_MAGIC "\x02", 8);
 	rfb_put_le64(d + 8, b->count);
 	rfb_put_le32(d + 16, b->class_count);
 	rfb_put_le32(d + 20, RECORD_SIZE);
-	rfb_put_le32(d + 24, (uint32_t)root_len);
+	rfb_put_le32(d + 24, (uint32_t)strlen(b->root));
 	rfb_put_le32(d + 28, b->shard_count);
 	rfb_put_le64(d + 32, b->classes.len);
-	rfb_put_le64(d + 40, b->paths.len);
+	rfb_put_le64(d + 40, b->spill_paths.flushed + b->paths.len);
 	rfb_put_le64(d + 48, b->shards.len);
-	rfb_put_le64(d + 56, rfbi_index_identity_v2(b->classes.data ? b->classes.data
-					       : d, b->classes.len,
-					       b->records.data, b->count));
-	rfb_put_le32(d + 64, rfb_crc32c(0, p, body));
+	rfb_put_le64(d + 56, sum.identity);
+	rfb_put_le32(d + 64, sum.crc);
 	rfb_put_le32(d + 76, rfb_crc32c(0, d, 76));
-	*data = d;
-	*len = HEADER_SIZE + body;
+	if ((rc = sink_put(out, d, sizeof d, err)))
+		return rc;
+	return pass_body(b, &put, err);
+}
+
+int rfb_index_builder_write(const rfb_index_builder *b, int fd,
+			    const char *name, rfb_err *err)
+{
+	struct sink k = { .fd = fd, .name = name };
+
+	return write_all(b, &k, err);
+}
+
+int rfb_index_builder_finish(rfb_index_builder *b, unsigned char **data,
+			     size_t *len, rfb_err *err)
+{
+	uint64_t size = HEADER_SIZE + body_size(b);
+	struct sink k = { .fd = -1 };
+	int rc;
+
+	if (size > SIZE_MAX || !(k.buf = malloc((size_t)size)))
+		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	if ((rc = write_all(b, &k, err))) {
+		free(k.buf);
+		return rc;
+	}
+	*data = k.buf;
+	*len = (size_t)size;
 	return 0;
 }

@@ -21,6 +21,9 @@
 #include "index_scan_internal.h"
 
 #define FIRST_READ 16384 /* enough for the header of most files */
+/* Candidates probed at a time: their results are held until they are
+ * added in order, 40 bytes each, so memory does not grow with N. */
+#define WINDOW 65536
 
 struct probe_result {
 	uint64_t bytes;
@@ -34,7 +37,8 @@ struct probe_result {
 struct probe_job {
 	const struct cand_list *list;
 	const struct rfb_scan_opts *opts;
-	struct probe_result *res;
+	struct probe_result *res;  /* res[i - lo] for candidate i */
+	size_t lo, hi;        /* the window of candidates being probed */
 	atomic_size_t next;   /* next candidate to take */
 	atomic_size_t done;   /* candidates finished */
 	atomic_int stop;      /* strict mode: a bad file was seen */
@@ -188,7 +192,7 @@ static void probe_one(struct probe_job *j, size_t i, rfb_jpeg_probe *jp,
 		      size_t *cap)
 {
 	const struct candidate *c = &j->list->v[i];
-	struct probe_result *r = &j->res[i];
+	struct probe_result *r = &j->res[i - j->lo];
 
 	if (c->code) {
 		r->code = c->code;
@@ -214,9 +218,9 @@ static void probe_loop(struct probe_job *j, int report)
 	for (;;) {
 		size_t i = atomic_fetch_add(&j->next, 1);
 		struct probe_result *r;
-		if (i >= j->list->n || atomic_load(&j->stop))
+		if (i >= j->hi || atomic_load(&j->stop))
 			break;
-		r = &j->res[i];
+		r = &j->res[i - j->lo];
 		if (!jp || dirfd < 0) {
 			rfb_err e;
 			rfb_err_set(&e, RFB_ENOMEM, NULL, "cannot start a reader");
@@ -255,7 +259,7 @@ static void run_probes(struct probe_job *j, int threads)
 	probe_loop(j, 1);
 	for (int t = 0; t < started; t++)
 		pthread_join(tid[t], NULL);
-	if (j->opts->on_progress)
+	if (j->opts->on_progress && j->hi == j->list->n)
 		j->opts->on_progress(j->opts->ctx, atomic_load(&j->done),
 				     j->list->n);
 }
@@ -278,10 +282,9 @@ static void name_bad(const struct cand_list *l, size_t i,
 	why->sys_errno = r->sys_errno;
 }
 
-/* Add the good results to a new builder, reporting the bad ones. */
-static int build(const struct cand_list *l, const struct rfb_scan_opts *o,
-		 const struct probe_result *res, rfb_index_builder *b,
-		 struct rfb_scan_stats *st, rfb_err *err)
+/* The class and shard tables, before any sample. */
+static int build_tables(const struct cand_list *l, rfb_index_builder *b,
+			rfb_err *err)
 {
 	int rc;
 
@@ -293,25 +296,47 @@ static int build(const struct cand_list *l, const struct rfb_scan_opts *o,
 						      l->shards[k].size,
 						      l->shards[k].mtime_ns, err)))
 			return rc;
-	for (size_t i = 0; i < l->n; i++) {
-		const struct probe_result *r = &res[i];
+	return 0;
+}
+
+/* Report the bad candidate i; an error to stop at, else 0. */
+static int report_bad(const struct cand_list *l, const struct rfb_scan_opts *o,
+		      size_t i, const struct probe_result *r,
+		      struct rfb_scan_stats *st, rfb_err *err)
+{
+	rfb_err why;
+
+	name_bad(l, i, r, &why);
+	/* out of descriptors, memory or I/O: the file may be fine; leaving
+	 * it out would change the dataset */
+	if (rfb_err_is_system(&why)) {
+		*err = why;
+		return r->code;
+	}
+	st->bad++;
+	if (o->on_bad)
+		o->on_bad(o->ctx, why.path, &why);
+	if (o->strict) {
+		*err = why;
+		return r->code;
+	}
+	return 0;
+}
+
+/* Add the good results of the window to the builder, reporting the bad
+ * ones, and mark the classes that have a sample in seen. */
+static int build(const struct probe_job *j, rfb_index_builder *b,
+		 unsigned char *seen, struct rfb_scan_stats *st, rfb_err *err)
+{
+	const struct cand_list *l = j->list;
+	int rc;
+
+	for (size_t i = j->lo; i < j->hi; i++) {
+		const struct probe_result *r = &j->res[i - j->lo];
 		rfb_sample_info s = { 0 };
 		if (r->code) {
-			rfb_err why;
-			name_bad(l, i, r, &why);
-			/* out of descriptors, memory or I/O: the file may be
-			 * fine; leaving it out would change the dataset */
-			if (rfb_err_is_system(&why)) {
-				*err = why;
-				return r->code;
-			}
-			st->bad++;
-			if (o->on_bad)
-				o->on_bad(o->ctx, why.path, &why);
-			if (o->strict) {
-				*err = why;
-				return r->code;
-			}
+			if ((rc = report_bad(l, j->opts, i, r, st, err)))
+				return rc;
 			continue;
 		}
 		s.label = l->v[i].label;
@@ -326,6 +351,7 @@ static int build(const struct cand_list *l, const struct rfb_scan_opts *o,
 		s.offset = l->v[i].offset;
 		if ((rc = rfb_index_builder_add(b, &s, err)))
 			return rc;
+		seen[s.label] = 1;
 		st->indexed++;
 	}
 	return 0;
@@ -348,23 +374,35 @@ static void name_empty_class(struct rfb_scan_stats *st, uint32_t n,
 }
 
 static void count_empty_classes(const struct cand_list *l,
-				const struct probe_result *res,
+				const unsigned char *seen,
 				struct rfb_scan_stats *st)
 {
-	unsigned char *seen = calloc(l->class_count ? l->class_count : 1, 1);
-
-	if (!seen)
-		return;
-	for (size_t i = 0; i < l->n; i++)
-		if (!res[i].code)
-			seen[l->v[i].label] = 1;
 	st->classes = l->class_count;
 	st->empty_classes = 0;
 	st->empty_names[0] = '\0';
 	for (uint32_t c = 0; c < l->class_count; c++)
 		if (!seen[c])
 			name_empty_class(st, st->empty_classes++, l->classes[c]);
-	free(seen);
+}
+
+/* Probe and add the candidates window by window. */
+static int probe_windows(struct probe_job *j, rfb_index_builder *b,
+			 unsigned char *seen, struct rfb_scan_stats *st,
+			 rfb_err *err)
+{
+	const struct cand_list *l = j->list;
+	int rc = 0;
+
+	for (j->lo = 0; rc == 0 && j->lo < l->n; j->lo = j->hi) {
+		j->hi = l->n - j->lo < WINDOW ? l->n : j->lo + WINDOW;
+		atomic_store(&j->next, j->lo);
+		memset(j->res, 0, (j->hi - j->lo) * sizeof *j->res);
+		run_probes(j, j->opts->threads < 1 ? 1 : j->opts->threads);
+		rc = build(j, b, seen, st, err);
+		for (size_t i = 0; i < j->hi - j->lo; i++)
+			free(j->res[i].why);
+	}
+	return rc;
 }
 
 int rfbi_probe_and_build(const struct cand_list *l, const struct rfb_scan_opts *o,
@@ -373,28 +411,37 @@ int rfbi_probe_and_build(const struct cand_list *l, const struct rfb_scan_opts *
 {
 	struct probe_job j = { .list = l, .opts = o };
 	rfb_index_builder *b = NULL;
-	int rc;
+	unsigned char *seen = calloc(l->class_count ? l->class_count : 1, 1);
+	int rc = RFB_ENOMEM;
 
 	memset(st, 0, sizeof *st);
 	st->candidates = l->n;
-	j.res = calloc(l->n ? l->n : 1, sizeof *j.res);
-	if (!j.res)
-		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-	run_probes(&j, o->threads < 1 ? 1 : o->threads);
-	b = rfb_index_builder_new(l->root, err);
-	rc = b ? build(l, o, j.res, b, st, err) : RFB_ENOMEM;
-	count_empty_classes(l, j.res, st);
-	for (size_t i = 0; i < l->n; i++)
-		free(j.res[i].why);
-	free(j.res);
-	if (rc == 0 && st->indexed == 0)
+	j.res = calloc(l->n < WINDOW ? (l->n ? l->n : 1) : WINDOW, sizeof *j.res);
+	if (!j.res || !seen) {
+		rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+		goto fail;
+	}
+	if (!(b = rfb_index_builder_new(l->root, err)) ||
+	    (rc = rfb_index_builder_set_memory(b, o->memory, o->temp_dir, err)) ||
+	    (rc = build_tables(l, b, err)) ||
+	    (rc = probe_windows(&j, b, seen, st, err)))
+		goto fail;
+	count_empty_classes(l, seen, st);
+	if (st->indexed == 0) {
 		rc = rfb_err_set(err, RFB_ENOTFOUND, l->root,
 				 "no usable JPEG or PNG images (%llu candidate files, "
 				 "all bad)", (unsigned long long)st->candidates);
-	if (rc) {
-		rfb_index_builder_free(b);
-		return rc;
+		goto fail;
 	}
+	free(j.res);
+	free(seen);
 	*out = b;
 	return 0;
+fail:
+	if (b && rc != RFB_ENOMEM)
+		count_empty_classes(l, seen, st);
+	free(j.res);
+	free(seen);
+	rfb_index_builder_free(b);
+	return rc;
 }

@@ -498,55 +498,56 @@ out:
 
 /* ---- across shards ---- */
 
-struct key_ref {
-	const char *name;
-	size_t key_len, cand;
-};
-
-static int cmp_key_ref(const void *a, const void *b)
+/* Candidates a and b (indices) by key, then by position. */
+static int cmp_cand_key(const void *a, const void *b, void *ctx)
 {
-	const struct key_ref *x = a, *y = b;
-	int c = cmp_key(x->name, x->key_len, y->name, y->key_len);
+	const struct cand_list *l = ctx;
+	size_t x = *(const size_t *)a, y = *(const size_t *)b, xl, yl;
+	const char *xn = cand_path(l, x), *yn = cand_path(l, y);
+	int c;
 
-	if (c)
+	(void)split_key(xn, &xl);
+	(void)split_key(yn, &yl);
+	if ((c = cmp_key(xn, xl, yn, yl)))
 		return c;
-	return x->cand < y->cand ? -1 : x->cand > y->cand;
+	return x < y ? -1 : x > y;
 }
 
-/* A key seen in an earlier shard: the later samples are duplicates. */
+/* A key seen in an earlier shard: the later samples are duplicates.  The
+ * good candidates are sorted as indices (8 bytes each), their keys
+ * found again from their paths. */
 static int mark_duplicates(struct scan *sc, rfb_err *err)
 {
 	struct cand_list *l = sc->l;
-	struct key_ref *v = calloc(l->n ? l->n : 1, sizeof *v);
-	size_t n = 0;
+	size_t *v = calloc(l->n ? l->n : 1, sizeof *v), n = 0, first = 0;
 	int rc = 0;
 
 	if (!v)
 		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-	for (size_t i = 0; i < l->n; i++) {
-		if (l->v[i].code)
-			continue;
-		v[n].name = cand_path(l, i);
-		(void)split_key(v[n].name, &v[n].key_len);
-		v[n++].cand = i;
-	}
+	for (size_t i = 0; i < l->n; i++)
+		if (!l->v[i].code)
+			v[n++] = i;
 	if (n)
-		qsort(v, n, sizeof *v, cmp_key_ref);
+		qsort_r(v, n, sizeof *v, cmp_cand_key, l);
+	first = n ? v[0] : 0;
 	for (size_t i = 1; rc == 0 && i < n; i++) {
-		struct candidate *c = &l->v[v[i].cand];
-		const struct candidate *first = &l->v[v[i - 1].cand];
-		if (v[i].key_len != v[i - 1].key_len ||
-		    memcmp(v[i].name, v[i - 1].name, v[i].key_len))
+		struct candidate *c = &l->v[v[i]];
+		const char *name = cand_path(l, v[i]);
+		size_t kl, pl;
+		(void)split_key(name, &kl);
+		(void)split_key(cand_path(l, v[i - 1]), &pl);
+		if (kl != pl || memcmp(name, cand_path(l, v[i - 1]), kl)) {
+			first = v[i];
 			continue;
+		}
 		c->code = RFB_EFORMAT;
 		free(c->why);
 		if (asprintf(&c->why, "duplicate key %.*s (also in shard %s)",
-			     (int)v[i].key_len, v[i].name,
-			     l->shards[first->shard - 1].full) < 0) {
+			     (int)kl, name,
+			     l->shards[l->v[first].shard - 1].full) < 0) {
 			c->why = NULL;
 			rc = rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
 		}
-		v[i].cand = v[i - 1].cand;  /* later ones name the first too */
 	}
 	free(v);
 	return rc;
@@ -671,6 +672,15 @@ static int make_classes(struct scan *sc, rfb_err *err)
 	return rc;
 }
 
+static void free_raw(struct scan *sc)
+{
+	for (size_t i = 0; i < sc->l->n && i < sc->raw_cap; i++)
+		free(sc->raw[i].name);
+	free(sc->raw);
+	sc->raw = NULL;
+	sc->raw_cap = 0;
+}
+
 int rfb_scan_shards(char *const *paths, size_t n,
 		    const struct rfb_scan_opts *o, rfb_index_builder **out,
 		    struct rfb_scan_stats *st, rfb_err *err)
@@ -700,11 +710,9 @@ int rfb_scan_shards(char *const *paths, size_t n,
 	if (rc == 0 && l.n == 0)
 		rc = rfb_err_set(err, RFB_ENOTFOUND, paths[0], "no KEY.jpg or "
 				 "KEY.png members in the %zu shard%s", n, n == 1 ? "" : "s");
+	free_raw(&sc);  /* the labels are assigned: not held while probing */
 	if (rc == 0)
 		rc = rfbi_probe_and_build(&l, o, out, st, err);
-	for (size_t i = 0; i < l.n && i < sc.raw_cap; i++)
-		free(sc.raw[i].name);
-	free(sc.raw);
 	rfbi_cand_free(&l);
 	return rc;
 }

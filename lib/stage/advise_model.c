@@ -116,14 +116,19 @@ int rfb_advise_merge(const double *cost, const double *spread, int first,
 			open = 0;
 		}
 	}
-	if (open && groups > 0) {
-		/* still within noise: it joins the group before */
-		struct rfb_advise_cost *prev = &out[groups - 1], *g = &out[groups];
+	if (open)
+		groups++;
+	/* a last group still within noise (or below 0: a saving) joins the
+	 * ones before until it stands out */
+	while (groups > 1 && !resolved(out[groups - 1].cost_s,
+				       out[groups - 1].spread_s) &&
+	       (out[groups - 1].cost_s != 0 || out[groups - 1].spread_s != 0)) {
+		struct rfb_advise_cost *prev = &out[groups - 2], *g = &out[groups - 1];
 		prev->last = g->last;
 		prev->cost_s += g->cost_s;
-		prev->spread_s = sqrt(prev->spread_s * prev->spread_s + var);
-	} else if (open) {
-		groups++;
+		prev->spread_s = sqrt(prev->spread_s * prev->spread_s +
+				      g->spread_s * g->spread_s);
+		groups--;
 	}
 	for (int i = 0; i < groups; i++)
 		if (out[i].cost_s < 0)

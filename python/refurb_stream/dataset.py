@@ -296,7 +296,7 @@ class RefurbDataset(torch.utils.data.IterableDataset):
             elif a != b:
                 differ.append("with %s=%s, this stream has %s=%s" % (key, a, key, b))
         if differ:
-            raise StreamError("%s: the checkpoint was taken on another plan: %s; restart "
+            raise StreamError("%s: the checkpoint was made on another plan: %s; restart "
                               "the chain with the options of the checkpoint's run"
                               % (name, "; ".join(differ)))
         if unknown:

@@ -112,9 +112,10 @@ def _advise_row(args, spec, partial_layers):
     except (OSError, subprocess.CalledProcessError):
         return None
     lines = [l for l in out.splitlines() if l and not l.startswith("#")]
-    head, rows = lines[0].split("\t"), [dict(zip(lines[0].split("\t"), l.split("\t")))
-                                       for l in lines[1:]]
-    if not rows or "final_layers" not in head:
+    if not lines or "final_layers" not in lines[0].split("\t"):
+        return None
+    rows = [dict(zip(lines[0].split("\t"), l.split("\t"))) for l in lines[1:]]
+    if not rows:
         return None
     total = max(int(r["final_layers"]) for r in rows)
     want = [r for r in rows if int(r["final_layers"]) == total - partial_layers]

@@ -224,6 +224,13 @@ static void test_merge(void)
 	n = rfb_advise_merge(c2, s2, 0, 2, g);
 	CHECK(n == 1 && g[0].first == 0 && g[0].last == 1 &&
 	      fabs(g[0].cost_s - 2e-3) < 1e-12);
+	/* a saving at the end (a crop's region decode) joins the groups
+	 * before until their sum stands out */
+	double c4[] = { 2e-3, 0.6e-3, 0.2e-3, -0.5e-3 }, s4[] = { 1e-4, 5e-5, 5e-5, 5e-5 };
+	n = rfb_advise_merge(c4, s4, 0, 4, g);
+	CHECKF(n == 2 && g[1].first == 1 && g[1].last == 3 &&
+	       fabs(g[1].cost_s - 0.3e-3) < 1e-12, "%d %d-%d %g", n, g[1].first,
+	       g[1].last, g[1].cost_s);
 	double c3[] = { -1e-3 }, s3[] = { 2e-3 };
 	n = rfb_advise_merge(c3, s3, 0, 1, g);
 	CHECK(n == 1 && g[0].cost_s == 0);

@@ -2,7 +2,9 @@
  * test_index.c - the index format: build, serialize, open, and refuse
  * every kind of damage.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #include "refurb/checksum.h"
 #include "refurb/fdlimit.h"
 #include "refurb/index.h"
+#include "refurb/io.h"
 #include "refurb/source.h"
 #include "test.h"
 
@@ -388,6 +391,100 @@ static void test_source_fds(void)
 	rmdir(dir);
 }
 
+/* Unlinked files open in this process whose path starts with dir. */
+static int deleted_files_in(const char *dir)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d))) {
+		char link[300], target[512];
+		ssize_t k;
+		snprintf(link, sizeof link, "/proc/self/fd/%s", e->d_name);
+		if ((k = readlink(link, target, sizeof target - 1)) <= 0)
+			continue;
+		target[k] = 0;
+		if (strncmp(target, dir, strlen(dir)) == 0 &&
+		    strstr(target, " (deleted)"))
+			n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Samples of paths of many lengths, added to b under a budget or not;
+ * returns the spilled files seen open before the last sample. */
+static int add_many(rfb_index_builder *b, uint32_t n, const char *dir)
+{
+	rfb_err err = { 0 };
+	char path[1200];
+	int spilled = 0;
+
+	CHECK(rfb_index_builder_add_class(b, "a", &err) == 0);
+	CHECK(rfb_index_builder_add_class(b, "b", &err) == 0);
+	for (uint32_t i = 0; i < n; i++) {
+		rfb_sample_info s = { .label = i % 2, .bytes = 7 * i + 1,
+				      .width = i + 1, .height = 3,
+				      .channels = 3, .path = path };
+		int len = snprintf(path, sizeof path, "%u/", i);
+		memset(path + len, 'x', i % 997);
+		strcpy(path + len + i % 997, ".jpg");
+		CHECK(rfb_index_builder_add(b, &s, &err) == 0);
+		if (i == n - 2)
+			spilled = deleted_files_in(dir);
+	}
+	return spilled;
+}
+
+/* Under the least budget the records and paths go to two unlinked files
+ * many times over, and the index is the same byte for byte. */
+static void test_memory_budget(void)
+{
+	rfb_err err = { 0 };
+	char dir[] = "/tmp/test_index.XXXXXX", out[64];
+	rfb_index_builder *whole = rfb_index_builder_new("/r", &err);
+	rfb_index_builder *small = rfb_index_builder_new("/r", &err);
+	unsigned char *want = NULL, *got = NULL;
+	size_t want_len = 0, got_len = 0;
+	int fd;
+
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK(whole && small);
+	if (!whole || !small)
+		return;
+	CHECK(rfb_index_builder_set_memory(small, RFB_INDEX_MIN_MEMORY - 1, dir,
+					   &err) == RFB_EINVAL);
+	CHECK(rfb_index_builder_set_memory(small, RFB_INDEX_MIN_MEMORY, dir,
+					   &err) == 0);
+	CHECK(add_many(whole, 3000, dir) == 0);
+	CHECK(add_many(small, 3000, dir) == 2);
+	CHECK(rfb_index_builder_set_memory(small, 1 << 20, dir, &err) ==
+	      RFB_EINVAL);  /* after the first sample */
+	CHECK(rfb_index_builder_finish(whole, &want, &want_len, &err) == 0);
+	CHECK(rfb_index_builder_finish(small, &got, &got_len, &err) == 0);
+	CHECK(want_len == got_len && memcmp(want, got, want_len) == 0);
+	snprintf(out, sizeof out, "%s/out.idx", dir);
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK(fd >= 0);
+	CHECK(rfb_index_builder_write(small, fd, out, &err) == 0);
+	close(fd);
+	free(got);
+	CHECK(rfb_file_load(out, 1 << 30, &got, &got_len, &err) == 0);
+	CHECK(want_len == got_len && memcmp(want, got, want_len) == 0);
+	rfb_index *x = rfb_index_open_mem(got, got_len, out, &err);
+	CHECKF(x != NULL, "%s", err.msg);
+	rfb_index_close(x);
+	rfb_index_builder_free(whole);
+	rfb_index_builder_free(small);
+	CHECK(deleted_files_in(dir) == 0);
+	unlink(out);
+	CHECK(rmdir(dir) == 0);  /* nothing else was left in it */
+	free(want);
+	free(got);
+}
+
 int main(void)
 {
 	RUN(test_round_trip);
@@ -399,5 +496,6 @@ int main(void)
 	RUN(test_shards);
 	RUN(test_version1);
 	RUN(test_source_fds);
+	RUN(test_memory_budget);
 	return test_done();
 }

@@ -680,12 +680,16 @@ static void test_parse_header(void)
 	h.balance = RFB_PLAN_BALANCE_COST;
 	h.cost_identity = 0x00c0ffee00c0ffeeULL;
 	rfb_plan_format_header(text, sizeof text, &h);
-	CHECKF(strstr(text, " shard=1/1 costs=00c0ffee00c0ffee\n"), "%s", text);
+	CHECKF(strstr(text, " shard=0/1 costs=00c0ffee00c0ffee\n"), "%s", text);
 	text[strlen(text) - 1] = '\0';
 	CHECKF(parse_header_text(text, &g, &err) == 0, "%s", err.msg);
 	CHECK(g.cost_identity == h.cost_identity);
-	header_with(&h, "costs=", "", text, sizeof text); /* an older plan */
+	h.cost_identity = 0; /* not known (an older plan): no key */
+	rfb_plan_format_header(text, sizeof text, &h);
+	CHECK(!strstr(text, "costs="));
+	text[strlen(text) - 1] = '\0';
 	CHECK(parse_header_text(text, &g, &err) == 0 && g.cost_identity == 0);
+	h.cost_identity = 0x00c0ffee00c0ffeeULL;
 	header_with(&h, "balance=", "balance=none", text, sizeof text);
 	CHECK(parse_header_text(text, &g, &err) == RFB_EFORMAT &&
 	      strstr(err.msg, "costs= in a plan with balance=none"));

@@ -215,8 +215,8 @@ struct rfb_advise_cost {
  * square root of the summed squares: an upper bound, the layers'
  * differences being anticorrelated); a layer whose cost and spread are
  * both 0 (0 by construction) stands alone.  A last group still within
- * noise joins the one before; a group alone that stays below 0 is
- * given as 0.  Fills out[] (n at most) and returns the number of groups.
+ * noise, or below 0 (a saving), joins the ones before until it stands
+ * out; a group alone that stays below 0 is given as 0.  Fills out[] (n at most) and returns the number of groups.
  */
 int rfb_advise_merge(const double *cost, const double *spread, int first,
 		     int n, struct rfb_advise_cost *out);

@@ -154,6 +154,23 @@ int rfb_index_builder_add_shard(rfb_index_builder *b, const char *path,
 int rfb_index_builder_add(rfb_index_builder *b, const rfb_sample_info *info,
 			  rfb_err *err) RFB_MUST_CHECK;
 
+/* The least memory budget rfb_index_builder_set_memory() accepts: room
+ * for a record and a path of the longest length, twice over. */
+#define RFB_INDEX_MIN_MEMORY 16384u
+
+/*
+ * Keep at most bytes of records and paths in memory (0, the default: no
+ * limit): half for the records, half for the paths, each flushed, when
+ * the next sample does not fit, to a temporary file in dir (NULL: /tmp)
+ * that is unlinked as soon as it is made, so that nothing is left behind
+ * however the process ends.  The index written is the same byte for
+ * byte.  Call before the first rfb_index_builder_add().  Returns 0,
+ * RFB_EINVAL (bytes below RFB_INDEX_MIN_MEMORY, or samples already added)
+ * or RFB_ENOMEM.
+ */
+int rfb_index_builder_set_memory(rfb_index_builder *b, size_t bytes,
+				 const char *dir, rfb_err *err) RFB_MUST_CHECK;
+
 /* Number of samples added so far. */
 uint32_t rfb_index_builder_count(const rfb_index_builder *b);
 
@@ -163,6 +180,15 @@ uint32_t rfb_index_builder_count(const rfb_index_builder *b);
  */
 int rfb_index_builder_finish(rfb_index_builder *b, unsigned char **data,
 			     size_t *len, rfb_err *err) RFB_MUST_CHECK;
+
+/*
+ * Write the index in refurb-index(5) format to fd (name is the file for
+ * messages), streaming the flushed parts back in chunks of about 1 MiB:
+ * the memory used is the builder's and one chunk.  Returns 0 or a
+ * negative RFB_E* code with err filled.  The builder is unchanged.
+ */
+int rfb_index_builder_write(const rfb_index_builder *b, int fd,
+			    const char *name, rfb_err *err) RFB_MUST_CHECK;
 
 #ifdef __cplusplus
 }

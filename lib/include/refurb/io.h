@@ -82,6 +82,23 @@ int rfb_file_read_into(const char *path, size_t max_len, unsigned char **buf,
 int rfb_file_replace(const char *path, const void *data, size_t len,
 		     rfb_err *err) RFB_MUST_CHECK;
 
+/* Writes a file's content to fd; returns 0 or a negative RFB_E* code
+ * with err filled. */
+typedef int (*rfb_fill_fn)(void *ctx, int fd, rfb_err *err);
+
+/*
+ * Replace path atomically, as rfb_file_replace() does, with what
+ * fill(ctx, fd, err) writes to fd, so that a file of any size is written
+ * without being held in memory.  Where the file system has O_TMPFILE the
+ * file is unnamed while it is written (nothing is left behind, whatever
+ * stops the process) and gets the name "path.tmp.PID" only for the
+ * rename; elsewhere it is "path.tmp.PID" throughout and removed on
+ * failure.  Returns 0 or fill's code, or a negative RFB_E* code, with err
+ * filled.
+ */
+int rfb_file_replace_with(const char *path, rfb_fill_fn fill, void *ctx,
+			  rfb_err *err) RFB_MUST_CHECK;
+
 /* fsync the directory that contains path (for renames and creates). */
 int rfb_fsync_parent(const char *path, rfb_err *err) RFB_MUST_CHECK;
 

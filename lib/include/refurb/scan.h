@@ -34,6 +34,9 @@ struct rfb_scan_opts {
 	const char *classes;  /* shards: file of class names, one a line in
 			       * label order, or NULL (numbers name
 			       * themselves, names are sorted) */
+	size_t memory;        /* the builder's budget of records and paths
+			       * (rfb_index_builder_set_memory; 0: none) */
+	const char *temp_dir; /* where it flushes them (NULL: /tmp) */
 	/* Called (from the calling thread, in index order) for every bad
 	 * file; why has the reason, path the file.  May be NULL. */
 	void (*on_bad)(void *ctx, const char *path, const rfb_err *why);
