@@ -57,11 +57,19 @@ static void stream_check_frame(const rfb_stream_reader *r,
 		for (uint32_t k = 0; k < info->class_count; k++)
 			FUZZ_ASSERT(strlen(info->class_names[k]) <=
 				    RFB_STREAM_MAX_NAME);
+	} else if (f->type == RFB_FRAME_VIEW_GROUPS) {
+		FUZZ_ASSERT(f->seq == 1 && info->groups >= 2 &&
+			    info->groups <= RFB_STREAM_MAX_GROUPS);
 	} else if (f->type == RFB_FRAME_BATCH) {
 		const struct rfb_stream_batch *b = &f->batch;
 		FUZZ_ASSERT(b->n >= 1 && b->n <= info->batch_size);
 		FUZZ_ASSERT(b->pixel_bytes ==
-			    (size_t)b->n * rfb_stream_image_bytes(info));
+			    rfb_stream_pixel_bytes(info, b->n));
+		/* version 3: each view group's images inside the pixels */
+		for (uint32_t g = 0; g < info->groups; g++)
+			FUZZ_ASSERT((const unsigned char *)b->group_pixels[g] +
+				    (size_t)b->n * rfb_stream_group_bytes(info, g) <=
+				    (const unsigned char *)b->pixels + b->pixel_bytes);
 		uint64_t sum = 0;
 		for (uint32_t i = 0; i < b->n; i++) {
 			FUZZ_ASSERT(b->labels[i] < info->class_count);

@@ -46,7 +46,7 @@ static void usage(void)
 	fprintf(stderr, "usage: write_stream [-d u8|f32] [-l nhwc|nchw] [-H N] "
 		"[-W N] [-C N] [-b N] [-n N] [-k N] [-e A-B] [-s N] "
 		"[--normalize] [--extension] [--critical] [--stop N] "
-		"[--duplicate] [-o FILE]\n");
+		"[--duplicate] [--groups KxHxW,KxHxW...] [-o FILE]\n");
 	exit(2);
 }
 
@@ -71,6 +71,34 @@ static void fill(const struct rfb_stream_info *in, uint32_t id,
 			}
 }
 
+/* --groups K1xH1xW1,...: a version 3 stream of these view groups. */
+static void parse_groups(struct rfb_stream_info *in, const char *arg)
+{
+	in->groups = in->views = 0;
+	for (const char *p = arg; *p; in->groups++) {
+		struct rfb_stream_group *g = &in->group[in->groups];
+		int used = 0;
+		if (in->groups == RFB_STREAM_MAX_GROUPS ||
+		    sscanf(p, "%ux%ux%u%n", &g->views, &g->height, &g->width,
+			   &used) != 3)
+			usage();
+		in->views += g->views;
+		p += used + (p[used] == ',');
+	}
+	in->height = in->group[0].height;
+	in->width = in->group[0].width;
+}
+
+/* Group g's images of sample id at p (bytes of a pattern). */
+static void fill_group(const struct rfb_stream_info *in, uint32_t g,
+		       uint32_t id, unsigned char *p)
+{
+	size_t n = rfb_stream_group_bytes(in, g);
+
+	for (size_t i = 0; i < n; i++)
+		p[i] = (unsigned char)((31u * id + 7u * i + 13u * g) & 255);
+}
+
 static void parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
@@ -79,6 +107,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "critical", no_argument, NULL, 'R' },
 		{ "stop", required_argument, NULL, 'S' },
 		{ "duplicate", no_argument, NULL, 'D' },
+		{ "groups", required_argument, NULL, 'G' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct rfb_stream_info *in = &o->info;
@@ -109,6 +138,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'R': o->extension = o->critical = 1; break;
 		case 'S': o->stop = atol(optarg); break;
 		case 'D': o->duplicate = 1; break;
+		case 'G': parse_groups(in, optarg); break;
 		default: usage();
 		}
 	}
@@ -124,6 +154,12 @@ struct run {
 	long batches;
 	rfb_err err;
 };
+
+/* Where group g's images of a batch start in the buffer. */
+static size_t group_at(const struct rfb_stream_info *in, uint32_t g)
+{
+	return (size_t)rfb_stream_group_offset(in, in->batch_size, g);
+}
 
 /* Write one epoch; returns 0, 1 when --stop says to stop, -1 on error. */
 static int write_epoch(const struct opts *o, struct run *r, uint32_t e)
@@ -141,10 +177,16 @@ static int write_epoch(const struct opts *o, struct run *r, uint32_t e)
 				pos = 0;
 			r->ids[j] = (pos + 7 * e) % n_all;
 			r->labels[j] = r->ids[j] % in->class_count;
-			fill(in, r->ids[j], r->px + j * img);
+			if (in->groups < 2)
+				fill(in, r->ids[j], r->px + j * img);
+			for (uint32_t g = 0; g < in->groups; g++)
+				fill_group(in, g, r->ids[j], r->px +
+					   group_at(in, g) + j * rfb_stream_group_bytes(in, g));
 		}
 		struct rfb_stream_batch b = { e, step, r->global++, n,
 			r->labels, r->ids, r->px, n * img, 0, { 0 } };
+		for (uint32_t g = 0; g < in->groups; g++)
+			b.group_pixels[g] = r->px + group_at(in, g);
 		if (rfb_stream_write_batch(r->w, &b, &r->err))
 			return -1;
 		if (o->extension && r->batches == 0 &&
@@ -187,7 +229,9 @@ int main(int argc, char **argv)
 		perror(o.out);
 		return 1;
 	}
-	size_t batch_bytes = o.info.batch_size * rfb_stream_image_bytes(&o.info);
+	size_t batch_bytes = o.info.groups > 1
+		? (size_t)rfb_stream_pixel_bytes(&o.info, o.info.batch_size)
+		: o.info.batch_size * rfb_stream_image_bytes(&o.info);
 	r.px = malloc(batch_bytes ? batch_bytes : 1);
 	r.labels = malloc(o.info.batch_size * sizeof *r.labels);
 	r.ids = malloc(o.info.batch_size * sizeof *r.ids);
