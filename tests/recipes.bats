@@ -222,5 +222,5 @@ PY
 	run "$PY" -m refurb_stream convert --file "$T/empty.py"
 	expect_fail 2 "refurb_stream convert: cannot run $T/empty.py: ValueError: $T/empty.py defines neither transform nor views"
 	run "$PY" -m refurb_stream convert --file
-	expect_fail 2 "usage: python3 -m refurb_stream convert [SPLIT OPTIONS] EXPRESSION"
+	expect_fail 2 "usage: python3 -m refurb_stream convert EXPRESSION"
 }
