@@ -43,15 +43,36 @@ OPEN_END = 0xFFFFFFFF
 REPEAT_ID = 0xFFFFFFFF   # a repeat in the place of an unreadable sample
 
 Batch = collections.namedtuple("Batch", "images labels ids epoch step")
-Header = collections.namedtuple(
-    "Header", "dtype layout height width channels batch_size classes "
-    "first_epoch last_epoch first_step shard_k shard_n epoch_images "
-    "plan_seed augment_seed index_identity mean std partial_pipeline "
-    "final_pipeline extra views")
 EpochEnd = collections.namedtuple("EpochEnd", "epoch batches images")
 End = collections.namedtuple("End", "frames batches images epochs")
-Header.image_bytes = property(lambda h: h.height * h.width * h.channels * h.dtype.itemsize)
-Header.sample_bytes = property(lambda h: h.image_bytes * h.views)
+
+
+class Header:
+    """The stream's HEADER frame (man 5 refurb-stream): what every batch is."""
+
+    FIELDS = ("dtype layout height width channels batch_size classes "
+              "first_epoch last_epoch first_step shard_k shard_n epoch_images "
+              "plan_seed augment_seed index_identity mean std partial_pipeline "
+              "final_pipeline extra views").split()
+
+    def __init__(self, *values):
+        if len(values) != len(self.FIELDS):
+            raise TypeError("Header takes %d values, not %d" % (len(self.FIELDS), len(values)))
+        for name, v in zip(self.FIELDS, values):
+            setattr(self, name, v)
+
+    @property
+    def image_bytes(self):
+        """Bytes of one image of one view."""
+        return self.height * self.width * self.channels * self.dtype.itemsize
+
+    @property
+    def sample_bytes(self):
+        """Bytes of one sample: its image in every view."""
+        return self.image_bytes * self.views
+
+    def __repr__(self):
+        return "Header(%s)" % ", ".join("%s=%r" % (n, getattr(self, n)) for n in self.FIELDS)
 
 
 class StreamError(Exception):
