@@ -199,6 +199,12 @@ uint64_t cli_parse_u64(const struct cli *c, const char *opt, const char *arg,
 	return v;
 }
 
+uint64_t cli_parse_max_pixels(const struct cli *c, const char *arg)
+{
+	return cli_parse_u64(c, "--max-pixels", arg, 1,
+			     (uint64_t)RFB_IMAGE_MAX_SIDE * RFB_IMAGE_MAX_SIDE);
+}
+
 void cli_parse_shard(const struct cli *c, const char *arg, uint32_t *k,
 		     uint32_t *n)
 {

@@ -103,6 +103,15 @@ void cli_warn_err(struct cli *c, const rfb_err *err);
 uint64_t cli_parse_u64(const struct cli *c, const char *opt, const char *arg,
 		       uint64_t min, uint64_t max);
 
+/* --max-pixels N of the programs that run pipelines: the largest image
+ * decoded or made by any layer (refurb-pipeline(7), MEMORY). */
+#define CLI_MAX_PIXELS_HELP \
+	"      --max-pixels N     the largest image decoded or made by any\n" \
+	"                         layer, in pixels (default 100000000)\n"
+
+/* Parse --max-pixels N (1 to 65535 x 65535) or exit with a usage error. */
+uint64_t cli_parse_max_pixels(const struct cli *c, const char *arg);
+
 /* Parse "K/N" (0 <= K < N) for --shard, or exit with a usage error. */
 void cli_parse_shard(const struct cli *c, const char *arg, uint32_t *k,
 		     uint32_t *n);

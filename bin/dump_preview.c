@@ -37,16 +37,20 @@ static const char preview_help[] =
 	"  -Q, --quality Q       JPEG quality (default 90)\n"
 	"  -o, --output FILE     output file (default stdout)\n"
 	"      --force           write to a terminal anyway\n"
+	"      --max-pixels N    the largest image decoded or made by any\n"
+	"                        layer, and the sheet's cells together, in\n"
+	"                        pixels (default 100000000)\n"
 	CLI_COMMON_HELP
 	"\nExit status: 0 ok, 1 unreadable image or output, 2 usage error.\n";
 
-enum { OPT_STAGE = 0x2101, OPT_FORCE };
+enum { OPT_STAGE = 0x2101, OPT_FORCE, OPT_MAX_PIXELS };
 
 struct preview {
 	const char *spec, *output, *index;
 	int count, columns, quality, force;
 	uint64_t seed;
 	uint32_t epoch, stage;
+	uint64_t max_pixels, sheet_pixels; /* the cap; the cells' so far */
 };
 
 static void parse_options(struct cli *c, int argc, char **argv, struct preview *pv)
@@ -62,6 +66,7 @@ static void parse_options(struct cli *c, int argc, char **argv, struct preview *
 		{ "quality", required_argument, NULL, 'Q' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "max-pixels", required_argument, NULL, OPT_MAX_PIXELS },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -80,6 +85,7 @@ static void parse_options(struct cli *c, int argc, char **argv, struct preview *
 		case 'o': pv->output = optarg; break;
 		case 'i': pv->index = optarg; break;
 		case OPT_FORCE: pv->force = 1; break;
+		case OPT_MAX_PIXELS: pv->max_pixels = cli_parse_max_pixels(c, optarg); break;
 		case OPT_STAGE:
 			if (strcmp(optarg, "partial") && strcmp(optarg, "final"))
 				cli_usage_error(c, "--stage: '%s' is not partial or final", optarg);
@@ -129,7 +135,18 @@ static void load_image(struct cli *c, const char *arg, const rfb_index *idx,
 }
 
 /* The K outputs of one image, copied into cells[0..K) (backed by bufs). */
-static void preview_image(struct cli *c, const struct preview *pv,
+/* The cells of the sheet add up to no more than the pixel cap. */
+static void check_sheet(struct cli *c, struct preview *pv, const rfb_image *img)
+{
+	pv->sheet_pixels += (uint64_t)img->width * img->height;
+	if (pv->sheet_pixels > pv->max_pixels)
+		cli_die(c, "the contact sheet's cells of %dx%d would take more than "
+			"the cap of %llu pixels (--max-pixels): give fewer images, "
+			"a smaller -n or a smaller output size", img->height,
+			img->width, (unsigned long long)pv->max_pixels);
+}
+
+static void preview_image(struct cli *c, struct preview *pv,
 			  const rfb_pipeline *p, rfb_pipe_ctx *ctx, const char *path,
 			  uint32_t sample, rfb_image *cells, rfb_imgbuf *bufs,
 			  const rfb_index *idx, rfb_source *src)
@@ -143,8 +160,10 @@ static void preview_image(struct cli *c, const struct preview *pv,
 		struct rfb_pipe_key key = { pv->seed, pv->epoch + (uint32_t)k, sample,
 					    pv->stage };
 		struct rfb_pipe_out out;
-		if (rfb_pipe_run_jpeg(ctx, p, data, len, &key, &out, &err) ||
-		    rfb_image_alloc(&cells[k], &bufs[k], out.img.width,
+		int rc = rfb_pipe_run_jpeg(ctx, p, data, len, &key, &out, &err);
+		if (!rc)
+			check_sheet(c, pv, &out.img);
+		if (rc || rfb_image_alloc(&cells[k], &bufs[k], out.img.width,
 				    out.img.height, out.img.channels, &err)) {
 			free(data);
 			if (src)
@@ -195,7 +214,8 @@ static void check_format(const struct cli *c, const char *output)
 
 int dump_preview(struct cli *c, int argc, char **argv)
 {
-	struct preview pv = { NULL, "-", NULL, 8, 0, 90, 0, 0, 0, RFB_STAGE_PARTIAL };
+	struct preview pv = { NULL, "-", NULL, 8, 0, 90, 0, 0, 0, RFB_STAGE_PARTIAL,
+			      RFB_IMAGE_DEFAULT_MAX_PIXELS, 0 };
 	rfb_pipeline *p = NULL;
 	rfb_pipe_ctx *ctx;
 	rfb_err err = { 0 };
@@ -206,7 +226,8 @@ int dump_preview(struct cli *c, int argc, char **argv)
 	c->help = preview_help;
 	parse_options(c, argc, argv, &pv);
 	check_format(c, pv.output);
-	if (rfb_pipeline_parse(pv.spec, &p, &err))
+	if (rfb_pipeline_parse(pv.spec, &p, &err) ||
+	    rfb_pipeline_check_pixels(p, pv.max_pixels, &err))
 		cli_usage_error(c, "%s", err.msg);
 	if (pv.index && (!(idx = rfb_index_open(pv.index, &err)) ||
 			 !(src = rfb_source_open(idx, NULL, &err))))
@@ -221,6 +242,7 @@ int dump_preview(struct cli *c, int argc, char **argv)
 	ctx = rfb_pipe_ctx_new(&err);
 	if (!cells || !bufs || !ctx)
 		cli_die(c, "out of memory");
+	rfb_pipe_ctx_set_max_pixels(ctx, pv.max_pixels);
 	for (int i = 0; i < images; i++)
 		preview_image(c, &pv, p, ctx, argv[optind + i], (uint32_t)i,
 			      cells + (size_t)i * pv.count, bufs + (size_t)i * pv.count,

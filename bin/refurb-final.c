@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,10 @@ static const char help[] =
 	"                         (independent views, for self-supervised\n"
 	"                         training; 1 to 64, default 1): a version 2\n"
 	"                         stream of N x K images per batch\n"
+	"      --allow-view-collisions  run views of one pipeline even when two\n"
+	"                         of them would be identical more often than 1%\n"
+	"                         (refused by default: the message names the\n"
+	"                         probability and what to move into the final part)\n"
 	"      --prefetch N       batches in flight (default 2)\n"
 	"      --direct           read the cache with O_DIRECT\n"
 	"      --strict           a record that cannot be read is fatal (default:\n"
@@ -47,6 +52,11 @@ static const char help[] =
 	"  -c, --cache DIR        the cache (default: the plan header's)\n"
 	"      --index FILE       the index (default: the plan header's)\n"
 	"      --root DIR         the dataset's directory, if it moved\n"
+	CLI_MAX_PIXELS_HELP
+	"      --reader-pid PID   the trainer that reads the stream: stop (as on\n"
+	"                         SIGTERM) when that process is gone, also while\n"
+	"                         waiting for it to open a FIFO (a trainer killed\n"
+	"                         before it opened it leaves no chain behind)\n"
 	CLI_COMMON_HELP
 	"\nExample:\n"
 	"  mkfifo train.fifo   # once; the trainer reads it (refurb_stream)\n"
@@ -57,18 +67,20 @@ static const char help[] =
 
 enum {
 	OPT_PREFETCH = 0x2000, OPT_DIRECT, OPT_STRICT, OPT_STATS, OPT_INDEX,
-	OPT_ROOT, OPT_VIEWS
+	OPT_ROOT, OPT_VIEWS, OPT_MAX_PIXELS, OPT_ALLOW_COLLISIONS, OPT_READER_PID
 };
 
 struct args {
 	const char *in, *out, *stats;
 	int force;
+	pid_t reader;        /* --reader-pid, 0 = none */
 	const char *pipelines[RFB_STREAM_MAX_VIEWS]; /* -p, once per view */
 	int npipelines;
 };
 
 struct run_ctx {
 	struct cli *c;
+	int split_shown;         /* the first progress line was printed */
 	FILE *stats;             /* --stats, or NULL */
 };
 
@@ -103,6 +115,15 @@ static int first_time(uint32_t sample)
 		return 0;
 	named[byte] |= (unsigned char)(1u << sample % 8);
 	return 1;
+}
+
+/* How the run fits the system (the open-file limit), before the first
+ * batch. */
+static void on_note(void *ctx, const rfb_err *note)
+{
+	struct run_ctx *r = ctx;
+
+	cli_warn_err(r->c, note);
 }
 
 static void on_bad(void *ctx, uint32_t sample, const rfb_err *why)
@@ -169,6 +190,13 @@ static void on_progress(void *ctx, const struct rfb_final_stats *st,
 {
 	struct run_ctx *r = ctx;
 
+	if (!r->split_shown && r->c->progress) /* the first line: the split */
+		fprintf(stderr, "refurb-final: split: cached once every %u uses "
+			"(refurb-partial): %s; run on every use (here, %d view%s): "
+			"%s\n", st->reuse, *st->partial_spec ? st->partial_spec :
+			"nothing (the decode alone)", st->views,
+			st->views > 1 ? "s" : "", st->final_spec);
+	r->split_shown = 1;
 	cli_progress(r->c, st->batches, total, "batches");
 }
 
@@ -205,6 +233,7 @@ static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
 		{ "pipeline", required_argument, NULL, 'p' },
 		{ "prefetch", required_argument, NULL, OPT_PREFETCH },
 		{ "views", required_argument, NULL, OPT_VIEWS },
+		{ "allow-view-collisions", no_argument, NULL, OPT_ALLOW_COLLISIONS },
 		{ "direct", no_argument, NULL, OPT_DIRECT },
 		{ "strict", no_argument, NULL, OPT_STRICT },
 		{ "seed", required_argument, NULL, 's' },
@@ -215,6 +244,8 @@ static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
 		{ "cache", required_argument, NULL, 'c' },
 		{ "index", required_argument, NULL, OPT_INDEX },
 		{ "root", required_argument, NULL, OPT_ROOT },
+		{ "max-pixels", required_argument, NULL, OPT_MAX_PIXELS },
+		{ "reader-pid", required_argument, NULL, OPT_READER_PID },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -245,11 +276,17 @@ static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
 			o->views = (int)cli_parse_u64(c, "--views", optarg, 1,
 						      RFB_STREAM_MAX_VIEWS);
 			break;
+		case OPT_ALLOW_COLLISIONS: o->allow_view_collisions = 1; break;
 		case OPT_DIRECT: o->direct = 1; break;
 		case OPT_STRICT: o->strict = 1; break;
 		case OPT_STATS: a->stats = optarg; break;
 		case OPT_INDEX: o->index_path = optarg; break;
 		case OPT_ROOT: o->root = optarg; break;
+		case OPT_MAX_PIXELS: o->max_pixels = cli_parse_max_pixels(c, optarg); break;
+		case OPT_READER_PID:
+			a->reader = (pid_t)cli_parse_u64(c, "--reader-pid", optarg, 1,
+							 INT32_MAX);
+			break;
 		default:
 			if (!cli_common_option(c, opt, optarg))
 				cli_usage_error(c, "unexpected option");
@@ -269,6 +306,62 @@ static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
 		o->view_pipelines = a->pipelines;
 	}
 	o->threads = c->threads;
+}
+
+/* ---- --reader-pid ---- */
+
+struct reader_watch {
+	pid_t pid;
+	const char *out;         /* the stream's name, for the message */
+};
+
+/* Whether process pid still runs: it exists and is not a zombie (a dead
+ * trainer its shell has not reaped yet is gone too). */
+static int process_runs(pid_t pid)
+{
+	char path[64], buf[512], *paren;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return errno != ENOENT && errno != ESRCH;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	paren = strrchr(buf, ')'); /* the state follows the name, "(...) S" */
+	return !paren || (paren[1] && paren[2] != 'Z' && paren[2] != 'X');
+}
+
+/* The watcher: every 0.2 s, is the reader still there?  When it is gone
+ * (killed before it opened the FIFO, or with a forked child still holding
+ * it, so that no EPIPE comes), say so and stop as SIGTERM stops. */
+static void *watch_reader(void *arg)
+{
+	const struct reader_watch *w = arg;
+
+	while (process_runs(w->pid))
+		usleep(200000);
+	fprintf(stderr, "refurb-final: %s: its reader, process %d "
+		"(--reader-pid), is gone; stopping\n", w->out, (int)w->pid);
+	kill(getpid(), SIGTERM);
+	return NULL;
+}
+
+static void start_reader_watch(struct cli *c, const struct args *a)
+{
+	static struct reader_watch w;
+	pthread_t thread;
+
+	if (!a->reader)
+		return;
+	w.pid = a->reader;
+	w.out = a->out && strcmp(a->out, "-") ? a->out : "(stdout)";
+	if (pthread_create(&thread, NULL, watch_reader, &w) != 0 ||
+	    pthread_detach(thread) != 0)
+		cli_die(c, "cannot start the --reader-pid watch: out of threads");
 }
 
 static void summary(const struct rfb_final_stats *st)
@@ -307,8 +400,9 @@ int main(int argc, char **argv)
 	struct rfb_final_opts o = { 0 };
 	struct rfb_final_stats st;
 	struct args a = { 0 };
-	struct run_ctx r = { &c, NULL };
+	struct run_ctx r = { .c = &c };
 	rfb_err err = { 0 };
+	char text[1100];
 	int in_fd, out_fd, rc;
 
 	cli_init(&c, "refurb-final", usage, help);
@@ -317,6 +411,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN); /* a closed reader is EPIPE, handled */
 	cli_set_stop_line("refurb-final: interrupted before writing a batch\n");
 	cli_catch_stop_signals();
+	start_reader_watch(&c, &a);
 	in_fd = cli_open_fd(&c, a.in, 0, 0);
 	out_fd = cli_open_fd(&c, a.out, 1, a.force);
 	if (a.stats) {
@@ -326,6 +421,7 @@ int main(int argc, char **argv)
 	o.out_name = a.out && strcmp(a.out, "-") ? a.out : NULL;
 	o.on_heal = on_heal;
 	o.on_bad = on_bad;
+	o.on_note = on_note;
 	o.on_progress = on_progress;
 	o.on_written = on_written;
 	o.stop = (volatile int *)&cli_stop_signal;
@@ -335,6 +431,13 @@ int main(int argc, char **argv)
 	cli_progress_clear(&c);
 	if (rc == RFB_ESPEC)
 		cli_usage_error(&c, "%s", err.msg);
+	if (rc && rfb_err_is_system(&err))
+		cli_die(&c, "%s; %s", rfb_err_text(&err, text, sizeof text),
+			st.batches == 0
+			? "nothing was written: run it again once that is fixed"
+			: "no sample was left out for it: once that is fixed, "
+			  "resume the chain at the trainer's saved step "
+			  "(refurb-plan --start EPOCH:STEP)");
 	if (rc)
 		cli_die_err(&c, &err);
 	if (out_fd != STDOUT_FILENO && close(out_fd) < 0)

@@ -41,7 +41,7 @@ static const char help[] =
 	"                         samples, or more than N images, cannot be read\n"
 	"                         (default 1%); a first batch whose every image\n"
 	"                         fails always stops the run\n"
-	"      --max-pixels N     images with more pixels are bad (default 1e8)\n"
+	CLI_MAX_PIXELS_HELP
 	"      --segment-size MIB cache segment size (default 256)\n"
 	"      --grace N          keep dead segments N batches (default: one\n"
 	"                         epoch, at least 64, plus what the output\n"
@@ -78,6 +78,7 @@ enum {
 
 struct run_ctx {
 	struct cli *c;
+	int split_shown;         /* the first progress line was printed */
 	const char *stats_path;  /* --stats, or NULL */
 	FILE *stats;
 };
@@ -91,11 +92,26 @@ static void on_bad(void *ctx, uint32_t sample, const rfb_err *why)
 		 rfb_err_text(why, text, sizeof text), sample);
 }
 
+/* How the run fits the system (the open-file limit), before the first
+ * batch. */
+static void on_note(void *ctx, const rfb_err *note)
+{
+	struct run_ctx *r = ctx;
+
+	cli_warn_err(r->c, note);
+}
+
 static void on_progress(void *ctx, const struct rfb_partial_stats *st,
 			uint64_t total)
 {
 	struct run_ctx *r = ctx;
 
+	if (!r->split_shown && r->c->progress) /* the first line: the split */
+		fprintf(stderr, "refurb-partial: split: cached once every %u uses "
+			"(here): %s; run on every use: refurb-final's pipeline\n",
+			st->reuse, *st->partial_spec ? st->partial_spec :
+			"nothing (the decode alone)");
+	r->split_shown = 1;
 	cli_progress(r->c, st->batches, total, "batches");
 }
 
@@ -199,6 +215,25 @@ static void die_cache_full(const struct cli *c, const rfb_err *err)
 		rfb_err_text(err, text, sizeof text));
 }
 
+/* The system failed (descriptors, memory, a device): not an image's
+ * fault, nothing was counted against --max-bad; say so, and whether the
+ * cache is ready to resume. */
+static void die_system(const struct cli *c, const rfb_err *err,
+		       const struct rfb_partial_stats *st)
+{
+	char text[1100];
+
+	cli_die(c, "%s; %s", rfb_err_text(err, text, sizeof text),
+		st->batches == 0
+		? "nothing was run: run it again once that is fixed"
+		: st->checkpointed
+		? "no image was counted bad for it, the cache is checkpointed: "
+		  "once that is fixed, resume the chain at the trainer's saved "
+		  "step (refurb-plan --start EPOCH:STEP)"
+		: "no image was counted bad for it; the cache recovers when it "
+		  "is opened next");
+}
+
 /* *handover: -1 not given (the default: without waiting, when the output
  * is a pipe), 1 --handover (waiting), 0 --no-handover. */
 static void parse(struct cli *c, struct rfb_partial_opts *o, const char **in,
@@ -255,8 +290,7 @@ static void parse(struct cli *c, struct rfb_partial_opts *o, const char **in,
 		case OPT_ROOT: o->root = optarg; break;
 		case OPT_STRICT: o->strict = 1; break;
 		case OPT_MAX_PIXELS:
-			o->max_pixels = cli_parse_u64(c, "--max-pixels", optarg, 1,
-						      UINT64_MAX);
+			o->max_pixels = cli_parse_max_pixels(c, optarg);
 			break;
 		case OPT_SEGMENT:
 			o->segment_max = cli_parse_u64(c, "--segment-size", optarg,
@@ -344,7 +378,7 @@ int main(int argc, char **argv)
 	struct rfb_partial_opts o = { 0 };
 	struct rfb_partial_stats st;
 	const char *in = "-", *out = "-";
-	struct run_ctx r = { &c, NULL, NULL };
+	struct run_ctx r = { .c = &c };
 	rfb_err err = { 0 };
 	int in_fd, out_fd, rc, handover = -1;
 
@@ -377,6 +411,7 @@ int main(int argc, char **argv)
 	}
 	o.out_name = strcmp(out, "-") ? out : NULL;
 	o.on_bad = on_bad;
+	o.on_note = on_note;
 	o.on_progress = on_progress;
 	o.stop = (volatile int *)&cli_stop_signal;
 	o.ctx = &r;
@@ -389,6 +424,8 @@ int main(int argc, char **argv)
 		die_bad(&c, &o, &st);
 	if (rc && err.sys_errno == ENOSPC && in_cache(o.cache_dir, err.path))
 		die_cache_full(&c, &err);
+	if (rc && rfb_err_is_system(&err))
+		die_system(&c, &err, &st);
 	if (rc)
 		cli_die_err(&c, &err);
 	if (out_fd != STDOUT_FILENO && close(out_fd) < 0)

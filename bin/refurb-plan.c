@@ -267,9 +267,10 @@ static double miss_cost(const void *ctx, uint32_t id, uint32_t epoch)
 }
 
 /* --balance cost=FILE: the model fitted on FILE, which must have been
- * made for the schedule's index. */
+ * made for the schedule's index, and FILE's identity in *identity (the
+ * plan header's costs=). */
 static rfb_cost_model *load_costs(struct cli *c, const struct options *o,
-				  const rfb_index *idx)
+				  const rfb_index *idx, uint64_t *identity)
 {
 	rfb_err err = { 0 };
 	rfb_costs *costs;
@@ -283,14 +284,17 @@ static rfb_cost_model *load_costs(struct cli *c, const struct options *o,
 				o->costs, o->index);
 		cli_die(c, "%s: %s", o->costs, err.msg);
 	}
+	*identity = rfb_costs_identity(costs);
 	rfb_costs_free(costs);
 	return m;
 }
 
 /* Check the schedule against --shard and the index; the pixel table for
- * --balance pixels (NULL otherwise), the cost model for --balance cost. */
+ * --balance pixels (NULL otherwise), the cost model and the cost file's
+ * identity for --balance cost. */
 static uint32_t *check_inputs(struct cli *c, const struct options *o,
-			      const rfb_sched *s, rfb_cost_model **model)
+			      const rfb_sched *s, rfb_cost_model **model,
+			      uint64_t *cost_identity)
 {
 	const rfb_sched_params *sp = rfb_sched_params_of(s);
 	rfb_err err = { 0 };
@@ -314,7 +318,7 @@ static uint32_t *check_inputs(struct cli *c, const struct options *o,
 	    !(pixels = rfb_plan_pixel_table(s, index_pixels, idx)))
 		cli_die(c, "out of memory");
 	if (o->p.balance == RFB_PLAN_BALANCE_COST)
-		*model = load_costs(c, o, idx);
+		*model = load_costs(c, o, idx, cost_identity);
 	rfb_index_close(idx);
 	return pixels;
 }
@@ -369,7 +373,7 @@ int main(int argc, char **argv)
 		cli_die_err(&c, &err);
 	if (!o.seed_given)
 		o.p.seed = rfb_sched_params_of(s)->seed;
-	pixels = check_inputs(&c, &o, s, &model);
+	pixels = check_inputs(&c, &o, s, &model, &o.p.cost_identity);
 	cc.m = model;
 	cc.seed = o.p.seed;
 	o.p.miss_cost = miss_cost;

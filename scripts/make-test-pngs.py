@@ -5,7 +5,8 @@ as a binary PPM (tests/unit/test_png.c decodes each PNG with refurb and
 compares).
 
 Every kind refurb reads: gray 1, 2, 4, 8 bits, gray + alpha (8, 16), RGB
-(8, 16), RGBA (8, 16), palette (1, 4, 8 bits, with and without tRNS).
+(8, 16), RGBA (8, 16), palette (1, 4, 8 bits, with and without tRNS,
+one whose PLTE has fewer entries than its indices reach).
 PIL writes the common ones; a small writer here makes the others (bit
 depths PIL does not write).  Also gray16.png, which refurb refuses.
 
@@ -89,6 +90,10 @@ def main():
     pal = a[0, :2, :3].reshape(-1).tolist()  # 2 colours
     write_png(P("pal1.png"), [pack_bits(list(r), 1) for r in (a[..., 2] > 128).astype(int)],
               w, h, 1, 3, palette=pal, trns=[0])
+    # a PLTE of 3 entries under 4-bit indices: PIL gives index k past
+    # the table the gray (k, k, k) of its palette's initial ramp
+    write_png(P("palshort.png"), [pack_bits(list(r), 4) for r in (a[..., 0] % 16)],
+              w, h, 4, 3, palette=a[1, :3, :3].reshape(-1).tolist())
     wide = a.astype(">u2") * 257 + pattern(w, h, 4, 2)  # low bytes that must not matter
     write_png(P("rgb16.png"), [r.tobytes() for r in wide[..., :3]], w, h, 16, 2)
     write_png(P("rgba16.png"), [r.tobytes() for r in wide], w, h, 16, 6)

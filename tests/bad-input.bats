@@ -39,6 +39,7 @@ i11 | garbage --list line | refurb-index | 1 | refurb-index: garbage.list: line 
 i12 | a directory given as the output | refurb-index | 1 | refurb-index: adir: cannot replace: Is a directory | refurb-index -q -o adir ds
 i13 | FIFO closed by the reader (-o -) | refurb-index | 141 | (none) | fifo_closed refurb-index -q --list big.list -o -
 i14 | FIFO given as -o, closed by the reader | refurb-index | 141 | (none) | fifo_closed_path refurb-index -q --list big.list -o
+i15 | PNG wider than refurb handles: the reason | refurb-index | 0 | refurb-index: c0/z.png: PNG of 100000x10 pixels: wider or taller than 65535, the largest side refurb handles | refurb-index -q -o x.idx ix-widepng
 e01 | missing index | refurb-evict | 1 | refurb-evict: nofile: cannot open | refurb-evict -q nofile
 e02 | empty index | refurb-evict | 1 | refurb-evict: empty: empty file, not a refurb index | refurb-evict -q empty
 e03 | truncated index | refurb-evict | 1 | refurb-evict: trunc.idx: truncated index | refurb-evict -q trunc.idx
@@ -90,6 +91,7 @@ a40 | dataset moved since indexing: nothing read | refurb-partial | 1 | refurb-p
 a41 | --root pointing to the wrong directory | refurb-partial | 1 | refurb-partial: nothing read: all 4 images of the first batch failed, the first: ds/c0/ | refurb-partial -q --root ds -c c-a41 -p resize=64 pb-moved.idx < pb-moved.plan
 a42 | more than --max-bad images cannot be read (default 1%) | refurb-partial | 1 | ~refurb-partial: 1 image cannot be read, more than --max-bad 1% allows (0 of 6 samples per epoch), the first: @/pb-trunc/c0/z.jpg | refurb-partial -q -c c-a42 -p resize=64 pb-trunc.idx < pb-trunc.plan
 a43 | --max-bad neither a percentage nor a count | refurb-partial | 2 | refurb-partial: --max-bad: | refurb-partial -q --max-bad 5x% -c c-a43 -p resize=64 pb-trunc.idx < pb-trunc.plan
+a44 | partial output larger than a cache record: the image named | refurb-partial | 1 | refurb-partial: @/one/c0/z.jpg: the partial pipeline| refurb-partial -q -c c-a44 -p pad=4800 one.idx < one.plan
 f01 | missing plan (-i) | refurb-final | 1 | refurb-final: nofile: cannot open | refurb-final -q -p crop=48 -i nofile
 f02 | empty plan | refurb-final | 1 | refurb-final: empty: empty (no plan header line) | refurb-final -q -p crop=48 -i empty
 f03 | not a plan (wrong magic) | refurb-final | 1 | refurb-final: garbage: line 1: not a refurb plan | refurb-final -q -p crop=48 -i garbage
@@ -329,6 +331,22 @@ setup_file() {
 		cp $(ls ds/class000/*.jpg | head -n 2) "ix-$k/c0/"
 		corrupt_jpeg "$k" "$(sample_jpeg ds)" "ix-$k/c0/z.jpg"
 	done
+	# a PNG of 100000x10 pixels among JPEGs
+	mkdir -p ix-widepng/c0
+	cp $(ls ds/class000/*.jpg | head -n 2) ix-widepng/c0/
+	/usr/bin/python3 -c '
+import struct, sys, zlib
+def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+w, h = 100000, 10
+rows = zlib.compress(b"".join(b"\0" + bytes(w) for _ in range(h)))
+sys.stdout.buffer.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
+    + chunk(b"IDAT", rows) + chunk(b"IEND", b""))' > ix-widepng/c0/z.png
+	# one image, for a partial pipeline whose output no record holds
+	mkdir -p one/c0
+	cp "$(sample_jpeg ds)" one/c0/z.jpg
+	refurb-index -q -o one.idx one
+	refurb-evict -q -r 2 -o one.evict one.idx
+	refurb-plan -q -b 1 -e 0 one.evict > one.plan
 	# images that broke after indexing (refurb-partial)
 	for k in trunc scribble notjpeg dir gone; do
 		small_set "pb-$k"

@@ -174,3 +174,163 @@ EOF
 	[ "$(grep -cx "all gone" <<< "$output")" -eq 3 ]
 	run ! grep -q "locked" <<< "$output"
 }
+
+# killed_trainer MODE: a trainer starts a Chain on the cache $T/c
+# (writing the FIFO's directory, the chain's process group and the pid of
+# the holder below into $T/dir, for teardown), then, by MODE: "waiting"
+# does not open the FIFO (refurb-final waits for its reader), "reading"
+# reads a batch, "holder" reads a batch and forks a child that keeps the
+# FIFO open (no EPIPE reaches refurb-final); then it is killed with -9.
+# Every program of the chain (and its shell) must be gone within 5 s, the
+# directory too, and the cache must take a new chain at once.
+killed_trainer() {
+	"$PY" - "$1" "$T/c" "$T/dir" <<'EOF' &
+import os, sys, time
+from refurb_stream import open_stream
+from refurb_stream.chain import Chain
+mode, cache, info = sys.argv[1:]
+chain = Chain("refurb-plan -q -b 8 -e 0-999 train.evict | refurb-partial -q -c %s "
+              "-p 'resize=64' train.idx | refurb-final -q -p 'crop=48' -o {fifo}" % cache)
+fifo = chain.start()
+if mode != "waiting":
+    stream = open_stream(fifo)
+    next(iter(stream))
+holder = 0
+if mode == "holder":
+    holder = os.fork()
+    if holder == 0:
+        time.sleep(30)           # holds the stream's FIFO open, reads nothing
+        os._exit(0)
+with open(info + ".tmp", "w") as f:
+    f.write("%s %d %d\n" % (os.path.dirname(fifo), chain.proc.pid, holder))
+os.rename(info + ".tmp", info)
+time.sleep(600)
+EOF
+	local pid=$!
+	echo "$pid" >> "$T/bg"
+	for _ in $(seq 300); do [ -s "$T/dir" ] && break; sleep 0.1; done
+	[ -s "$T/dir" ]
+	read -r dir group holder < "$T/dir"
+	echo "-$group" >> "$T/bg"
+	if [ "$holder" -ne 0 ]; then echo "$holder" >> "$T/bg"; fi
+	[ -d "$dir" ]
+	sleep 1
+	pgrep -f -- "refurb-final .*-o $dir" > /dev/null   # the chain runs
+	kill -9 "$pid"
+	wait "$pid" || true
+	local gone=0
+	for _ in $(seq 50); do
+		if ! pgrep -f -- "refurb-[a-z]+ .*$T/c" > /dev/null && [ ! -e "$dir" ]; then
+			gone=1
+			break
+		fi
+		sleep 0.1
+	done
+	pgrep -a -f -- "refurb-[a-z]+ .*$T/c" >&2 || true
+	ls -la "$dir" >&2 || true
+	[ "$gone" -eq 1 ]
+	# the cache is unlocked and whole: a chain runs on it at once
+	refurb-plan -q -b 8 -e 0 train.evict |
+		refurb-partial -q -c "$T/c" -p 'resize=64' train.idx |
+		refurb-final -q -p 'crop=48' > "$T/again"
+	refurb-dump --verify "$T/c"
+}
+
+# what a failed test leaves running: the trainers, the chains' process
+# groups and the holders, by id
+teardown() {
+	[ -s "$T/bg" ] || return 0
+	kill -9 -- $(cat "$T/bg") 2> /dev/null || true
+}
+
+@test "Chain: a trainer killed with -9 before it opens the FIFO leaves no program, no directory, an unlocked cache" {
+	need_numpy
+	killed_trainer waiting
+}
+
+@test "Chain: a trainer killed with -9 while it reads leaves no program, no directory, an unlocked cache" {
+	need_numpy
+	killed_trainer reading
+}
+
+@test "Chain: a trainer killed with -9 whose forked child holds the FIFO: the chain still dies with the trainer" {
+	need_numpy
+	killed_trainer holder
+}
+
+# shell_chain FIFO CACHE READER: the chain of a shell script, in the
+# background, refurb-final watching READER (--reader-pid); its stderr in
+# $T/err, its exit status in $T/status, its pid in $chain
+shell_chain() {
+	( set +e -o pipefail
+	  refurb-plan -q -b 8 -e 0-999 train.evict |
+		refurb-partial -q -c "$2" -p 'resize=64' train.idx |
+		refurb-final -q -p 'crop=48' -o "$1" --reader-pid "$3"
+	  echo $? > "$T/status" ) 2> "$T/err" &
+	chain=$!
+	echo "$chain" >> "$T/bg"
+}
+
+# chain_gone CACHE SECONDS: no program of the chain on CACHE after SECONDS
+chain_gone() {
+	for _ in $(seq $(($2 * 10))); do
+		pgrep -f -- "refurb-[a-z]+ .*$1" > /dev/null || return 0
+		sleep 0.1
+	done
+	pgrep -a -f -- "refurb-[a-z]+ .*$1" >&2
+	return 1
+}
+
+@test "shell: a trainer killed before it opens the FIFO: refurb-final --reader-pid stops, says why, the chain ends" {
+	mkfifo "$T/fifo"
+	sleep 600 &                 # a trainer that never opens the FIFO
+	trainer=$!
+	echo "$trainer" >> "$T/bg"
+	shell_chain "$T/fifo" "$T/c" "$trainer"
+	sleep 1
+	pgrep -f -- "refurb-final .*-o $T/fifo" > /dev/null
+	kill -9 "$trainer"
+	chain_gone "$T/c" 3
+	wait "$chain"
+	cat "$T/err"
+	[ "$(cat "$T/status")" -eq 143 ]
+	grep -qx "refurb-final: $T/fifo: its reader, process $trainer (--reader-pid), is gone; stopping" "$T/err"
+	grep -qx "refurb-final: interrupted before writing a batch" "$T/err"
+	refurb-dump --verify "$T/c"
+}
+
+@test "shell: a trainer killed while a forked child holds the FIFO: refurb-final --reader-pid stops the chain" {
+	need_numpy
+	mkfifo "$T/fifo"
+	"$PY" - "$T/fifo" "$T/holder" <<'EOF' &
+import os, sys, time
+from refurb_stream import open_stream
+stream = open_stream(sys.argv[1])
+next(iter(stream))
+holder = os.fork()
+if holder == 0:
+    time.sleep(30)               # holds the FIFO open, reads nothing
+    os._exit(0)
+open(sys.argv[2], "w").write("%d\n" % holder)
+time.sleep(600)
+EOF
+	trainer=$!
+	echo "$trainer" >> "$T/bg"
+	shell_chain "$T/fifo" "$T/c" "$trainer"
+	for _ in $(seq 300); do [ -s "$T/holder" ] && break; sleep 0.1; done
+	cat "$T/holder" >> "$T/bg"
+	sleep 1
+	kill -9 "$trainer"
+	chain_gone "$T/c" 8          # refurb-final blocked on the full FIFO: 5 s
+	wait "$chain"
+	cat "$T/err"
+	[ "$(cat "$T/status")" -eq 143 ]
+	grep -qx "refurb-final: $T/fifo: its reader, process $trainer (--reader-pid), is gone; stopping" "$T/err"
+	grep -q "^refurb-final: interrupted .*after writing epoch 0" "$T/err"
+	refurb-dump --verify "$T/c"
+}
+
+@test "--reader-pid: a bad value is a usage error" {
+	run refurb-final -p crop=48 --reader-pid 0 -i /dev/null
+	expect_fail 2 "refurb-final: --reader-pid"
+}

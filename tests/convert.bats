@@ -5,6 +5,7 @@
 # torchvision.transforms.v2 cases).
 
 load helpers
+bats_require_minimum_version 1.5.0
 
 setup() {
 	T="$BATS_TEST_TMPDIR"
@@ -134,6 +135,28 @@ EOF
 		'normalize=mean=0.485/0.456/0.406:std=0.229/0.224/0.225,erasing=p=0.5:scale=0.02-0.33:ratio=0.3-3.3:value=0'
 	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomApply([T.Grayscale(3)])])'
 	expect_fail 1 "refurb_stream convert: RandomApply (transforms[0]): cannot gate Grayscale"
+}
+
+@test "convert: an argument refurb would refuse is named with its transform (negative sizes, NaN, infinity, p, bounds)" {
+	need_torchvision
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomCrop(-5)])'
+	expect_fail 1 "refurb_stream convert: RandomCrop (transforms[0]): size -5 is not a whole number of pixels 1..65535"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.Resize(224), T.CenterCrop((0, 3))])'
+	expect_fail 1 "refurb_stream convert: CenterCrop (transforms[1]): size 0 is not a whole number of pixels 1..65535"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.Normalize([0.5, float("nan"), 0.5], [0.2, 0.2, 0.2])])'
+	expect_fail 1 "refurb_stream convert: Normalize (transforms[1]): mean=[0.5, nan, 0.5] is not a finite number"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.Normalize([0.5], [0])])'
+	expect_fail 1 "refurb_stream convert: Normalize (transforms[1]): std=[0] has a 0"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomRotation(float("nan"))])'
+	expect_fail 1 "refurb_stream convert: RandomRotation (transforms[0]): degrees=[nan, nan] is not a finite number"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomApply([T.ColorJitter(float("inf"))], p=0.8)])'
+	expect_fail 1 "refurb_stream convert: ColorJitter (transforms[0].transforms[0]): brightness=[0.0, inf] is not a finite number"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomHorizontalFlip(p=2)])'
+	expect_fail 1 "refurb_stream convert: RandomHorizontalFlip (transforms[0]): p=2 is not a probability 0..1"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomResizedCrop(8, ratio=(0, 1))])'
+	expect_fail 1 "refurb_stream convert: RandomResizedCrop (transforms[0]): ratio=(0, 1): refurb takes 0 < ratio <= 1000000"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.Pad(70000)])'
+	expect_fail 1 "refurb_stream convert: Pad (transforms[0]): padding 70000 is not a whole number of pixels 0..65535"
 }
 
 @test "convert: a bad expression or no argument is a usage error" {
@@ -341,4 +364,51 @@ for x, y in zip(a, b):
     assert (x.labels == y.labels).all()
     assert not (x.images == y.images).all()
 PY
+}
+
+MOCO='[T.Compose([T.RandomResizedCrop(224, scale=(0.2, 1)), T.RandomApply([T.ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8), T.RandomGrayscale(0.2), T.RandomApply([T.GaussianBlur(23, (0.1, 2))], p=0.5), T.RandomHorizontalFlip(), T.ToTensor(), T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])] * 2'
+
+@test "convert --explain: the split as two lines, its unique fraction and view collisions, the inserted resize and the recipe's resolution at its cost" {
+	need_torchvision
+	run -0 --separate-stderr "$PY" -m refurb_stream convert --explain --epochs 200 --views "$MOCO"
+	# stdout: refurb-final's arguments, as without --explain
+	[[ "$output" == "-p rrcrop=224x224:scale=0.2-1:"*",flip=p=0.5,normalize="*" --views 2" ]] || false
+	[ "${stderr_lines[0]}" = "refurb_stream convert: cached once every 3 uses (refurb-partial -p): resize=256" ]
+	[[ "${stderr_lines[1]}" == "refurb_stream convert: run on every use (refurb-final -p): rrcrop=224x224:scale=0.2-1:"*",gaussblur=kernel_size=23x23:sigma=0.1-2,flip=p=0.5,normalize="* ]] || false
+	[[ "${stderr_lines[2]}" =~ ^refurb_stream\ convert:\ unique\ fraction\ at\ r\ =\ 3\ after\ 200\ epochs:\ 1\.0000\;\ view\ collisions\ \(2\ views\ alike\):\ [0-9.e-]+%$ ]] || false
+	[ "${stderr_lines[3]}" = "refurb_stream convert: inserted: resize=256 (not in the recipe) before the RandomResizedCrop: the crop is cut from the image resized to 256 px on its shorter side, not from the photo: a 0.2-scale crop (the recipe's smallest) is 132 px of it, upsampled 1.7x to 224; on a 500x375 photo (--image-size) torchvision cuts it from 194 px (1.2x)" ]
+	[[ "${stderr_lines[4]}" == "refurb_stream convert: to keep the recipe's resolution: cache the decode at 375 px (partial resize=375,"* ]] || false
+	[ "${stderr_lines[5]}" = "refurb_stream convert:   its cost, estimated from pixel counts (--index INDEX measures it): records 2.1x larger (raw 562 KB vs 262 KB per image at 500x375), and the crop resamples from up to 2.1x the pixels" ]
+	# stderr not a terminal and no --explain: the spec alone, as before
+	run -0 --separate-stderr "$PY" -m refurb_stream convert --views "$MOCO"
+	[ -z "$stderr" ]
+}
+
+@test "convert --explain: r never above the epochs; a recipe's own resize is cached, nothing inserted; views that would repeat are said to be refused" {
+	need_torchvision
+	run -0 --separate-stderr "$PY" -m refurb_stream convert --explain --reuse 6 --epochs 2 \
+		'T.Compose([T.Resize(64), T.RandomCrop(56), T.RandomHorizontalFlip()])'
+	[ "${stderr_lines[0]}" = "refurb_stream convert: cached once every 2 uses (refurb-partial -p): resize=64:interp=bilinear" ]
+	[ "${stderr_lines[1]}" = "refurb_stream convert: run on every use (refurb-final -p): crop=56x56,flip=p=0.5" ]
+	[[ "${stderr_lines[2]}" == "refurb_stream convert: unique fraction at r = 2 after 2 epochs: "*"; one view: no view collisions" ]] || false
+	[[ "$stderr" != *inserted* ]] || false
+	run -0 --separate-stderr "$PY" -m refurb_stream convert --explain --views \
+		'[T.Compose([T.Resize(64), T.CenterCrop(56), T.RandomHorizontalFlip()])] * 2'
+	[ "${stderr_lines[1]}" = "refurb_stream convert: run on every use (refurb-final -p): flip=p=0.5" ]
+	[[ "${stderr_lines[2]}" == *"view collisions (2 views alike): 50% - over 1%: refurb-final refuses these views (--allow-view-collisions runs them)" ]] || false
+}
+
+@test "convert --explain --index: the cost of keeping the recipe's resolution, measured" {
+	need_torchvision
+	make_dataset "$T/d" 8 1
+	refurb-index -q -o "$T/i" "$T/d"
+	run -0 --separate-stderr "$PY" -m refurb_stream convert --explain --index "$T/i" \
+		--image-size 100x80 --epochs 3 'T.Compose([T.RandomResizedCrop(48, scale=(0.2, 1)), T.RandomHorizontalFlip()])'
+	[ "${stderr_lines[0]}" = "refurb_stream convert: cached once every 3 uses (refurb-partial -p): resize=55" ]
+	[[ "$stderr" =~ its\ cost,\ measured\ \(refurb-advise\ -n\ 20\ --repeat\ 3\ on\ [^\ ]*/i,\ the\ whole\ chain\'s\ CPU\ time\ per\ sample\ at\ r\ =\ 3\):\ [0-9.]+\ ms\ per\ image\ against\ [0-9.]+\ ms,\ cache ]] || false
+	# bad values: usage errors
+	run "$PY" -m refurb_stream convert --image-size 5 'T.RandomHorizontalFlip()'
+	expect_fail 2 "refurb_stream convert: --image-size: '5' is not WxH (e.g. 500x375)"
+	run "$PY" -m refurb_stream convert --reuse 0 'T.RandomHorizontalFlip()'
+	expect_fail 2 "refurb_stream convert: --reuse: '0' is not a whole number >= 1"
 }

@@ -79,6 +79,22 @@ bound_of() {
 	[ "$1" -le 1048576 ]
 }
 
+# polled COMMAND...: run it in the background, polling the used bytes of
+# the file system at $MNT every 10 ms: $peak the most, $st its status,
+# its stderr in $T/err.
+polled() {
+	"$@" 2> "$T/err" &
+	local pid=$! used
+	peak=0
+	while kill -0 "$pid" 2> /dev/null; do
+		used=$(df -B1 --output=used "$MNT" | tail -n 1)
+		if [ "$used" -gt "$peak" ]; then peak=$used; fi
+		sleep 0.01
+	done
+	st=0
+	wait "$pid" || st=$?
+}
+
 @test "a cache on a tmpfs sized by the man page's rule runs to the end, no ENOSPC, the peak within the bound (r = 1, 2, 3; batch 8 and 120; with and without the handover)" {
 	[ "$(id -u)" -eq 0 ] || skip "mounting a tmpfs needs root"
 	command -v mountpoint > /dev/null || skip "mountpoint (util-linux) is not installed"
@@ -96,16 +112,7 @@ bound_of() {
 			# at once in memory, refurb-partial's output pipe at 64 KiB)
 			for opt in --no-handover --handover; do
 				rm -rf "$MNT/c"
-				run_chain "$MNT/c" "$r" "$b" 9 "$opt" 2> "$T/err" &
-				pid=$!
-				peak=0
-				while kill -0 "$pid" 2> /dev/null; do
-					used=$(df -B1 --output=used "$MNT" | tail -n 1)
-					if [ "$used" -gt "$peak" ]; then peak=$used; fi
-					sleep 0.01
-				done
-				st=0
-				wait "$pid" || st=$?
+				polled run_chain "$MNT/c" "$r" "$b" 9 "$opt"
 				echo "r $r batch $b $opt: bound $bound, peak $peak, status $st"
 				cat "$T/err"
 				[ "$st" -eq 0 ]
@@ -150,4 +157,83 @@ bound_of() {
 	refurb-partial -q -c "$MNT/c" --no-handover -p "$SPEC" train.idx < "$T/plan" > /dev/null
 	run refurb-dump --verify "$MNT/c"
 	[ "$status" -eq 0 ]
+}
+
+# within CACHE: refurb-dump --stats says the cache is within its bound.
+within() {
+	refurb-dump --stats "$1" > "$T/stats"
+	grep '^disk  ' "$T/stats"
+	grep -q "^disk         .*: within$" "$T/stats"
+}
+
+@test "the same plan run again and again on one cache (r = 3, 12 epochs): within the bound after each run, not 1x, 2x, 3x its live records" {
+	rm -rf "$T/c"
+	for run in 1 2 3 4; do
+		run_chain "$T/c" 3 32 11
+		echo "run $run"
+		within "$T/c"
+	done
+}
+
+@test "resumes at --start E:S and plans of other sizes and epochs on one cache: within the bound after each" {
+	rm -rf "$T/c"
+	run_chain "$T/c" 3 32 11
+	for start in 4:1 9:2 0:3; do
+		refurb-plan -q -b 32 -e 0-11 --start "$start" "$T/r3.evict" |
+			refurb-partial -q -c "$T/c" --no-handover -p "$SPEC" train.idx |
+			refurb-final -q -p "$FINAL" -o /dev/null
+		echo "resumed at $start"
+		within "$T/c"
+	done
+	run_chain "$T/c" 3 8 3
+	within "$T/c"
+	run_chain "$T/c" 3 120 20
+	within "$T/c"
+}
+
+@test "a plan of another schedule (r = 2) on the cache of r = 3: refused, naming the schedule and --reset; --reset starts again within the bound" {
+	rm -rf "$T/c"
+	run_chain "$T/c" 3 32 5
+	run run_chain "$T/c" 2 32 5
+	expect_fail 1 "refurb-partial: $T/c: cache was made with a different schedule (another r, eviction seed, policy or shard of refurb-evict) (use --reset to empty it and start again, or give this plan a cache of its own)"
+	run_chain "$T/c" 2 32 5 --reset
+	within "$T/c"
+}
+
+@test "runs after runs on a tmpfs sized by the bound (the same plan 3 times, resumes, another batch size): no ENOSPC, the peak within the bound during each" {
+	[ "$(id -u)" -eq 0 ] || skip "mounting a tmpfs needs root"
+	command -v mountpoint > /dev/null || skip "mountpoint (util-linux) is not installed"
+	rm -rf "$T/sizing"
+	run_chain "$T/sizing" 3 32 11
+	bound=$(bound_of "$T/sizing")
+	MNT="$T/mnt"
+	mkdir -p "$MNT"
+	mount -t tmpfs -o "size=$bound" tmpfs "$MNT" || skip "cannot mount a tmpfs here"
+	for run in 1 2 3 4:1 9:2 b16; do
+		case "$run" in
+		*:*) polled bash -c "set -o pipefail; refurb-plan -q -b 32 -e 0-11 --start $run '$T/r3.evict' |
+			refurb-partial -q -c '$MNT/c' --no-handover -p '$SPEC' train.idx |
+			refurb-final -q -p '$FINAL' -o /dev/null" ;;
+		b16) polled run_chain "$MNT/c" 3 16 11 ;;
+		*) polled run_chain "$MNT/c" 3 32 11 ;;
+		esac
+		echo "run $run: bound $bound, peak $peak, status $st"
+		cat "$T/err"
+		[ "$st" -eq 0 ]
+		[ "$peak" -le "$bound" ]
+	done
+}
+
+@test "a trainer gone mid-epoch (the stream closed): the chain stops within the bound, the dead segments it left deleted" {
+	rm -rf "$T/c"
+	refurb-evict -q -r 3 -s 7 -o "$T/r3.evict" train.idx
+	for bytes in 10000000 7000000 12500000; do
+		# the chain stops cleanly when its reader goes (EPIPE)
+		run -0 bash -c "set -o pipefail; refurb-plan -q -b 32 -e 0-11 '$T/r3.evict' |
+			refurb-partial -q -c '$T/c' --no-handover -p '$SPEC' train.idx |
+			refurb-final -q -p '$FINAL' 2> /dev/null |
+			dd of=/dev/null bs=100000 count=$((bytes / 100000)) iflag=fullblock status=none"
+		echo "a trainer gone after $bytes bytes"
+		within "$T/c"
+	done
 }

@@ -213,7 +213,7 @@ wait_size() {
 	run env ENOSPC_DIR="$dir/c" EIO_FSYNC=1 LD_PRELOAD="$shim" \
 		sh -c "refurb-partial -c '$dir/c' -p '$SPEC' train.idx < plan.txt > '$T/a.txt'"
 	expect_fail 1 "refurb-partial: $dir/c/"
-	[[ "${lines[0]}" == *".seg: fsync failed: Input/output error" ]]
+	[[ "${lines[0]}" == *".seg: fsync failed: Input/output error (the device failed: see dmesg, check the disk); no image was counted bad for it"* ]]
 	run refurb-dump --verify "$dir/c"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	last=$(tail -c 1 "$T/a.txt")
@@ -274,8 +274,9 @@ wait_size() {
 @test "refurb-final reads while refurb-partial compacts and deletes: no bad record, same batches" {
 	local S='resize=160,randaug=n=2:m=9' stop healed=0 delay direct
 	# big raw records in 1 MiB segments: every eviction group spans
-	# segments; a run stopped in epoch 4 and resumed from epoch 3 makes
-	# records superseded, so that sparse full segments are compacted
+	# segments; a run stopped in epoch 4 and resumed from epoch 3 leaves
+	# records of epoch 4 that the resumed run drops as it starts (their
+	# segments die then; copying compaction is in tests/unit/test_cache.c)
 	refurb-plan -q -b 8 -e 0-11 train.evict > "$T/p.txt"
 	refurb-partial -q -c "$T/ref" --codec raw --segment-size 1 -p "$S" train.idx < "$T/p.txt" |
 		refurb-final -q -p 'crop=128,flip' | "$D" > "$T/ref.txt"
@@ -292,7 +293,7 @@ wait_size() {
 			refurb-partial -c "$T/c" --no-handover --codec raw --segment-size 1 --grace 1 -p "$S" train.idx 2> "$T/p.err" |
 			refurb-final $direct -p 'crop=128,flip' 2> "$T/f.err" | "$D" -s "$delay" > "$T/s.txt"
 		echo "delay $delay $direct: $(tail -n 1 "$T/p.err")"
-		[[ "$(tail -n 1 "$T/p.err")" =~ \ ([1-9][0-9]*)\ records\ compacted,\ ([1-9][0-9]*)\ segments\ deleted ]]
+		[[ "$(tail -n 1 "$T/p.err")" =~ \ ([0-9]+)\ records\ compacted,\ ([1-9][0-9]*)\ segments\ deleted ]]
 		grep -q '^END' "$T/s.txt"
 		diff <(grep '^B' "$T/s.txt") <(awk '$1 == "B" && $2 >= 3' "$T/ref.txt")
 		[[ "$(grep 'records recomputed' "$T/f.err")" =~ records\ recomputed\ ([0-9]+) ]]

@@ -188,3 +188,21 @@ from refurb_stream.launch import cpus_for_rank; print(cpus_for_rank(4))'
 	[ "$status" -eq 0 ]
 	[ "$output" = 1 ]
 }
+
+@test "launch() yields int64 labels, as RefurbDataset does (torch.from_numpy takes them)" {
+	RANK=0 WORLD_SIZE=1 "$PY" - "$IDX" "$T/c" <<'PY'
+import sys
+import numpy as np
+from refurb_stream import launch
+with launch(sys.argv[1], sys.argv[2], "resize=32", "crop=24", reuse=2, epochs=1,
+            batch_size=4, seed=7) as chain:
+    for b in chain:
+        assert b.labels.dtype == np.int64, b.labels.dtype
+        assert b.ids.dtype == np.uint32, b.ids.dtype
+        try:
+            import torch
+        except ImportError:
+            continue
+        assert torch.from_numpy(b.labels).dtype == torch.int64
+PY
+}

@@ -2,6 +2,7 @@
 # refurb-dump on an index and on files it must refuse.
 
 load helpers
+bats_require_minimum_version 1.5.0
 
 setup_file() {
 	make_dataset "$BATS_FILE_TMPDIR/ds" 30 3
@@ -123,14 +124,94 @@ setup() {
 	head -n 3 "$T/p.plan" > "$T/cut.plan"
 	run refurb-dump --verify "$T/cut.plan"
 	expect_fail 1 "refurb-dump: $T/cut.plan: "
-	# a segment whose header a killed writer did not finish: named as such
+	# a segment whose header a killed writer did not finish: named as
+	# such, a torn tail (what kill -9 leaves, repaired by the next run)
 	: > "$T/c/000000ff.seg"
 	run refurb-dump --verify "$T/c"
-	[ "$status" -eq 1 ]
+	[ "$status" -eq 0 ]
 	[[ "$output" == *"segment 000000ff offset 0: segment header cut short (0 of "*" bytes): a writer killed while creating it; the next writer removes it"* ]]
+	[[ "$output" == *", 0 problems, 1 torn tail (a writer stopped while appending: the next refurb-partial cuts it, no record is lost)" ]]
 }
 
-@test "--verify: a segment gone after the checkpoint is a problem, unless its records died in the next epoch" {
+# cache_with_records DIR: a cache of 30 live records (2 epochs, no handover).
+cache_with_records() {
+	set -o pipefail
+	refurb-evict -q -r 3 -o "$T/s.evict" "$IDX"
+	refurb-plan -q -b 8 -e 0-1 "$T/s.evict" |
+		refurb-partial -q --no-handover -c "$1" -p resize=48 "$IDX" |
+		refurb-final -q -p crop=32 -o /dev/null
+}
+
+# first_length CACHE SEGMENT: the length of SEGMENT's first record.
+first_length() {
+	set -o pipefail
+	refurb-dump "$1" | awk -F'\t' -v s="$(basename "$2" .seg)" '$1 == s { print $3; exit }'
+}
+
+@test "--verify after kill -9: a record cut by the end of its segment is a torn tail (exit 0, what it is, that the next run cuts it), not a bad record" {
+	set -o pipefail
+	T="$BATS_TEST_TMPDIR"
+	cache_with_records "$T/c"
+	seg=$(ls "$T"/c/*.seg | tail -n 1)
+	# into the last record's payload, then into a record header
+	len=$(first_length "$T/c" "$seg")
+	size=$(stat -c %s "$seg")
+	# what a writer killed in a pwritev leaves: a record's first bytes
+	# after the last whole one (into the payload, or into the header)
+	for part in $(( len - 100 )) 20; do
+		head -c $(( 64 + part )) "$seg" | tail -c "$part" >> "$seg"
+		run refurb-dump --verify "$T/c"
+		echo "$output"
+		[ "$status" -eq 0 ]
+		[[ "${lines[0]}" == "segment $(basename "$seg" .seg) offset "*": torn tail: "*"cut short by the end of the segment ("*" bytes): a writer stopped while appending; the next refurb-partial cuts it" ]]
+		[[ "${lines[1]}" == "$T/c: "*" records checked, 0 problems, 1 torn tail (a writer stopped while appending: the next refurb-partial cuts it, no record is lost)" ]]
+		truncate -s "$size" "$seg"
+	done
+	# and the next writer cuts it: nothing torn is left
+	cache_with_records "$T/c"
+	run refurb-dump --verify "$T/c"
+	[ "$status" -eq 0 ]
+	[[ "$output" == "$T/c: "*" records checked, 0 problems" ]]
+}
+
+@test "--verify: every bad record has its reason (a payload checksum, a header), exit 1" {
+	set -o pipefail
+	T="$BATS_TEST_TMPDIR"
+	cache_with_records "$T/c"
+	seg=$(ls "$T"/c/*.seg | tail -n 1)
+	# a byte of the first record's payload, then of the second's header
+	len=$(first_length "$T/c" "$seg")
+	printf 'X' | dd of="$seg" bs=1 seek=200 conv=notrunc status=none
+	run refurb-dump --verify "$T/c"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "${lines[0]}" == "segment "*" offset 64: record payload checksum mismatch" ]]
+	[[ "$output" != *"no reason given"* ]]
+	printf 'X' | dd of="$seg" bs=1 seek=$(( 64 + len + 5 )) conv=notrunc status=none
+	run refurb-dump --verify "$T/c"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "${lines[1]}" == "segment "*" offset $(( 64 + len )): "*"header"* ]]
+	[[ "$output" != *"no reason given"* ]]
+}
+
+@test "--stats of a cache reads its tables, not its records: the bytes read do not grow with the records" {
+	command -v strace > /dev/null || skip "strace is not installed"
+	set -o pipefail
+	T="$BATS_TEST_TMPDIR"
+	cache_with_records "$T/c"
+	refurb-dump --stats "$T/c" > "$T/stats"
+	grep -q '^live         30 records, ' "$T/stats"
+	grep -q '^compression  ratio ' "$T/stats"
+	strace -f -o "$T/trace" -e trace=read,pread64 refurb-dump --stats "$T/c" > /dev/null
+	read_bytes=$(awk '/^[0-9]+ +p?read/ { sum += $NF } END { print sum + 0 }' "$T/trace")
+	seg_bytes=$(cat "$T"/c/*.seg | wc -c)
+	echo "read $read_bytes bytes; segments $seg_bytes bytes"
+	# the checkpoint, the manifest, segment and a few record headers
+	[ "$read_bytes" -lt $(( seg_bytes / 10 )) ]
+}
+
+@test "--verify: a segment gone after the checkpoint is a problem, unless its records died in one of the next two epochs" {
 	set -o pipefail
 	T="$BATS_TEST_TMPDIR"
 	# epoch 0 of r = 3: its records die in epochs 1, 2 and 3, one segment
@@ -141,18 +222,24 @@ setup() {
 	refurb-dump "$T/c" | awk -F'\t' '!/^#/ { print $1, $6 }' | sort -u > "$T/segs"
 	[ "$(wc -l < "$T/segs")" -eq 3 ]
 	read -r seg1 d1 < <(awk '$2 == 1' "$T/segs")
+	read -r seg2 d2 < <(awk '$2 == 2' "$T/segs")
 	read -r seg3 d3 < <(awk '$2 == 3' "$T/segs")
 	[ "$d1" -eq 1 ]
+	[ "$d2" -eq 2 ]
 	[ "$d3" -eq 3 ]
-	# the segment dying in epoch 1 is deleted when epoch 1 begins
-	cp "$T/c/$seg1.seg" "$T/keep.seg"
-	rm "$T/c/$seg1.seg"
+	# the segment dying in epoch 1 is deleted when epoch 1 begins; the
+	# one dying in epoch 2 when epoch 2 begins, maybe before the
+	# checkpoint of epoch 1's end (written in the background) landed
+	cp "$T/c/$seg1.seg" "$T/keep1.seg"
+	cp "$T/c/$seg2.seg" "$T/keep2.seg"
+	rm "$T/c/$seg1.seg" "$T/c/$seg2.seg"
 	run refurb-dump --verify "$T/c"
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	[[ "$output" == *"$T/c: "*" checkpoint entries are in segments deleted as their records died after the checkpoint (the next run drops them)"* ]]
 	[[ "${lines[-1]}" == "$T/c: "*" records checked, 0 problems" ]]
 	# one dying in epoch 3 cannot be gone yet: records were lost
-	cp "$T/keep.seg" "$T/c/$seg1.seg"
+	cp "$T/keep1.seg" "$T/c/$seg1.seg"
+	cp "$T/keep2.seg" "$T/c/$seg2.seg"
 	rm "$T/c/$seg3.seg"
 	run refurb-dump --verify "$T/c"
 	[ "$status" -eq 1 ]

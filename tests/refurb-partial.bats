@@ -180,8 +180,10 @@ setup() {
 	refurb-plan -q -b 8 -e 0 train.evict | refurb-partial -q -c "$T/c" -p "$SPEC" train.idx > /dev/null
 	seg=$(ls "$T"/c/*.seg | sed -n 1p)
 	printf 'RFR\001garbage' >> "$seg"
+	# what a writer killed while appending leaves: no problem, named
 	run refurb-dump --verify "$T/c"
-	[ "$status" -eq 1 ]
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"torn tail: a record header cut short by the end of the segment (11 of 40 bytes)"* ]]
 	refurb-plan -q -b 8 -e 1 train.evict | refurb-partial -c "$T/c" -p "$SPEC" train.idx > /dev/null 2> "$T/err"
 	grep -q "torn tail was cut" "$T/err"
 	run refurb-dump --verify "$T/c"

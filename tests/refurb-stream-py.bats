@@ -282,12 +282,12 @@ again = RefurbDataset(sys.argv[1])
 again.load_state_dict(sd)
 print([(again.epoch, again.step) for x, y in again])
 again = RefurbDataset(sys.argv[1])
-again.load_state_dict({"epoch": 2, "step": 0, "plan": sd["plan"]})
+again.load_state_dict({**sd, "epoch": 2, "step": 0})
 print([(again.epoch, again.step) for x, y in again])
 try:
     RefurbDataset(sys.argv[2]).load_state_dict(sd)
 except StreamError as e:
-    print("other plan:", "the checkpoint was made on another plan" in str(e))
+    print("other plan:", str(e).split(": ", 1)[1])
 resumed = RefurbDataset(sys.argv[3])              # a chain started at 0:1
 resumed.load_state_dict(sd)
 print([(resumed.epoch, resumed.step) for x, y in resumed], resumed.state_dict() == {**sd, "epoch": 1, "step": 0})
@@ -297,11 +297,11 @@ except StreamError as e:
     print(str(e).split(": ", 1)[1])
 EOF
 	[ "$status" -eq 0 ]
-	[ "${lines[0]}" = "['epoch', 'plan', 'step'] 0 1 16 --start 0:1" ]
+	[ "${lines[0]}" = "['epoch', 'identity', 'plan', 'step'] 0 1 16 --start 0:1" ]
 	[ "${lines[1]}" = "[(0, 1), (0, 2)]" ]
 	[ "${lines[2]}" = "[(0, 1), (0, 2)]" ]
 	[ "${lines[3]}" = "[(2, 0), (2, 1), (2, 2)]" ]
-	[ "${lines[4]}" = "other plan: True" ]
+	[ "${lines[4]}" = "other plan: the checkpoint was made on another plan: with batch-size=4, this stream has batch-size=5; restart the chain with the options of the checkpoint's run" ]
 	[ "${lines[5]}" = "[(0, 1), (0, 2)] True" ]
 	[ "${lines[6]}" = "the stream starts at epoch 0 step 1, after the checkpoint's epoch 0 step 0: restart the chain with refurb-plan --start 0:0" ]
 }
@@ -325,4 +325,60 @@ with open_stream(sys.argv[1]) as s:
 ' "$T/s.bin" "$T/ds"
 	[ "$status" -eq 0 ]
 	[ "$output" = "True [b'b', b'caf\\xe9']" ]
+}
+
+@test "a cache path that is not UTF-8 is escaped in the HEADER (%XX); the stream checks" {
+	make_dataset "$T/ds" 6 2
+	refurb-index -q -o "$T/t.idx" "$T/ds"
+	refurb-evict -q -r 2 -o "$T/t.evict" "$T/t.idx"
+	refurb-plan -q -b 3 -e 0-1 "$T/t.evict" |
+		refurb-partial -q -c "$T/$(printf 'cache_\377%%\t')" -p resize=32 "$T/t.idx" |
+		refurb-final -q -p crop=24 > "$T/s.bin"
+	run -0 "$PY" -m refurb_stream check "$T/s.bin"
+	[[ "$output" == *"ended cleanly"* ]]
+	run -0 "$PY" -c '
+import sys
+from refurb_stream import open_stream
+with open_stream(sys.argv[1]) as s:
+    print(s.header.extra["cache"])
+' "$T/s.bin"
+	[ "$output" = "$T/cache_%FF%25%09" ]
+	run -0 refurb-dump "$T/s.bin"
+}
+
+# not_utf8 IN OUT: IN with the first byte of its HEADER's extra text
+# replaced by 0xff, its checksums made right again
+not_utf8() {
+	"$PY" - "$1" "$2" <<'EOF'
+import struct, sys
+from refurb_stream import crc32c
+b = bytearray(open(sys.argv[1], "rb").read())
+plen = struct.unpack_from("<Q", b, 16)[0]
+p = 64
+lp, lf, lc, lx = struct.unpack_from("<4I", b, p + 104)
+b[p + 128 + lp + lf + lc] = 0xff
+struct.pack_into("<II", b, 36, crc32c(b[p:p + plen]), crc32c(b[p:p + plen]))
+struct.pack_into("<I", b, 60, crc32c(b[:60]))
+open(sys.argv[2], "wb").write(b)
+EOF
+}
+
+@test "a HEADER text that is not UTF-8 is a StreamError (check: exit 1, no traceback), refurb-dump refuses it" {
+	"$W" -o "$T/s"
+	not_utf8 "$T/s" "$T/bad"
+	run --separate-stderr "$PY" -m refurb_stream check "$T/bad"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == "refurb_stream: $T/bad: bad HEADER: the extra text is not UTF-8 (byte 0 is 0xff)" ]]
+	run ! "$PY" -c '
+import sys
+from refurb_stream import open_stream, StreamError
+try:
+    open_stream(sys.argv[1])
+except StreamError as e:
+    print("StreamError:", e)
+    sys.exit(1)
+' "$T/bad"
+	[ "$output" = "StreamError: bad HEADER: the extra text is not UTF-8 (byte 0 is 0xff)" ]
+	run -1 refurb-dump "$T/bad"
+	[[ "$output" == *"the extra text is not UTF-8 (byte 0 is 0xff)"* ]]
 }

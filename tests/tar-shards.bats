@@ -114,6 +114,26 @@ labels_and_sizes() {
 	grep -qx 'version      2' "$T/stats"
 }
 
+@test "a member name past the index's 4096 bytes (pax path) is a bad sample, named short; the others are indexed" {
+	long=$(printf 'n%.0s' {1..5000})
+	"$TARMAKE" "$T/huge.tar" --format pax "a.jpg=$JPG" "a.cls=text:0" \
+		"$long.jpg=$JPG" "$long.cls=text:1" "b.jpg=$JPG" "b.cls=text:1"
+	run refurb-index -o "$T/huge.idx" "$T/huge.tar"
+	[ "$status" -eq 0 ]
+	shown="$(printf 'n%.0s' {1..96})...$(printf 'n%.0s' {1..36}).jpg (5004 bytes)"
+	[ "${lines[0]}" = "refurb-index: $T/huge.tar: member $shown: member name of 5004 bytes, more than the 4096 an index keeps (rename it shorter)" ]
+	[[ "${lines[1]}" == "refurb-index: indexed 2 of 3 samples in 2 classes from 1 shard (1 bad, left out)"* ]]
+	refurb-dump "$T/huge.idx" | awk -F'\t' '!/^#/ { print $2, $8 }' > "$T/got"
+	diff "$T/got" <(printf '0 a.jpg\n1 b.jpg\n')
+	# a damaged header after it names the member short too
+	"$TARMAKE" "$T/cut.tar" --format pax "$long.jpg=$JPG" "b.jpg=$JPG"
+	at=$("$TARMAKE" --list "$T/cut.tar" | awk -F'\t' '$2 == "b.jpg" { print $3 - 512 }')
+	printf 'x%.0s' {1..512} | dd of="$T/cut.tar" bs=1 seek="$at" conv=notrunc status=none
+	run refurb-index -o "$T/cut.idx" "$T/cut.tar"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"after member $shown)"* ]]
+}
+
 @test "--shards expands a brace range; a missing shard is an error" {
 	refurb-index -q -o "$T/a.idx" sh/train-00000{0,1,2}.tar
 	refurb-index -q -o "$T/b.idx" --shards 'sh/train-{000000..000002}.tar'
@@ -190,15 +210,19 @@ labels_and_sizes() {
 	"$TARMAKE" "$T/bad.tar" "a.jpg=$JPG" 'a.json=text:{"label": "x"}' \
 		"b.jpg=$JPG" 'b.json=text:{"other": 1}' "c.jpg=$JPG" 'c.json=text:[1]' \
 		"d.jpg=$JPG" 'd.json=text:{"x": {"label": [1]}, "label": 4}' \
-		"e.jpg=$JPG" 'e.json=text: {"a\"b": null, "label" : 2 } '
+		"e.jpg=$JPG" 'e.json=text: {"a\"b": null, "label" : 2 } ' \
+		"f.jpg=$JPG" 'f.json=text:{"label": 1, "label": 3}' \
+		"g.jpg=$JPG" 'g.json=text:{"label": 1, "label": [3]}'
 	run refurb-index -o "$T/bad.idx" --label json:label "$T/bad.tar"
 	[ "$status" -eq 0 ]
 	[ "${lines[1]}" = "refurb-index: $T/bad.tar: member b.jpg: bad label in b.json: no field \"label\" holding a class number or name" ]
 	[ "${lines[2]}" = "refurb-index: $T/bad.tar: member c.jpg: bad label in c.json: no field \"label\" holding a class number or name" ]
 	[ "${lines[0]}" = "refurb-index: $T/bad.tar: member a.jpg: bad label: the class name 'x' where most samples have class numbers" ]
-	[[ "${lines[3]}" == "refurb-index: indexed 2 of 5 samples in 5 classes from 1 shard (3 bad, left out)"* ]]
+	# a duplicate key: its last value, as Python's json and WebDataset
+	[ "${lines[3]}" = "refurb-index: $T/bad.tar: member g.jpg: bad label in g.json: no field \"label\" holding a class number or name" ]
+	[[ "${lines[4]}" == "refurb-index: indexed 3 of 7 samples in 5 classes from 1 shard (4 bad, left out)"* ]]
 	refurb-dump "$T/bad.idx" | awk -F'\t' '!/^#/ { print $2, $8 }' > "$T/got"
-	diff "$T/got" <(printf '4 d.jpg\n2 e.jpg\n')
+	diff "$T/got" <(printf '4 d.jpg\n2 e.jpg\n3 f.jpg\n')
 }
 
 @test "--label json:class: \\u escapes of any character (Python's json.dumps) are decoded; a malformed .json is bad" {

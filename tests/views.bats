@@ -193,3 +193,61 @@ EOF2
 	[ "${lines[0]}" = "452 152" ]
 	[ "${lines[1]}" = "every view in its place: True" ]
 }
+
+@test "--views: views of one final pipeline that would often be identical are refused, naming the probability and what to move" {
+	# the issue's split: the crop, jitter and grayscale cached, only the flip final
+	refurb-partial -q -c "$T/c2" -p 'resize=64,rrcrop=48,apply=0.8,colorjitter=0.4,grayscale=0.2' \
+		train.idx < plan.txt > "$T/ann2.txt"
+	run refurb-final -q -p flip,centercrop=48 --views 2 -i "$T/ann2.txt" -o "$T/x.s"
+	expect_fail 2 "refurb-final: 2 views of every sample run the final pipeline 'flip=p=0.5,centercrop=48x48', whose draws are the same for both with probability 50% (over the limit of 1%): identical views teach a contrastive loss nothing; move random layers of the partial pipeline (rrcrop, colorjitter, grayscale) into the final part (refurb-advise --views 2 chooses the split), or give --allow-view-collisions"
+	[ ! -s "$T/x.s" ]
+	# three views: the union bound over their pairs
+	run refurb-final -q -p 'crop=60,flip' --views 3 -i ann.txt -o "$T/x.s"
+	expect_fail 2 "refurb-final: 3 views of every sample run the final pipeline 'crop=60x60"
+	[[ "${lines[0]}" == *"whose draws repeat for two of them with probability"* ]] || false
+	[[ "${lines[0]}" == *"give the final part layers that draw more (a crop) (refurb-advise --views 3"* ]] || false
+	# two -p of the same spec are one group; a different spec is not checked against it
+	run refurb-final -q -p flip,centercrop=48 -p 'rrcrop=48' -p flip,centercrop=48 -i ann.txt -o "$T/x.s"
+	expect_fail 2 "refurb-final: 2 views of every sample run the final pipeline 'flip=p=0.5,centercrop=48x48'"
+	# the option runs them; one view is never refused
+	refurb-final -q -p flip,centercrop=48 --views 2 --allow-view-collisions -i "$T/ann2.txt" -o "$T/x.s"
+	refurb-final -q -p flip,centercrop=48 -i "$T/ann2.txt" -o "$T/y.s"
+	refurb-final -q -p "$FINAL" --views 2 -i "$T/ann2.txt" -o "$T/z.s"
+}
+
+@test "--views: the identical views of a stream, counted over 400 samples, are as many as the refusal predicts (binomial tolerance)" {
+	refurb-plan -q -b 8 -e 0-9 train.evict > "$T/plan10.txt"
+	refurb-partial -q -c "$T/c3" -p 'resize=64x64' train.idx < "$T/plan10.txt" > "$T/ann3.txt"
+	for final in 'flip,grayscale=p=0.2,centercrop=64' 'crop=60,flip' 'apply=0.5,colorjitter=0.4,flip,centercrop=64'; do
+		run refurb-final -q -p "$final" --views 2 -i "$T/ann3.txt" -o "$T/x.s"
+		[ "$status" -eq 2 ]
+		p=$(sed -n 's/.*with probability \([0-9.e+-]*\)% (over.*/\1/p' <<<"${lines[0]}")
+		[ -n "$p" ]
+		refurb-final -q -p "$final" --views 2 --allow-view-collisions -i "$T/ann3.txt" -o "$T/v.s"
+		/usr/bin/python3 - "$T/v.s" "$p" "$final" <<'PY'
+import math, sys
+from refurb_stream import open_stream
+p = float(sys.argv[2]) / 100
+n = same = 0
+for b in open_stream(sys.argv[1], verify=True):
+    n += len(b.ids)
+    same += int((b.images[:, 0] == b.images[:, 1]).all(axis=(1, 2, 3)).sum())
+sd = math.sqrt(n * p * (1 - p))
+print("%s: %d of %d identical, predicted %.1f (sd %.1f)" % (sys.argv[3], same, n, n * p, sd))
+assert n == 400, n
+assert abs(same - n * p) <= 4 * sd + 1, (same, n * p, sd)
+PY
+	done
+}
+
+@test "--progress: the first line of refurb-partial's and refurb-final's progress is the split" {
+	refurb-partial --progress -c "$T/c4" -p "$SPEC" train.idx < plan.txt 2> "$T/p.err" |
+		refurb-final --progress -p "$FINAL" --views 2 -o "$T/x.s" 2> "$T/f.err"
+	run -0 head -1 "$T/p.err"
+	[ "$output" = "refurb-partial: split: cached once every 2 uses (here): resize=64:max_size=0:interp=bilinear; run on every use: refurb-final's pipeline" ]
+	run -0 head -1 "$T/f.err"
+	[[ "$output" == "refurb-final: split: cached once every 2 uses (refurb-partial): resize=64:max_size=0:interp=bilinear; run on every use (here, 2 views): rrcrop=48x48:"*",grayscale=p=0.2" ]] || false
+	# -q: no progress, no split line
+	refurb-final -q -p "$FINAL" -i ann.txt -o "$T/y.s" 2> "$T/q.err"
+	[ ! -s "$T/q.err" ]
+}

@@ -5,10 +5,12 @@
  * recovery (rfbi_cache_recover.c) and rfb_cache_read_checkpoint use.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cache_internal.h"
@@ -115,6 +117,58 @@ int rfbi_cache_ckpt_load(const char *dir, struct ckpt *k, rfb_err *err)
 	return 0;
 }
 
+int rfbi_cache_ckpt_segments(const char *dir, unsigned char **table,
+			     uint32_t *n)
+{
+	char path[4200];
+	unsigned char h[CKPT_HEADER];
+	struct stat st;
+	int fd;
+
+	*table = NULL;
+	*n = 0;
+	snprintf(path, sizeof path, "%s/" CHECKPOINT_NAME, dir);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	if (fstat(fd, &st) == 0 &&
+	    rfb_pread_full(fd, h, sizeof h, 0) == (ssize_t)sizeof h &&
+	    memcmp(h, CKPT_MAGIC, 8) == 0 && rfb_crc32c(0, h, 60) == rfb_get_le32(h + 60)) {
+		uint32_t g = rfb_get_le32(h + 24);
+		size_t len = (size_t)g * CKPT_SEG;
+		/* checked against the file's size before it is allocated */
+		if (CKPT_HEADER + (uint64_t)len + 4 <= (uint64_t)st.st_size &&
+		    (*table = malloc(len ? len : 1)) &&
+		    rfb_pread_full(fd, *table, len, CKPT_HEADER) == (ssize_t)len)
+			*n = g;
+	}
+	close(fd);
+	if (*n == 0) {
+		free(*table);
+		*table = NULL;
+	}
+	return 0;
+}
+
+/* The death epoch of segment id in k's table (sorted by id: a binary
+ * search, so that reading the entries stays linear); 0 if absent. */
+static uint32_t seg_death(const struct ckpt *k, uint32_t id)
+{
+	size_t lo = 0, hi = k->segments;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const unsigned char *g = k->seg_table + mid * CKPT_SEG;
+		uint32_t gid = rfb_get_le32(g);
+		if (gid == id)
+			return rfb_get_le32(g + 4);
+		if (gid < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
 int rfb_cache_read_checkpoint(const char *dir,
 			      void (*fn)(void *ctx, uint32_t sample,
 					 const struct rfb_cache_entry *e),
@@ -130,6 +184,11 @@ int rfb_cache_read_checkpoint(const char *dir,
 		info->entries = k.entries;
 		info->appended_bytes = k.appended;
 		info->written_bytes = k.written;
+		info->segments = k.segments;
+		info->dead_segments = 0;
+		for (uint32_t j = 0; j < k.segments; j++)
+			info->dead_segments += rfb_get_le32(k.seg_table +
+						(size_t)j * CKPT_SEG + 8) != 0;
 	}
 	for (uint32_t i = 0; rc == 0 && fn && i < k.entries; i++) {
 		const unsigned char *p = k.entry_table + (size_t)i * CKPT_ENTRY;
@@ -137,14 +196,7 @@ int rfb_cache_read_checkpoint(const char *dir,
 					       rfb_get_le32(p + 16),
 					       rfb_get_le64(p + 8) },
 					     rfb_get_le32(p + 20), 0 };
-		/* the death epoch is its segment's (the table is sorted by id) */
-		for (uint32_t j = 0; j < k.segments; j++) {
-			const unsigned char *g = k.seg_table + (size_t)j * CKPT_SEG;
-			if (rfb_get_le32(g) == e.addr.segment) {
-				e.death_epoch = rfb_get_le32(g + 4);
-				break;
-			}
-		}
+		e.death_epoch = seg_death(&k, e.addr.segment);
 		fn(ctx, rfb_get_le32(p), &e);
 	}
 	free(k.data);

@@ -130,6 +130,15 @@ const char *rfb_cache_manifest_diff(const struct rfb_cache_manifest *a,
 	return NULL;
 }
 
+const char *rfbi_cache_manifest_hint(const char *diff)
+{
+	if (strcmp(diff, "schedule") == 0)
+		return " (another r, eviction seed, policy or shard of refurb-evict)";
+	if (strcmp(diff, "seed") == 0)
+		return " (refurb-partial's augmentation seed)";
+	return "";
+}
+
 /* ---- segments ---- */
 
 void rfbi_cache_put_segment_header(unsigned char *h, uint32_t id, uint32_t death)
@@ -391,6 +400,27 @@ uint64_t rfb_cache_view_closed(const rfb_cache_view *v)
 
 /* ---- scanning ---- */
 
+/* Why the record at off (len bytes, 0 when its header is not whole) of
+ * the segment at path is bad when the read gave got bytes: a read error,
+ * or a record cut by the end of the file: the torn tail a writer stopped
+ * while appending leaves (RFB_ETRUNC), which the next writer cuts. */
+static void why_short(rfb_err *why, const char *path, ssize_t got,
+		      size_t len)
+{
+	if (got < 0)
+		rfb_err_sys(why, errno, path, "cannot read segment");
+	else if (len == 0)
+		rfb_err_set(why, RFB_ETRUNC, path, "torn tail: a record header "
+			    "cut short by the end of the segment (%zd of %d "
+			    "bytes): a writer stopped while appending; the next "
+			    "refurb-partial cuts it", got, RFB_RECORD_HEADER_SIZE);
+	else
+		rfb_err_set(why, RFB_ETRUNC, path, "torn tail: the last record "
+			    "is cut short by the end of the segment (%zd of %zu "
+			    "bytes): a writer stopped while appending; the next "
+			    "refurb-partial cuts it", got, len);
+}
+
 /* Visit the records of one segment file, stopping at the first one that
  * cannot be delimited (a bad header, a torn end). */
 static int scan_segment(const char *dir, uint32_t id, rfb_cache_visit_fn fn,
@@ -436,10 +466,13 @@ static int scan_segment(const char *dir, uint32_t id, rfb_cache_visit_fn fn,
 			if ((rc = rfb_imgbuf_reserve(buf, a.length, err)))
 				break;
 			got = rfb_pread_full(fd, buf->data, a.length, (off_t)off);
-			bad = got != (ssize_t)a.length ||
-			      rfb_record_verify(buf->data, a.length, &m, &why);
+			if ((bad = got != (ssize_t)a.length))
+				why_short(&why, path, got, a.length);
+			else
+				bad = rfb_record_verify(buf->data, a.length, &m,
+							&why) != 0;
 		} else if (got != RFB_RECORD_HEADER_SIZE) {
-			rfb_err_set(&why, RFB_ETRUNC, path, "torn record at the end");
+			why_short(&why, path, got, 0);
 		}
 		if (bad) {
 			/* a whole record whose header checks out but whose

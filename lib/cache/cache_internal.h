@@ -1,8 +1,9 @@
 /*
  * cache_internal.h - the writer's state, shared by cache_writer.c (appending,
  * eviction, compaction), cache_table.c (segments and entries),
- * cache_checkpoint.c (the checkpoint), rfbi_cache_recover.c (recovery) and
- * cache_files.c (manifest, segment headers, listing).
+ * cache_checkpoint.c (the checkpoint), rfbi_cache_recover.c (recovery),
+ * cache_files.c (manifest, segment headers, listing) and cache_summary.c
+ * (segment sizes against the checkpoint).
  */
 #ifndef REFURB_CACHE_INTERNAL_H
 #define REFURB_CACHE_INTERNAL_H
@@ -31,6 +32,7 @@
 struct seg {
 	uint32_t id, death;
 	int dead;              /* its records died; kept until grace passes */
+	int sealed;            /* takes no more records (being compacted) */
 	uint64_t dead_since;   /* global step it died at */
 	int fd;                /* -1 when not open */
 	uint64_t size;         /* bytes, buffered ones included */
@@ -95,6 +97,9 @@ struct rfb_cache {
 uint64_t rfbi_cache_manifest_hash(const struct rfb_cache_manifest *m);
 int rfbi_cache_write_manifest(const char *dir, const struct rfb_cache_manifest *m,
 			      rfb_err *err) RFB_MUST_CHECK;
+/* What makes the manifest part diff (rfb_cache_manifest_diff) differ, as
+ * " (...)" for a message, or "". */
+const char *rfbi_cache_manifest_hint(const char *diff);
 void rfbi_cache_put_segment_header(unsigned char *h, uint32_t id, uint32_t death);
 int rfbi_cache_parse_segment_header(const unsigned char *h, uint32_t *id,
 				    uint32_t *death);
@@ -132,6 +137,11 @@ struct ckpt {
 /* Load DIR's checkpoint into *k: 0, RFB_ENOTFOUND when there is none, or
  * a negative RFB_E* code with err filled (k->data freed by the caller). */
 int rfbi_cache_ckpt_load(const char *dir, struct ckpt *k, rfb_err *err) RFB_MUST_CHECK;
+/* The segment table of DIR's checkpoint as it is (its header checked,
+ * not the table's checksum: for summaries): *table malloc'ed, *n rows
+ * of CKPT_SEG bytes; *n = 0 and NULL when there is none.  Returns 0. */
+int rfbi_cache_ckpt_segments(const char *dir, unsigned char **table,
+			     uint32_t *n);
 /* Wait for the background checkpoint job, if any; its result. */
 int rfbi_cache_ckpt_join(rfb_cache *c, rfb_err *err) RFB_MUST_CHECK;
 /* Hand the fsyncs and the checkpoint of c as it is now to a job (run by

@@ -332,8 +332,11 @@ static int prepare_slot(rfb_batch_reader *r, size_t i,
 	/* the size seen last is enough unless the record ends past it: the
 	 * writer may have appended since, so look again before failing */
 	if (end > info->size) {
-		if (fstat(fd, &st) < 0)
-			return fail(o, s, RFB_EIO, "fstat: %s", strerror(errno));
+		if (fstat(fd, &st) < 0) {
+			int e = errno;
+			(void)fail(o, s, RFB_EIO, "fstat: %s", strerror(e));
+			return o->why.sys_errno = e, o->status; /* a system error */
+		}
 		info->size = (uint64_t)st.st_size;
 	}
 	if (end > info->size)
@@ -570,10 +573,19 @@ static int finish_record(rfb_batch_reader *r, size_t i)
 
 	if (s->res == -EINVAL && s->kind == FD_DIRECT)
 		reread_buffered(r, s);
+	if (s->res == -EINTR || s->res == -EAGAIN) {
+		/* transient: read the same window again, synchronously */
+		ssize_t got = rfb_pread_full(s->fd, r->arena + s->buf_pos,
+					     s->io_len, (off_t)s->io_off);
+		s->res = got < 0 ? -errno : got;
+		r->st.sync_rereads++;
+	}
 	if (s->res < 0) {
 		rfb_err why = { 0 };
 		int code = rfb_err_sys(&why, (int)-s->res, NULL, "read failed");
-		return fail(o, s, code, "%s", why.msg);
+		(void)fail(o, s, code, "%s", why.msg);
+		o->why.sys_errno = why.sys_errno; /* rfb_err_is_system asks it */
+		return code;
 	}
 	r->st.bytes_read += (uint64_t)s->res;
 	if ((uint64_t)s->res < s->skip + (uint64_t)s->addr.length)

@@ -203,9 +203,13 @@ int rfb_record_encode(rfb_codec_ctx *x, const struct rfb_codec *codec,
 	int rc;
 
 	if (img->width > 65535 || img->height > 65535 || raw > RFB_RECORD_MAX_RAW)
-		return rfb_err_set(err, RFB_ELIMIT, NULL,
-				   "image %dx%d too large for a cache record",
-				   img->width, img->height);
+		return rfb_err_set(err, RFB_ELIMIT, NULL, "the partial pipeline's "
+				   "output, %dx%dx%d (%zu bytes), is more than "
+				   "the %u bytes and 65535 pixels a side a cache "
+				   "record holds: end the partial pipeline with "
+				   "a smaller resize or crop", img->width,
+				   img->height, img->channels, raw,
+				   (unsigned)RFB_RECORD_MAX_RAW);
 	if ((rc = encode_payload(x, codec, img, raw, out, &stored, err)))
 		return rc;
 	if (stored > RFB_RECORD_MAX_STORED)

@@ -137,7 +137,7 @@ static struct seg *seg_for(rfb_cache *c, uint32_t death, size_t len,
 {
 	for (size_t i = c->nsegs; i-- > 0;) {
 		struct seg *s = &c->segs[i];
-		if (s->death != death || s->dead)
+		if (s->death != death || s->dead || s->sealed)
 			continue;
 		if (s->size + len <= c->man.segment_max ||
 		    s->size == RFB_CACHE_SEGMENT_HEADER)
@@ -360,13 +360,17 @@ static int delete_segments(rfb_cache *c, uint64_t step, rfb_err *err)
 }
 
 /* Copy the live records of sparse segment s to the open segment of its
- * death epoch, then let s die like an evicted one. */
+ * death epoch (a new one: s takes no more records from now on), then let
+ * s die like an evicted one. */
 static int compact_segment(rfb_cache *c, uint32_t sid, uint64_t step,
 			   rfb_err *err)
 {
 	rfb_imgbuf buf = { 0 };
 	int rc = 0;
 
+	rfbi_cache_find_seg(c, sid)->sealed = 1;
+	if (rfbi_cache_find_seg(c, sid)->live == 0)
+		goto out; /* nothing to copy: no entry to look for */
 	for (uint32_t i = 0; rc == 0 && i < c->man.samples; i++) {
 		struct entry e = c->entries[i];
 		struct rfb_record_meta m;
@@ -390,6 +394,7 @@ static int compact_segment(rfb_cache *c, uint32_t sid, uint64_t step,
 			rc = rfb_cache_flush(c, err);
 		c->st.compacted_records++;
 	}
+out:
 	rfb_imgbuf_free(&buf);
 	struct seg *s = rfbi_cache_find_seg(c, sid);
 	if (rc == 0 && s) {
@@ -399,8 +404,11 @@ static int compact_segment(rfb_cache *c, uint32_t sid, uint64_t step,
 	return rc;
 }
 
-/* A segment is sparse when less than half its record bytes are live and
- * nothing will be appended to it any more (a newer one has its death). */
+/* A segment is sparse when less than half its record bytes are live
+ * (records superseded by a later run's, or recomputed): it is compacted,
+ * the segment records of its death epoch are appended to included, which
+ * a new segment then replaces.  Else a segment that a run after run keeps
+ * appending to would never be reclaimed (refurb-cache(5), WRITING). */
 static int compact_sparse(rfb_cache *c, uint64_t step, rfb_err *err)
 {
 	int rc = 0;
@@ -408,16 +416,26 @@ static int compact_sparse(rfb_cache *c, uint64_t step, rfb_err *err)
 	for (size_t i = 0; rc == 0 && i < c->nsegs; i++) {
 		struct seg *s = &c->segs[i];
 		uint64_t bytes = s->size - RFB_CACHE_SEGMENT_HEADER;
-		int superseded = 0;
 		if (s->dead || bytes == 0 ||
 		    (double)s->live >= COMPACT_LIVE_RATIO * (double)bytes)
 			continue;
-		for (size_t k = i + 1; k < c->nsegs; k++)
-			superseded |= c->segs[k].death == s->death && !c->segs[k].dead;
-		if (superseded || s->size >= c->man.segment_max)
-			rc = compact_segment(c, s->id, step, err);
+		rc = compact_segment(c, s->id, step, err);
 	}
 	return rc;
+}
+
+/* Forget the records a run that starts at epoch first cannot serve: those
+ * written for a later epoch (an earlier run's last epochs, a stopped run
+ * that ran ahead).  The run visits every sample in epoch first and would
+ * replace them there (a hit's record must be of the write epoch the
+ * schedule gives at first, a miss's of first itself). */
+static void forget_later(rfb_cache *c, uint32_t first)
+{
+	for (uint32_t i = 0; i < c->man.samples; i++) {
+		const struct entry *e = &c->entries[i];
+		if (e->seg != RFB_CACHE_NO_SEGMENT && e->write_epoch > first)
+			rfbi_cache_set_entry(c, i, RFB_CACHE_NO_SEGMENT, 0, 0, 0, 0);
+	}
 }
 
 /* The disk bound (refurb-cache(5)): before a new epoch kills its
@@ -539,6 +557,22 @@ static int delete_inherited(rfb_cache *c, rfb_err *err)
 	return delete_segments(c, c->grace, err);
 }
 
+int rfb_cache_begin_run(rfb_cache *c, uint32_t first_epoch, rfb_err *err)
+{
+	int rc;
+
+	/* their death step is the first batch's, unless nobody reads */
+	forget_later(c, first_epoch);
+	kill_segments(c, first_epoch, DEAD_SINCE_UNKNOWN);
+	if ((rc = compact_sparse(c, DEAD_SINCE_UNKNOWN, err)) ||
+	    (rc = rfb_cache_flush(c, err)) || (rc = delete_inherited(c, err)))
+		return rc;
+	/* the tables on disk say what this run starts from: a run stopped
+	 * before its first epoch's end is not measured by an older one */
+	c->epoch = first_epoch;
+	return rfb_cache_checkpoint(c, err);
+}
+
 /* Remove every cache file (for --reset): segments, checkpoint, manifest. */
 static int empty_cache(rfb_cache *c, rfb_err *err)
 {
@@ -618,8 +652,9 @@ static int check_manifest(rfb_cache *c, const struct rfb_cache_manifest *want,
 	if (!(flags & RFB_CACHE_RESET)) {
 		if (rc == 0)
 			return rfb_err_set(err, RFB_EMISMATCH, c->dir,
-				"cache was made with a different %s (use --reset "
-				"to empty it and start again)", diff);
+				"cache was made with a different %s%s (use --reset "
+				"to empty it and start again, or give this plan a "
+				"cache of its own)", diff, rfbi_cache_manifest_hint(diff));
 		if (rc == RFB_ECHECKSUM)
 			return rfb_err_set(err, rc, why.path, "%s (use --reset to "
 					   "empty the cache and start again)",
@@ -742,6 +777,13 @@ int rfb_cache_close(rfb_cache *c, rfb_err *err)
 	if (!c)
 		return 0;
 	rc = rfb_cache_checkpoint(c, err);
+	/* a reader of this run told its position and has gone (a trainer
+	 * killed, the stream closed): nothing reads the dead segments any
+	 * more, which would else stay until the next run (refurb-cache(5),
+	 * DISK SPACE).  Without one (a plan written to a file for later),
+	 * they wait for the next writer. */
+	if (rc == 0 && c->held_known)
+		rc = delete_inherited(c, err);
 	for (size_t i = 0; i < c->nsegs; i++)
 		seg_close(&c->segs[i]);
 	close(c->lockfd);

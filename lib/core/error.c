@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "refurb/error.h"
 
@@ -26,6 +27,7 @@ const char *rfb_strerror(int code)
 	case RFB_ESPEC: return "bad pipeline spec";
 	case RFB_ENOTFOUND: return "not found";
 	case RFB_EPIPE: return "reader closed the stream";
+	case RFB_ERESOURCE: return "out of a system resource";
 	}
 	return "unknown error";
 }
@@ -53,19 +55,51 @@ int rfb_err_set(rfb_err *err, int code, const char *path, const char *fmt, ...)
 	return code;
 }
 
+/* The code of a failed system call's errno. */
+static int sys_code(int e)
+{
+	switch (e) {
+	case ENOSPC: case EDQUOT: return RFB_ENOSPC;
+	case EPIPE: return RFB_EPIPE;
+	case ENOMEM: return RFB_ENOMEM;
+	case EMFILE: case ENFILE: case ENOBUFS: return RFB_ERESOURCE;
+	}
+	return RFB_EIO;
+}
+
+/* What to do about errno e, after its text ("" when the message says
+ * enough): the limit to raise, or what to look at. */
+static void sys_hint(int e, char *buf, size_t n)
+{
+	struct rlimit rl;
+
+	buf[0] = '\0';
+	if (e == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+	    rl.rlim_cur != RLIM_INFINITY)
+		snprintf(buf, n, " (the open-file limit is %llu: raise it, e.g. "
+			 "ulimit -n %llu, see refurb(7), RESOURCE LIMITS)",
+			 (unsigned long long)rl.rlim_cur,
+			 (unsigned long long)(rl.rlim_cur < 512 ? 4096
+					      : rl.rlim_cur * 4));
+	else if (e == EMFILE)
+		snprintf(buf, n, " (raise the open-file limit: ulimit -n)");
+	else if (e == ENFILE)
+		snprintf(buf, n, " (the system's table of open files is full: "
+			 "raise fs.file-max or stop other programs)");
+	else if (e == ENOMEM || e == ENOBUFS)
+		snprintf(buf, n, " (free memory, or use fewer threads with -j)");
+	else if (e == EIO)
+		snprintf(buf, n, " (the device failed: see dmesg, check the disk)");
+}
+
 int rfb_err_sys(rfb_err *err, int sys_errno, const char *path,
 		const char *fmt, ...)
 {
-	int code = RFB_EIO;
+	int code = sys_code(sys_errno);
+	char hint[160];
 	size_t len;
 	va_list ap;
 
-	if (sys_errno == ENOSPC || sys_errno == EDQUOT)
-		code = RFB_ENOSPC;
-	else if (sys_errno == EPIPE)
-		code = RFB_EPIPE;
-	else if (sys_errno == ENOMEM)
-		code = RFB_ENOMEM;
 	if (!err)
 		return code;
 	err->code = code;
@@ -75,9 +109,27 @@ int rfb_err_sys(rfb_err *err, int sys_errno, const char *path,
 	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
 	va_end(ap);
 	len = strlen(err->msg);
-	snprintf(err->msg + len, sizeof err->msg - len, "%s%s",
-		 len ? ": " : "", strerror(sys_errno));
+	sys_hint(sys_errno, hint, sizeof hint);
+	snprintf(err->msg + len, sizeof err->msg - len, "%s%s%s",
+		 len ? ": " : "", strerror(sys_errno), hint);
 	return code;
+}
+
+int rfb_err_is_system(const rfb_err *err)
+{
+	if (!err)
+		return 0;
+	if (err->code == RFB_ENOMEM || err->code == RFB_ENOSPC ||
+	    err->code == RFB_ERESOURCE)
+		return 1;
+	switch (err->sys_errno) {
+	case EMFILE: case ENFILE: case ENOMEM: case ENOBUFS: case EIO:
+	case ENOSPC: case EDQUOT: case EAGAIN: case EINTR: case ESTALE:
+	case ETIMEDOUT: case ENOLCK: case ENXIO: case ENODEV:
+	case EREMOTEIO: case ENOTCONN: case EHOSTDOWN: case ECONNRESET:
+		return 1;
+	}
+	return 0;
 }
 
 void rfb_err_clear(rfb_err *err)

@@ -11,20 +11,43 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "refurb/io.h"
 
-/* Read up to n bytes at off (or at the fd's position when off < 0). */
+/* How often a read of a file that says EAGAIN (a network or FUSE file
+ * system, a file opened O_NONBLOCK) is tried again, a millisecond apart,
+ * before the error is given up to the caller. */
+#define EAGAIN_TRIES 200
+
+/* Wait a millisecond before trying again; 0 while tries are left. */
+static int again(unsigned *tries)
+{
+	struct timespec ms = { 0, 1000000 };
+
+	if (++*tries > EAGAIN_TRIES)
+		return -1;
+	nanosleep(&ms, NULL);
+	return 0;
+}
+
+/* Read up to n bytes at off (or at the fd's position when off < 0).
+ * Positional reads are of files: their EAGAIN is transient and retried;
+ * a pipe's is the caller's to handle. */
 static ssize_t read_loop(int fd, void *buf, size_t n, off_t off)
 {
 	size_t done = 0;
+	unsigned tries = 0;
 
 	while (done < n) {
 		ssize_t r = off < 0 ? read(fd, (char *)buf + done, n - done)
 				    : pread(fd, (char *)buf + done, n - done,
 					    off + (off_t)done);
 		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && off >= 0 && (errno == EAGAIN || errno == EWOULDBLOCK) &&
+		    again(&tries) == 0)
 			continue;
 		if (r < 0)
 			return -1;
@@ -116,6 +139,20 @@ int rfb_pwritev_full(int fd, const struct iovec *iov, size_t n, off_t off)
 	return 0;
 }
 
+int rfb_open_retry(const char *path, int flags)
+{
+	unsigned tries = 0;
+	int fd;
+
+	for (;;) {
+		fd = open(path, flags);
+		if (fd >= 0 || (errno != EINTR &&
+				!((errno == EAGAIN || errno == EWOULDBLOCK) &&
+				  again(&tries) == 0)))
+			return fd;
+	}
+}
+
 /* Grow-as-you-go read for pipes and other files of unknown size. */
 static int load_stream(int fd, const char *path, size_t max_len,
 		       unsigned char **data, size_t *len, rfb_err *err)
@@ -196,12 +233,14 @@ int rfb_file_read_into(const char *path, size_t max_len, unsigned char **buf,
 		       size_t *cap, size_t *len, rfb_err *err)
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), rc = 0;
+	int fd = rfb_open_retry(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), rc = 0;
 	ssize_t got;
 
 	if (fd < 0)
 		return rfb_err_sys(err, errno, path, "cannot open");
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) < 0) {
+		rc = rfb_err_sys(err, errno, path, "cannot stat");
+	} else if (!S_ISREG(st.st_mode)) {
 		rc = rfb_err_set(err, RFB_EINVAL, path, "not a regular file");
 	} else if ((uint64_t)st.st_size > max_len) {
 		rc = rfb_err_set(err, RFB_ELIMIT, path,

@@ -111,9 +111,13 @@ int rfb_png_read_header(const void *data, size_t len, uint64_t max_pixels,
 	info->bit_depth = p[24];
 	info->color_type = p[25];
 	info->interlaced = p[28];
-	if (w == 0 || h == 0 || w > RFB_IMAGE_MAX_SIDE || h > RFB_IMAGE_MAX_SIDE)
-		return rfb_err_set(err, w && h ? RFB_ELIMIT : RFB_EFORMAT, NULL,
-				   "PNG of %ux%u pixels", w, h);
+	if (w == 0 || h == 0)
+		return rfb_err_set(err, RFB_EFORMAT, NULL, "PNG of %ux%u pixels "
+				   "(a width or height of 0)", w, h);
+	if (w > RFB_IMAGE_MAX_SIDE || h > RFB_IMAGE_MAX_SIDE)
+		return rfb_err_set(err, RFB_ELIMIT, NULL, "PNG of %ux%u pixels: "
+				   "wider or taller than %d, the largest side "
+				   "refurb handles", w, h, RFB_IMAGE_MAX_SIDE);
 	if ((uint64_t)w * h > max_pixels)
 		return rfb_err_set(err, RFB_ELIMIT, NULL, "PNG of %ux%u pixels is "
 				   "more than %llu", w, h,
@@ -174,6 +178,24 @@ static void read_mem(png_structp png, png_bytep out, size_t n)
 	j->pos += n;
 }
 
+/* A PLTE shorter than the bit depth allows, filled up as PIL has it:
+ * Pillow's palette starts as a gray ramp (ImagingPaletteNew, entry k =
+ * (k, k, k)) that the PLTE overwrites from entry 0, so an index past the
+ * table is the gray of its own value, where libpng would give black. */
+static void fill_palette(png_structp png, png_infop info)
+{
+	png_color full[PNG_MAX_PALETTE_LENGTH];
+	png_colorp plte;
+	int n = 0, want = 1 << png_get_bit_depth(png, info);
+
+	if (!png_get_PLTE(png, info, &plte, &n) || n >= want)
+		return;
+	for (int k = 0; k < want; k++)
+		full[k] = k < n ? plte[k]
+				: (png_color){ (png_byte)k, (png_byte)k, (png_byte)k };
+	png_set_PLTE(png, info, full, want);
+}
+
 /* The transforms that give PIL's convert("RGB") (or its L image). */
 static void set_transforms(png_structp png, png_infop info)
 {
@@ -181,8 +203,10 @@ static void set_transforms(png_structp png, png_infop info)
 
 	png_set_strip_16(png);         /* the high byte, as PIL */
 	png_set_packing(png);          /* 1, 2, 4-bit samples in bytes */
-	if (type == PNG_COLOR_TYPE_PALETTE)
+	if (type == PNG_COLOR_TYPE_PALETTE) {
+		fill_palette(png, info);
 		png_set_palette_to_rgb(png);
+	}
 	if (type == PNG_COLOR_TYPE_GRAY)
 		png_set_expand_gray_1_2_4_to_8(png);
 	/* alpha, and the tRNS that palette_to_rgb may turn into alpha,

@@ -275,8 +275,13 @@ int rfbi_json_field(const char *text, const char *field, long *number, char **na
 		if (!s)   /* a key past 255 bytes, \u0000, a lone surrogate */
 			s = string_end(k, NULL, 0);
 		s = ws(s) + 1;                       /* the ':' */
-		if (found && is_field)
+		if (is_field) {
+			/* a duplicate key: its last value, as Python's
+			 * json.loads (and so WebDataset) takes it */
+			free(*name);
+			*name = NULL;
 			found = take_value(s, number, name);
+		}
 		s = ws(skip_value(s, 0));
 		if (*s == ',')
 			s = ws(s + 1);

@@ -27,6 +27,7 @@ struct probe_result {
 	uint32_t width, height;
 	uint8_t components, colorspace, subsampling;
 	int code;   /* 0 = good */
+	int sys_errno; /* the errno of a failed system call, else 0 */
 	char *why;  /* malloc'ed reason when code != 0 */
 };
 
@@ -42,6 +43,7 @@ struct probe_job {
 static void fail_result(struct probe_result *r, const rfb_err *e)
 {
 	r->code = e->code ? e->code : RFB_EIO;
+	r->sys_errno = e->sys_errno;
 	r->why = strdup(e->msg);
 }
 
@@ -273,6 +275,7 @@ static void name_bad(const struct cand_list *l, size_t i,
 	else
 		rfb_err_set(why, r->code, l->shards[k - 1].full, "member %s: %s",
 			    cand_path(l, i), reason);
+	why->sys_errno = r->sys_errno;
 }
 
 /* Add the good results to a new builder, reporting the bad ones. */
@@ -296,6 +299,12 @@ static int build(const struct cand_list *l, const struct rfb_scan_opts *o,
 		if (r->code) {
 			rfb_err why;
 			name_bad(l, i, r, &why);
+			/* out of descriptors, memory or I/O: the file may be
+			 * fine; leaving it out would change the dataset */
+			if (rfb_err_is_system(&why)) {
+				*err = why;
+				return r->code;
+			}
 			st->bad++;
 			if (o->on_bad)
 				o->on_bad(o->ctx, why.path, &why);

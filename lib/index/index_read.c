@@ -3,10 +3,13 @@
  * (building it is index_build.c; byte layout in refurb-index(5), API in index.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "refurb/bytes.h"
@@ -26,6 +29,7 @@
 struct rfb_index {
 	unsigned char *data;     /* the whole file */
 	size_t len;
+	int mapped;              /* data is the file mapped (else malloc'd) */
 	unsigned version;
 	size_t header_size, record_size;
 	uint32_t count, class_count, shard_count;
@@ -227,20 +231,24 @@ static int check_records(const rfb_index *x, const char *name, rfb_err *err)
 	return 0;
 }
 
-static rfb_index *open_owned(unsigned char *data, size_t len, const char *name,
-			     rfb_err *err)
+static rfb_index *open_owned(unsigned char *data, size_t len, int mapped,
+			     const char *name, rfb_err *err)
 {
 	rfb_index *x = calloc(1, sizeof *x);
 	size_t root_len = 0, classes_len = 0, shards_len = 0;
 	const unsigned char *p;
 
 	if (!x) {
-		free(data);
+		if (mapped)
+			munmap(data, len);
+		else
+			free(data);
 		rfb_err_set(err, RFB_ENOMEM, name, "out of memory");
 		return NULL;
 	}
 	x->data = data;
 	x->len = len;
+	x->mapped = mapped;
 	if (check_header(x, data, len, name, err) ||
 	    check_sections(x, data, name, &root_len, &classes_len, &shards_len,
 			   err))
@@ -273,14 +281,56 @@ fail:
 	return NULL;
 }
 
+/*
+ * A regular file is mapped, not copied: its pages are the page cache's,
+ * which can drop them and share them between the programs of a chain
+ * (refurb-partial and refurb-final each used to hold a private copy, some
+ * 60 bytes a sample).  NULL (and *fallback) when it cannot be mapped: a
+ * pipe, an empty file, a kernel that refuses; then it is read.
+ */
+static unsigned char *map_file(const char *path, size_t *len, int *fallback,
+			       rfb_err *err)
+{
+	struct stat st;
+	void *p;
+	int fd = rfb_open_retry(path, O_RDONLY | O_CLOEXEC);
+
+	*fallback = 0;
+	if (fd < 0) {
+		rfb_err_sys(err, errno, path, "cannot open");
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0 ||
+	    (uint64_t)st.st_size > INDEX_MAX_FILE) {
+		close(fd);
+		*fallback = 1;
+		return NULL;
+	}
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		*fallback = 1;
+		return NULL;
+	}
+	*len = (size_t)st.st_size;
+	return p;
+}
+
 rfb_index *rfb_index_open(const char *path, rfb_err *err)
 {
-	unsigned char *data;
-	size_t len;
+	unsigned char *data = NULL;
+	size_t len = 0;
+	int fallback = 1;
 
+	if (strcmp(path, "-") != 0 &&
+	    (data = map_file(path, &len, &fallback, err)))
+		return open_owned(data, len, 1, path, err);
+	if (!fallback)
+		return NULL;
 	if (rfb_file_load(path, INDEX_MAX_FILE, &data, &len, err))
 		return NULL;
-	return open_owned(data, len, strcmp(path, "-") ? path : "(stdin)", err);
+	return open_owned(data, len, 0, strcmp(path, "-") ? path : "(stdin)",
+			  err);
 }
 
 rfb_index *rfb_index_open_mem(const void *data, size_t len, const char *name,
@@ -293,14 +343,17 @@ rfb_index *rfb_index_open_mem(const void *data, size_t len, const char *name,
 		return NULL;
 	}
 	memcpy(copy, data, len);
-	return open_owned(copy, len, name, err);
+	return open_owned(copy, len, 0, name, err);
 }
 
 void rfb_index_close(rfb_index *x)
 {
 	if (!x)
 		return;
-	free(x->data);
+	if (x->mapped)
+		munmap(x->data, x->len);
+	else
+		free(x->data);
 	free(x->root);
 	free(x->class_names);
 	free(x->shards);

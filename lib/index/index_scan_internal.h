@@ -54,7 +54,8 @@ int rfbi_cand_set_bad(struct cand_list *l, size_t i, int code, const char *fmt, 
  * (*number, *name = NULL) or a non-empty string (*name malloc'ed, *number
  * = -1; \u escapes decoded to UTF-8).  Returns 0; RFBI_JSON_MALFORMED
  * when text is not valid JSON; -1 when it is not an object, has no such
- * field, or the value is neither (index_json.c). */
+ * field, or the value is neither; a field given twice counts with its
+ * last value, as in Python's json (index_json.c). */
 #define RFBI_JSON_MALFORMED (-2)
 int rfbi_json_field(const char *text, const char *field, long *number,
 		    char **name);

@@ -219,10 +219,12 @@ static int add_walk_error(struct scan *sc, const struct tar_reader *r,
 {
 	struct cand_list *l = sc->l;
 	const char *msg = why->msg;
-	size_t len = r->name ? strlen(r->name) : 0;
-	int named = r->name && strncmp(msg, "member ", 7) == 0 &&
-		    strncmp(msg + 7, r->name, len) == 0 && msg[7 + len] == ':', rc;
-	const char *what = named ? r->name : "(tar header)";
+	char shown[RFBI_TAR_SHOWN];
+	const char *name = r->name ? rfbi_tar_shown(r->name, shown) : NULL;
+	size_t len = name ? strlen(name) : 0;
+	int named = name && strncmp(msg, "member ", 7) == 0 &&
+		    strncmp(msg + 7, name, len) == 0 && msg[7 + len] == ':', rc;
+	const char *what = named ? name : "(tar header)";
 
 	if (named)  /* index_tar.c names the member: keep one "member X: " */
 		msg += 7 + len + 2;
@@ -376,6 +378,22 @@ static int raw_push(struct scan *sc, const struct raw_label *r, rfb_err *err)
 	return 0;
 }
 
+/* A candidate for member name of the shard being scanned, named as
+ * messages show it (rfbi_tar_shown) when its name is longer than an index
+ * keeps: such a candidate is bad (add_group), never indexed. */
+static int add_member(struct scan *sc, const char *name, rfb_err *err)
+{
+	char shown[RFBI_TAR_SHOWN];
+	int rc;
+
+	if (strlen(name) > RFB_INDEX_MAX_PATH)
+		name = rfbi_tar_shown(name, shown);
+	if ((rc = rfbi_cand_add(sc->l, name, strlen(name), 0, err)))
+		return rc;
+	sc->l->v[sc->l->n - 1].shard = sc->l->shard_count;
+	return 0;
+}
+
 /* Report the image-like members of a key group that has no image: each
  * is a bad candidate, so that it is counted and named, not lost. */
 static int add_dotted(struct scan *sc, const struct member *g, size_t n,
@@ -390,9 +408,8 @@ static int add_dotted(struct scan *sc, const struct member *g, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		if (g[i].kind != K_DOTTED)
 			continue;
-		if ((rc = rfbi_cand_add(sc->l, g[i].name, strlen(g[i].name), 0, err)))
+		if ((rc = add_member(sc, g[i].name, err)))
 			return rc;
-		sc->l->v[sc->l->n - 1].shard = sc->l->shard_count;
 		if ((rc = rfbi_cand_set_bad(sc->l, sc->l->n - 1, RFB_EFORMAT,
 			"key '%.*s' has no image: a WebDataset key ends at the "
 			"first dot of the name, so this member is its field '%s' "
@@ -421,13 +438,17 @@ static int add_group(struct scan *sc, int fd, const struct member *g,
 		rfb_err why = { 0 };
 		if (g[i].kind != K_IMAGE)
 			continue;
-		if ((rc = rfbi_cand_add(sc->l, g[i].name, strlen(g[i].name), 0, err)))
+		if ((rc = add_member(sc, g[i].name, err)))
 			return rc;
 		c = &sc->l->v[sc->l->n - 1];
-		c->shard = sc->l->shard_count;
 		c->offset = g[i].off;
 		c->bytes = g[i].size;
-		if (images++)
+		if (strlen(g[i].name) > RFB_INDEX_MAX_PATH)
+			rfb_err_set(&why, RFB_ELIMIT, NULL, "member name of %zu "
+				    "bytes, more than the %u an index keeps "
+				    "(rename it shorter)", strlen(g[i].name),
+				    RFB_INDEX_MAX_PATH);
+		else if (images++)
 			rfb_err_set(&why, RFB_EFORMAT, NULL, "duplicate key %.*s "
 				    "(an image of that key came before it in this "
 				    "shard)", (int)g[i].key_len, g[i].name);

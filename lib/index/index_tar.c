@@ -126,6 +126,36 @@ void rfbi_tar_close(struct tar_reader *r)
 	r->name = r->long_name = NULL;
 }
 
+/* n moved back (dir < 0) or on (dir > 0) to the start of a UTF-8
+ * character of s. */
+static size_t char_start(const char *s, size_t n, int dir)
+{
+	while (((unsigned char)s[n] & 0xc0) == 0x80)
+		n = dir < 0 ? n - 1 : n + 1;
+	return n;
+}
+
+const char *rfbi_tar_shown(const char *name, char *buf)
+{
+	size_t len = strlen(name), head, tail;
+
+	if (len <= RFBI_TAR_SHOWN_KEEP) {
+		memcpy(buf, name, len + 1);
+		return buf;
+	}
+	head = char_start(name, 96, -1);
+	tail = char_start(name, len - 40, 1);
+	snprintf(buf, RFBI_TAR_SHOWN, "%.*s...%s (%zu bytes)", (int)head, name,
+		 name + tail, len);
+	return buf;
+}
+
+/* The last member's name for messages (into buf, RFBI_TAR_SHOWN bytes). */
+static const char *last_shown(const struct tar_reader *r, char *buf)
+{
+	return r->last ? rfbi_tar_shown(r->last, buf) : "(none)";
+}
+
 /* The data of an extension header (long name, pax records), malloc'ed and
  * NUL-terminated. */
 static int read_ext(struct tar_reader *r, uint64_t off, uint64_t size,
@@ -200,7 +230,8 @@ static int apply_pax(struct tar_reader *r, char *d, uint64_t size,
 		     rfb_err *err)
 {
 	uint64_t at = 0, len;
-	const char *last = r->last ? r->last : "(none)";
+	char shown[RFBI_TAR_SHOWN];
+	const char *last = last_shown(r, shown);
 
 	while (at < size) {
 		char *key, *value;
@@ -269,6 +300,7 @@ static int is_ext_header(unsigned char type)
  * or an error. */
 static int read_header(struct tar_reader *r, size_t *got_out, rfb_err *err)
 {
+	char shown[RFBI_TAR_SHOWN];
 	ssize_t got;
 
 	if (r->pos >= r->file_size)
@@ -280,14 +312,14 @@ static int read_header(struct tar_reader *r, size_t *got_out, rfb_err *err)
 		return rfb_err_set(err, RFB_ETRUNC, r->path, "truncated shard: it "
 				   "ends inside the tar header at offset %llu "
 				   "(after member %s)", (unsigned long long)r->pos,
-				   r->last ? r->last : "(none)");
+				   last_shown(r, shown));
 	if (all_zero(r->buf, TAR_BLOCK))
 		goto end;
 	if (!checksum_ok(r->buf))
 		return rfb_err_set(err, RFB_EFORMAT, r->path, "corrupt tar header "
 				   "at offset %llu (checksum mismatch; after "
 				   "member %s)", (unsigned long long)r->pos,
-				   r->last ? r->last : "(none)");
+				   last_shown(r, shown));
 	*got_out = (size_t)got;
 	return 1;
 end:
@@ -295,13 +327,14 @@ end:
 	if (r->long_name || r->have_pax_size)
 		return rfb_err_set(err, RFB_ETRUNC, r->path, "truncated shard: it "
 				   "ends after an extension header, before its "
-				   "member (after member %s)", r->last ? r->last
-				   : "(none)");
+				   "member (after member %s)", last_shown(r, shown));
 	return 0;
 }
 
 int rfbi_tar_next(struct tar_reader *r, struct tar_member *m, rfb_err *err)
 {
+	char shown[RFBI_TAR_SHOWN];
+
 	for (;;) {
 		const unsigned char *b = r->buf;
 		uint64_t size, data;
@@ -365,7 +398,8 @@ truncated:
 					   (unsigned long long)r->file_size);
 		return rfb_err_set(err, RFB_ETRUNC, r->path, "member %s: truncated "
 				   "shard (the member needs %llu bytes at offset "
-				   "%llu, the shard is %llu bytes)", r->name,
+				   "%llu, the shard is %llu bytes)",
+				   rfbi_tar_shown(r->name, shown),
 				   (unsigned long long)size,
 				   (unsigned long long)data,
 				   (unsigned long long)r->file_size);

@@ -52,6 +52,15 @@ struct tar_reader {
 	unsigned char buf[2 * TAR_BLOCK];
 };
 
+/* A member name as messages show it: names up to RFBI_TAR_SHOWN_KEEP
+ * bytes as they are, longer ones (a pax path may have any length) as
+ * their start, "...", their end (the extension) and their length in
+ * bytes, cut at UTF-8 character boundaries.  Writes into buf (at least
+ * RFBI_TAR_SHOWN bytes) and returns it. */
+#define RFBI_TAR_SHOWN_KEEP 160
+#define RFBI_TAR_SHOWN 192
+const char *rfbi_tar_shown(const char *name, char *buf);
+
 /* Start walking fd (file_size bytes) from its first header. */
 void rfbi_tar_open(struct tar_reader *r, int fd, const char *path,
 		   uint64_t file_size);

@@ -55,6 +55,16 @@ void rfb_pipe_ctx_set_max_pixels(rfb_pipe_ctx *ctx, uint64_t max_pixels)
 
 /* ---- layers ---- */
 
+/* A resize from in_w x in_h to width w first resizes the rows (PIL's
+ * order): an intermediate of w x in_h, which the pixel cap bounds too. */
+static int check_resize_pass(const struct rfb_run *r, int w, int in_w,
+			     int in_h, rfb_err *err)
+{
+	if (w == in_w)
+		return 0;
+	return rfbi_run_check_pixels(r, w, in_h, "resize intermediate", err);
+}
+
 static int run_resize(struct rfb_run *r, const struct rfb_layer *l, rfb_err *err)
 {
 	int w = l->width, h = l->height, slot, rc;
@@ -68,6 +78,8 @@ static int run_resize(struct rfb_run *r, const struct rfb_layer *l, rfb_err *err
 	}
 	if (w == r->cur.width && h == r->cur.height)
 		return 0; /* torchvision returns the image unchanged */
+	if ((rc = check_resize_pass(r, w, r->cur.width, r->cur.height, err)))
+		return rc;
 	rc = rfbi_run_target(r, w, h, r->cur.channels, &dst, &slot, err);
 	if (!rc)
 		rc = rfb_resize(r->ctx->rz, &r->cur, &dst, l->interp, err);
@@ -86,6 +98,8 @@ static int run_rrcrop(struct rfb_run *r, const struct rfb_layer *l,
 	rfb_rrcrop_rect(rng, r->cur.width, r->cur.height, l->scale[0],
 			l->scale[1], l->ratio[0], l->ratio[1], &rect);
 	view = rfb_crop_view(&r->cur, &rect);
+	if ((rc = check_resize_pass(r, l->width, view.width, view.height, err)))
+		return rc;
 	rc = rfbi_run_target(r, l->width, l->height, r->cur.channels, &dst, &slot,
 			    err);
 	if (!rc)
@@ -186,6 +200,8 @@ static int run_layer(struct rfb_run *r, const struct rfb_layer *l, int position,
 	int rc;
 
 	rfbi_layer_rng(k, position, &rng);
+	r->layer = l;
+	r->layer_pos = position;
 	switch (l->kind) {
 	case RFB_F_RESIZE:
 		return run_resize(r, l, err);
@@ -452,7 +468,7 @@ int rfb_pipe_run_into(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 		      const struct rfb_pipe_dest *dest, struct rfb_pipe_out *out,
 		      rfb_err *err)
 {
-	struct rfb_run r = { ctx, key, *in, -1, 0, NULL, 0, 0, 0, 0, { 0 } };
+	struct rfb_run r = { ctx, key, *in, -1, 0, NULL, 0, 0, 0, 0, { 0 }, NULL, 0 };
 
 	if (in->width < 1 || in->height < 1 ||
 	    (in->channels != 1 && in->channels != 3))

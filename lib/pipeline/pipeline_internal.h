@@ -138,6 +138,12 @@ void rfbi_layer_rng(const struct rfb_pipe_key *key, int position, rfb_rng *rng);
 int rfbi_layer_crop_rect(const struct rfb_layer *l, int position, int w, int h,
 			 const struct rfb_pipe_key *key, struct rfb_rect *r);
 
+/* The output size of layer l alone on an s-sized input, into s (a
+ * rotation expand=1 with its first angle): 0 or a negative code with
+ * err filled (pipeline_shape.c). */
+int rfbi_layer_out_shape(const struct rfb_layer *l, struct rfb_pipe_shape *s,
+			 rfb_err *err);
+
 /* A new pipeline owning a copy of layers[0..n) and its canonical text
  * (for parse, join) into *out:
  * 0, RFB_ENOMEM, or RFB_ESPEC when its canonical text is longer than a

@@ -216,6 +216,11 @@ static int finish_plan(struct rfb_run *r, const struct plan *pl, rfb_err *err)
 
 	if (pl->finish == FIN_NONE)
 		return 0;
+	/* its rows are resized first: an intermediate of out_w x the rows */
+	if (pl->out_w != r->cur.width &&
+	    (rc = rfbi_run_check_pixels(r, pl->out_w, r->cur.height,
+					"resize intermediate", err)))
+		return rc;
 	rc = rfbi_run_target(r, pl->out_w, pl->out_h, r->cur.channels, &dst, &slot,
 			    err);
 	if (rc)
@@ -314,7 +319,7 @@ static int run_png(rfb_pipe_ctx *ctx, const rfb_pipeline *p, const void *data,
 		   const struct rfb_pipe_dest *dest, struct rfb_pipe_out *out,
 		   rfb_err *err)
 {
-	struct rfb_run r = { ctx, key, { 0 }, 0, 0, NULL, 0, 0, 0, 0, { 0 } };
+	struct rfb_run r = { ctx, key, { 0 }, 0, 0, NULL, 0, 0, 0, 0, { 0 }, NULL, 0 };
 	int rc = rfb_png_decode(data, len, ctx->max_pixels, &r.cur, &ctx->buf[0],
 				err);
 
@@ -332,7 +337,7 @@ static int run_jpeg(rfb_pipe_ctx *ctx, const rfb_pipeline *p,
 		    rfb_err *err)
 {
 	rfb_decoder *dec = decoder(ctx, err);
-	struct rfb_run r = { ctx, key, { 0 }, 0, 0, NULL, 0, 0, 0, 0, { 0 } };
+	struct rfb_run r = { ctx, key, { 0 }, 0, 0, NULL, 0, 0, 0, 0, { 0 }, NULL, 0 };
 	struct rfb_jpeg_info info;
 	struct plan pl;
 	int start = 0, rc;

@@ -6,12 +6,36 @@
  */
 #include "pipeline_run_internal.h"
 
+int rfbi_run_check_pixels(const struct rfb_run *r, int w, int h,
+			  const char *what, rfb_err *err)
+{
+	uint64_t n = (uint64_t)w * (uint64_t)h;
+
+	if (n <= r->ctx->max_pixels)
+		return 0;
+	if (!r->layer)
+		return rfb_err_set(err, RFB_ELIMIT, NULL, "the decode's resize "
+				   "would make a %dx%d %s (%llu pixels), more than "
+				   "the cap of %llu pixels (--max-pixels)", h, w,
+				   what, (unsigned long long)n,
+				   (unsigned long long)r->ctx->max_pixels);
+	return rfb_err_set(err, RFB_ELIMIT, NULL, "layer %d (%s) would make a "
+			   "%dx%d %s (%llu pixels) of this %dx%d input, more "
+			   "than the cap of %llu pixels (--max-pixels)",
+			   r->layer_pos + 1, rfbi_filter_names[r->layer->kind], h,
+			   w, what, (unsigned long long)n, r->cur.height,
+			   r->cur.width, (unsigned long long)r->ctx->max_pixels);
+}
+
 /* A fresh w x h x c image in a buffer that does not hold the current one:
  * the caller's output memory when it has that shape. */
 int rfbi_run_target(struct rfb_run *r, int w, int h, int c, rfb_image *dst,
 		    int *slot, rfb_err *err)
 {
-	int i = 0;
+	int i = 0, rc;
+
+	if ((rc = rfbi_run_check_pixels(r, w, h, "image", err)))
+		return rc;
 
 	if (r->dest.data && r->cur_buf != RFBI_RUN_DEST && w == r->dest.width &&
 	    h == r->dest.height && c == r->dest.channels) {

@@ -72,6 +72,10 @@ struct rfb_run {
 	uint64_t deferred_on; /* bit i: deferred erasing layer i was reached
 			       * (not skipped by an apply) */
 	rfb_image dest;
+	/* the layer running (NULL: none yet, the decode's folded resize),
+	 * for messages; its number is layer_pos */
+	const struct rfb_layer *layer;
+	int layer_pos;
 };
 #define RFBI_RUN_DEST 2
 
@@ -106,7 +110,15 @@ static inline int rfb_run_gray_fill(const unsigned char *fill)
 /* Replicate a gray3 image into three real channels (nothing otherwise). */
 int rfbi_run_expand(struct rfb_run *r, rfb_err *err) RFB_MUST_CHECK;
 
-/* Allocate dst (w x h x c) in a buffer other than cur's; *slot says which. */
+/* 0 when a w x h image is within the context's pixel cap (its
+ * max_pixels, checked before anything is allocated), else RFB_ELIMIT with
+ * err naming the running layer, what it would make (what: "image", "resize
+ * intermediate") and the cap. */
+int rfbi_run_check_pixels(const struct rfb_run *r, int w, int h,
+			  const char *what, rfb_err *err) RFB_MUST_CHECK;
+
+/* Allocate dst (w x h x c) in a buffer other than cur's, within the pixel
+ * cap (rfbi_run_check_pixels); *slot says which. */
 int rfbi_run_target(struct rfb_run *r, int w, int h, int c, rfb_image *dst,
 		    int *slot, rfb_err *err) RFB_MUST_CHECK;
 

@@ -3,7 +3,8 @@
  * for a given input (rfb_pipeline_out_shape), and the fixed one a
  * batching stage needs (rfb_pipeline_fixed_shape).  A size may be drawn
  * per sample - rotation expand=1's angle, which option of a gate runs -
- * until a later layer fixes it again.
+ * until a later layer fixes it again.  Also the pixel cap's check of
+ * every layer's least size (rfb_pipeline_check_pixels).
  */
 #include <math.h>
 
@@ -74,6 +75,12 @@ static int layer_out_shape(const struct rfb_layer *l, struct rfb_pipe_shape *s,
 	default:
 		return 0;
 	}
+}
+
+int rfbi_layer_out_shape(const struct rfb_layer *l, struct rfb_pipe_shape *s,
+			 rfb_err *err)
+{
+	return layer_out_shape(l, s, err);
 }
 
 /* 1 if layer l's output size depends on its random draw (rotation with
@@ -406,4 +413,106 @@ int rfb_pipeline_fixed_shape(const rfb_pipeline *p, int in_channels,
 				   "or resize=HxW", p->canonical);
 	*out = st.s;
 	return 0;
+}
+
+/* ---- the pixel cap ---- */
+
+/* The least size (s) layer l makes of an input of at least s: exact
+ * after a layer that sets the size, else a lower bound. */
+static void least_after(const struct rfb_layer *l, struct rfb_pipe_shape *s)
+{
+	switch (l->kind) {
+	case RFB_F_RESIZE:
+		if (l->shorter) {
+			/* max_size may shrink the shorter side below N */
+			s->width = s->height = l->max_size ? 1 : l->shorter;
+			return;
+		}
+		/* fall through */
+	case RFB_F_CENTERCROP:
+	case RFB_F_RRCROP:
+	case RFB_F_CROP:
+		s->width = l->width;
+		s->height = l->height;
+		return;
+	case RFB_F_PAD:
+		s->width += l->pad.left + l->pad.right;
+		s->height += l->pad.top + l->pad.bottom;
+		return;
+	case RFB_F_ROTATION:
+		/* a turned w x h box is at least min(w, h) a side */
+		if (l->expand && s->width != s->height)
+			s->width = s->height = s->width < s->height ? s->width
+								    : s->height;
+		return;
+	default:
+		return;
+	}
+}
+
+static int least_layers(const rfb_pipeline *p, int from, int to,
+			uint64_t max_pixels, struct rfb_pipe_shape *s,
+			rfb_err *err);
+
+/* Gate i: each branch it may take is checked; the least size after it is
+ * the least of theirs, side by side. */
+static int least_gate(const rfb_pipeline *p, int i, uint64_t max_pixels,
+		      struct rfb_pipe_shape *s, rfb_err *err)
+{
+	struct gate_branch br[RFB_CHOICE_MAX + 1];
+	struct rfb_pipe_shape out, least = { 0, 0, s->channels };
+	int n = gate_branches(p, i, br), rc;
+
+	for (int k = 0; k < n; k++) {
+		out = *s;
+		if ((rc = least_layers(p, br[k].from, br[k].to, max_pixels, &out,
+				       err)))
+			return rc;
+		if (k == 0 || out.width < least.width)
+			least.width = out.width;
+		if (k == 0 || out.height < least.height)
+			least.height = out.height;
+	}
+	if (n > 0)
+		*s = least;
+	return 0;
+}
+
+static int least_layers(const rfb_pipeline *p, int from, int to,
+			uint64_t max_pixels, struct rfb_pipe_shape *s,
+			rfb_err *err)
+{
+	for (int i = from; i < to; i++) {
+		const struct rfb_layer *l = &p->layers[i];
+		uint64_t n;
+		int rc;
+		if (l->kind == RFB_F_APPLY || l->kind == RFB_F_CHOICE ||
+		    l->kind == RFB_F_ORDER) {
+			if ((rc = least_gate(p, i, max_pixels, s, err)))
+				return rc;
+			i += l->count;
+			continue;
+		}
+		least_after(l, s);
+		if ((n = (uint64_t)s->width * (uint64_t)s->height) > max_pixels)
+			return rfb_err_set(err, RFB_ESPEC, NULL,
+					   "pipeline \"%s\": layer %d (%s) makes "
+					   "images of %dx%d pixels or more (%llu), "
+					   "more than the cap of %llu pixels: make "
+					   "it smaller, or raise --max-pixels",
+					   p->canonical, i + 1,
+					   rfbi_filter_names[l->kind], s->height,
+					   s->width, (unsigned long long)n,
+					   (unsigned long long)max_pixels);
+	}
+	return 0;
+}
+
+int rfb_pipeline_check_pixels(const rfb_pipeline *p, uint64_t max_pixels,
+			      rfb_err *err)
+{
+	struct rfb_pipe_shape s = { 1, 1, 3 };
+
+	return least_layers(p, 0, p->nlayers, max_pixels ? max_pixels
+				 : RFB_IMAGE_DEFAULT_MAX_PIXELS, &s, err);
 }

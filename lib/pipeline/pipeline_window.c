@@ -82,7 +82,7 @@ static int plan_ops(const rfb_pipeline *p, const struct rfb_run *r,
 int rfbi_win_plan_make(const rfb_pipeline *p, int first, int w, int h,
 		       const struct rfb_pipe_key *key, struct rfb_win_plan *pl)
 {
-	struct rfb_run r = { NULL, key, { 0 }, -1, 0, NULL, 0, 0, 0, 0, { 0 } };
+	struct rfb_run r = { NULL, key, { 0 }, -1, 0, NULL, 0, 0, 0, 0, { 0 }, NULL, 0 };
 	int c = first;
 
 	while (c < p->nlayers && is_augment(&p->layers[c]))

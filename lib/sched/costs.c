@@ -7,8 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "refurb/bytes.h"
+#include "refurb/checksum.h"
 #include "refurb/costs.h"
 #include "refurb/io.h"
+
+#define COSTS_IDENTITY_SEED 0x434f535453494452ULL /* "COSTSIDR" */
 
 struct rfb_costs {
 	struct rfb_costs_header h;
@@ -195,6 +199,24 @@ size_t rfb_costs_count(const rfb_costs *c)
 const struct rfb_cost_entry *rfb_costs_entries(const rfb_costs *c)
 {
 	return c->e;
+}
+
+uint64_t rfb_costs_identity(const rfb_costs *c)
+{
+	unsigned char head[16], e[12];
+	uint64_t h;
+
+	rfb_put_le64(head, c->h.index_identity);
+	rfb_put_le64(head + 8, c->h.seed);
+	h = rfb_hash64(head, sizeof head, COSTS_IDENTITY_SEED);
+	h = rfb_hash64(c->h.pipeline, strlen(c->h.pipeline), h);
+	for (size_t i = 0; i < c->n; i++) {
+		rfb_put_le32(e, c->e[i].id);
+		rfb_put_le32(e + 4, c->e[i].epoch);
+		rfb_put_le32(e + 8, c->e[i].cpu_us);
+		h = rfb_hash64(e, sizeof e, h);
+	}
+	return h;
 }
 
 /* ---- writing ---- */

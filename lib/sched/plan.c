@@ -260,6 +260,8 @@ void rfb_plan_header_of(const rfb_plan *pl, rfb_plan_header *h)
 	h->shard_index = sp->shard_index;
 	h->shard_count = sp->shard_count;
 	h->even = pl->p.even;
+	if (pl->p.balance == RFB_PLAN_BALANCE_COST)
+		h->cost_identity = pl->p.cost_identity;
 }
 
 /* ---- one epoch ---- */

@@ -49,12 +49,17 @@ static char *put_hex(char *p, uint64_t v)
 
 size_t rfb_plan_format_header(char *buf, size_t n, const rfb_plan_header *h)
 {
-	char start[32] = "";
+	char start[64] = "";
 	int len;
 
-	/* only a resumed plan has the key: whole plans stay as they were */
+	/* only a plan balanced by cost has costs=, only a resumed one
+	 * start=: other plans stay as they were */
+	if (h->balance == RFB_PLAN_BALANCE_COST && h->cost_identity)
+		snprintf(start, sizeof start, " costs=%016" PRIx64,
+			 h->cost_identity);
 	if (h->first_step > 0)
-		snprintf(start, sizeof start, " start=%u", h->first_step);
+		snprintf(start + strlen(start), sizeof start - strlen(start),
+			 " start=%u", h->first_step);
 	len = snprintf(buf, n,
 		RFB_PLAN_TAG " %u schedule=%016" PRIx64 " index=%016" PRIx64
 		" samples=%u total=%u reuse=%u policy=%s evict-seed=%" PRIu64
@@ -73,8 +78,8 @@ size_t rfb_plan_format_header(char *buf, size_t n, const rfb_plan_header *h)
 				    " even=%s\n", rfb_plan_even_name(h->even));
 		len = more < 0 ? -1 : (int)at + more;
 	}
-	if (len >= 0 && h->first_step > 0) {
-		/* a resumed plan: the start= key, before the line's end */
+	if (len >= 0 && start[0]) {
+		/* costs= and start=, before the line's end */
 		size_t at = (size_t)len - 1;
 		int more = snprintf(at < n ? buf + at : NULL, at < n ? n - at : 0,
 				    "%s\n", start);
@@ -380,7 +385,7 @@ int rfb_plan_parse_epoch_end(const char *line, size_t len,
 enum header_key {
 	K_SCHEDULE, K_INDEX, K_SAMPLES, K_TOTAL, K_REUSE, K_POLICY,
 	K_EVICT_SEED, K_SEED, K_BATCH, K_BATCHES, K_EPOCHS, K_SHUFFLE,
-	K_BALANCE, K_DROP_LAST, K_SHARD, K_EVEN, K_START, K_COUNT
+	K_BALANCE, K_DROP_LAST, K_SHARD, K_EVEN, K_START, K_COSTS, K_COUNT
 };
 
 #define K_VERSION2_ONLY (1u << K_EVEN) /* keys version 1 does not have */
@@ -388,7 +393,7 @@ enum header_key {
 static const char *const header_keys[K_COUNT] = {
 	"schedule", "index", "samples", "total", "reuse", "policy",
 	"evict-seed", "seed", "batch", "batches", "epochs", "shuffle",
-	"balance", "drop-last", "shard", "even", "start",
+	"balance", "drop-last", "shard", "even", "start", "costs",
 };
 
 /* A value word (up to the next space) into buf of size n. */
@@ -477,6 +482,8 @@ static int parse_value(struct cursor *c, int key, rfb_plan_header *h)
 		return parse_u32(c, UINT32_MAX, &h->shard_count, "a shard count");
 	case K_START:
 		return parse_u32(c, UINT32_MAX, &h->first_step, "a step");
+	case K_COSTS:
+		return parse_identity(c, &h->cost_identity, "16 hex digits");
 	}
 	return parse_named(c, key, h);
 }
@@ -548,6 +555,11 @@ static int check_header(const rfb_plan_header *h, rfb_err *err)
 		return rfb_err_set(err, RFB_EFORMAT, NULL,
 				   "start=%u, but an epoch has %u batches",
 				   h->first_step, h->batches);
+	if (h->cost_identity && h->balance != RFB_PLAN_BALANCE_COST)
+		return rfb_err_set(err, RFB_EFORMAT, NULL,
+				   "costs= in a plan with balance=%s (only "
+				   "balance=cost has a cost file)",
+				   rfb_plan_balance_name(h->balance));
 	if (h->balance != RFB_PLAN_BALANCE_NONE &&
 	    h->shuffle != RFB_PLAN_CACHE_AWARE)
 		return rfb_err_set(err, RFB_EFORMAT, NULL,
@@ -590,7 +602,9 @@ int rfb_plan_parse_header(const char *line, size_t len, rfb_plan_header *h,
 				   "came with version 2)");
 	if (h->version == 1)
 		seen |= K_VERSION2_ONLY;
-	seen |= 1u << K_START;  /* optional: only resumed plans have it */
+	/* optional: only resumed plans have start=, only plans balanced by
+	 * cost have costs= (and older ones not) */
+	seen |= 1u << K_START | 1u << K_COSTS;
 	for (int k = 0; k < K_COUNT; k++)
 		if (!(seen & 1u << k))
 			return rfb_err_set(err, RFB_EFORMAT, NULL,

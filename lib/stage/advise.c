@@ -30,40 +30,6 @@
  * fresh pages, as in the cache's segments, and are dropped in bulk. */
 #define RECORD_FILE_MAX ((uint64_t)64 << 20)
 
-/* Everything one measurement needs, reused from image to image. */
-struct bench {
-	/* shared by the timing threads */
-	const struct rfb_advise_opts *o;
-	rfb_index *idx;
-	rfb_pipeline *full;            /* what is timed: gates open */
-	rfb_pipeline *gated;           /* the spec's, when it has gates */
-	double weight[RFB_PIPELINE_MAX_LAYERS];  /* full's layer i runs */
-	int position[RFB_PIPELINE_MAX_LAYERS];   /* as gated's layer ... */
-	rfb_pipeline **head, **tail;  /* by split k */
-	int *width, *height;           /* [k * sample + i]: input of layer k */
-	double *out_bytes;             /* per split, summed */
-	rfb_advice *a;
-	int L;
-	int cuts;                      /* splits 0 .. cuts-1 can be timed: a
-					* normalize, what follows it and an
-					* erasing value=random before it stay
-					* final together */
-	rfb_err **why;                 /* per image: why it was left out */
-	/* each thread's own, from here on */
-	rfb_pipe_ctx *head_ctx, *tail_ctx;
-	rfb_codec_ctx *codec;
-	rfb_imgbuf rec, dec;
-	unsigned char *file, *back;
-	size_t file_cap, back_cap;
-	int fd;                        /* the record file */
-	uint64_t fd_end;               /* its length: records are appended */
-	char tmp_path[4096];
-	double *runs;                  /* repeat */
-	uint32_t slot;                 /* the image being timed */
-	uint32_t lo, hi;               /* the thread's images */
-	int thread, status;
-	rfb_err err;
-};
 
 static int cmp_double(const void *x, const void *y)
 {
@@ -103,7 +69,7 @@ void rfb_advice_free(rfb_advice *a)
 	free(a);
 }
 
-static char *dup_text(const char *s)
+char *rfbi_advise_dup(const char *s)
 {
 	size_t n = strlen(s) + 1;
 	char *d = malloc(n);
@@ -117,7 +83,7 @@ static char *dup_text(const char *s)
  * alone does not fix the output size (refurb-final needs one: a final
  * flip after a partial crop=224 runs as flip,centercrop=224, which
  * leaves its 224x224 input as it is). */
-static int fix_tail(rfb_pipeline **tail, const struct rfb_pipe_shape *shape,
+int rfbi_advise_fix_tail(rfb_pipeline **tail, const struct rfb_pipe_shape *shape,
 		    rfb_err *err)
 {
 	rfb_pipeline *cc = NULL, *body = NULL, *norm = NULL, *t = NULL;
@@ -179,11 +145,11 @@ static int make_splits(struct bench *b, rfb_err *err)
 		struct rfb_advise_split *s = &a->split[k];
 		if ((rc = rfb_pipeline_split(b->full, k, &b->head[k], &b->tail[k],
 					     err)) ||
-		    (rc = fix_tail(&b->tail[k], &shape, err)))
+		    (rc = rfbi_advise_fix_tail(&b->tail[k], &shape, err)))
 			return rc;
 		s->final_layers = L - k;
-		s->partial_spec = dup_text(rfb_pipeline_canonical(b->head[k]));
-		s->final_spec = dup_text(rfb_pipeline_canonical(b->tail[k]));
+		s->partial_spec = rfbi_advise_dup(rfb_pipeline_canonical(b->head[k]));
+		s->final_spec = rfbi_advise_dup(rfb_pipeline_canonical(b->tail[k]));
 		if (!s->partial_spec || !s->final_spec)
 			return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
 	}
@@ -256,7 +222,7 @@ static int bench_open(struct bench *b, rfb_err *err)
 	a->layers = a->splits = L;
 	a->layer = calloc((size_t)L, sizeof *a->layer);
 	a->split = calloc((size_t)L, sizeof *a->split);
-	a->spec = dup_text(rfb_pipeline_canonical(b->gated ? b->gated : b->full));
+	a->spec = rfbi_advise_dup(rfb_pipeline_canonical(b->gated ? b->gated : b->full));
 	b->width = malloc((size_t)L * (o->sample + 1) * sizeof *b->width);
 	b->height = malloc((size_t)L * (o->sample + 1) * sizeof *b->height);
 	b->out_bytes = calloc((size_t)L, sizeof *b->out_bytes);
@@ -283,6 +249,7 @@ static void bench_close(struct bench *b)
 	rfb_index_close(b->idx);
 	free(b->width);
 	free(b->height);
+	free(b->med);
 	free(b->out_bytes);
 	worker_close(b);
 }
@@ -418,19 +385,45 @@ static uint32_t *draw_sample(uint32_t n, uint32_t k, uint64_t seed)
 	return ids;
 }
 
-/* Layer j's costs as the difference of consecutive splits.  The layers
- * that cannot be partial (from the first that must stay with normalize,
- * at C - 1, on) have no partial cost; their final cost is timed as one,
- * and put on the first of them. */
-static void layer_costs(const rfb_advice *a, int C, int j,
+/* The standard error of the mean over the measured images of split
+ * k1's part q less split k2's (k2 < 0: nothing). */
+static double diff_err(const struct bench *b, int k1, int k2, int q)
+{
+	uint32_t n = b->a->measured;
+	double sum = 0, sum2 = 0, mean, var;
+
+	if (n < 2)
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		double d = b->med[((size_t)k1 * b->o->sample + i) * 4 + q] -
+			   (k2 < 0 ? 0 : b->med[((size_t)k2 * b->o->sample + i) * 4 + q]);
+		sum += d;
+		sum2 += d * d;
+	}
+	mean = sum / n;
+	var = (sum2 - n * mean * mean) / (n - 1);
+	return var > 0 ? sqrt(var / n) : 0;
+}
+
+/* Layer j's costs as the difference of consecutive splits, with their
+ * standard errors.  The layers that cannot be partial (from the first
+ * that must stay with normalize, at C - 1, on) have no partial cost;
+ * their final cost is timed as one, and put on the first of them. */
+static void layer_costs(const struct bench *b, int C, int j,
 			struct rfb_advise_layer *l)
 {
+	const rfb_advice *a = b->a;
+
 	l->partial_s = j + 1 < C ? a->split[j + 1].partial_s -
 				   a->split[j].partial_s : NAN;
-	if (j + 1 < C)
+	l->partial_err = j + 1 < C ? diff_err(b, j + 1, j, 0) : 0;
+	if (j + 1 < C) {
 		l->final_s = a->split[j].final_s - a->split[j + 1].final_s;
-	else
+		l->final_err = diff_err(b, j, j + 1, 3);
+	} else {
 		l->final_s = j + 1 == C ? a->split[j].final_s : 0;
+		l->final_err = j + 1 == C ? diff_err(b, j, -1, 3) : 0;
+	}
 }
 
 /* Means, per-layer costs and choices from the sums; only the splits that
@@ -451,6 +444,7 @@ static void summarize(struct bench *b)
 		s->transfer_s = rfbi_advise_time_transfer((size_t)(b->out_bytes[k] / n + 0.5));
 	}
 	a->decode_s = a->split[0].partial_s;
+	a->decode_err = diff_err(b, 0, -1, 0);
 	for (int j = 0; j < L; j++) {
 		struct rfb_advise_layer *l = &a->layer[j];
 		/* the layers after C - 1 keep its input's size (normalize,
@@ -462,7 +456,7 @@ static void summarize(struct bench *b)
 		l->choices = rfb_pipeline_layer_choices(b->full, j, l->in_width,
 							l->in_height);
 		l->runs = 1.0;
-		layer_costs(a, C, j, l);
+		layer_costs(b, C, j, l);
 	}
 	for (int k = L - 1; k >= 0; k--) {
 		choices *= a->layer[k].choices;
@@ -656,6 +650,8 @@ static void add_up(struct bench *b, uint32_t K, double *t,
 					v[rep] = t[(((size_t)rep * L + k) * K + i) * 4 + q];
 				m[q] = median(v, R);
 			}
+			memcpy(&b->med[((size_t)k * b->o->sample + good) * 4], m,
+			       sizeof m);
 			s->partial_s += m[0];
 			s->write_s += m[1];
 			s->read_s += m[2];
@@ -685,7 +681,8 @@ static int measure_sample(struct bench *b, rfb_err *err)
 	bytes = calloc((size_t)b->L * K * 2 + 1, sizeof *bytes);
 	bad = calloc((size_t)K + 1, 1);
 	b->why = calloc((size_t)K + 1, sizeof *b->why);
-	if (!ids || !t || !bytes || !bad || !b->why) {
+	b->med = malloc((size_t)b->L * o->sample * 4 * sizeof *b->med + 1);
+	if (!ids || !t || !bytes || !bad || !b->why || !b->med) {
 		rc = rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
 		goto out;
 	}
@@ -711,113 +708,24 @@ out:
 	return rc;
 }
 
-/* The cost of gated layer g (its measured cost, times how often it runs)
- * and of a gate (nothing: its one draw) into out[], gated's layers. */
-static void gated_layers(const struct bench *b, struct rfb_advise_layer *out)
+/* The view collisions of every layer and of every split's final part,
+ * at their median input sizes. */
+static void collisions(const struct bench *b)
 {
-	const rfb_advice *a = b->a;
-	int G = rfb_pipeline_layers(b->gated);
-
-	for (int g = 0, u = 0; g < G; g++) {
-		struct rfb_advise_layer *l = &out[g];
-		/* a gate takes the input size of the layer after it */
-		const struct rfb_advise_layer *m = &a->layer[u < a->layers ? u
-							     : a->layers - 1];
-		l->name = rfb_pipeline_layer_name(b->gated, g);
-		l->in_width = m->in_width;
-		l->in_height = m->in_height;
-		l->choices = rfb_pipeline_layer_choices(b->gated, g, m->in_width,
-							m->in_height);
-		l->runs = 1.0;
-		if (u < a->layers && b->position[u] == g) {
-			l->runs = b->weight[u];
-			/* a layer that never runs costs 0, not -0 */
-			l->partial_s = b->weight[u] > 0 ? m->partial_s * b->weight[u] : 0;
-			l->final_s = b->weight[u] > 0 ? m->final_s * b->weight[u] : 0;
-			u++;
-		}
-	}
-}
-
-/* The split of gated at k, from the timed one at u: what the gated
- * layers do not run comes off (their cost times 1 - weight). */
-static int gated_split(const struct bench *b, int k, int u,
-		       const struct rfb_advise_layer *layer,
-		       struct rfb_advise_split *s, rfb_err *err)
-{
-	const rfb_advice *a = b->a;
-	rfb_pipeline *head = NULL, *tail = NULL;
-	struct rfb_pipe_shape shape;
-	int G = rfb_pipeline_layers(b->gated), rc;
-
-	*s = a->split[u];
-	s->partial_spec = s->final_spec = NULL;
-	for (int v = 0; v < a->layers; v++) {
-		double off = 1.0 - b->weight[v];
-		if (v < u)
-			s->partial_s -= off * a->layer[v].partial_s;
-		else
-			s->final_s -= off * a->layer[v].final_s;
-	}
-	s->final_layers = G - k;
-	s->final_choices = 1;
-	for (int g = k; g < G; g++)
-		s->final_choices *= layer[g].choices;
-	if ((rc = rfb_pipeline_fixed_shape(b->gated, 3, &shape, err)) ||
-	    (rc = rfb_pipeline_split(b->gated, k, &head, &tail, err)) ||
-	    (rc = fix_tail(&tail, &shape, err)))
-		goto out;
-	s->partial_spec = dup_text(rfb_pipeline_canonical(head));
-	s->final_spec = dup_text(rfb_pipeline_canonical(tail));
-	if (!s->partial_spec || !s->final_spec)
-		rc = rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-out:
-	rfb_pipeline_free(head);
-	rfb_pipeline_free(tail);
-	return rc;
-}
-
-/*
- * The advice of the spec with gates from the one timed with them open:
- * its layers (gated ones at their expected cost, gates free), and the
- * splits that keep every gate with its layers.  The timed split u
- * matching gated's split k has the same layers partial, so k - u gates
- * are before it.
- */
-static int regate(struct bench *b, rfb_err *err)
-{
+	const rfb_pipeline *p = b->gated ? b->gated : b->full;
 	rfb_advice *a = b->a;
-	int G = rfb_pipeline_layers(b->gated), n = 0, rc = 0;
-	struct rfb_advise_layer *layer = calloc((size_t)G, sizeof *layer);
-	struct rfb_advise_split *split = calloc((size_t)G, sizeof *split);
 
-	if (!layer || !split) {
-		rc = rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-		goto out;
-	}
-	gated_layers(b, layer);
-	for (int k = 0, u = 0; k < G && !rc; k++) {
-		if (u < a->layers && b->position[u] < k)
-			u++;
-		if (!rfb_pipeline_splittable(b->gated, k))
-			continue;
-		rc = gated_split(b, k, u, layer, &split[n++], err);
-	}
-	a->choices = 1;
-	for (int g = 0; g < G; g++)
-		a->choices *= layer[g].choices;
-out:
+	for (int j = 0; j < a->layers; j++)
+		a->layer[j].collision = rfb_pipeline_layer_collision(p, j,
+			a->layer[j].in_width, a->layer[j].in_height);
 	for (int k = 0; k < a->splits; k++) {
-		free(a->split[k].partial_spec);
-		free(a->split[k].final_spec);
+		struct rfb_advise_split *s = &a->split[k];
+		const struct rfb_advise_layer *first = &a->layer[a->layers -
+								 s->final_layers];
+		s->collision = rfb_pipeline_collision(p, a->layers - s->final_layers,
+						      first->in_width,
+						      first->in_height);
 	}
-	free(a->layer);
-	free(a->split);
-	a->layer = layer;
-	a->split = split;
-	a->layers = G;
-	a->splits = n;
-	return rc;
 }
 
 rfb_advice *rfb_advise_measure(const struct rfb_advise_opts *o, rfb_err *err)
@@ -832,8 +740,9 @@ rfb_advice *rfb_advise_measure(const struct rfb_advise_opts *o, rfb_err *err)
 	if (bench_open(&b, err) || measure_sample(&b, err))
 		goto fail;
 	summarize(&b);
-	if (b.gated && regate(&b, err))
+	if (b.gated && rfbi_advise_regate(&b, err))
 		goto fail;
+	collisions(&b);
 	a = b.a;
 	b.a = NULL;
 fail:

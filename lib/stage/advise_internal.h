@@ -6,11 +6,68 @@
 #define REFURB_ADVISE_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "refurb/advise.h"
+#include "refurb/pipeline.h"
+#include "refurb/record.h"
+#include "refurb/index.h"
+#include "refurb/image.h"
 
 /* CPU seconds (both ends) to pass one image of bytes through the batch
  * stream: copied into a frame, checksummed, written to a pipe, read into
  * a fresh buffer, checksummed again; NAN when the pipe or a thread cannot
  * be had (advise_transfer.c). */
 double rfbi_advise_time_transfer(size_t bytes);
+
+/* Everything one measurement needs, reused from image to image. */
+struct bench {
+	/* shared by the timing threads */
+	const struct rfb_advise_opts *o;
+	rfb_index *idx;
+	rfb_pipeline *full;            /* what is timed: gates open */
+	rfb_pipeline *gated;           /* the spec's, when it has gates */
+	double weight[RFB_PIPELINE_MAX_LAYERS];  /* full's layer i runs */
+	int position[RFB_PIPELINE_MAX_LAYERS];   /* as gated's layer ... */
+	rfb_pipeline **head, **tail;  /* by split k */
+	int *width, *height;           /* [k * sample + i]: input of layer k */
+	double *med;                   /* [(k * sample + i) * 4 + q]: image i's
+					* median time of split k's part q
+					* (partial, write, read, final) */
+	double *out_bytes;             /* per split, summed */
+	rfb_advice *a;
+	int L;
+	int cuts;                      /* splits 0 .. cuts-1 can be timed: a
+					* normalize, what follows it and an
+					* erasing value=random before it stay
+					* final together */
+	rfb_err **why;                 /* per image: why it was left out */
+	/* each thread's own, from here on */
+	rfb_pipe_ctx *head_ctx, *tail_ctx;
+	rfb_codec_ctx *codec;
+	rfb_imgbuf rec, dec;
+	unsigned char *file, *back;
+	size_t file_cap, back_cap;
+	int fd;                        /* the record file */
+	uint64_t fd_end;               /* its length: records are appended */
+	char tmp_path[4096];
+	double *runs;                  /* repeat */
+	uint32_t slot;                 /* the image being timed */
+	uint32_t lo, hi;               /* the thread's images */
+	int thread, status;
+	rfb_err err;
+};
+
+/* A copy of s (malloc'd), or NULL without memory (advise.c). */
+char *rfbi_advise_dup(const char *s);
+
+/* tail, and a centercrop to shape before any normalize when the tail
+ * alone does not fix the output size (advise.c). */
+int rfbi_advise_fix_tail(rfb_pipeline **tail, const struct rfb_pipe_shape *shape,
+			 rfb_err *err);
+
+/* The advice of b->gated from the one timed with its gates open: its
+ * layers and the splits that keep every gate whole (advise_gates.c). */
+int rfbi_advise_regate(struct bench *b, rfb_err *err);
 
 #endif

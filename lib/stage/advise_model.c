@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "refurb/advise.h"
+#include "refurb/pipeline.h"
 #include "refurb/sched.h"
 
 void rfb_advise_predict(const rfb_advice *a, int k, int r,
@@ -14,13 +15,16 @@ void rfb_advise_predict(const rfb_advice *a, int k, int r,
 			struct rfb_advise_row *row)
 {
 	const struct rfb_advise_split *s = &a->split[k];
-	double e = t->epochs, miss, per_image;
+	double e = t->epochs, miss, per_image, limit = t->max_collision > 0 ?
+		t->max_collision : RFB_VIEW_COLLISION_LIMIT;
+	int views = t->views > 1 ? t->views : 1;
 
 	/* balanced eviction: epoch 0 computes every sample, each later
 	 * epoch N/r of them */
 	miss = t->steady ? 1.0 / r : (1.0 + (e - 1) / r) / e;
+	/* every view reads the one record: the final part runs per view */
 	per_image = miss * (s->partial_s + s->write_s) + s->read_s +
-		    s->final_s + s->transfer_s;
+		    views * (s->final_s + s->transfer_s);
 	row->split = k;
 	row->final_layers = s->final_layers;
 	row->reuse = r;
@@ -32,6 +36,8 @@ void rfb_advise_predict(const rfb_advice *a, int k, int r,
 	/* live records, and the dead ones of the last epoch that refurb-
 	 * partial keeps for its default grace: (1 + 1/r) times (its man page) */
 	row->cache_bytes = s->record_bytes * a->images * (1.0 + 1.0 / r);
+	row->view_collision = rfb_views_collision(s->collision, views);
+	row->ruled_out = views > 1 && row->view_collision > limit;
 }
 
 /* Unique fractions that differ by less than this are equal (r = 1 gives
@@ -51,9 +57,10 @@ void rfb_advise_pareto(const struct rfb_advise_row *rows, int n,
 		       unsigned char *on_front)
 {
 	for (int i = 0; i < n; i++) {
-		on_front[i] = 1;
+		on_front[i] = !rows[i].ruled_out;
 		for (int j = 0; j < n && on_front[i]; j++)
-			if (j != i && dominates(&rows[j], &rows[i]))
+			if (j != i && !rows[j].ruled_out &&
+			    dominates(&rows[j], &rows[i]))
 				on_front[i] = 0;
 	}
 }
@@ -64,7 +71,7 @@ int rfb_advise_recommend(const struct rfb_advise_row *rows, int n,
 	int best = -1;
 
 	for (int i = 0; i < n; i++) {
-		if (!(rows[i].img_per_s >= rate))
+		if (!(rows[i].img_per_s >= rate) || rows[i].ruled_out)
 			continue;
 		double du = best < 0 ? 1 : rows[i].unique_fraction -
 					     rows[best].unique_fraction;
@@ -74,4 +81,52 @@ int rfb_advise_recommend(const struct rfb_advise_row *rows, int n,
 			best = i;
 	}
 	return best;
+}
+
+/* A group's cost is a figure when it is over twice its spread. */
+static int resolved(double cost, double spread)
+{
+	return cost > 2 * spread;
+}
+
+int rfb_advise_merge(const double *cost, const double *spread, int first,
+		     int n, struct rfb_advise_cost *out)
+{
+	int groups = 0, open = 0;
+	double var = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct rfb_advise_cost *g = &out[groups];
+		if (cost[i] == 0 && spread[i] == 0 && !open) {
+			*g = (struct rfb_advise_cost){ first + i, first + i, 0, 0 };
+			groups++;
+			continue;
+		}
+		if (!open) {
+			*g = (struct rfb_advise_cost){ first + i, first + i, 0, 0 };
+			var = 0;
+			open = 1;
+		}
+		g->last = first + i;
+		g->cost_s += cost[i];
+		var += spread[i] * spread[i];
+		g->spread_s = sqrt(var);
+		if (resolved(g->cost_s, g->spread_s)) {
+			groups++;
+			open = 0;
+		}
+	}
+	if (open && groups > 0) {
+		/* still within noise: it joins the group before */
+		struct rfb_advise_cost *prev = &out[groups - 1], *g = &out[groups];
+		prev->last = g->last;
+		prev->cost_s += g->cost_s;
+		prev->spread_s = sqrt(prev->spread_s * prev->spread_s + var);
+	} else if (open) {
+		groups++;
+	}
+	for (int i = 0; i < groups; i++)
+		if (out[i].cost_s < 0)
+			out[i].cost_s = 0;
+	return groups;
 }

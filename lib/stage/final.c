@@ -44,9 +44,9 @@
 
 static void *fworker_new(void *arg)
 {
+	const struct final *F = arg;
 	struct fworker *w = calloc(1, sizeof *w);
 
-	(void)arg;
 	if (!w)
 		return NULL;
 	w->final = rfb_pipe_ctx_new(NULL);
@@ -58,6 +58,10 @@ static void *fworker_new(void *arg)
 		rfb_codec_ctx_free(w->codec);
 		free(w);
 		return NULL;
+	}
+	if (F->o->max_pixels) {
+		rfb_pipe_ctx_set_max_pixels(w->final, F->o->max_pixels);
+		rfb_pipe_ctx_set_max_pixels(w->heal, F->o->max_pixels);
 	}
 	return w;
 }
@@ -115,8 +119,11 @@ static int source_image(struct fworker *w, struct ftask *t, rfb_image *img)
 					t->why.path, sizeof t->why.path))
 		snprintf(t->why.path, sizeof t->why.path, "%.*s",
 			 (int)sizeof t->why.path - 1, F->annot.cache);
-	if (F->o->strict)
-		return t->rec->status ? t->rec->status : RFB_EFORMAT;
+	/* out of descriptors, memory or I/O: the record may be fine, and
+	 * the image would fail the same way; the run stops */
+	if (F->o->strict || rfb_err_is_system(&t->why))
+		return t->rec->status ? t->rec->status
+			: t->why.code ? t->why.code : RFB_EFORMAT;
 	t->healed = 1;
 	if ((rc = rfb_source_read(F->src, t->sample, MAX_IMAGE_FILE, &w->file,
 				  &w->file_cap, &len, &t->why)) ||
@@ -399,7 +406,7 @@ static int settle(struct final *F, struct fslot *s, double *decode,
 			/* a final pipeline that fails on a good image is
 			 * misconfigured; an unreadable sample is left out */
 			int fatal = F->o->strict || t->status == RFB_ENOMEM ||
-				    !t->unreadable;
+				    rfb_err_is_system(&t->why) || !t->unreadable;
 			if (fatal) {
 				*err = t->why;
 				return t->status;
@@ -607,12 +614,15 @@ static int write_stream_header(struct final *F, rfb_err *err)
 	struct rfb_stream_info info = { 0 };
 	uint32_t nc = rfb_index_class_count(F->idx);
 	const char **names = calloc(nc ? nc : 1, sizeof *names);
-	char extra[RFB_ANNOT_MAX_VALUE + 128];
+	char *extra = rfbi_final_stream_extra(F);
 	uint32_t per_epoch;
 	int rc;
 
-	if (!names)
+	if (!names || !extra) {
+		free(names);
+		free(extra);
 		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	}
 	for (uint32_t c = 0; c < nc; c++)
 		names[c] = rfb_index_class_name(F->idx, c);
 	info.dtype = F->dtype == RFB_DTYPE_F32 ? RFB_STREAM_F32 : RFB_STREAM_U8;
@@ -641,11 +651,10 @@ static int write_stream_header(struct final *F, rfb_err *err)
 	info.partial_pipeline = F->annot.partial;
 	info.final_pipeline = F->final_text ? F->final_text
 					    : rfb_pipeline_canonical(F->final_pipe);
-	snprintf(extra, sizeof extra, "cache=%s\ncodec=%s\n", F->annot.cache,
-		 F->annot.codec);
 	info.extra = extra;
 	rc = rfb_stream_write_header(F->writer, &info, err);
 	free(names);
+	free(extra);
 	return rc;
 }
 
@@ -673,9 +682,19 @@ static int setup(struct final *F, int in_fd, const char *in_name, int out_fd,
 	if (!(F->pool = rfb_pool_new(F->o->threads > 0 ? F->o->threads : 1,
 				     fworker_new, fworker_free, F, err)))
 		return err->code;
+	if ((rc = rfbi_final_fit_fds(F, err)))
+		return rc;
 	if (!(F->writer = rfb_stream_writer_new(out_fd, F->o->out_name ?
 						 F->o->out_name : "(output)", err)))
 		return err->code;
+	F->st->partial_spec = F->annot.partial;
+	F->st->final_spec = F->final_text ? F->final_text
+					  : rfb_pipeline_canonical(F->final_pipe);
+	F->st->reuse = F->h->reuse;
+	F->st->views = F->views;
+	if (F->o->on_progress) /* its first line: the split */
+		F->o->on_progress(F->o->ctx, F->st, (uint64_t)F->h->batches *
+				  (F->h->last_epoch - F->h->first_epoch + 1));
 	return write_stream_header(F, err);
 }
 

@@ -74,7 +74,8 @@ static int open_view_pipes(struct final *F, rfb_err *err)
 					     err)))
 			return rc;
 		p = F->view_pipe[v];
-		if ((rc = rfb_pipeline_fixed_shape(p, in_channels, &shape, err)))
+		if ((rc = rfb_pipeline_check_pixels(p, F->o->max_pixels, err)) ||
+		    (rc = rfb_pipeline_fixed_shape(p, in_channels, &shape, err)))
 			return rc;
 		if (shape.width != F->shape.width || shape.height != F->shape.height ||
 		    shape.channels != F->shape.channels)
@@ -93,6 +94,106 @@ static int open_view_pipes(struct final *F, rfb_err *err)
 				"same normalize, or none, in every view)", v);
 	}
 	return join_view_specs(F, err);
+}
+
+/* The size of a typical image of the index (the median pixel count of
+ * up to 1000 samples spread over it) after the partial part: what the
+ * final part draws its crops from. */
+static int cmp_pixels(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x >> 32, b = *(const uint64_t *)y >> 32;
+	return a < b ? -1 : a > b;
+}
+
+static struct rfb_pipe_shape final_input(const struct final *F)
+{
+	struct rfb_pipe_shape in = { 256, 256, 3 }, out;
+	uint32_t n = rfb_index_count(F->idx), step = n > 1000 ? n / 1000 : 1;
+	uint64_t key[1000]; /* pixel count << 32 | sample */
+	rfb_sample_info info;
+	rfb_err ignore = { 0 };
+	int k = 0;
+
+	for (uint32_t id = 0; id < n && k < 1000; id += step) {
+		uint64_t px = rfb_index_pixels(F->idx, id);
+		key[k++] = (px > UINT32_MAX ? UINT32_MAX : px) << 32 | id;
+	}
+	qsort(key, (size_t)k, sizeof *key, cmp_pixels);
+	if (k && !rfb_index_get(F->idx, (uint32_t)key[k / 2], &info) &&
+	    info.width > 0 && info.height > 0) {
+		in.width = (int)info.width;
+		in.height = (int)info.height;
+	}
+	if (rfb_pipeline_out_shape(F->partial_pipe, &in, &out, &ignore))
+		return in;
+	return out;
+}
+
+/* The names of p's layers that draw (those that could make views
+ * differ), ", "-separated into buf; "" when none does. */
+static void drawing_layers(const rfb_pipeline *p, int w, int h, char *buf,
+			   size_t n)
+{
+	size_t at = 0;
+
+	buf[0] = 0;
+	for (int i = 0; i < rfb_pipeline_layers(p) && at < n; i++) {
+		const char *name = rfb_pipeline_layer_name(p, i);
+		if (!strcmp(name, "apply") || !strcmp(name, "choice") ||
+		    !strcmp(name, "order") ||
+		    rfb_pipeline_layer_collision(p, i, w, h) >= 1)
+			continue;
+		at += (size_t)snprintf(buf + at, n - at, "%s%s", at ? ", " : "", name);
+	}
+}
+
+int rfbi_final_check_views(const rfb_pipeline *partial, const rfb_pipeline *final,
+			   int views, int width, int height, rfb_err *err)
+{
+	double c = rfb_pipeline_views_collision(final, 0, width, height, views);
+	char drawn[200];
+
+	if (views < 2 || c <= RFB_VIEW_COLLISION_LIMIT)
+		return 0;
+	drawing_layers(partial, width, height, drawn, sizeof drawn);
+	return rfb_err_set(err, RFB_ESPEC, NULL,
+		"%d views of every sample run the final pipeline '%.300s', whose "
+		"draws %s with probability %.3g%% (over the limit of %g%%): "
+		"identical views teach a contrastive loss nothing; %s%s%s "
+		"(refurb-advise --views %d chooses the split), or give "
+		"--allow-view-collisions", views, rfb_pipeline_canonical(final),
+		views > 2 ? "repeat for two of them" : "are the same for both",
+		c * 100, RFB_VIEW_COLLISION_LIMIT * 100,
+		drawn[0] ? "move random layers of the partial pipeline (" :
+			   "give the final part layers that draw more (a crop)",
+		drawn, drawn[0] ? ") into the final part" : "", views);
+}
+
+/* The views that run the same spec are one group: each group of two or
+ * more views is checked for collisions (rfbi_final_check_views). */
+static int check_view_groups(struct final *F, rfb_err *err)
+{
+	struct rfb_pipe_shape in = final_input(F);
+	int rc = 0;
+
+	if (F->views < 2 || F->o->allow_view_collisions)
+		return 0;
+	if (!F->view_pipe)
+		return rfbi_final_check_views(F->partial_pipe, F->final_pipe, F->views,
+					      in.width, in.height, err);
+	for (int v = 0; v < F->views && !rc; v++) {
+		int same = 0, first = 1;
+		const char *spec = rfb_pipeline_canonical(F->view_pipe[v]);
+		for (int u = 0; u < F->views; u++) {
+			int eq = !strcmp(spec, rfb_pipeline_canonical(F->view_pipe[u]));
+			same += eq;
+			first &= !(eq && u < v);
+		}
+		if (first && same > 1)
+			rc = rfbi_final_check_views(F->partial_pipe, F->view_pipe[v],
+						    same, in.width, in.height, err);
+	}
+	return rc;
 }
 
 /* The index, the cache and the two pipelines; check they belong together. */
@@ -131,7 +232,8 @@ int rfbi_final_open_inputs(struct final *F, const char *in_name, rfb_err *err)
 				   "the cache was made for another plan or pipeline");
 	if ((rc = rfb_pipeline_parse(F->o->view_pipelines ? F->o->view_pipelines[0]
 				     : F->o->pipeline, &F->final_pipe, err)) ||
-	    (rc = rfb_pipeline_parse(F->annot.partial, &F->partial_pipe, err)))
+	    (rc = rfb_pipeline_parse(F->annot.partial, &F->partial_pipe, err)) ||
+	    (rc = rfb_pipeline_check_pixels(F->final_pipe, F->o->max_pixels, err)))
 		return rc;
 	/* only the channels: the partial part's size may vary per sample */
 	if ((rc = rfb_pipeline_fixed_shape(F->final_pipe,
@@ -144,5 +246,30 @@ int rfbi_final_open_inputs(struct final *F, const char *in_name, rfb_err *err)
 			 F->shape.channels * (F->dtype == RFB_DTYPE_F32 ? 4 : 1);
 	F->views = F->o->views > 1 ? F->o->views : 1;
 	F->sample_bytes = F->image_bytes * (size_t)F->views;
-	return F->o->view_pipelines ? open_view_pipes(F, err) : 0;
+	if (F->o->view_pipelines && (rc = open_view_pipes(F, err)))
+		return rc;
+	return check_view_groups(F, err);
+}
+
+/* Before the first batch: the open-file limit must hold a shard per
+ * thread (to recompute bad records), the cache's segments read at once
+ * (those of r + 1 epochs' records, one per eviction phase or death epoch,
+ * as refurb-partial writes them) and a few for the libraries; the shard
+ * files kept open get half of the rest (refurb(7), RESOURCE LIMITS). */
+int rfbi_final_fit_fds(struct final *F, rfb_err *err)
+{
+	uint32_t threads = F->o->threads > 0 ? (uint32_t)F->o->threads : 1;
+	uint32_t need = threads + 4 * (F->h->reuse + 1) + 8;
+	struct rfb_source_fds f;
+	rfb_err note = { 0 };
+	char what[128];
+	int rc;
+
+	snprintf(what, sizeof what, "%u thread%s, the cache's segments and the "
+		 "libraries", threads, threads == 1 ? "" : "s");
+	if ((rc = rfb_source_fit_fds(F->src, need, what, &f, err)))
+		return rc;
+	if (F->o->on_note && rfb_source_fds_note(&f, &note))
+		F->o->on_note(F->o->ctx, &note);
+	return 0;
 }

@@ -127,5 +127,23 @@ int rfbi_final_read_annotation(struct final *F, const char *in_name,
 /* The index, the cache, the handover ring and the final pipelines (one
  * per view); checks that they belong to the plan (final_inputs.c). */
 int rfbi_final_open_inputs(struct final *F, const char *in_name, rfb_err *err);
+/* Check the open-file limit, size the shards' descriptors (0 or an error). */
+int rfbi_final_fit_fds(struct final *F, rfb_err *err);
+
+/* The HEADER's extra text: the cache, its codec and the plan identity
+ * lines (final_extra.c).  Returns a string the caller frees, or NULL when
+ * out of memory. */
+char *rfbi_final_stream_extra(const struct final *F);
+
+/*
+ * One group of views: views (>= 1) run the same final pipeline on the
+ * record of one sample.  When two of them would come out identical with
+ * a probability (rfb_pipeline_views_collision, final's input width x
+ * height) over RFB_VIEW_COLLISION_LIMIT: RFB_ESPEC with a message naming
+ * the probability and the random layers of partial to move into the
+ * final part.  0 otherwise (final_inputs.c).
+ */
+int rfbi_final_check_views(const rfb_pipeline *partial, const rfb_pipeline *final,
+			   int views, int width, int height, rfb_err *err);
 
 #endif

@@ -172,10 +172,13 @@ static void run_job(void *ctx, struct rfb_task *t)
 		if (j->status && !j->why.path[0])
 			rfb_source_blame(P->src, j->sample, &j->why);
 	}
-	if (!j->status)
+	if (!j->status) {
 		j->status = rfb_record_encode(w->codec, &P->o->codec, &out.img,
 					      j->sample, j->write_epoch, j->death,
 					      &j->rec, &j->rec_len, &j->why);
+		if (j->status)
+			rfb_source_blame(P->src, j->sample, &j->why);
+	}
 	j->file_bytes = len;
 	j->seconds = rfb_now() - t0;
 	j->cpu_seconds = rfb_thread_cpu_now() - c0;
@@ -339,7 +342,10 @@ static int settle_job(struct partial *P, struct slot *s, uint32_t i,
 	s->bs.cpu_seconds += j->cpu_seconds;
 	s->bs.healed += !s->samples[i].miss;
 	if (j->status) {
-		if (!is_image_error(j->status) || P->o->strict) {
+		/* out of descriptors, memory or I/O says nothing of the image:
+		 * never a bad sample, the run stops (and can resume) */
+		if (rfb_err_is_system(&j->why) || !is_image_error(j->status) ||
+		    P->o->strict) {
 			*err = j->why;
 			return j->status;
 		}
@@ -519,6 +525,7 @@ static int open_cache(struct partial *P, rfb_err *err)
 	const struct rfb_partial_opts *o = P->o;
 	struct rfb_cache_manifest m = { 0 };
 	struct rfb_cache_recovery rec;
+	int rc;
 	/* the pipe at its size for now: settle_pipe() may shrink it */
 	uint64_t grace = o->grace ? o->grace : default_grace(P, 0);
 
@@ -533,6 +540,9 @@ static int open_cache(struct partial *P, rfb_err *err)
 				  grace, &rec, err);
 	if (!P->cache)
 		return err ? err->code : RFB_EIO;
+	/* what earlier runs left that this plan cannot use goes now */
+	if ((rc = rfb_cache_begin_run(P->cache, P->h->first_epoch, err)))
+		return rc;
 	P->st->created = rec.created;
 	P->st->recovered_records = rec.records;
 	P->st->torn_bytes = rec.torn_bytes;
@@ -666,6 +676,29 @@ static uint64_t handover_bytes(const struct partial *P)
 	return b < (16 << 20) ? 16 << 20 : b > (1 << 30) ? 1 << 30 : b;
 }
 
+/* Before the first batch: the open-file limit must hold a shard per
+ * thread, the cache's segments written at once (one per eviction phase
+ * in epoch 0, one per death epoch later, each with a copy while a
+ * checkpoint syncs it) and a few for the libraries; the shard files kept
+ * open get half of the rest (refurb(7), RESOURCE LIMITS). */
+static int fit_fds(struct partial *P, rfb_err *err)
+{
+	uint32_t threads = P->o->threads > 0 ? (uint32_t)P->o->threads : 1;
+	uint32_t need = threads + 4 * (P->h->reuse + 1) + 8;
+	struct rfb_source_fds f;
+	rfb_err note = { 0 };
+	char what[128];
+	int rc;
+
+	snprintf(what, sizeof what, "%u thread%s, the cache's segments and the "
+		 "libraries", threads, threads == 1 ? "" : "s");
+	if ((rc = rfb_source_fit_fds(P->src, need, what, &f, err)))
+		return rc;
+	if (P->o->on_note && rfb_source_fds_note(&f, &note))
+		P->o->on_note(P->o->ctx, &note);
+	return 0;
+}
+
 static int setup(struct partial *P, int in_fd, const char *in_name,
 		 rfb_err *err)
 {
@@ -675,7 +708,8 @@ static int setup(struct partial *P, int in_fd, const char *in_name,
 	if (!(P->idx = rfb_index_open(o->index_path, err)) ||
 	    !(P->src = rfb_source_open(P->idx, o->root, err)))
 		return err ? err->code : RFB_EIO;
-	if ((rc = rfb_pipeline_parse(o->pipeline, &P->pipe, err)))
+	if ((rc = rfb_pipeline_parse(o->pipeline, &P->pipe, err)) ||
+	    (rc = rfb_pipeline_check_pixels(P->pipe, o->max_pixels, err)))
 		return rc;
 	if (rfb_pipeline_dtype(P->pipe) != RFB_DTYPE_U8)
 		return rfb_err_set(err, RFB_ESPEC, NULL,
@@ -701,8 +735,13 @@ static int setup(struct partial *P, int in_fd, const char *in_name,
 	if (!(P->pool = rfb_pool_new(o->threads > 0 ? o->threads : 1, worker_new,
 				     worker_free, P, err)))
 		return err ? err->code : RFB_ENOMEM;
-	if ((rc = write_header(P, err)))
+	if ((rc = fit_fds(P, err)) || (rc = write_header(P, err)))
 		return rc;
+	P->st->partial_spec = rfb_pipeline_canonical(P->pipe);
+	P->st->reuse = P->h->reuse;
+	if (o->on_progress) /* its first line: the split */
+		o->on_progress(o->ctx, P->st, (uint64_t)P->h->batches *
+			       (P->h->last_epoch - P->h->first_epoch + 1));
 	return P->ho && !o->handover_nowait ? wait_reader(P, err) : 0;
 }
 
@@ -777,9 +816,14 @@ int rfb_partial_run(const struct rfb_partial_opts *o, int in_fd,
 		rc = 0;
 	}
 	rfb_pool_free(P.pool); /* lets queued jobs finish before slots go */
+	/* the shards' descriptors go first: out of descriptors, the
+	 * checkpoint needs some */
+	rfb_source_close(P.src);
+	P.src = NULL;
 	if (P.cache) {
 		collect_stats(&P);
 		int crc = rfb_cache_close(P.cache, &close_err);
+		st->checkpointed = crc == 0;
 		if (crc && rc == 0) {
 			*err = close_err;
 			rc = crc;

@@ -179,6 +179,9 @@ static int check_classes(const struct rfb_stream_info *in,
 	return 0;
 }
 
+static const char *const text_names[3] = { "partial pipeline",
+					    "final pipeline", "extra" };
+
 static int check_run(const struct rfb_stream_info *in,
 		     const struct rfb_stream_limits *lim, int code,
 		     const char *name, const char *where, rfb_err *err)
@@ -198,12 +201,19 @@ static int check_run(const struct rfb_stream_info *in,
 		    in->std[c] == 0)
 			return rfb_err_set(err, code, name, "%sbad mean/std of "
 					   "channel %d", where, c);
-	for (int i = 0; i < 3; i++)
-		if (strlen(str_or_empty(texts[i])) > lim->max_text)
+	for (int i = 0; i < 3; i++) {
+		const char *t = str_or_empty(texts[i]);
+		size_t len = strlen(t), bad;
+		if (len > lim->max_text)
 			return rfb_err_set(err, RFB_ELIMIT, name, "%stext of "
 					   "%zu bytes exceeds the limit %u",
-					   where, strlen(texts[i]),
-					   lim->max_text);
+					   where, len, lim->max_text);
+		if ((bad = rfbi_stream_utf8_error(t, len)) < len)
+			return rfb_err_set(err, code, name, "%sthe %s text is "
+					   "not UTF-8 (byte %zu is 0x%02x)",
+					   where, text_names[i], bad,
+					   (unsigned char)t[bad]);
+	}
 	return 0;
 }
 

@@ -87,6 +87,10 @@ int rfbi_stream_info_decode(const unsigned char *p, uint64_t len,
 int rfbi_stream_info_dup(const struct rfb_stream_info *info,
 			 struct stream_info_copy *c, rfb_err *err) RFB_MUST_CHECK;
 
+/* Offset of the first byte of text[0..n) that is not part of a UTF-8
+ * sequence (refurb-stream(5): HEADER texts are UTF-8), n if none. */
+size_t rfbi_stream_utf8_error(const char *text, size_t n);
+
 /* Where a stream stands: what may come next. */
 struct stream_seq {
 	const struct rfb_stream_info *info; /* NULL before the HEADER */

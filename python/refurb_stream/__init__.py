@@ -193,6 +193,15 @@ def crc32c(data, crc=0):
 _FIXED = struct.Struct("<IBBH10I4Q3f3f4I")  # HEADER payload bytes 0-119
 
 
+def _text(raw, what):
+    """A HEADER text as str: refurb-stream(5) says texts are UTF-8."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise StreamError("bad HEADER: the %s text is not UTF-8 (byte %d is 0x%02x)"
+                          % (what, e.start, raw[e.start])) from None
+
+
 def _parse_header(p):
     if len(p) < 128:
         raise StreamError("HEADER payload too short")
@@ -214,11 +223,14 @@ def _parse_header(p):
     names = texts[2].split(b"\0")
     if len(names) != k + 1 or names[-1] != b"" or any(b"\0" in t for t in texts[:2] + texts[3:]):
         raise StreamError("bad HEADER texts or class names")
-    extra = dict(line.partition("=")[::2] for line in texts[3].decode().splitlines() if line)
+    partial, final, extra = (_text(t, what) for t, what in
+                             ((texts[0], "partial pipeline"), (texts[1], "final pipeline"),
+                              (texts[3], "extra")))
+    extra = dict(line.partition("=")[::2] for line in extra.split("\n") if line)
     return Header(np.dtype(np.uint8 if dtype == 1 else "<f4"), "NHWC" if layout == 1 else "NCHW",
                   h, w, c, b, [n.decode("utf-8", "surrogateescape") for n in names[:-1]], e0, e1, s0, sk, sn,
                   epoch_images, seed, aug, ident, mean[:c] if flags & 1 else None,
-                  std[:c] if flags & 1 else None, texts[0].decode(), texts[1].decode(), extra,
+                  std[:c] if flags & 1 else None, partial, final, extra,
                   views)
 
 

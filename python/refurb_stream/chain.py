@@ -21,6 +21,13 @@ with a non-zero status raises ChainError, with its status, once the
 block is left (the reader has already raised ChainStopped by then, and
 the chain's own messages are on stderr).
 
+However the trainer dies (kill -9, the OOM killer, scancel --signal=KILL),
+the chain dies with it: a small watchdog process, started beside the
+chain in a session of its own, sees the trainer gone (its parent
+changes) within 0.2 s, stops the chain as leaving the block does
+(SIGTERM, then SIGKILL after a few seconds), waits for its programs, so
+that the cache is unlocked, and removes the FIFO and its directory.
+
 This is the seam a launcher builds on (one chain per rank): Chain only
 knows a command line and a FIFO.
 """
@@ -28,9 +35,66 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
+
+# seconds the watchdog gives a chain whose trainer died before SIGKILL
+WATCHDOG_GRACE = 3.0
+
+# The watchdog (run by the trainer's Python, without site or torch):
+# argv: trainer pid, the chain's process group, FIFO, its directory,
+# grace seconds.  It waits until the trainer is gone (its parent is no
+# longer the trainer: the kernel gave it to init or a subreaper), then
+# stops the chain like Chain.stop and removes the FIFO and its directory.
+_WATCHDOG = r"""
+import os, shutil, signal, sys, time
+trainer, group, fifo, tmp, grace = (int(sys.argv[1]), int(sys.argv[2]), sys.argv[3],
+                                    sys.argv[4], float(sys.argv[5]))
+for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+    signal.signal(s, signal.SIG_IGN)    # Chain.stop ends it with SIGKILL
+
+def alive():
+    try:
+        os.killpg(group, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+
+while os.getppid() == trainer:
+    time.sleep(0.2)
+if alive():
+    try:
+        os.killpg(group, signal.SIGTERM)
+    except OSError:
+        pass
+    fd = -1
+    deadline = time.monotonic() + grace
+    while alive() and time.monotonic() < deadline:
+        if fd < 0:              # a writer waiting for its reader, or blocked
+            try:                # on a full FIFO, goes on and sees SIGTERM
+                fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+            except OSError:
+                pass
+        try:
+            if fd >= 0 and os.read(fd, 1 << 20):
+                continue
+        except OSError:
+            pass
+        time.sleep(0.01)
+    if alive():
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except OSError:
+            pass
+    deadline = time.monotonic() + 5  # reaped by init, the cache unlocked
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.02)
+shutil.rmtree(tmp, ignore_errors=True)
+"""
 
 
 class ChainError(RuntimeError):
@@ -40,7 +104,7 @@ class ChainError(RuntimeError):
 class Chain:
     def __init__(self, command, stop_timeout=30.0):
         self.command, self.stop_timeout = command, stop_timeout
-        self.proc = self.dir = self.fifo = None
+        self.proc = self.dir = self.fifo = self.watchdog = None
         self.returncode = None
 
     def start(self):
@@ -54,6 +118,16 @@ class Chain:
         cmd = "trap : TERM\n" + self.command.replace("{fifo}", shlex.quote(self.fifo))
         self.proc = subprocess.Popen(["/bin/sh", "-c", cmd], env=env,
                                      start_new_session=True)
+        # in a session of its own: a signal to the trainer's process group
+        # (Ctrl-C, a launcher's) does not end it before the trainer
+        try:
+            self.watchdog = subprocess.Popen(
+                [sys.executable or "python3", "-S", "-c", _WATCHDOG, str(os.getpid()),
+                 str(self.proc.pid), self.fifo, self.dir, str(WATCHDOG_GRACE)],
+                stdin=subprocess.DEVNULL, start_new_session=True)
+        except BaseException:
+            self.stop()
+            raise
         threading.Thread(target=self._unblock_reader, args=(self.proc, self.fifo),
                          daemon=True).start()
         return self.fifo
@@ -89,6 +163,10 @@ class Chain:
                 self.proc.wait()
         self.returncode = self.proc.returncode
         self.proc = None
+        if self.watchdog is not None:   # the trainer lives: not needed now
+            self.watchdog.kill()
+            self.watchdog.wait()
+            self.watchdog = None
         try:
             os.unlink(self.fifo)
             os.rmdir(self.dir)

@@ -50,6 +50,7 @@ gives them (a per-type fill dict resolved for the image at that point,
 RandomErasing's value None for 'random').
 """
 import copy
+import math
 import sys
 
 __all__ = ["ConvertError", "pipeline_from_torchvision", "views_from_torchvision",
@@ -72,14 +73,23 @@ def _range(r):
     return "%s-%s" % (_num(r[0]), _num(r[1]))
 
 
+def _pixels(n, what, name="size", low=1):
+    """n, a whole number of pixels low..65535 (refurb's largest side)."""
+    if isinstance(n, bool) or not isinstance(n, (int, float)) or \
+            not math.isfinite(n) or n != int(n) or not low <= n <= 65535:
+        raise ConvertError("%s: %s %r is not a whole number of pixels %d..65535"
+                           % (what, name, n, low))
+    return int(n)
+
+
 def _size(size, what):
     if isinstance(size, int):
-        return "%dx%d" % (size, size)
+        return "%dx%d" % (_pixels(size, what), _pixels(size, what))
     size = list(size)
     if len(size) == 1:
-        return "%dx%d" % (size[0], size[0])
+        return "%dx%d" % (_pixels(size[0], what), _pixels(size[0], what))
     if len(size) == 2:
-        return "%dx%d" % (size[0], size[1])
+        return "%dx%d" % (_pixels(size[0], what), _pixels(size[1], what))
     raise ConvertError("%s: size %r is not N or (H, W)" % (what, size))
 
 
@@ -228,6 +238,8 @@ def _padding(padding, what):
         raise ConvertError("%s: padding %r: refurb pads by whole pixels >= 0 "
                            "(a negative padding crops: use centercrop or crop)"
                            % (what, padding))
+    for v in pad:
+        _pixels(v, what, "padding", 0)
     return "pad=" + "/".join(str(int(v)) for v in pad)
 
 
@@ -289,11 +301,11 @@ def _resize(t, what):
                            "one at most M) or Resize((H, W))" % what)
     if isinstance(t.size, int) or len(list(t.size)) == 1:
         n = t.size if isinstance(t.size, int) else list(t.size)[0]
-        text = "resize=%d" % n
+        text = "resize=%d" % _pixels(n, what)
     else:
         text = "resize=%s" % _size(t.size, what)
     if t.max_size is not None:
-        text += ":max_size=%d" % t.max_size
+        text += ":max_size=%d" % _pixels(t.max_size, what, "max_size")
     return text + ":interp=%s" % _interp(t, what)
 
 
@@ -532,6 +544,63 @@ _DETECTION = ("SanitizeBoundingBoxes", "ClampBoundingBoxes", "ConvertBoundingBox
               "SanitizeKeyPoints", "ClampKeyPoints", "SetClampingMode", "RandomIoUCrop")
 
 
+def _not_finite(value):
+    """Whether value (a number, or numbers in lists, tuples, dicts or a
+    tensor) holds a NaN or an infinity."""
+    if isinstance(value, bool) or isinstance(value, str):
+        return False
+    if isinstance(value, (int, float)):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        value = list(value.values())
+    elif hasattr(value, "tolist") and callable(value.tolist):  # a tensor
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        return any(_not_finite(v) for v in value)
+    return False
+
+
+# the bounds refurb's filters give an argument, per transform: (low, high,
+# low included); torchvision checks some of them only when it runs
+_BOUNDS = {
+    ("RandomResizedCrop", "scale"): (0.0, 1e6, True),
+    ("RandomResizedCrop", "ratio"): (0.0, 1e6, False),
+    ("GaussianBlur", "sigma"): (0.0, math.inf, False),
+    ("RandomPosterize", "bits"): (0, 8, True),
+}
+
+
+def _check_args(t, name, what):
+    """Refuse, naming the transform and the argument, what refurb's
+    parser would refuse in the text written for it: a NaN or infinite
+    number, a probability p outside 0..1, and the bounds of _BOUNDS
+    (torchvision keeps its arguments as attributes of the same names)."""
+    args = {k: v for k, v in sorted(vars(t).items()) if not k.startswith("_")}
+    for arg, value in args.items():
+        if _not_finite(value):
+            raise ConvertError("%s: %s=%r is not a finite number (refurb's filters "
+                               "take finite values)" % (what, arg, value))
+    p = args.get("p")
+    if isinstance(p, (int, float)) and not isinstance(p, bool) and not 0 <= p <= 1:
+        raise ConvertError("%s: p=%r is not a probability 0..1" % (what, p))
+    for (kind, arg), (low, high, closed) in _BOUNDS.items():
+        if kind != name or args.get(arg) is None:
+            continue
+        value = args[arg]
+        vals = list(value) if isinstance(value, (list, tuple)) else [value]
+        ok = all((low <= v if closed else low < v) and v <= high for v in vals)
+        if not ok or vals != sorted(vals):
+            raise ConvertError("%s: %s=%r: refurb takes %s %s %s <= %s%s" % (
+                what, arg, value, _num(low), "<=" if closed else "<", arg,
+                _num(high), " (low <= high)" if len(vals) > 1 else ""))
+    if name == "Normalize" and not _not_finite(args.get("std")):
+        std = args.get("std")
+        std = std.tolist() if hasattr(std, "tolist") else std
+        if any(v == 0 for v in ([std] if isinstance(std, (int, float)) else std)):
+            raise ConvertError("%s: std=%r has a 0 (torchvision divides by it)"
+                               % (what, args.get("std")))
+
+
 def _convert(t, st, where):
     name = type(t).__name__
     what = "%s (%s)" % (name, where)
@@ -548,6 +617,8 @@ def _convert(t, st, where):
         raise ConvertError("%s: not torchvision's %s (a class of module %s): refurb "
                            "cannot know what its __call__ does; use torchvision's "
                            "transform" % (what, name, type(t).__module__))
+    elif _check_args(t, name, what):
+        pass
     elif name in _SIMPLE:
         if st.kind == "float" and name == "AugMix":
             raise ConvertError("%s: on a float tensor (after ToTensor) torchvision "
@@ -855,13 +926,18 @@ def _namespace():
     return ns
 
 
-USAGE = ("usage: python3 -m refurb_stream convert EXPRESSION   (EXPRESSION '-' = stdin)\n"
-         "       python3 -m refurb_stream convert --views EXPRESSION\n"
-         "       python3 -m refurb_stream convert --file RECIPE.py\n"
+USAGE = ("usage: python3 -m refurb_stream convert [SPLIT OPTIONS] EXPRESSION   (EXPRESSION '-' = stdin)\n"
+         "       python3 -m refurb_stream convert [SPLIT OPTIONS] --views EXPRESSION\n"
+         "       python3 -m refurb_stream convert [SPLIT OPTIONS] --file RECIPE.py\n"
          "  --views: EXPRESSION is a list of transforms, one per view; prints\n"
          "  refurb-final's -p (and --views) arguments\n"
          "  --file: runs RECIPE.py and converts what it names transform (the\n"
-         "  spec) or views (refurb-final's arguments)")
+         "  spec) or views (refurb-final's arguments)\n"
+         "  The split it proposes (cached / run on every use), its unique fraction\n"
+         "  and view collisions are explained on stderr when stderr is a terminal:\n"
+         "  --explain forces it, -q silences it; --reuse R (3), --epochs E (100),\n"
+         "  --image-size WxH (500x375), --source-size N, --index INDEX (measure\n"
+         "  the costs) shape it (refurb(7), THE SPLIT EXPLAINED)")
 
 
 def _from_file(path):
@@ -881,11 +957,29 @@ def _from_file(path):
     raise ValueError("%s defines neither transform nor views" % path)
 
 
+def _explain_split(specs, opts):
+    """The split of the converted specs, explained on stderr when it is a
+    terminal or --explain asks (refurb_stream.split)."""
+    from refurb_stream.split import explain, propose_split
+    if opts["explain"] is False or (opts["explain"] is None and not sys.stderr.isatty()):
+        return
+    split = propose_split(specs, opts["image_size"])
+    for line in explain(split, opts["reuse"], opts["epochs"], opts["image_size"],
+                        opts["source_size"], opts["index"]):
+        print("refurb_stream convert: %s" % line, file=sys.stderr)
+
+
 def main(args):
     """python3 -m refurb_stream convert EXPRESSION: print the pipeline."""
+    from refurb_stream.split import split_options
     if args and args[0] in ("-h", "--help"):
         print(USAGE)
         return 0
+    try:
+        args, split_opts = split_options(args)
+    except ValueError as e:
+        print("refurb_stream convert: %s\n%s" % (e, USAGE), file=sys.stderr)
+        return 2
     mode = args[0] if args and args[0] in ("--views", "--file") else None
     if mode:
         args = args[1:]
@@ -907,11 +1001,14 @@ def main(args):
     try:
         if views:
             import shlex
-            print(" ".join(shlex.quote(a) for a in
-                           final_options(views_from_torchvision(transform))))
+            specs = views_from_torchvision(transform)
+            print(" ".join(shlex.quote(a) for a in final_options(specs)))
         else:
-            print(pipeline_from_torchvision(transform))
+            specs = [pipeline_from_torchvision(transform)]
+            print(specs[0])
     except ConvertError as e:
         print("refurb_stream convert: %s" % e, file=sys.stderr)
         return 1
+    sys.stdout.flush()
+    _explain_split(specs, split_opts)
     return 0

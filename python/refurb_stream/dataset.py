@@ -17,11 +17,13 @@ empty epoch.
 len(ds) is the number of steps of a full epoch; ds.epoch and ds.step are
 those of the batch last yielded (the stream's epoch and step fields).
 ds.state_dict() is the point to resume from, the batch after the last one
-yielded, and the identity of the plan; give it back with
+yielded, and the identity of the plan (ds.identity(): everything that
+changes the batches, by name, from the stream's header); give it back with
 load_state_dict() to a dataset on the stream of the chain restarted with
 `refurb-plan --start EPOCH:STEP` (ds.resume_command() prints the option)
-and the dataset checks that the stream starts there (a stream that starts
-earlier is skipped up to it).
+and the dataset checks that the stream is of the same plan (StreamError
+naming what differs: "with r=3, this stream has r=2") and starts there
+(a stream that starts earlier is skipped up to it).
 
 The stream is read in the process that iterates: DataLoader's
 num_workers must be 0 (the chain's programs already run in parallel), and
@@ -33,12 +35,37 @@ checked).
 """
 import collections
 import hashlib
+import json
+import warnings
 
 import numpy as np
 import torch
 import torch.utils.data
 
 from refurb_stream import OPEN_END, StreamError, open_stream
+
+# identity components the HEADER's extra text gives (refurb-stream(5)):
+# (key in the stream, name in the identity and its messages)
+_EXTRA_IDENTITY = (("schedule", "schedule"), ("reuse", "r"), ("policy", "policy"),
+                   ("evict-seed", "evict-seed"), ("shuffle", "shuffle"),
+                   ("balance", "balance"), ("drop-last", "drop-last"), ("even", "even"),
+                   ("partial-seed", "partial-seed"))
+# the order in which differences are named: the programs' order
+_IDENTITY_ORDER = ("index", "schedule", "r", "policy", "evict-seed", "shard", "plan-seed",
+                   "shuffle", "balance", "costs", "drop-last", "even", "batch-size",
+                   "epoch-images", "partial-seed", "partial-pipeline", "final-seed",
+                   "final-pipeline", "views", "shape", "dtype", "layout", "normalize")
+
+
+def _order(key):
+    """Sort key of an identity component (unknown ones last)."""
+    return (_IDENTITY_ORDER.index(key) if key in _IDENTITY_ORDER else len(_IDENTITY_ORDER), key)
+
+
+def _digest(identity):
+    """16 hex digits of an identity (the checkpoint's 'plan')."""
+    text = json.dumps(identity, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 
@@ -172,16 +199,40 @@ class RefurbDataset(torch.utils.data.IterableDataset):
 
     # ---- checkpoints --------------------------------------------------------
 
-    def _identity(self):
-        """16 hex digits that change with anything that changes the batches
-        (index, seeds, shard, batch size, pipelines, number of views)."""
+    def _legacy_identity(self):
+        """The identity checkpoints of refurb 0.1's first reader kept: a
+        hash that left out r, the schedule, the shuffle... (see identity)."""
         h = self.header
         text = "%016x:%d:%d:%d/%d:%d:%d:%s|%s" % (
             h.index_identity, h.plan_seed, h.augment_seed, h.shard_k, h.shard_n,
             h.batch_size, h.epoch_images, h.partial_pipeline, h.final_pipeline)
-        if h.views > 1:  # --views K runs one final pipeline K times
-            text += "|views=%d" % h.views  # (one view: as before, old checkpoints hold)
+        if h.views > 1:
+            text += "|views=%d" % h.views
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def identity(self):
+        """The plan identity: everything that changes the batches, by
+        name (refurb-stream(5), Extra text): the index, the schedule (r,
+        policy, eviction seed, shard), the plan (seed, shuffle, balance,
+        drop-last, even, batch size), both pipelines with their seeds,
+        the views and the output (shape, dtype, layout, normalization).
+        Not the thread counts, the codec or the cache's path.  A value
+        is None when the stream does not say (written by an older
+        refurb-final)."""
+        h, x = self.header, self.header.extra
+        norm = "none" if h.mean is None else "mean=%s std=%s" % (
+            "/".join("%.9g" % v for v in h.mean), "/".join("%.9g" % v for v in h.std))
+        ident = {"index": "%016x" % h.index_identity, "shard": "%d/%d" % (h.shard_k, h.shard_n),
+                 "plan-seed": h.plan_seed, "batch-size": h.batch_size,
+                 "epoch-images": h.epoch_images, "partial-pipeline": h.partial_pipeline,
+                 "final-seed": h.augment_seed, "final-pipeline": h.final_pipeline,
+                 "views": h.views, "shape": "%dx%dx%d" % (h.height, h.width, h.channels),
+                 "dtype": str(h.dtype), "layout": h.layout, "normalize": norm}
+        for key, name in _EXTRA_IDENTITY:
+            ident[name] = x.get(key)
+        if x.get("balance") == "cost":   # a plan balanced by cost depends on the cost file
+            ident["costs"] = x.get("costs")
+        return ident
 
     def _position(self):
         """(epoch, step) of the next batch, a finished epoch as (epoch+1, 0)."""
@@ -192,18 +243,18 @@ class RefurbDataset(torch.utils.data.IterableDataset):
         return e, s
 
     def state_dict(self):
-        """{'epoch', 'step', 'plan'}: where to resume (the batch after the
-        last one yielded) and the identity of the plan."""
+        """{'epoch', 'step', 'plan', 'identity'}: where to resume (the
+        batch after the last one yielded), and the plan it belongs to
+        (identity(), and 'plan' a hash of it)."""
         e, s = self._position()
-        return {"epoch": e, "step": s, "plan": self._identity()}
+        ident = self.identity()
+        return {"epoch": e, "step": s, "plan": _digest(ident), "identity": ident}
 
     def load_state_dict(self, state):
-        """Check that this stream resumes at state's point of the same plan;
-        batches before it (a stream started earlier) are skipped."""
-        if state.get("plan") != self._identity():
-            raise StreamError("%s: the checkpoint was made on another plan (%s), "
-                              "this stream is %s" % (self.stream.name, state.get("plan"),
-                                                     self._identity()))
+        """Check that this stream resumes at state's point of the same plan
+        (StreamError naming what differs); batches before it (a stream
+        started earlier) are skipped."""
+        self._check_plan(state)
         want, here = (state["epoch"], state["step"]), self._position()
         if here > want:
             raise StreamError(
@@ -215,6 +266,38 @@ class RefurbDataset(torch.utils.data.IterableDataset):
             raise StreamError("%s: the checkpoint is at epoch %d, the stream ends "
                               "with epoch %d" % ((self.stream.name,) + want + (h.last_epoch,)))
         self._skip_to = want if here < want else None
+
+    def _check_plan(self, state):
+        """StreamError unless state was taken on this stream's plan."""
+        name, mine = self.stream.name, self.identity()
+        theirs = state.get("identity")
+        if theirs is None:              # a checkpoint of an older reader
+            if state.get("plan") != self._legacy_identity():
+                raise StreamError("%s: the checkpoint was made on another plan (%s), this "
+                                  "stream is %s" % (name, state.get("plan"),
+                                                    self._legacy_identity()))
+            warnings.warn("%s: the checkpoint was taken by an older refurb_stream, whose "
+                          "plan identity leaves out %s: they could not be checked"
+                          % (name, ", ".join(n for _, n in _EXTRA_IDENTITY)), stacklevel=3)
+            return
+        differ, unknown = [], []
+        for key in sorted(set(mine) | set(theirs), key=_order):
+            a, b = theirs.get(key), mine.get(key)
+            if a is None or b is None:
+                if a != b:
+                    unknown.append(key)
+            elif a != b:
+                differ.append("with %s=%s, this stream has %s=%s" % (key, a, key, b))
+        if differ:
+            raise StreamError("%s: the checkpoint was made on another plan: %s; restart "
+                              "the chain with the options of the checkpoint's run"
+                              % (name, "; ".join(differ)))
+        if unknown:
+            warnings.warn("%s: %s not known for %s (written by an older refurb-final): "
+                          "not checked" % (name, ", ".join(unknown),
+                                           "this stream" if any(mine.get(k) is None
+                                                                for k in unknown)
+                                           else "the checkpoint"), stacklevel=3)
 
     def resume_command(self):
         """The refurb-plan option that restarts the chain where

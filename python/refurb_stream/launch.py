@@ -23,7 +23,8 @@ or /dev/shm), the same samples and batches per epoch as every other rank
 may run on (sched_getaffinity, shared among the LOCAL_WORLD_SIZE ranks of
 the node when they all see the same CPUs).
 
-Iterating yields the batches of refurb_stream.open_stream.  Leaving the
+Iterating yields the batches of refurb_stream.open_stream, with the
+labels as int64 (as RefurbDataset's; the stream's are uint32).  Leaving the
 `with` block, breaking out of the loop or an exception in the trainer
 stops the chain: the stream is closed (refurb-final and refurb-partial
 stop cleanly on a closed pipe), then stragglers get SIGTERM and SIGKILL
@@ -49,6 +50,8 @@ import signal
 import subprocess
 import tempfile
 import time
+
+import numpy as np
 
 from . import StreamError, open_stream
 
@@ -253,7 +256,9 @@ class RankChain:
                 with open_stream(self.procs[-1].stdout, self.verify) as stream:
                     self.header = stream.header
                     for batch in stream:
-                        yield batch
+                        # int64 labels, as RefurbDataset's (torch 1.13's
+                        # from_numpy refuses uint32)
+                        yield batch._replace(labels=batch.labels.astype(np.int64))
             except StreamError as e:
                 self._raise_failed(e)
                 raise

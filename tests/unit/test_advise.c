@@ -9,6 +9,7 @@
 #include "refurb/advise.h"
 #include "refurb/pipeline.h"
 #include "refurb/sched.h"
+#include "refurb/transform.h"
 #include "test.h"
 
 static void test_choices(void)
@@ -68,17 +69,18 @@ static rfb_advice *fake(void)
 	a->choices = 1e6;
 	/* k = 0: everything final */
 	a->split[0] = (struct rfb_advise_split){ 2, NULL, NULL, 1e-3, 0, 0,
-		4e-3, 0, 1e6, 1e6 };
+		4e-3, 0, 1e6, 1e6, 0 };
 	/* k = 1: 4 ms partial, 1 ms per use, 100 final choices */
 	a->split[1] = (struct rfb_advise_split){ 1, NULL, NULL, 3e-3, 5e-4,
-		2e-4, 3e-4, 0, 1.5e5, 100 };
+		2e-4, 3e-4, 0, 1.5e5, 100, 0 };
 	return a;
 }
 
 static void test_predict(void)
 {
 	rfb_advice *a = fake();
-	struct rfb_advise_target steady = { 90, 1, 2 }, whole = { 10, 0, 2 };
+	struct rfb_advise_target steady = { 90, 1, 2, 0, 0 }, whole = { 10, 0, 2, 0, 0 };
+	struct rfb_advise_target views = { 90, 1, 2, 3, 0.05 };
 	struct rfb_advise_row row[4];
 	unsigned char front[4];
 
@@ -107,11 +109,131 @@ static void test_predict(void)
 	CHECK(rfb_advise_recommend(row, 3, 100) == 1);
 	CHECK(rfb_advise_recommend(row, 3, 600) == 0);
 	CHECK(rfb_advise_recommend(row, 3, 1e9) == -1);
+	/* 3 views: the final part and transfer three times, the read once;
+	 * collisions 3 x the pair's */
+	a->split[1].collision = 0.01;
+	rfb_advise_predict(a, 1, 3, &views, &row[0]);
+	CHECK(fabs(row[0].img_per_cpu_s - 1 / (3.5e-3 / 3 + 2e-4 + 3 * 3e-4)) < 1e-6);
+	CHECK(fabs(row[0].view_collision - 0.03) < 1e-12 && !row[0].ruled_out);
+	a->split[1].collision = 0.02;
+	rfb_advise_predict(a, 1, 3, &views, &row[0]);
+	CHECK(row[0].ruled_out);
+	rfb_advise_pareto(row, 3, front);
+	CHECK(!front[0]);
+	CHECK(rfb_advise_recommend(row, 1, 1) == -1);
 	rfb_advice_free(a);
+}
+
+static double collision_of(const char *spec, int from, int w, int h)
+{
+	rfb_pipeline *p = NULL;
+	rfb_err err = { 0 };
+	double c;
+
+	if (rfb_pipeline_parse(spec, &p, &err))
+		return -1;
+	c = rfb_pipeline_collision(p, from, w, h);
+	rfb_pipeline_free(p);
+	return c;
+}
+
+#define NEAR(x, y) (fabs((x) - (y)) < 1e-12)
+
+static void test_collisions(void)
+{
+	double c;
+
+	CHECK(NEAR(collision_of("flip", 0, 64, 64), 0.5));
+	CHECK(NEAR(collision_of("resize=64,flip,grayscale=p=0.2", 0, 99, 77),
+		   0.5 * (0.04 + 0.64)));
+	/* the first layers are not counted */
+	CHECK(NEAR(collision_of("flip,grayscale=p=0.2", 1, 64, 64), 0.68));
+	/* 9 x 9 positions, two flips */
+	CHECK(NEAR(collision_of("crop=56,flip", 0, 64, 64), 0.5 / 81));
+	/* continuous draws never repeat; a gate that may skip them does */
+	CHECK(collision_of("colorjitter=0.4", 0, 64, 64) == 0);
+	CHECK(NEAR(collision_of("apply=0.8,colorjitter=0.4,flip", 0, 64, 64),
+		   0.04 * 0.5));
+	CHECK(NEAR(collision_of("apply=0.5,gaussblur=23,flip", 0, 64, 64),
+		   0.25 * 0.5));
+	CHECK(collision_of("colorjitter=brightness=0.5-0.5", 0, 64, 64) == 1);
+	/* choice: squared weights (1/4, 3/4) times the option's; order:
+	 * 1 / K! */
+	CHECK(NEAR(collision_of("choice=2:p=1/3,invert,vflip", 0, 64, 64),
+		   (1.0 / 16 + 9.0 / 16) * 0.5));
+	CHECK(NEAR(collision_of("order=2,invert=p=1,vflip=p=1", 0, 64, 64), 0.5));
+	/* RandAugment m=9: Identity and 4 unsigned ops at 1/14, 9 signed
+	 * ones at 1/28 per sign */
+	c = collision_of("randaug=n=1:m=9", 0, 224, 224);
+	CHECKF(NEAR(c, 5 / 196.0 + 18 / 784.0), "%g", c);
+	/* m=0: the identity and every signed op at 0 are one outcome, and
+	 * posterize keeps 8 bits */
+	c = collision_of("randaug=n=1:m=0", 0, 224, 224);
+	CHECKF(NEAR(c, (11 / 14.0) * (11 / 14.0) + 3 / 196.0), "%g", c);
+	/* rrcrop of 224 over 256: well under one in a million */
+	c = collision_of("rrcrop=224,flip", 0, 341, 256);
+	CHECKF(c > 0 && c < 1e-6, "%g", c);
+	CHECK(collision_of("resize=256,rrcrop=224", 1, 341, 256) == c * 2);
+}
+
+/* rrcrop's collision against the boxes rfb_rrcrop_rect draws: a small
+ * image, where boxes repeat often. */
+static void test_rrcrop_collision(void)
+{
+	enum { W = 6, H = 5, N = 200000 };
+	static unsigned count[W + 1][H + 1][W][H];
+	double predicted = collision_of("rrcrop=4:scale=0.2-1", 0, W, H), sum = 0;
+	rfb_rng rng;
+
+	rfb_rng_init(&rng, 3, 0, 0, RFB_STAGE_FINAL);
+	for (int i = 0; i < N; i++) {
+		struct rfb_rect r;
+		rfb_rrcrop_rect(&rng, W, H, 0.2, 1, 3.0 / 4, 4.0 / 3, &r);
+		count[r.width][r.height][r.left][r.top]++;
+	}
+	for (int a = 0; a <= W; a++)
+		for (int b = 0; b <= H; b++)
+			for (int x = 0; x < W; x++)
+				for (int y = 0; y < H; y++)
+					sum += (double)count[a][b][x][y] / N *
+					       count[a][b][x][y] / N;
+	CHECKF(fabs(sum - predicted) < 0.05 * predicted, "drawn %g, predicted %g",
+	       sum, predicted);
+}
+
+static void test_merge(void)
+{
+	/* the issue's grayscale -0.409 ms and flip 0.877 ms, both within
+	 * their noise: one figure; a gate (0 by construction) alone */
+	double cost[] = { 5e-3, 0, -0.409e-3, 0.877e-3, 2e-3 };
+	double spread[] = { 1e-4, 0, 0.5e-3, 0.5e-3, 1e-4 };
+	struct rfb_advise_cost g[5];
+	int n = rfb_advise_merge(cost, spread, 1, 5, g);
+
+	CHECK(n == 3);
+	CHECK(g[0].first == 1 && g[0].last == 1 && g[0].cost_s == 5e-3);
+	CHECK(g[1].first == 2 && g[1].last == 2 && g[1].cost_s == 0);
+	/* grayscale, flip and the next layer: -0.409 + 0.877 is within
+	 * 2 x sqrt(0.5^2 + 0.5^2) */
+	CHECKF(g[2].first == 3 && g[2].last == 5 &&
+	       fabs(g[2].cost_s - 2.468e-3) < 1e-12, "%d-%d %g", g[2].first,
+	       g[2].last, g[2].cost_s);
+	CHECK(fabs(g[2].spread_s - sqrt(0.5e-6 + 1e-8)) < 1e-12);
+	/* a last group within noise joins the one before; none is below 0 */
+	double c2[] = { 3e-3, -1e-3 }, s2[] = { 1e-4, 2e-3 };
+	n = rfb_advise_merge(c2, s2, 0, 2, g);
+	CHECK(n == 1 && g[0].first == 0 && g[0].last == 1 &&
+	      fabs(g[0].cost_s - 2e-3) < 1e-12);
+	double c3[] = { -1e-3 }, s3[] = { 2e-3 };
+	n = rfb_advise_merge(c3, s3, 0, 1, g);
+	CHECK(n == 1 && g[0].cost_s == 0);
 }
 
 int main(void)
 {
+	RUN(test_merge);
+	RUN(test_collisions);
+	RUN(test_rrcrop_collision);
 	RUN(test_choices);
 	RUN(test_ops_drawn);
 	RUN(test_predict);

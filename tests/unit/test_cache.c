@@ -529,6 +529,78 @@ static void test_segment_path(void)
 	CHECK(strcmp(buf, "d/ffffffff.seg") == 0);
 }
 
+/* A segment still appended to whose records were superseded (by a later
+ * run's) is compacted too: else each run would add its bytes for good. */
+static void test_compaction_open_segment(void)
+{
+	struct rfb_cache_manifest m = manifest();
+	struct rfb_cache_recovery rec;
+	struct rfb_cache_addr a;
+	struct rfb_cache_stats st;
+	rfb_err err = { 0 };
+	m.segment_max = 1 << 20;  /* one segment takes them all */
+	rfb_cache *c = rfb_cache_open(dir, &m, RFB_CACHE_RESET, 1, &rec, &err);
+
+	CHECK(rfb_cache_advance(c, 0, 0, &err) == 0);
+	for (uint32_t i = 0; i < 40; i++)
+		CHECK(put(c, i, 1, 4, &a) == 0);
+	for (uint32_t i = 0; i < 30; i++)
+		CHECK(put(c, i, 1, 4, &a) == 0);
+	rfb_cache_get_stats(c, &st);
+	CHECK(st.segments == 1);
+	CHECK(rfb_cache_advance(c, 1, 1, &err) == 0);
+	rfb_cache_get_stats(c, &st);
+	CHECKF(st.compacted_records == 10, "%llu",
+	       (unsigned long long)st.compacted_records);
+	CHECK(st.live_records == 40);
+	CHECK(st.dead_segments == 1);
+	CHECK(rfb_cache_close(c, &err) == 0);
+}
+
+/* A run that starts at epoch E drops the records it cannot serve (of a
+ * later write epoch, or dead by E): their segments go before its first
+ * batch when nobody reads; what it can serve stays. */
+static void test_begin_run(void)
+{
+	struct rfb_cache_manifest m = manifest();
+	struct rfb_cache_recovery rec;
+	struct rfb_cache_addr a, old;
+	struct rfb_cache_entry e;
+	struct rfb_cache_checkpoint_info info;
+	char path[128];
+	rfb_err err = { 0 };
+	rfb_cache *c = rfb_cache_open(dir, &m, RFB_CACHE_RESET, 1, &rec, &err);
+
+	CHECK(rfb_cache_advance(c, 0, 0, &err) == 0);
+	for (uint32_t i = 0; i < 10; i++)
+		CHECK(put(c, i, 0, 2, &a) == 0);      /* epoch 0's, die in 2 */
+	for (uint32_t i = 10; i < 20; i++)
+		CHECK(put(c, i, 5, 8, &old) == 0);    /* an earlier run's last */
+	CHECK(rfb_cache_close(c, &err) == 0);
+
+	c = rfb_cache_open(dir, &m, 0, 1, &rec, &err);
+	CHECK(c != NULL);
+	CHECK(rfb_cache_begin_run(c, 0, &err) == 0);
+	for (uint32_t i = 0; i < 10; i++)
+		CHECKF(rfb_cache_lookup(c, i, &e) == 0 && e.write_epoch == 0, "%u", i);
+	for (uint32_t i = 10; i < 20; i++)
+		CHECKF(rfb_cache_lookup(c, i, &e) == RFB_ENOTFOUND, "%u", i);
+	CHECK(rfb_cache_segment_path(dir, old.segment, path, sizeof path) == 0);
+	CHECK(access(path, F_OK) < 0);           /* deleted: nobody reads */
+	CHECK(rfb_cache_read_checkpoint(dir, NULL, NULL, &info, &err) == 0);
+	CHECK(info.entries == 10);               /* checkpointed as it starts */
+	/* the same epoch again: a record of the later epoch goes elsewhere */
+	CHECK(put(c, 10, 5, 8, &a) == 0);
+	CHECK(a.segment != old.segment);
+	CHECK(rfb_cache_close(c, &err) == 0);
+
+	/* a run from epoch 2: the records dying in 2 go too */
+	c = rfb_cache_open(dir, &m, 0, 1, &rec, &err);
+	CHECK(rfb_cache_begin_run(c, 2, &err) == 0);
+	CHECK(rfb_cache_lookup(c, 0, &e) == RFB_ENOTFOUND);
+	CHECK(rfb_cache_close(c, &err) == 0);
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof dir, "/tmp/rfb-cache-test-%d", (int)getpid());
@@ -542,6 +614,8 @@ int main(void)
 	RUN(test_background_checkpoint);
 	RUN(test_eviction);
 	RUN(test_compaction);
+	RUN(test_compaction_open_segment);
+	RUN(test_begin_run);
 	RUN(test_view_release);
 	RUN(test_segment_path);
 	rfb_codec_ctx_free(codec_ctx);

@@ -26,11 +26,54 @@ static void test_error_context(void)
 	CHECK(rfb_err_sys(&err, ENOENT, "f", "open") == RFB_EIO);
 	CHECK(err.sys_errno == ENOENT);
 	CHECK(rfb_err_set(NULL, RFB_EIO, NULL, "ignored") == RFB_EIO);
-	for (int c = 0; c >= -15; c--)
+	for (int c = 0; c >= -16; c--)
 		CHECK(strcmp(rfb_strerror(c), "unknown error") != 0);
 	CHECK(strcmp(rfb_strerror(-999), "unknown error") == 0);
 	rfb_err_clear(&err);
 	CHECK(err.code == 0 && err.path[0] == 0);
+}
+
+/* System errors (issue 33) are told from the data's, and say the fix. */
+static void test_system_errors(void)
+{
+	rfb_err err = { 0 };
+	struct rfb_fd_budget b;
+
+	CHECK(rfb_err_sys(&err, EMFILE, "s.tar", "open") == RFB_ERESOURCE);
+	CHECK(rfb_err_is_system(&err));
+	CHECK(strstr(err.msg, "open: Too many open files (") == err.msg);
+	CHECK(strstr(err.msg, "ulimit -n") != NULL);
+	CHECK(rfb_err_sys(&err, ENFILE, "s.tar", "open") == RFB_ERESOURCE);
+	CHECK(strstr(err.msg, "fs.file-max") != NULL);
+	CHECK(rfb_err_sys(&err, ENOMEM, "s.tar", "open") == RFB_ENOMEM);
+	CHECK(strstr(err.msg, "free memory") != NULL);
+	CHECK(rfb_err_sys(&err, EIO, "s.tar", "read") == RFB_EIO);
+	CHECK(rfb_err_is_system(&err));
+	CHECK(strstr(err.msg, "dmesg") != NULL);
+	CHECK(rfb_err_sys(&err, EAGAIN, "s.tar", "read") == RFB_EIO);
+	CHECK(rfb_err_is_system(&err));
+	/* the data's: a file not there, not readable, not an image */
+	CHECK(rfb_err_sys(&err, ENOENT, "a.jpg", "open") == RFB_EIO);
+	CHECK(!rfb_err_is_system(&err));
+	CHECK(strcmp(err.msg, "open: No such file or directory") == 0);
+	CHECK(rfb_err_sys(&err, EACCES, "a.jpg", "open") == RFB_EIO);
+	CHECK(!rfb_err_is_system(&err));
+	rfb_err_set(&err, RFB_EDECODE, "a.jpg", "not a JPEG");
+	CHECK(!rfb_err_is_system(&err));
+	rfb_err_set(&err, RFB_ENOMEM, NULL, "out of memory");
+	CHECK(rfb_err_is_system(&err));
+	CHECK(!rfb_err_is_system(NULL));
+	/* the open-file limit: a need past it is refused, saying the limit */
+	CHECK(rfb_fd_budget_check(4, 0, "x", &b, &err) == 0);
+	CHECK(b.open >= 3 && b.limit >= b.open + 4);
+	CHECK(b.open == rfb_fd_count_open(b.limit));
+	CHECK(rfb_fd_count_open(3) <= 3);
+	CHECK(b.spare == b.limit - b.open - 4 || b.spare == UINT32_MAX);
+	if (b.hard != UINT64_MAX && b.hard < 0x7fffffffu) {
+		CHECK(rfb_fd_budget_check((uint32_t)b.hard, 0, "many things", &b,
+					  &err) == RFB_ERESOURCE);
+		CHECK(strstr(err.msg, "many things need") != NULL);
+	}
 }
 
 static void test_le_fields(void)
@@ -208,6 +251,7 @@ static void test_format_detect(void)
 int main(void)
 {
 	RUN(test_error_context);
+	RUN(test_system_errors);
 	RUN(test_le_fields);
 	RUN(test_full_io);
 	RUN(test_crc32c);

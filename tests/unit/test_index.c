@@ -2,12 +2,20 @@
  * test_index.c - the index format: build, serialize, open, and refuse
  * every kind of damage.
  */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "refurb/bytes.h"
 #include "refurb/checksum.h"
+#include "refurb/fdlimit.h"
 #include "refurb/index.h"
+#include "refurb/source.h"
 #include "test.h"
 
 static unsigned char *build_sample(size_t *len, uint32_t n)
@@ -241,6 +249,145 @@ static void test_version1(void)
 	rfb_index_close(x);
 }
 
+#define SOURCE_SHARDS 300
+
+/* An index of SOURCE_SHARDS files in dir, each a "shard" of one 64-byte
+ * sample whose bytes are its shard's number. */
+static rfb_index *many_shards(const char *dir)
+{
+	rfb_err err = { 0 };
+	rfb_index_builder *b = rfb_index_builder_new(dir, &err);
+	rfb_sample_info s = { .bytes = 64, .width = 8, .height = 8,
+			      .channels = 3, .path = "k.jpg" };
+	unsigned char *d, bytes[64];
+	size_t len;
+	char path[512], name[32];
+	struct stat st;
+
+	CHECK(b && rfb_index_builder_add_class(b, "0", &err) == 0);
+	for (uint32_t k = 1; k <= SOURCE_SHARDS; k++) {
+		FILE *f;
+		snprintf(name, sizeof name, "s%03u.tar", k);
+		snprintf(path, sizeof path, "%s/%s", dir, name);
+		memset(bytes, (int)(k % 251), sizeof bytes);
+		CHECK((f = fopen(path, "wb")) && fwrite(bytes, 1, 64, f) == 64 &&
+		      fclose(f) == 0);
+		CHECK(stat(path, &st) == 0);
+		CHECK(rfb_index_builder_add_shard(b, name, 64,
+			(int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
+			&err) == 0);
+		s.shard = k;
+		CHECK(rfb_index_builder_add(b, &s, &err) == 0);
+	}
+	CHECK(rfb_index_builder_finish(b, &d, &len, &err) == 0);
+	rfb_index_builder_free(b);
+	rfb_index *x = rfb_index_open_mem(d, len, "mem", &err);
+	free(d);
+	return x;
+}
+
+/* Read sample id; 0 when its bytes are its shard's. */
+static int read_ok(rfb_source *src, uint32_t id, unsigned char **buf,
+		   size_t *cap, rfb_err *err)
+{
+	size_t len = 0;
+	int rc = rfb_source_read(src, id, 1 << 20, buf, cap, &len, err);
+
+	if (rc)
+		return rc;
+	return len == 64 && (*buf)[0] == (id + 1) % 251 &&
+	       (*buf)[63] == (id + 1) % 251 ? 0 : -100;
+}
+
+static void set_limit(rlim_t soft, rlim_t hard)
+{
+	struct rlimit rl = { soft, hard };
+
+	CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+}
+
+/* In a child process, whose limits may come down for good. */
+static void source_fds_child(rfb_index *x)
+{
+	struct rfb_source_fds f;
+	struct rlimit now;
+	rfb_err err = { 0 };
+	unsigned char *buf = NULL;
+	size_t cap = 0;
+	uint32_t base, lowered, most = 0, r = 12345;
+	rfb_source *src;
+
+	/* descriptors numbered from 3 up: the limit bounds numbers */
+	for (int fd = 3; fd < 4096; fd++)
+		close(fd);
+	CHECK((src = rfb_source_open(x, NULL, &err)) != NULL);
+	base = rfb_fd_count_open(UINT64_MAX);
+	set_limit(base + 40, base + 40);
+	CHECK(rfb_source_fit_fds(src, 4, "the test", &f, &err) == 0);
+	CHECK(f.cap == 18 && f.shards == SOURCE_SHARDS && f.want == SOURCE_SHARDS);
+	CHECK(rfb_source_fds_note(&f, &err) == 1);
+	CHECK(strstr(err.msg, "18 of the 300 shard files are kept open") != NULL);
+	for (int i = 0; i < 3000; i++) {
+		uint32_t n;
+		r = r * 1103515245u + 12345u;
+		CHECK(read_ok(src, (r >> 8) % SOURCE_SHARDS, &buf, &cap, &err) == 0);
+		n = rfb_fd_count_open(UINT64_MAX);
+		most = n > most ? n : most;
+	}
+	CHECK(most <= base + 18);
+	/* the limit comes down under what is open: idle ones are closed */
+	set_limit(base + 6, base + 40);
+	for (uint32_t id = 0; id < 40; id++)
+		CHECK(read_ok(src, id, &buf, &cap, &err) == 0);
+	CHECK(rfb_source_fd_cap(src, &lowered) <= 6 && lowered > 0);
+	CHECKF(rfb_fd_count_open(UINT64_MAX) <= base + 6, "%u open, base %u, cap %u", rfb_fd_count_open(UINT64_MAX), base, rfb_source_fd_cap(src, NULL));
+	/* none left to open one: the error is the system's */
+	set_limit(base - 1, base + 40);
+	CHECK(read_ok(src, 100, &buf, &cap, &err) == RFB_ERESOURCE);
+	CHECK(err.sys_errno == EMFILE && rfb_err_is_system(&err));
+	/* a soft limit too low for the need is raised toward the hard one */
+	set_limit(base + 3, base + 40);
+	CHECK(rfb_source_fit_fds(src, 10, "ten things", &f, &err) == 0);
+	CHECK(f.raised && getrlimit(RLIMIT_NOFILE, &now) == 0 &&
+	      now.rlim_cur == base + 40);
+	CHECK(read_ok(src, 100, &buf, &cap, &err) == 0);
+	/* past the hard one: said before any read */
+	CHECK(rfb_source_fit_fds(src, 60, "sixty things", &f, &err) ==
+	      RFB_ERESOURCE);
+	CHECK(strstr(err.msg, "sixty things need 60 more") != NULL);
+	rfb_source_close(src);
+	free(buf);
+}
+
+/* More shards than descriptors: the least recently used are closed (the
+ * cap holds), EMFILE closes idle ones and lowers the cap, and with none
+ * left to close it is a system error, not a bad sample (issue 33). */
+static void test_source_fds(void)
+{
+	char dir[] = "/tmp/refurb-test-source.XXXXXX";
+	rfb_index *x;
+	pid_t pid;
+	int status = -1;
+
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK((x = many_shards(dir)) != NULL);
+	fflush(stdout);
+	if ((pid = fork()) == 0) {
+		source_fds_child(x);
+		fflush(stdout);
+		_exit(test_current_failed);
+	}
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	rfb_index_close(x);
+	for (uint32_t k = 1; k <= SOURCE_SHARDS; k++) {
+		char path[512];
+		snprintf(path, sizeof path, "%s/s%03u.tar", dir, k);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
 int main(void)
 {
 	RUN(test_round_trip);
@@ -251,5 +398,6 @@ int main(void)
 	RUN(test_builder_limits);
 	RUN(test_shards);
 	RUN(test_version1);
+	RUN(test_source_fds);
 	return test_done();
 }

@@ -606,6 +606,46 @@ static void test_run_into(void)
 	rfb_pipe_ctx_free(c2);
 }
 
+/* rfb_pipeline_check_pixels: each layer's least size against the cap. */
+static void test_pixel_cap(void)
+{
+	static const struct {
+		const char *spec;
+		uint64_t cap;
+		const char *refused; /* NULL: accepted; else in the message */
+	} cases[] = {
+		{ "pad=30000,crop=56", 0, "layer 1 (pad) makes images of 60001x60001" },
+		{ "pad=4000,crop=56", 0, NULL },
+		{ "resize=10000x10001", 0, "layer 1 (resize) makes images of 10000x10001" },
+		{ "resize=10000,crop=56", 0, NULL },            /* 10^8: the cap */
+		{ "resize=10001,crop=56", 0, "10001x10001" },
+		{ "resize=20000:max_size=30000,crop=56", 0, NULL }, /* 1x1 or more */
+		{ "crop=40x80:pad_if_needed=1", 3199, "40x80 pixels or more (3200)" },
+		{ "crop=40x80:pad_if_needed=1", 3200, NULL },
+		{ "resize=60x60,rotation=degrees=0-90:expand=1,centercrop=50", 3599, "60x60" },
+		{ "resize=60x40,rotation=degrees=0-90:expand=1,centercrop=30", 2400, NULL },
+		/* every branch; after a gate, the least of its branches */
+		{ "choice=2,flip,pad=100,crop=10", 10000, "layer 3 (pad) makes images of 201x201" },
+		{ "apply=p=0.5,pad=40,pad=40,crop=10", 6561, NULL },
+		{ "apply=p=0.5,pad=40,pad=40,crop=10", 6560, "layer 2 (pad) makes images of 81x81" },
+	};
+
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		rfb_pipeline *p;
+		rfb_err err = { 0 };
+		int rc;
+		CHECKF(rfb_pipeline_parse(cases[i].spec, &p, &err) == 0, "%s: %s",
+		       cases[i].spec, err.msg);
+		rc = rfb_pipeline_check_pixels(p, cases[i].cap, &err);
+		if (!cases[i].refused)
+			CHECKF(rc == 0, "%s: %s", cases[i].spec, err.msg);
+		else
+			CHECKF(rc == RFB_ESPEC && strstr(err.msg, cases[i].refused),
+			       "%s: rc %d, %s", cases[i].spec, rc, err.msg);
+		rfb_pipeline_free(p);
+	}
+}
+
 int main(void)
 {
 	RUN(test_parse_errors);
@@ -620,5 +660,6 @@ int main(void)
 	RUN(test_filter_semantics);
 	RUN(test_gray_as_rgb);
 	RUN(test_steady_state);
+	RUN(test_pixel_cap);
 	return test_done();
 }

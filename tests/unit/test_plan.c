@@ -676,6 +676,26 @@ static void test_parse_header(void)
 	header_with(&h, "shuffle=", "shuffle=random balance=pixels", text,
 		    sizeof text);
 	CHECK(parse_header_text(text, &g, &err) == RFB_EFORMAT);
+	/* balance=cost: the cost file's identity (refurb-plan(5) costs=) */
+	h.balance = RFB_PLAN_BALANCE_COST;
+	h.cost_identity = 0x00c0ffee00c0ffeeULL;
+	rfb_plan_format_header(text, sizeof text, &h);
+	CHECKF(strstr(text, " shard=0/1 costs=00c0ffee00c0ffee\n"), "%s", text);
+	text[strlen(text) - 1] = '\0';
+	CHECKF(parse_header_text(text, &g, &err) == 0, "%s", err.msg);
+	CHECK(g.cost_identity == h.cost_identity);
+	h.cost_identity = 0; /* not known (an older plan): no key */
+	rfb_plan_format_header(text, sizeof text, &h);
+	CHECK(!strstr(text, "costs="));
+	text[strlen(text) - 1] = '\0';
+	CHECK(parse_header_text(text, &g, &err) == 0 && g.cost_identity == 0);
+	h.cost_identity = 0x00c0ffee00c0ffeeULL;
+	header_with(&h, "balance=", "balance=none", text, sizeof text);
+	CHECK(parse_header_text(text, &g, &err) == RFB_EFORMAT &&
+	      strstr(err.msg, "costs= in a plan with balance=none"));
+	h.balance = RFB_PLAN_BALANCE_NONE; /* other plans have no costs= */
+	rfb_plan_format_header(text, sizeof text, &h);
+	CHECK(!strstr(text, "costs="));
 	CHECK(parse_header_text("#refurb-plan", &g, &err) == RFB_EFORMAT);
 	CHECK(parse_header_text("#refurb-plan 1", &g, &err) == RFB_EFORMAT);
 	CHECK(parse_header_text("\x7f" "ELF", &g, &err) == RFB_EFORMAT &&

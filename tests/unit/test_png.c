@@ -21,7 +21,7 @@
 
 static const char *const kinds[] = {
 	"gray1", "gray2", "gray4", "gray8", "la8", "la16", "rgb8", "rgb16",
-	"rgba8", "rgba16", "pal1", "pal4trns", "pal8",
+	"rgba8", "rgba16", "pal1", "pal4trns", "pal8", "palshort",
 };
 
 /* The whole file at path into *data (malloc'd); its length, 0 on error. */

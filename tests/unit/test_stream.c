@@ -508,6 +508,8 @@ static void test_bad_header(void)
 		{ 128, 0, 1, "NUL byte inside a HEADER text" },
 		{ 128 + 26 + 13 + 3, 'x', 1, "class section does not hold" },
 		{ 96, 0, 4, "bad mean/std of channel 1" },
+		{ 128, 0xff, 1, "partial pipeline text is not UTF-8 (byte 0 is 0xff)" },
+		{ 128 + 26 + 1, 0xc3, 1, "final pipeline text is not UTF-8 (byte 1 is 0xc3)" },
 	};
 	unsigned char buf[1024], p[512];
 	struct spec s = small;
@@ -939,6 +941,34 @@ static void test_random_damage(void)
 	free(d);
 }
 
+/* HEADER texts are UTF-8: the writer refuses others, the escape makes
+ * any bytes (a path) such text. */
+static void test_text_utf8(void)
+{
+	struct spec s = small;
+	struct rfb_stream_info in;
+	rfb_err err = { 0 };
+	FILE *f = tmpfile();
+	rfb_stream_writer *w = rfb_stream_writer_new(fileno(f), "w", NULL);
+	char out[64];
+
+	spec_info(&s, &in);
+	in.extra = "cache=/tmp/cache_\xff\n";
+	CHECK(rfb_stream_write_header(w, &in, &err) == RFB_EINVAL);
+	CHECKF(strstr(err.msg, "the extra text is not UTF-8 (byte 17 is 0xff)"),
+	       "%s", err.msg);
+	in.extra = "cache=/tmp/caf\xc3\xa9\n"; /* UTF-8: written */
+	CHECK(rfb_stream_write_header(w, &in, &err) == 0);
+	CHECK(rfb_stream_text_escape(out, sizeof out, "a\xff%\n\xc3\xa9\xe9") == 15);
+	CHECK(strcmp(out, "a%FF%25%0A\xc3\xa9%E9") == 0);
+	/* cut like snprintf, never inside an escape */
+	CHECK(rfb_stream_text_escape(out, 4, "ab\xff") == 5);
+	CHECK(strcmp(out, "ab") == 0);
+	CHECK(rfb_stream_text_escape(NULL, 0, "\xed\xa0\x80") == 9); /* a surrogate */
+	rfb_stream_writer_free(w);
+	fclose(f);
+}
+
 int main(void)
 {
 	RUN(test_roundtrip_memory);
@@ -956,5 +986,6 @@ int main(void)
 	RUN(test_left_out);
 	RUN(test_epipe);
 	RUN(test_random_damage);
+	RUN(test_text_utf8);
 	return test_done();
 }

@@ -75,6 +75,15 @@ struct rfb_advise_layer {
 				    * weight over their total, 1); its costs
 				    * are then its cost when it runs (timed
 				    * with the gates open) times runs */
+	double partial_err, final_err; /* standard errors of partial_s and
+				    * final_s: of the mean over the timed
+				    * images of the per-image difference
+				    * (each image's time the median of its
+				    * repeats); 0 for a cost that is 0 by
+				    * construction (a gate, a layer that
+				    * never runs) */
+	double collision;          /* its view-collision probability
+				    * (rfb_pipeline_layer_collision) */
 };
 
 /* One split point: the first layers partial, the last final_layers final.
@@ -91,6 +100,9 @@ struct rfb_advise_split {
 	double transfer_s;         /* the output through a pipe, both ends */
 	double record_bytes;       /* mean record size */
 	double final_choices;      /* |A_F| */
+	double collision;          /* two runs of the final part on one
+				    * record identical: rfb_pipeline_collision
+				    * of its layers at their input size */
 };
 
 typedef struct rfb_advice {
@@ -104,6 +116,7 @@ typedef struct rfb_advice {
 				    * rfb_pipeline_splittable takes) */
 	struct rfb_advise_split *split;   /* by k */
 	double decode_s;           /* read + decode alone (k = 0's partial) */
+	double decode_err;         /* its standard error */
 	double choices;            /* |A| */
 	char *spec;                /* canonical full pipeline */
 } rfb_advice;
@@ -116,6 +129,17 @@ typedef struct rfb_advice {
  */
 rfb_advice *rfb_advise_measure(const struct rfb_advise_opts *o, rfb_err *err) RFB_MUST_CHECK;
 
+/*
+ * The model without timing, for images of width x height: every layer's
+ * input size, choices and collisions, every split's specs, |A_F| and
+ * collisions (as rfb_advise_measure gives them), |A|; the times are 0
+ * and the layers' costs NAN (measured 0: nothing was timed); images is
+ * the dataset's size (for cache_bytes).  NULL with err filled for a bad
+ * spec (RFB_ESPEC), one without a fixed output size, or a bad size.
+ */
+rfb_advice *rfb_advise_space(const char *spec, int width, int height,
+			     uint32_t images, rfb_err *err) RFB_MUST_CHECK;
+
 /* Free an advice.  NULL accepted. */
 void rfb_advice_free(rfb_advice *a);
 
@@ -126,6 +150,12 @@ struct rfb_advise_target {
 				    * r: misses 1/r); 0: means over E epochs
 				    * (epoch 0 all misses) */
 	double cores;              /* CPUs for the chain (> 0) */
+	int views;                 /* final runs per sample (0 taken as 1):
+				    * the record is read once, the final
+				    * part and the transfer run views times */
+	double max_collision;      /* with views > 1, a row whose
+				    * view_collision is above it is ruled
+				    * out (0: RFB_VIEW_COLLISION_LIMIT) */
 };
 
 /* One row of the table. */
@@ -138,12 +168,18 @@ struct rfb_advise_row {
 	double unique_fraction;    /* E(U) / E, Theorem 1 */
 	double cache_bytes;        /* images * record bytes * (1 + 1/r) */
 	double miss_fraction;      /* misses per use */
+	double view_collision;     /* some two of the views identical
+				    * (rfb_pipeline_views_collision's bound);
+				    * 0 for one view */
+	int ruled_out;             /* views > 1 and view_collision above
+				    * the target's max_collision */
 };
 
 /*
  * The prediction for split k (0 .. splits-1) and reuse factor r (>= 1):
  * misses per use m = 1/r (steady) or (1 + (E - 1)/r) / E; CPU seconds
- * per image = m (partial + write) + read + final + transfer.
+ * per sample = m (partial + write) + read + V (final + transfer) with V
+ * the views; images are samples (of V views each).
  */
 void rfb_advise_predict(const rfb_advice *a, int k, int r,
 			const struct rfb_advise_target *t,
@@ -152,19 +188,38 @@ void rfb_advise_predict(const rfb_advice *a, int k, int r,
 /*
  * Rows on the Pareto front of (img_per_cpu_s, unique_fraction): no other
  * row is at least as good in both and better in one (unique fractions
- * within 1e-9 count as equal).  Sets on_front[i]
- * to 1 or 0 for each of the n rows.
+ * within 1e-9 count as equal).  A row ruled out is never on it and
+ * beats none.  Sets on_front[i] to 1 or 0 for each of the n rows.
  */
 void rfb_advise_pareto(const struct rfb_advise_row *rows, int n,
 		       unsigned char *on_front);
 
 /*
  * The row with the highest unique fraction whose img_per_s sustains rate
- * (ties, within 1e-9: the higher img_per_cpu_s), or -1 when none does.
+ * (ties, within 1e-9: the higher img_per_cpu_s), or -1 when none does;
+ * rows ruled out are never taken.
  */
 int rfb_advise_recommend(const struct rfb_advise_row *rows, int n,
 			 double rate);
 
+/* Consecutive layers whose cost is one figure. */
+struct rfb_advise_cost {
+	int first, last;           /* layers first .. last */
+	double cost_s, spread_s;   /* their summed cost, its standard error */
+};
+
+/*
+ * Costs within noise merged: layers first .. first+n-1 with cost[i] and
+ * spread[i] (standard errors) are grouped from the first on, a group
+ * closing as soon as its summed cost is over twice its spread (the
+ * square root of the summed squares: an upper bound, the layers'
+ * differences being anticorrelated); a layer whose cost and spread are
+ * both 0 (0 by construction) stands alone.  A last group still within
+ * noise joins the one before; a group alone that stays below 0 is
+ * given as 0.  Fills out[] (n at most) and returns the number of groups.
+ */
+int rfb_advise_merge(const double *cost, const double *spread, int first,
+		     int n, struct rfb_advise_cost *out);
 #ifdef __cplusplus
 }
 #endif

@@ -84,6 +84,8 @@ struct rfb_cache_checkpoint_info {
 	uint64_t entries;
 	uint64_t appended_bytes;  /* record bytes appended, cache lifetime */
 	uint64_t written_bytes;   /* bytes written to segments, lifetime */
+	uint64_t segments;        /* in its segment table */
+	uint64_t dead_segments;   /* of them, whose records had died */
 };
 
 typedef struct rfb_cache rfb_cache;
@@ -104,6 +106,19 @@ enum {
 rfb_cache *rfb_cache_open(const char *dir, const struct rfb_cache_manifest *want,
 			  unsigned flags, uint64_t grace,
 			  struct rfb_cache_recovery *rec, rfb_err *err) RFB_MUST_CHECK;
+
+/*
+ * Tell the cache that a run whose plan starts at epoch first_epoch opens
+ * it, before any of its batches: the records that run cannot serve (of
+ * epochs after first_epoch, or dying by it) are forgotten, sparse
+ * segments compacted, and the segments left without a live record die;
+ * with no reader, they are deleted at once (else they wait like evicted
+ * ones).  So a plan run again and again, resumed or replaced by another
+ * on one cache keeps the disk bound of refurb-cache(5).  Returns 0 or a
+ * negative RFB_E* code.
+ */
+int rfb_cache_begin_run(rfb_cache *c, uint32_t first_epoch,
+			rfb_err *err) RFB_MUST_CHECK;
 
 /*
  * Flush, checkpoint and unlock.  Returns 0 or a negative RFB_E* code (the
@@ -306,6 +321,23 @@ typedef int (*rfb_cache_visit_fn)(void *ctx, uint32_t segment,
 				  const struct rfb_record_meta *m,
 				  const rfb_err *why);
 int rfb_cache_scan(const char *dir, rfb_cache_visit_fn fn, void *ctx,
+		   rfb_err *err) RFB_MUST_CHECK;
+
+/*
+ * Visit every segment file of dir in id order, reading only its header,
+ * its size and the checkpoint's segment table: fn gets the id, the death
+ * epoch (UINT32_MAX when the header is bad or cut short), the file's size
+ * in bytes and how many of them the checkpoint covers (all of one it names
+ * dead, 0 of one it does not name: the rest was appended after it, by a
+ * writer stopped before its next checkpoint), and returns 0 to
+ * go on.  Time and memory do not grow with the records (refurb-dump
+ * --stats).  Returns 0, the first non-zero value of fn, or a negative
+ * RFB_E* code.
+ */
+typedef int (*rfb_cache_segment_fn)(void *ctx, uint32_t segment,
+				    uint32_t death_epoch, uint64_t file_bytes,
+				    uint64_t checkpointed_bytes);
+int rfb_cache_list(const char *dir, rfb_cache_segment_fn fn, void *ctx,
 		   rfb_err *err) RFB_MUST_CHECK;
 
 /*

@@ -77,6 +77,11 @@ const struct rfb_costs_header *rfb_costs_header_of(const rfb_costs *c);
 size_t rfb_costs_count(const rfb_costs *c);
 const struct rfb_cost_entry *rfb_costs_entries(const rfb_costs *c);
 
+/* Identity of c's content (header and measurements, in file order): two
+ * cost files give the same fitted model, hence the same plan with
+ * refurb-plan --balance cost, when their identities are equal. */
+uint64_t rfb_costs_identity(const rfb_costs *c);
+
 /* ---- writing ---- */
 
 typedef struct rfb_costs_writer rfb_costs_writer;

@@ -35,6 +35,8 @@ enum rfb_code {
 	RFB_ESPEC = -13,     /* pipeline spec syntax or semantic error */
 	RFB_ENOTFOUND = -14, /* requested item does not exist */
 	RFB_EPIPE = -15,     /* reader went away (EPIPE) */
+	RFB_ERESOURCE = -16, /* the system ran out of a resource (open files,
+			      * kernel buffers): not the data's fault */
 };
 
 /*
@@ -61,12 +63,26 @@ int rfb_err_set(rfb_err *err, int code, const char *path, const char *fmt, ...)
 
 /*
  * Like rfb_err_set() for a failed system call: records errno (as given in
- * sys_errno) and appends ": strerror(errno)" to the message.  Maps ENOSPC
- * and EDQUOT to RFB_ENOSPC and EPIPE to RFB_EPIPE, everything else to
- * RFB_EIO.  Returns the code recorded.
+ * sys_errno) and appends ": strerror(errno)" to the message, and for the
+ * errors of the system (EMFILE, ENFILE, ENOMEM, ENOBUFS, EIO) the limit
+ * to raise or what to check, in parentheses.  Maps ENOSPC and EDQUOT to
+ * RFB_ENOSPC, EPIPE to RFB_EPIPE, ENOMEM to RFB_ENOMEM, EMFILE, ENFILE
+ * and ENOBUFS to RFB_ERESOURCE, everything else to RFB_EIO.  Returns the
+ * code recorded.
  */
 int rfb_err_sys(rfb_err *err, int sys_errno, const char *path,
 		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/*
+ * Whether err is a failure of the system the program runs on (its
+ * resources, devices or file systems: RFB_ENOMEM, RFB_ENOSPC,
+ * RFB_ERESOURCE, or an errno such as EMFILE, ENFILE, ENOMEM, EIO,
+ * ENOSPC, EAGAIN, ESTALE) rather than of the data read: such a failure
+ * says nothing of an image, and must stop a run rather than count as a
+ * bad sample.  A file that is not there or not readable (ENOENT, EACCES)
+ * is the data's.  NULL gives 0.
+ */
+int rfb_err_is_system(const rfb_err *err);
 
 /* Reset err to the empty context.  NULL accepted. */
 void rfb_err_clear(rfb_err *err);

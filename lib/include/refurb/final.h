@@ -19,6 +19,13 @@ extern "C" {
 
 struct rfb_final_stats {
 	uint64_t batches, images;
+	/* the split, for the first progress line (on_progress is called
+	 * once with batches 0 before the first batch): the plan's partial
+	 * pipeline, this stage's (the views' joined by ';'), r, the views;
+	 * the texts owned by the run */
+	const char *partial_spec, *final_spec;
+	uint32_t reuse;
+	int views;
 	uint64_t skipped;        /* samples refurb-partial left out */
 	int stopped_by_signal;   /* *opts->stop was set: the signal number */
 	uint32_t last_epoch, last_step; /* the last batch written */
@@ -69,6 +76,9 @@ struct rfb_final_opts {
 	int views;                /* final pipelines per sample, 1 to
 				   * RFB_STREAM_MAX_VIEWS (0 = 1); more than
 				   * one makes a version 2 stream */
+	int allow_view_collisions; /* else views of one spec that would often
+				   * be identical are refused (RFB_ESPEC:
+				   * rfbi_final_check_views) */
 	int threads;
 	int prefetch;             /* batches in flight (>= 1) */
 	int direct;               /* O_DIRECT reads */
@@ -78,6 +88,8 @@ struct rfb_final_opts {
 	const char *cache_dir;    /* overrides of the header's values, or NULL */
 	const char *index_path;
 	const char *root;
+	uint64_t max_pixels;      /* the pixel cap of every image a pipeline
+				   * makes (0: RFB_IMAGE_DEFAULT_MAX_PIXELS) */
 	const char *out_name;     /* the stream, for messages; NULL: "(output)" */
 	/* When not NULL and non-zero (a signal handler sets it), the run
 	 * stops before the next batch: the batches under way are written,
@@ -94,6 +106,10 @@ struct rfb_final_opts {
 			    uint64_t total_batches);
 	/* every batch written, in order (NULL: none) */
 	void (*on_batch)(void *ctx, const struct rfb_final_batch_stats *b);
+	/* Called from the calling thread before the first batch with how the
+	 * run fits the system where that makes it slower (fewer shard files
+	 * kept open to recompute records than it would), or NULL. */
+	void (*on_note)(void *ctx, const rfb_err *note);
 	void *ctx;
 };
 

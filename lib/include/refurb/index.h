@@ -63,9 +63,13 @@ typedef struct rfb_index rfb_index;
 
 /*
  * Open and verify the index at path ("-" = stdin): magic, version,
- * checksums, every length and offset.  Returns the handle (close with
- * rfb_index_close) or NULL with err filled (RFB_EFORMAT, RFB_EVERSION,
- * RFB_ETRUNC, RFB_ECHECKSUM, RFB_ELIMIT, RFB_EIO).
+ * checksums, every length and offset.  A regular file is mapped read-only
+ * (its pages stay the page cache's, shared by the processes that open
+ * it, not copied into each), anything else read: the file must then not
+ * be changed in place while open (refurb-index replaces it by renaming).
+ * Returns the handle (close with rfb_index_close) or NULL with err filled
+ * (RFB_EFORMAT, RFB_EVERSION, RFB_ETRUNC, RFB_ECHECKSUM, RFB_ELIMIT,
+ * RFB_EIO).
  */
 rfb_index *rfb_index_open(const char *path, rfb_err *err) RFB_MUST_CHECK;
 

@@ -21,8 +21,15 @@ extern "C" {
  */
 ssize_t rfb_read_full(int fd, void *buf, size_t n) RFB_MUST_CHECK;
 
-/* Like rfb_read_full() at file offset off (pread); fd's offset unchanged. */
+/* Like rfb_read_full() at file offset off (pread); fd's offset unchanged.
+ * EAGAIN (a network or FUSE file system) is retried too, for a while. */
 ssize_t rfb_pread_full(int fd, void *buf, size_t n, off_t off) RFB_MUST_CHECK;
+
+/*
+ * open(path, flags) (no O_CREAT: no mode), tried again on EINTR and, for
+ * a while, on EAGAIN.  Returns the fd, or -1 with errno set.
+ */
+int rfb_open_retry(const char *path, int flags) RFB_MUST_CHECK;
 
 /*
  * Write all n bytes of buf to fd, retrying on EINTR and short writes.

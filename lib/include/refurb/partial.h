@@ -19,6 +19,11 @@ extern "C" {
 
 struct rfb_partial_stats {
 	uint64_t batches, samples;
+	/* the split, for the first progress line (on_progress is called
+	 * once with batches 0 before the first batch): this stage's
+	 * pipeline (owned by the run) and r */
+	const char *partial_spec;
+	uint32_t reuse;
 	uint64_t computed;      /* misses run through the pipeline */
 	uint64_t reused;        /* misses whose record a stopped run made */
 	uint64_t hits;          /* hits served from the cache */
@@ -52,6 +57,8 @@ struct rfb_partial_stats {
 	enum { RFB_PARTIAL_GOING = 0, RFB_PARTIAL_NOTHING_READ,
 	       RFB_PARTIAL_TOO_MANY_BAD } bad_stop;
 	char index_root[1024];  /* the index's root, for messages */
+	int checkpointed;       /* the cache was checkpointed as the run ended
+				 * (whether it ended well or not) */
 };
 
 /* One finished batch, for on_batch (refurb-partial --stats). */
@@ -94,7 +101,8 @@ struct rfb_partial_opts {
 	uint64_t seed;
 	uint64_t segment_max;    /* 0: default */
 	uint64_t grace;          /* batches; 0: one epoch, at least 64 */
-	uint64_t max_pixels;     /* 0: default */
+	uint64_t max_pixels;     /* the pixel cap: images decoded or made by
+				  * any layer (0: RFB_IMAGE_DEFAULT_MAX_PIXELS) */
 	int inflight;            /* batches being worked on at once (>= 1) */
 	uint64_t handover;       /* bytes of the handover ring; 0: none;
 				  * RFB_PARTIAL_HANDOVER_AUTO: sized by the
@@ -126,6 +134,10 @@ struct rfb_partial_opts {
 	/* Called from the calling thread after every batch's line is
 	 * written, or NULL. */
 	void (*on_batch)(void *ctx, const struct rfb_partial_batch_stats *b);
+	/* Called from the calling thread before the first batch with how the
+	 * run fits the system where that makes it slower (fewer shard files
+	 * kept open than it would, for the open-file limit), or NULL. */
+	void (*on_note)(void *ctx, const rfb_err *note);
 	void *ctx;
 };
 

@@ -107,6 +107,20 @@ struct rfb_pipe_shape {
 int rfb_pipeline_out_shape(const rfb_pipeline *p, const struct rfb_pipe_shape *in,
 			   struct rfb_pipe_shape *out, rfb_err *err) RFB_MUST_CHECK;
 
+/*
+ * The pixel cap, checked before a run (refurb-pipeline(7), MEMORY): 0
+ * when no layer of p makes an image of more than max_pixels pixels
+ * whatever the input, else RFB_ESPEC with err naming the first such
+ * layer, the least size it makes and the cap.  A layer's least size is
+ * exact after a crop, centercrop, rrcrop or resize=HxW, and a lower bound
+ * otherwise (the input at least 1x1, resize=N at least NxN, pad adding
+ * its pixels); every branch a gate may take is checked.  Sizes that
+ * depend on the input are checked again at run time (RFB_ELIMIT), before
+ * each image is allocated, against the context's max_pixels.
+ */
+int rfb_pipeline_check_pixels(const rfb_pipeline *p, uint64_t max_pixels,
+			      rfb_err *err) RFB_MUST_CHECK;
+
 /* The channels p makes of in_channels (gray and rgb layers decide). */
 int rfb_pipeline_out_channels(const rfb_pipeline *p, int in_channels);
 
@@ -337,6 +351,56 @@ const char *rfb_pipeline_layer_name(const rfb_pipeline *p, int layer);
  */
 double rfb_pipeline_layer_choices(const rfb_pipeline *p, int layer, int width,
 				  int height);
+
+/*
+ * View collisions: the probability that two independent runs of the
+ * same layers on one image draw the same parameters, so that two views
+ * of a sample come out identical.  For one layer the sum over its
+ * outcomes of P(outcome)^2: flip, vflip, grayscale and the other
+ * single ops with a p: p^2 + (1 - p)^2; crop: 1 / its positions; rrcrop:
+ * the boxes torchvision draws (size and position), integrated
+ * numerically, plus its central-crop fallback squared; randaug,
+ * trivialaug, autoaug: their op outcomes (op, signed magnitude; every
+ * draw that leaves the image as it is counts as one outcome);
+ * colorjitter, gaussblur, rotation, affine, augmix with a range to draw
+ * from: 0 (continuous); erasing: (not applied or no box fitting)^2,
+ * plus the boxes' when the value is fixed; perspective: its corner
+ * offsets; apply: p^2 + (1 - p)^2, choice: the sum of the squared
+ * option weights, order: 1 / K!; resize, centercrop, pad, normalize,
+ * gray, rgb: 1.  Draws that differ but give the same pixels (a blur of
+ * a tiny sigma, a flip of a symmetric image) count as different.
+ */
+double rfb_pipeline_layer_collision(const rfb_pipeline *p, int layer, int width,
+				    int height);
+
+/*
+ * The view-collision probability of layers from .. L-1 of p (from 0:
+ * the whole pipeline) on a width x height input: the product of the
+ * layers' (their input sizes followed through the pipeline), a gate
+ * counting as the same branch with the same draws inside it (apply:
+ * (1 - p)^2 + p^2 x its layers'; choice: the sum of w^2 x each
+ * option's; order: 1 / K! x the product of its options').  1 for no
+ * layer.
+ */
+double rfb_pipeline_collision(const rfb_pipeline *p, int from, int width,
+			      int height);
+
+/* Most view-collision probability refurb-final accepts for the views
+ * of one spec, and refurb-advise's default limit: 1%. */
+#define RFB_VIEW_COLLISION_LIMIT 0.01
+
+/*
+ * The probability that some two of `views` views, each an independent
+ * run of layers from .. L-1 of p, are identical: for 2 views the pair's
+ * (rfb_pipeline_collision), for K > 2 the union bound over their K(K-1)/2
+ * pairs, at most 1; 0 for views < 2.
+ */
+double rfb_pipeline_views_collision(const rfb_pipeline *p, int from, int width,
+				    int height, int views);
+
+/* That bound from a pair's probability: 0 for views < 2, else
+ * min(1, views (views - 1) / 2 x pair). */
+double rfb_views_collision(double pair, int views);
 
 /*
  * 1 if p may be split after its first k layers (rfb_pipeline_split

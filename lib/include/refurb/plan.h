@@ -87,6 +87,8 @@ typedef struct rfb_plan_header {
 	int even;               /* enum rfb_plan_even (version 2; none in 1) */
 	uint32_t first_step;    /* step of the first batch of first_epoch
 				 * (a resumed plan; 0: the whole epoch) */
+	uint64_t cost_identity; /* balance = cost: rfb_costs_identity() of
+				 * the cost file (0: not known, not written) */
 } rfb_plan_header;
 
 /* One sample of a batch line. */
@@ -173,6 +175,8 @@ typedef struct rfb_plan_params {
 	const void *cost_ctx;
 	uint32_t first_step;   /* resume: start first_epoch at this step
 				* (below the batches of an epoch) */
+	uint64_t cost_identity; /* balance = cost: the cost file's identity,
+				 * for the header (the plan's identity) */
 } rfb_plan_params;
 
 typedef struct rfb_plan rfb_plan;

@@ -22,6 +22,7 @@
 #include "refurb/decode.h"
 #include "refurb/encode.h"
 #include "refurb/error.h"
+#include "refurb/fdlimit.h"
 #include "refurb/filters.h"
 #include "refurb/final.h"
 #include "refurb/format.h"

@@ -144,6 +144,17 @@ int rfb_stream_info_version(const struct rfb_stream_info *info);
 const char *rfb_stream_dtype_name(enum rfb_stream_dtype d);
 const char *rfb_stream_layout_name(enum rfb_stream_layout l);
 
+/*
+ * Write value (NUL-terminated bytes, UTF-8 or not: a path) into out (n
+ * bytes, may be 0) as HEADER text, which must be UTF-8: its UTF-8
+ * sequences as they are; '%', control bytes (below 0x20 and 0x7f) and
+ * bytes that are not part of a UTF-8 sequence as %XX (two uppercase hex
+ * digits), so a newline cannot end a key=value line of the extra text.
+ * Returns the escaped length (out is cut to n - 1 bytes when shorter),
+ * like snprintf.
+ */
+size_t rfb_stream_text_escape(char *out, size_t n, const char *value);
+
 /* ---- writer ---------------------------------------------------------- */
 
 typedef struct rfb_stream_writer rfb_stream_writer;

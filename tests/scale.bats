@@ -1,0 +1,65 @@
+#!/usr/bin/env bats
+# Memory per sample at scale (issue 33, items 1 and 5): a generated
+# dataset of tiny JPEGs in tar shards (scripts/make-scale-dataset) at two
+# sizes, every program measured by scripts/bench-memory-scale (peak RSS;
+# the chain's peak anonymous memory, which the page cache cannot take
+# back), and the slope in bytes per sample checked against the bounds
+# refurb(7), RESOURCE LIMITS documents, whole and with --shard 0/8 (the
+# node's share: what is sized by it shrinks; refurb-partial's cache
+# table, sized by the whole index, does not yet).
+# The long version: scripts/bench-memory-scale --sizes 100000,200000.
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+N1=20000
+N2=60000
+
+setup_file() {
+	cd "$BATS_FILE_TMPDIR"
+	"$TOP/scripts/bench-memory-scale" --sizes "$N1,$N2" --shard 0/8 \
+		--dir ms --json ms.json > table.txt
+}
+
+setup() {
+	cd "$BATS_FILE_TMPDIR"
+	cat table.txt
+}
+
+# per_sample PROGRAM SHARD MEASURE: the slope of MEASURE (rss, private,
+# anon) in bytes per sample of the dataset, rounded.
+per_sample() {
+	/usr/bin/python3 -c '
+import json, sys
+for r in json.load(open("ms.json")):
+    if r["program"] == sys.argv[1] and r["shard"] == sys.argv[2]:
+        print(round(r[sys.argv[3] + "_per_sample"]))' "$@"
+}
+
+# at_most VALUE BOUND NAME: VALUE <= BOUND, or say which.
+at_most() {
+	echo "$3: $1 bytes per sample (bound $2)"
+	[ "$1" -le "$2" ]
+}
+
+@test "the chain's memory per sample of the dataset is within its bounds" {
+	at_most "$(per_sample refurb-partial 0/1 anon)" 96 "refurb-partial, anonymous"
+	at_most "$(per_sample refurb-final 0/1 anon)" 12 "refurb-final, anonymous"
+}
+
+@test "the other programs' peak RSS per sample is within its bounds" {
+	at_most "$(per_sample refurb-index 0/1 rss)" 300 "refurb-index"
+	at_most "$(per_sample refurb-evict 0/1 rss)" 96 "refurb-evict"
+	at_most "$(per_sample refurb-plan 0/1 rss)" 48 "refurb-plan"
+	at_most "$(per_sample 'refurb-dump --stats index' 0/1 rss)" 160 "refurb-dump --stats INDEX"
+}
+
+@test "--shard 0/8: the node's chain stays within the bounds of its share" {
+	# refurb-final holds nothing per sample (the index is mapped): its
+	# slope is a few bytes of noise, whole or not; refurb-plan's table
+	# is the shard's; refurb-partial's cache table is still the whole
+	# index's (refurb(7), RESOURCE LIMITS), 24 bytes a sample of it
+	at_most "$(per_sample refurb-final 0/8 anon)" 8 "refurb-final --shard 0/8"
+	at_most "$(per_sample refurb-plan 0/8 rss)" 12 "refurb-plan --shard 0/8"
+	at_most "$(per_sample refurb-partial 0/8 anon)" 64 "refurb-partial --shard 0/8"
+}
