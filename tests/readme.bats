@@ -34,7 +34,7 @@ first_run() {
 	mkdir -p "$1/data"
 	run -0 blocks "$TOP/README.md" "$1"
 	[ "$output" = "1 3" ]
-	make_dataset "$1/data/train" 160 4 > /dev/null
+	make_dataset "$1/data/train" 400 10 > /dev/null
 }
 
 # epochs OUTPUT: "E LOSS ACCURACY" of every "epoch E: mean loss L, accuracy A" line
