@@ -2,6 +2,7 @@
 #
 #   make            build librefurb and the programs into build/
 #   make check      install missing Debian packages, build, run all tests
+#                   (a line per test file; make -j2 check: two files at once)
 #   make asan       the same tests under AddressSanitizer + UBSan
 #   make demo       the whole chain on a synthetic dataset
 #   make install    PREFIX=/usr/local DESTDIR= (programs, man pages,

@@ -30,9 +30,10 @@ static void print_header(FILE *out, const char *path,
 			fprintf(out, "%s%u x %ux%u", g ? ", " : "",
 				in->group[g].views, in->group[g].height,
 				in->group[g].width);
-		fprintf(out, " (sheets show the first view)\n");
+		fprintf(out, " (a sheet shows the first group's views side by side)\n");
 	} else if (in->views > 1)
-		fprintf(out, "# views\t%u (sheets show the first)\n", in->views);
+		fprintf(out, "# views\t%u (a sheet shows a sample's side by side)\n",
+			in->views);
 	fprintf(out, "# images\t%ux%ux%u %s %s\n# batch size\t%u\n", in->height,
 		in->width, in->channels, rfb_stream_dtype_name(in->dtype),
 		rfb_stream_layout_name(in->layout), in->batch_size);
@@ -257,17 +258,23 @@ static void f32_range(const struct rfb_stream_batch *b, float *lo, float *hi)
 	}
 }
 
-/* Sample (y, x, ch) of image j as an 8-bit pixel value. */
+/* Views of every sample (1 in a version 1 stream). */
+static uint32_t views_of(const struct rfb_stream_info *in)
+{
+	if (in->groups > 1)    /* the first group's block leads the pixels */
+		return in->group[0].views;
+	return in->views > 1 ? in->views : 1;
+}
+
+/* Sample (y, x, ch) of image k (view k % V of sample k / V: the views of
+ * a sample follow each other) as an 8-bit pixel value. */
 static unsigned char sample_u8(const struct rfb_stream_info *in,
-			       const struct rfb_stream_batch *b, uint32_t j,
+			       const struct rfb_stream_batch *b, uint32_t k,
 			       uint32_t y, uint32_t x, uint32_t ch, float lo,
 			       float hi)
 {
 	size_t H = in->height, W = in->width, C = in->channels;
-	/* the sample's first view, in the first group */
-	size_t V = rfb_stream_group_bytes(in, 0) /
-		   ((in->dtype == RFB_STREAM_F32 ? 4 : 1) * H * W * C);
-	size_t at = j * V * H * W * C + (in->layout == RFB_STREAM_NHWC
+	size_t at = k * H * W * C + (in->layout == RFB_STREAM_NHWC
 		    ? (y * W + x) * C + ch : ch * H * W + y * W + x);
 	const unsigned char *p = b->pixels;
 	float v;
@@ -284,21 +291,22 @@ static unsigned char sample_u8(const struct rfb_stream_info *in,
 	return v >= 255 ? 255 : (unsigned char)lrintf(v);
 }
 
-/* The batch's images as 8-bit HWC images in buf (one after the other),
- * then, up to cols, cells of background: a sheet is cols wide even when
- * the batch has fewer images. */
+/* The batch's images (every view of every sample) as 8-bit HWC images in
+ * buf, one after the other, then, up to cols, cells of background: a
+ * sheet is cols wide even when the batch has fewer images. */
 static int batch_images(const struct rfb_stream_info *in,
 			const struct rfb_stream_batch *b, int cols,
 			rfb_imgbuf *buf, rfb_image **images, int *n, rfb_err *err)
 {
 	size_t one = (size_t)in->width * in->height * in->channels;
-	int cells = (int)b->n < cols ? cols : (int)b->n;
+	uint32_t count = b->n * views_of(in);
+	int cells = (int)count < cols ? cols : (int)count;
 	float lo = 0, hi = 0;
 	unsigned char *p;
 	int rc;
 
 	/* one more image's room: the background cell */
-	if ((rc = rfb_imgbuf_reserve(buf, one * ((size_t)b->n + 1), err)))
+	if ((rc = rfb_imgbuf_reserve(buf, one * ((size_t)count + 1), err)))
 		return rc;
 	if (!(*images = calloc((size_t)cells, sizeof **images)))
 		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
@@ -306,28 +314,32 @@ static int batch_images(const struct rfb_stream_info *in,
 		f32_range(b, &lo, &hi);
 	p = buf->data;
 	for (int j = 0; j < cells; j++) {
-		unsigned char *px = p + one * (size_t)((uint32_t)j < b->n ? j : (int)b->n);
+		unsigned char *px = p + one * (size_t)((uint32_t)j < count ? j : (int)count);
 		(*images)[j] = (rfb_image){ px, (size_t)in->width * in->channels,
 					    (int)in->width, (int)in->height,
 					    (int)in->channels };
 	}
-	memset(p + one * b->n, SHEET_GRAY, one);
-	for (uint32_t j = 0; j < b->n; j++)
+	memset(p + one * count, SHEET_GRAY, one);
+	for (uint32_t k = 0; k < count; k++)
 		for (uint32_t y = 0; y < in->height; y++)
 			for (uint32_t x = 0; x < in->width; x++)
 				for (uint32_t ch = 0; ch < in->channels; ch++)
-					*p++ = sample_u8(in, b, j, y, x, ch, lo, hi);
+					*p++ = sample_u8(in, b, k, y, x, ch, lo, hi);
 	*n = cells;
 	return 0;
 }
 
+/* The sheet of the batch: cols samples a row, each with its views side
+ * by side (cols x views images a row). */
 static int write_sheet(struct cli *c, const struct dump_stream_opts *so,
 		       const struct rfb_stream_info *in,
-		       const struct rfb_stream_batch *b, int cols)
+		       const struct rfb_stream_batch *b, int samples_per_row)
 {
+	int cols = samples_per_row * (int)views_of(in);
 	const struct rfb_sheet_opts opts = { cols, SHEET_GAP,
 					     { SHEET_GRAY, SHEET_GRAY, SHEET_GRAY } };
-	int rows = (int)((b->n + (uint32_t)cols - 1) / (uint32_t)cols);
+	int rows = (int)((b->n + (uint32_t)samples_per_row - 1) /
+			 (uint32_t)samples_per_row);
 	uint64_t w = SHEET_GAP + (uint64_t)cols * (in->width + SHEET_GAP);
 	uint64_t h = SHEET_GAP + (uint64_t)rows * (in->height + SHEET_GAP);
 	rfb_imgbuf pixels = { 0 }, buf = { 0 }, jpeg = { 0 };
@@ -365,7 +377,8 @@ fail:
 	return rc;
 }
 
-/* The table of the selected batch, then its sheet if asked for. */
+/* The sheet of the selected batch if asked for (nothing on stdout then),
+ * else its table. */
 static int dump_batch(struct cli *c, const struct dump_stream_opts *so,
 		      const struct rfb_stream_info *in,
 		      const struct rfb_stream_batch *b, FILE *out)
@@ -374,6 +387,8 @@ static int dump_batch(struct cli *c, const struct dump_stream_opts *so,
 
 	if (cols <= 0)
 		cols = (int)ceil(sqrt((double)b->n));
+	if (so->sheet)
+		return write_sheet(c, so, in, b, cols);
 	fprintf(out, "# batch\tepoch %u step %u global %llu, %u images\n",
 		b->epoch, b->step, (unsigned long long)b->global_step, b->n);
 	fprintf(out, "# index\trow\tcolumn\tid\tlabel\tclass\n");
@@ -383,8 +398,7 @@ static int dump_batch(struct cli *c, const struct dump_stream_opts *so,
 		dump_tsv_field(out, in->class_names[b->labels[j]]);
 		putc('\n', out);
 	}
-	fflush(out);   /* the table before any message about the sheet */
-	return so->sheet ? write_sheet(c, so, in, b, cols) : 0;
+	return 0;
 }
 
 /* ---- the whole stream ------------------------------------------------ */
@@ -407,7 +421,8 @@ struct dump {
 static int begin(struct dump *d)
 {
 	d->header_pending = 0;
-	print_header(d->out, d->path, d->info);
+	if (!d->so->sheet)     /* a sheet: nothing on stdout */
+		print_header(d->out, d->path, d->info);
 	if (d->o->stats && stats_init(&d->st, d->info->class_count)) {
 		cli_warn(d->c, "%s: out of memory", d->path);
 		return -1;

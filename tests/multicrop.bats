@@ -72,7 +72,7 @@ EOF
 	refurb-final -q -g "2:$G" -g "3:$L" -i ann.txt -o "$T/g.s"
 	run -0 refurb-dump "$T/g.s"
 	[ "${lines[1]}" = "# format	version 3" ]
-	[ "${lines[2]}" = "# view groups	2 x 48x48, 3 x 24x24 (sheets show the first view)" ]
+	[ "${lines[2]}" = "# view groups	2 x 48x48, 3 x 24x24 (a sheet shows the first group's views side by side)" ]
 	[[ "$output" == *$'\n1\t'*$'\tVIEW_GROUPS\t-\t-\t-\t-\n2\t'*$'\tBATCH\t0\t0\t0\t8'* ]] || false
 	run -0 refurb-dump --verify "$T/g.s"
 	run -0 refurb-dump --stats "$T/g.s"

@@ -8,12 +8,13 @@ load helpers
 bats_require_minimum_version 1.5.0
 
 # the programs of scripts/: executables and *.py with a main, not
-# golden_common.py (a module) or experiment.mk (make -f, see its head)
+# golden_common.py and accuracy_stats.py (modules) or experiment.mk and
+# accuracy.mk (make -f, see their heads)
 scripts() {
 	local f
 	for f in "$TOP"/scripts/*; do
 		case "$(basename "$f")" in
-		golden_common.py|experiment.mk) continue ;;
+		golden_common.py|accuracy_stats.py|experiment.mk|accuracy.mk) continue ;;
 		esac
 		echo "$f"
 	done

@@ -7,6 +7,7 @@
 # within its disk bound, the stream is the uninterrupted run's batch for
 # batch, and no process, temporary file, shared memory or lock is left.
 # The seed is printed: SOAK_SEED=N replays a failure.
+# tests/run: serial (kills at moments timed by sleeps, CPU on every core)
 
 load helpers
 bats_require_minimum_version 1.5.0

@@ -48,3 +48,10 @@ setup() {
 	run -0 make -s -n -j3 -C "$TOP" check
 	[[ "$output" == *"tests/run -j 3 "* ]]
 }
+
+@test "tests/run leaves BUILD as given (scripts read it relative to the tree), REFURB_BUILD absolute" {
+	printf '@test "e" { [ "$BUILD" = rel/b ]; [ "$REFURB_BUILD" = "%s/rel/b" ]; }\n' "$T" > tests/e.bats
+	run -0 env BUILD=rel/b "$TOP/tests/run" -j 1 tests/e.bats
+	[ "${lines[-1]}" = "1 passed, 0 failed" ]
+	[ -f "$T/rel/b/test-logs/e.bats.tap" ]
+}

@@ -166,6 +166,34 @@ assert n == 15, n
 PY
 }
 
+@test "--views: refurb-dump --sheet shows every view of every sample, nothing on stdout" {
+	refurb-final -q -p "$FINAL" --views 3 -i ann.txt -o "$T/three.s"
+	run --separate-stderr refurb-dump -b 0:0 --sheet "$T/three.jpg" "$T/three.s"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+	[ -z "$stderr" ]
+	need_pil
+	# 8 samples, 3 a row (ceil(sqrt(8))), each 3 views of 48x48, 2-pixel gaps
+	run -0 /usr/bin/python3 - "$T/three.jpg" "$T/three.s" <<'EOF2'
+import sys
+import numpy as np
+from PIL import Image
+from refurb_stream import open_stream
+sheet = np.asarray(Image.open(sys.argv[1]).convert("RGB")).astype(int)
+print(sheet.shape[1], sheet.shape[0])
+batch = next(iter(open_stream(sys.argv[2])))
+worst = 0
+for j in range(8):
+    for v in range(3):
+        col, row = (j % 3) * 3 + v, j // 3
+        cell = sheet[2 + row * 50:2 + row * 50 + 48, 2 + col * 50:2 + col * 50 + 48]
+        worst = max(worst, np.abs(cell - batch.images[j, v]).mean())
+print("every view in its place:", worst < 8)
+EOF2
+	[ "${lines[0]}" = "452 152" ]
+	[ "${lines[1]}" = "every view in its place: True" ]
+}
+
 @test "--views: views of one final pipeline that would often be identical are refused, naming the probability and what to move" {
 	# the issue's split: the crop, jitter and grayscale cached, only the flip final
 	refurb-partial -q -c "$T/c2" -p 'resize=64,rrcrop=48,apply=0.8,colorjitter=0.4,grayscale=0.2' \

@@ -45,18 +45,45 @@ OPEN_END = 0xFFFFFFFF
 REPEAT_ID = 0xFFFFFFFF   # a repeat in the place of an unreadable sample
 
 Batch = collections.namedtuple("Batch", "images labels ids epoch step")
-Header = collections.namedtuple(
-    "Header", "dtype layout height width channels batch_size classes "
-    "first_epoch last_epoch first_step shard_k shard_n epoch_images "
-    "plan_seed augment_seed index_identity mean std partial_pipeline "
-    "final_pipeline extra views groups", defaults=(None,))
-# groups: None, or (views, height, width) of every view group (version 3)
 EpochEnd = collections.namedtuple("EpochEnd", "epoch batches images")
 End = collections.namedtuple("End", "frames batches images epochs")
-Header.image_bytes = property(lambda h: h.height * h.width * h.channels * h.dtype.itemsize)
-Header.sample_bytes = property(lambda h: sum(_group_bytes(h)) if h.groups
-                               else h.image_bytes * h.views)
-Header.version = property(lambda h: 3 if h.groups else 2 if h.views > 1 else 1)
+
+
+class Header:
+    """The stream's HEADER frame (man 5 refurb-stream): what every batch is.
+    groups: None, or (views, height, width) of every view group (version 3,
+    the VIEW_GROUPS frame)."""
+
+    FIELDS = ("dtype layout height width channels batch_size classes "
+              "first_epoch last_epoch first_step shard_k shard_n epoch_images "
+              "plan_seed augment_seed index_identity mean std partial_pipeline "
+              "final_pipeline extra views").split()
+
+    def __init__(self, *values, groups=None):
+        if len(values) != len(self.FIELDS):
+            raise TypeError("Header takes %d values, not %d" % (len(self.FIELDS), len(values)))
+        for name, v in zip(self.FIELDS, values):
+            setattr(self, name, v)
+        self.groups = groups
+
+    @property
+    def image_bytes(self):
+        """Bytes of one image of one view (of the first group)."""
+        return self.height * self.width * self.channels * self.dtype.itemsize
+
+    @property
+    def sample_bytes(self):
+        """Bytes of one sample: its image in every view."""
+        return sum(_group_bytes(self)) if self.groups else self.image_bytes * self.views
+
+    @property
+    def version(self):
+        """The stream format version these batches need."""
+        return 3 if self.groups else 2 if self.views > 1 else 1
+
+    def __repr__(self):
+        return "Header(%s)" % ", ".join("%s=%r" % (n, getattr(self, n))
+                                        for n in self.FIELDS + ["groups"])
 
 
 def _group_bytes(h):
@@ -241,7 +268,8 @@ def _parse_groups(p, h):
             sum(x[0] for x in groups) != h.views or groups[0][1:] != (h.height, h.width):
         raise StreamError("VIEW_GROUPS %s do not match the HEADER (%d views of %dx%d first)"
                           % (groups, h.views, h.height, h.width))
-    return h._replace(groups=groups)
+    h.groups = groups
+    return h
 
 
 class Stream:

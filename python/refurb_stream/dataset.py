@@ -30,11 +30,14 @@ naming what differs: "with r=3, this stream has r=2") and starts there
 The stream is read in the process that iterates: DataLoader's
 num_workers must be 0 (the chain's programs already run in parallel), and
 its batch_size None (the stream's frames are the batches; a default
-DataLoader would add a batch dimension of 1): both are refused otherwise.
+DataLoader would add a batch dimension of 1): both are refused otherwise
+(the batch_size through the Batch type the dataset yields, which
+DataLoader's default_collate rebuilds; a collate_fn of your own is not
+checked).
 """
+import collections
 import hashlib
 import json
-import sys
 import warnings
 
 import numpy as np
@@ -68,19 +71,24 @@ def _digest(identity):
 
 
 
-def _check_loader():
-    """Refuse a DataLoader that would batch again (batch_size not None)."""
-    frame = sys._getframe(2)
-    while frame is not None:
-        it = frame.f_locals.get("self")
-        if isinstance(it, torch.utils.data.dataloader._BaseDataLoaderIter):
-            if getattr(it, "_auto_collation", False):
-                raise ValueError(
-                    "RefurbDataset yields whole batches: use "
-                    "DataLoader(ds, batch_size=None) (the default batch_size=1 "
-                    "would add a batch dimension), or iterate over ds itself")
-            return
-        frame = frame.f_back
+class Batch(collections.namedtuple("Batch", "images labels")):
+    """A batch as RefurbDataset yields it: (images, labels), labels 1-D.
+
+    A DataLoader with a batch_size (its default is 1) would batch the
+    batches again: its default_collate rebuilds this type from stacked
+    fields, labels then 2-D, and that is refused here with the fix.  (A
+    collate_fn of your own is not checked; the dataset cannot see the
+    DataLoader's arguments without torch's private classes.)
+    """
+    __slots__ = ()
+
+    def __new__(cls, images, labels):
+        if labels.dim() != 1:
+            raise ValueError(
+                "RefurbDataset yields whole batches: use "
+                "DataLoader(ds, batch_size=None) (the default batch_size=1 "
+                "would add a batch dimension), or iterate over ds itself")
+        return super().__new__(cls, images, labels)
 
 
 class RefurbDataset(torch.utils.data.IterableDataset):
@@ -149,7 +157,6 @@ class RefurbDataset(torch.utils.data.IterableDataset):
                                "iterates: use DataLoader(ds, batch_size=None, "
                                "num_workers=0); the chain's programs already run "
                                "in parallel")
-        _check_loader()
         s = self.stream
         if s.ended:
             raise StreamError(
@@ -198,7 +205,7 @@ class RefurbDataset(torch.utils.data.IterableDataset):
             elif self.samples:
                 yield from zip(images, labels)
             else:
-                yield images, labels
+                yield Batch(images, labels)
 
     # ---- checkpoints --------------------------------------------------------
 
