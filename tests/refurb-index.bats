@@ -386,7 +386,7 @@ big_tree() {
 	big_tree "$T/tree"
 	mkdir "$T/out"
 	refurb-index -q -M 16K -o "$T/out/a.idx" "$T/tree"
-	run ls -A "$T/out"
+	run -0 ls -A "$T/out"
 	[ "$output" = "a.idx" ]
 	# a bad file sorted last: --strict fails after many flushes
 	echo "not a jpeg" > "$T/tree/c/zzz.jpg"
