@@ -3,6 +3,7 @@
 # determinism.
 
 load helpers
+bats_require_minimum_version 1.5.0
 # a failure anywhere in a pipeline fails it (tests/lint-bats)
 set -o pipefail
 
