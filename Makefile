@@ -125,10 +125,13 @@ $(BUILD)/tools/%.so: tests/tools/%.c
 # ends, then "N passed, N failed".  deps run first, alone: the build is a
 # second make that reads the pkg-config flags once the packages are there.
 # Test files run TEST_JOBS at a time: make -jN check gives N, else nproc.
+# CHECK_BATS="tests/a.bats ..." runs those bats files instead of all
+# (tests/fresh-root's second pass).
 TEST_JOBS ?= $(or $(patsubst -j%,%,$(filter -j%,$(MAKEFLAGS))),$(shell nproc))
+CHECK_BATS ?=
 check: deps
 	@$(MAKE) --no-print-directory all $(UNITS)
-	@BUILD=$(BUILD) tests/run -j $(TEST_JOBS) $(UNITS)
+	@BUILD=$(BUILD) tests/run -j $(TEST_JOBS) $(UNITS) $(CHECK_BATS)
 
 asan:
 	$(MAKE) BUILD=build/asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
