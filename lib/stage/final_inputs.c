@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "final_internal.h"
+#include "stage_internal.h"
 
 /* What the header of the annotated plan says, with the options' overrides. */
 int rfbi_final_read_annotation(struct final *F, const char *in_name, rfb_err *err)
@@ -184,25 +185,9 @@ int rfbi_final_open_inputs(struct final *F, const char *in_name, rfb_err *err)
 	return check_view_groups(F, err);
 }
 
-/* Before the first batch: the open-file limit must hold a shard per
- * thread (to recompute bad records), the cache's segments read at once
- * (those of r + 1 epochs' records, one per eviction phase or death epoch,
- * as refurb-partial writes them) and a few for the libraries; the shard
- * files kept open get half of the rest (refurb(7), RESOURCE LIMITS). */
+/* Before the first batch: the open-file budget (rfbi_stage_fit_fds). */
 int rfbi_final_fit_fds(struct final *F, rfb_err *err)
 {
-	uint32_t threads = F->o->threads > 0 ? (uint32_t)F->o->threads : 1;
-	uint32_t need = threads + 4 * (F->h->reuse + 1) + 8;
-	struct rfb_source_fds f;
-	rfb_err note = { 0 };
-	char what[128];
-	int rc;
-
-	snprintf(what, sizeof what, "%u thread%s, the cache's segments and the "
-		 "libraries", threads, threads == 1 ? "" : "s");
-	if ((rc = rfb_source_fit_fds(F->src, need, what, &f, err)))
-		return rc;
-	if (F->o->on_note && rfb_source_fds_note(&f, &note))
-		F->o->on_note(F->o->ctx, &note);
-	return 0;
+	return rfbi_stage_fit_fds(F->src, F->o->threads, F->h->reuse,
+				  F->o->on_note, F->o->ctx, err);
 }

@@ -30,6 +30,7 @@
 #include "refurb/pool.h"
 #include "refurb/progress.h"
 #include "slot_ring_internal.h"
+#include "stage_internal.h"
 #include "refurb/rng.h"
 #include "refurb/sched.h"
 #include "refurb/source.h"
@@ -676,27 +677,11 @@ static uint64_t handover_bytes(const struct partial *P)
 	return b < (16 << 20) ? 16 << 20 : b > (1 << 30) ? 1 << 30 : b;
 }
 
-/* Before the first batch: the open-file limit must hold a shard per
- * thread, the cache's segments written at once (one per eviction phase
- * in epoch 0, one per death epoch later, each with a copy while a
- * checkpoint syncs it) and a few for the libraries; the shard files kept
- * open get half of the rest (refurb(7), RESOURCE LIMITS). */
+/* Before the first batch: the open-file budget (rfbi_stage_fit_fds). */
 static int fit_fds(struct partial *P, rfb_err *err)
 {
-	uint32_t threads = P->o->threads > 0 ? (uint32_t)P->o->threads : 1;
-	uint32_t need = threads + 4 * (P->h->reuse + 1) + 8;
-	struct rfb_source_fds f;
-	rfb_err note = { 0 };
-	char what[128];
-	int rc;
-
-	snprintf(what, sizeof what, "%u thread%s, the cache's segments and the "
-		 "libraries", threads, threads == 1 ? "" : "s");
-	if ((rc = rfb_source_fit_fds(P->src, need, what, &f, err)))
-		return rc;
-	if (P->o->on_note && rfb_source_fds_note(&f, &note))
-		P->o->on_note(P->o->ctx, &note);
-	return 0;
+	return rfbi_stage_fit_fds(P->src, P->o->threads, P->h->reuse,
+				  P->o->on_note, P->o->ctx, err);
 }
 
 static int setup(struct partial *P, int in_fd, const char *in_name,
