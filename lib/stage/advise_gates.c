@@ -48,7 +48,6 @@ static int gated_split(const struct bench *b, int k, int u,
 		       struct rfb_advise_split *s, rfb_err *err)
 {
 	const rfb_advice *a = b->a;
-	rfb_pipeline *head = NULL, *tail = NULL;
 	struct rfb_pipe_shape shape;
 	int G = rfb_pipeline_layers(b->gated), rc;
 
@@ -65,18 +64,9 @@ static int gated_split(const struct bench *b, int k, int u,
 	s->final_choices = 1;
 	for (int g = k; g < G; g++)
 		s->final_choices *= layer[g].choices;
-	if ((rc = rfb_pipeline_fixed_shape(b->gated, 3, &shape, err)) ||
-	    (rc = rfb_pipeline_split(b->gated, k, &head, &tail, err)) ||
-	    (rc = rfbi_advise_fix_tail(&tail, &shape, err)))
-		goto out;
-	s->partial_spec = rfbi_advise_dup(rfb_pipeline_canonical(head));
-	s->final_spec = rfbi_advise_dup(rfb_pipeline_canonical(tail));
-	if (!s->partial_spec || !s->final_spec)
-		rc = rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-out:
-	rfb_pipeline_free(head);
-	rfb_pipeline_free(tail);
-	return rc;
+	if ((rc = rfb_pipeline_fixed_shape(b->gated, 3, &shape, err)))
+		return rc;
+	return rfbi_advise_split_specs(b->gated, k, &shape, s, err);
 }
 
 /*

@@ -58,11 +58,19 @@ struct bench {
 	rfb_err err;
 };
 
-/* A copy of s (malloc'd), or NULL without memory (advise.c). */
+/* A copy of s (malloc'd), or NULL without memory (advise_tail.c). */
 char *rfbi_advise_dup(const char *s);
 
+/* The specs of p split after its first k layers into s->partial_spec and
+ * s->final_spec (malloc'd; the final part made runnable alone by
+ * rfbi_advise_fix_tail for images of shape): 0 or an RFB_E* code
+ * (advise_tail.c). */
+int rfbi_advise_split_specs(const rfb_pipeline *p, int k,
+			    const struct rfb_pipe_shape *shape,
+			    struct rfb_advise_split *s, rfb_err *err);
+
 /* tail, and a centercrop to shape before any normalize when the tail
- * alone does not fix the output size (advise.c). */
+ * alone does not fix the output size (advise_tail.c). */
 int rfbi_advise_fix_tail(rfb_pipeline **tail, const struct rfb_pipe_shape *shape,
 			 rfb_err *err);
 

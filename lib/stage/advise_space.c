@@ -37,9 +37,7 @@ static int space_split(const rfb_pipeline *p, int k, const rfb_advice *a,
 		       const struct rfb_pipe_shape *shape,
 		       struct rfb_advise_split *s, rfb_err *err)
 {
-	rfb_pipeline *head = NULL, *tail = NULL;
 	const struct rfb_advise_layer *first = &a->layer[k];
-	int rc;
 
 	s->final_layers = a->layers - k;
 	s->final_choices = 1;
@@ -47,17 +45,7 @@ static int space_split(const rfb_pipeline *p, int k, const rfb_advice *a,
 		s->final_choices *= a->layer[j].choices;
 	s->collision = rfb_pipeline_collision(p, k, first->in_width,
 					      first->in_height);
-	if ((rc = rfb_pipeline_split(p, k, &head, &tail, err)) ||
-	    (rc = rfbi_advise_fix_tail(&tail, shape, err)))
-		goto out;
-	s->partial_spec = rfbi_advise_dup(rfb_pipeline_canonical(head));
-	s->final_spec = rfbi_advise_dup(rfb_pipeline_canonical(tail));
-	if (!s->partial_spec || !s->final_spec)
-		rc = rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-out:
-	rfb_pipeline_free(head);
-	rfb_pipeline_free(tail);
-	return rc;
+	return rfbi_advise_split_specs(p, k, shape, s, err);
 }
 
 /* How often each layer runs (the layers gated by apply, choice or

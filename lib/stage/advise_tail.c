@@ -65,3 +65,23 @@ int rfbi_advise_fix_tail(rfb_pipeline **tail, const struct rfb_pipe_shape *shape
 	*tail = t;
 	return 0;
 }
+
+int rfbi_advise_split_specs(const rfb_pipeline *p, int k,
+			    const struct rfb_pipe_shape *shape,
+			    struct rfb_advise_split *s, rfb_err *err)
+{
+	rfb_pipeline *head = NULL, *tail = NULL;
+	int rc;
+
+	if ((rc = rfb_pipeline_split(p, k, &head, &tail, err)) ||
+	    (rc = rfbi_advise_fix_tail(&tail, shape, err)))
+		goto out;
+	s->partial_spec = rfbi_advise_dup(rfb_pipeline_canonical(head));
+	s->final_spec = rfbi_advise_dup(rfb_pipeline_canonical(tail));
+	if (!s->partial_spec || !s->final_spec)
+		rc = rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+out:
+	rfb_pipeline_free(head);
+	rfb_pipeline_free(tail);
+	return rc;
+}
