@@ -92,6 +92,8 @@ struct args {
 	int group_views[MAX_GROUPS];  /* -g: views of each group, whose */
 	int ngroups;                  /* specs are in pipelines */
 	int plain_pipelines;          /* of them, given with -p */
+	char *group_specs[RFB_STREAM_MAX_VIEWS + MAX_GROUPS]; /* -g's copies */
+	int ngroup_specs;
 };
 
 struct run_ctx {
@@ -274,6 +276,8 @@ static void parse_group(struct cli *c, struct args *a, const char *arg)
 	if (a->npipelines + (int)k > RFB_STREAM_MAX_VIEWS)
 		cli_usage_error(c, "more than %d views in all (-g)",
 				RFB_STREAM_MAX_VIEWS);
+	for (int i = 0; i < n; i++)   /* freed by main */
+		a->group_specs[a->ngroup_specs++] = specs[i];
 	for (unsigned long v = 0; v < k; v++)
 		a->pipelines[a->npipelines++] = specs[n == 1 ? 0 : v];
 	a->group_views[a->ngroups++] = (int)k;
@@ -526,6 +530,8 @@ int main(int argc, char **argv)
 	if (st.stopped_by_signal)
 		st.stopped_by_reader = 0; /* the reader stopped on the signal
 					   * too: one line says both */
+	for (int i = 0; i < a.ngroup_specs; i++)
+		free(a.group_specs[i]);
 	if (!c.quiet)
 		summary(&st);
 	if (st.stopped_by_signal)

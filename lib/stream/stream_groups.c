@@ -61,6 +61,8 @@ size_t rfb_stream_group_bytes(const struct rfb_stream_info *info, uint32_t g)
 {
 	if (info->groups < 2)
 		return rfb_stream_sample_bytes(info);
+	if (g >= info->groups || g >= RFB_STREAM_MAX_GROUPS)
+		return 0;  /* no such group (a table not yet checked) */
 	return (size_t)info->group[g].views * info->group[g].height *
 	       info->group[g].width * info->channels *
 	       (info->dtype == RFB_STREAM_F32 ? 4 : 1);
@@ -71,7 +73,8 @@ uint64_t rfb_stream_group_offset(const struct rfb_stream_info *info,
 {
 	uint64_t off = 0, block;
 
-	for (uint32_t i = 0; i < g && i < info->groups; i++) {
+	for (uint32_t i = 0; i < g && i < info->groups &&
+	     i < RFB_STREAM_MAX_GROUPS; i++) {
 		if (__builtin_mul_overflow(n, (uint64_t)rfb_stream_group_bytes(info, i),
 					   &block) ||
 		    block > UINT64_MAX - 64 ||

@@ -580,8 +580,10 @@ def _check_args(t, name, what):
     args = {k: v for k, v in sorted(vars(t).items()) if not k.startswith("_")}
     for arg, value in args.items():
         if _not_finite(value):
+            # a list whether torchvision keeps a tuple or a list (0.14 / 0.2x)
+            shown = list(value) if isinstance(value, tuple) else value
             raise ConvertError("%s: %s=%r is not a finite number (refurb's filters "
-                               "take finite values)" % (what, arg, value))
+                               "take finite values)" % (what, arg, shown))
     p = args.get("p")
     if isinstance(p, (int, float)) and not isinstance(p, bool) and not 0 <= p <= 1:
         raise ConvertError("%s: p=%r is not a probability 0..1" % (what, p))

@@ -163,7 +163,7 @@ size_t rfb_stream_sample_bytes(const struct rfb_stream_info *info);
 int rfb_stream_info_version(const struct rfb_stream_info *info);
 
 /* Bytes of one sample's images of view group g (g 0 when info has no
- * groups: every view). */
+ * groups: every view); 0 for a g past the groups. */
 size_t rfb_stream_group_bytes(const struct rfb_stream_info *info, uint32_t g);
 
 /* Offset of group g's images in the pixel data of a batch of n samples
