@@ -52,6 +52,12 @@ file name contains TEXT.  Prints one line per check and a summary
 "N recipes, F failed[: names] (P photos)"; exit status 1 if any check
 fails.  Needs the programs of build/bin (BUILD=DIR for another build).
 """
+
+# --help before the imports a machine may lack (torch, torchvision, PIL)
+import sys  # noqa: E402
+if sys.argv[1:2] in (["-h"], ["--help"]):
+    print(__doc__.strip())
+    raise SystemExit(0)
 import argparse
 import glob
 import math

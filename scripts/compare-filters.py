@@ -29,6 +29,12 @@ Without photos on the command line it takes N (default 8) from
 scripts/fetch-photos --min-side 224.  Prints one line per case and a
 summary; exit status 1 if any case fails.
 """
+
+# --help before the imports a machine may lack (torch, torchvision, PIL)
+import sys  # noqa: E402
+if sys.argv[1:2] in (["-h"], ["--help"]):
+    print(__doc__.strip())
+    raise SystemExit(0)
 import argparse
 import ctypes
 import importlib.util

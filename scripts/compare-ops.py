@@ -15,6 +15,12 @@ interpolations and fill colours.  Prints every mismatch (up to 10) and a
 summary; exit status 1 if any case differs.  The golden tests
 (scripts/golden-ops.py) are the committed, reproducible subset.
 """
+
+# --help before the imports a machine may lack (torch, torchvision, PIL)
+import sys  # noqa: E402
+if sys.argv[1:2] in (["-h"], ["--help"]):
+    print(__doc__.strip())
+    raise SystemExit(0)
 import argparse
 import ctypes
 import os

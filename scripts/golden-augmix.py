@@ -23,6 +23,12 @@ samples within +-1 of torchvision's.
 Usage: scripts/golden-augmix.py [OUTDIR]   (default tests/data/golden)
 Needs /usr/bin/python3 with numpy, torch 1.13, torchvision 0.14, PIL.
 """
+
+# --help before the imports a machine may lack (torch, torchvision, PIL)
+import sys  # noqa: E402
+if sys.argv[1:2] in (["-h"], ["--help"]):
+    print(__doc__.strip())
+    raise SystemExit(0)
 import os
 import sys
 from unittest import mock

@@ -29,6 +29,12 @@ with the parameters of each row and compare.  Ops and their params:
 and rrcrop_stats.tsv: statistics of RandomResizedCrop.get_params (see
 add_rrcrop_stats).
 """
+
+# --help before the imports a machine may lack (torch, torchvision, PIL)
+import sys  # noqa: E402
+if sys.argv[1:2] in (["-h"], ["--help"]):
+    print(__doc__.strip())
+    raise SystemExit(0)
 import os
 import sys
 

@@ -14,6 +14,12 @@ Writes tests/data/golden/ops/ (see golden_common.py for the layout):
 Usage: scripts/golden-ops.py [OUTDIR]   (default tests/data/golden)
 Needs /usr/bin/python3 with numpy, torch, torchvision 0.14, PIL 9.4.
 """
+
+# --help before the imports a machine may lack (torch, torchvision, PIL)
+import sys  # noqa: E402
+if sys.argv[1:2] in (["-h"], ["--help"]):
+    print(__doc__.strip())
+    raise SystemExit(0)
 import os
 import sys
 

@@ -13,6 +13,12 @@ depths PIL does not write).  Also gray16.png, which refurb refuses.
 Usage: scripts/make-test-pngs.py [OUTDIR]   (default tests/data/png)
 Needs /usr/bin/python3 with numpy and PIL.
 """
+
+# --help before the imports a machine may lack (torch, torchvision, PIL)
+import sys  # noqa: E402
+if sys.argv[1:2] in (["-h"], ["--help"]):
+    print(__doc__.strip())
+    raise SystemExit(0)
 import os
 import struct
 import sys

@@ -47,6 +47,20 @@ help_of() {
 	[ "$bad" -eq 0 ]
 }
 
+@test "--help needs none of the optional Python modules (torch, torchvision, PIL, matplotlib, scipy): a pristine machine has none" {
+	mkdir -p "$BATS_TEST_TMPDIR/absent"
+	for m in torch torchvision PIL matplotlib scipy; do
+		echo "raise ModuleNotFoundError('No module named $m', name='$m')" \
+			> "$BATS_TEST_TMPDIR/absent/$m.py"
+	done
+	export PYTHONPATH="$BATS_TEST_TMPDIR/absent"
+	bad=0
+	for s in $(scripts); do
+		help_of "$s" --help || bad=$((bad + 1))
+	done
+	[ "$bad" -eq 0 ]
+}
+
 @test "scripts/get-fashion-mnist --help writes no ./--help folder" {
 	cd "$BATS_TEST_TMPDIR"
 	run -0 "$TOP/scripts/get-fashion-mnist" --help
