@@ -2,12 +2,20 @@
 in the standard library only (Debian's python3-scipy is not a dependency):
 Student's t distribution (CDF through the regularised incomplete beta
 function, quantiles by bisection), a sample's mean, standard deviation and
-95% confidence interval, and Welch's unequal-variance t-test.
+95% confidence interval, Welch's unequal-variance t-test and the paired
+t-test.
+
+The paired test is the one for the experiment's design: a seed fixes a
+run's initialisation and the order of its first batches in every cell,
+so two cells' runs of one seed are a pair, and the test of their
+per-seed differences removes the seed's share of the variance (a lucky
+initialisation lifts both cells of a pair).  It needs the same seeds in
+both cells; Welch's test does not, and is kept as the unpaired check.
 
     /usr/bin/python3 scripts/accuracy_stats.py --self-test
 
-checks them against known values (scipy.stats' and a published Welch
-example).
+checks them against known values (scipy.stats', a published Welch
+example and R's paired t-test of the sleep data).
 """
 import math
 import sys
@@ -117,6 +125,27 @@ def welch(a, b):
     return t, df, 2 * (1 - t_cdf(abs(t), df))
 
 
+def paired(a, b):
+    """The paired t-test of mean(a - b) == 0 for a[i], b[i] measured on
+    the same unit (here: the same seed): (mean difference, CI low, CI
+    high, t, df, two-sided p), the 95% confidence interval of the mean
+    difference from Student's t with n - 1 degrees of freedom.  With all
+    differences equal: t and p are nan if they are 0, else t = +-inf and
+    p = 0."""
+    if len(a) != len(b):
+        raise ValueError("the paired t-test needs samples of one length, not %d and %d"
+                         % (len(a), len(b)))
+    n, mean, sd, lo, hi = summary([x - y for x, y in zip(a, b)])
+    if n < 2:
+        raise ValueError("the paired t-test needs 2 or more pairs")
+    if sd == 0:
+        if mean == 0:
+            return mean, lo, hi, float("nan"), n - 1, float("nan")
+        return mean, lo, hi, math.copysign(float("inf"), mean), n - 1, 0.0
+    t = mean / (sd / math.sqrt(n))
+    return mean, lo, hi, t, n - 1, 2 * (1 - t_cdf(abs(t), n - 1))
+
+
 # ---- known values ----------------------------------------------------------
 
 # Known values, from scipy.stats 1.10.1 (Debian 12's python3-scipy):
@@ -138,6 +167,16 @@ WELCH_A = [27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.
 WELCH_B = [27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9,
            20.5, 24.4]
 WELCH = (-2.455356398286006, 24.98853, 0.021378001462866985)   # t, df, two-sided p
+# The paired t-test: R's sleep data (Cushny and Peebles: extra hours of
+# sleep of 10 patients with two drugs); R's t.test(extra ~ group, data =
+# sleep, paired = TRUE) prints t = -4.0621, df = 9, p-value = 0.002833,
+# 95% CI -2.4598858 -0.7001142, mean difference -1.58; the digits are
+# scipy.stats.ttest_rel's and t.ppf's.
+SLEEP_1 = [0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0]
+SLEEP_2 = [1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4]
+# mean difference, CI low, CI high, t, df, two-sided p
+PAIRED = (-1.58, -2.4598857632547286, -0.7001142367452713, -4.062127683382037, 9,
+          0.00283289019738427)
 
 
 def scipy_checks(close):
@@ -157,7 +196,11 @@ def scipy_checks(close):
     t, _, p = welch(a, b)
     close("welch t vs scipy", t, r.statistic, 1e-9)
     close("welch p vs scipy", p, r.pvalue, 1e-9)
-    return n + 1
+    r = stats.ttest_rel(a[:5], b[:5])
+    _, _, _, t, _, p = paired(a[:5], b[:5])
+    close("paired t vs scipy", t, r.statistic, 1e-9)
+    close("paired p vs scipy", p, r.pvalue, 1e-9)
+    return n + 2
 
 
 def self_test():
@@ -175,6 +218,9 @@ def self_test():
     close("welch t", t, WELCH[0], 1e-10)
     close("welch df", df, WELCH[1], 5e-5)
     close("welch p", p, WELCH[2], 1e-10)
+    for what, got, want in zip(("mean", "CI low", "CI high", "t", "df", "p"),
+                               paired(SLEEP_1, SLEEP_2), PAIRED):
+        close("paired " + what, got, want, 1e-9)
     n, mean, sd, lo, hi = summary([1.0, 2.0, 3.0, 4.0, 5.0])
     close("summary sd", sd, math.sqrt(2.5), 1e-12)
     close("summary CI low", lo, 3 - 2.7764451051977934 * math.sqrt(2.5 / 5), 1e-8)
@@ -182,7 +228,8 @@ def self_test():
     for line in bad:
         print("accuracy_stats: FAIL %s" % line)
     if not bad:
-        print("accuracy_stats: ok: %d CDF, %d quantile, 1 Welch and 1 summary check%s"
+        print("accuracy_stats: ok: %d CDF, %d quantile, 1 Welch, 1 paired and 1 summary "
+              "check%s"
               % (len(CDF), len(PPF), ", %d against scipy" % checks if checks else ""))
     return not bad
 

@@ -25,7 +25,7 @@ grid() {
 		SEEDS=1 PHOTOS_EPOCHS=2 PHOTOS_BATCH=16 "$@"
 }
 
-@test "accuracy_stats: t distribution, confidence interval and Welch's test give the known values" {
+@test "accuracy_stats: t distribution, confidence interval, Welch's and the paired test give the known values" {
 	run /usr/bin/python3 "$TOP/scripts/accuracy_stats.py" --self-test
 	[ "$status" -eq 0 ]
 	[[ "$output" == "accuracy_stats: ok: "* ]]
@@ -56,7 +56,7 @@ grid() {
 	grep -q ",refurb3,1," "$T/r/results.csv"
 }
 
-@test "accuracy-report: mean, sd, CI and Welch's test of a hand-made results file" {
+@test "accuracy-report: mean, sd, CI, the paired and Welch's test of a hand-made results file" {
 	cat > "$T/res.csv" <<-EOF
 	dataset,cell,seed,accuracy,epochs,time
 	d,standard,1,0.80,5,10
@@ -65,13 +65,23 @@ grid() {
 	d,refurb2,1,0.79,5,8
 	d,refurb2,2,0.80,5,8
 	d,refurb2,3,0.78,5,8
+	d,echo2,3,0.78,5,8
+	d,echo2,4,0.70,5,8
+	d,echo2,2,0.80,5,8
+	d,echo2,1,0.79,5,8
 	EOF
 	run "$TOP/scripts/accuracy-report" "$T/res.csv" --md "$T/rep.md"
 	[ "$status" -eq 0 ]
 	# sd 0.01 each; CI half-width t(0.975, 2) * 0.01 / sqrt(3) = 0.0248;
-	# Welch: t = -0.02 / sqrt(2 * 0.0001 / 3) = -2.449, df = 4, p = 0.0705
-	grep -qF "| standard | 1 | 3 | 0.8100 | 0.0100 | [0.7852, 0.8348] |" "$T/rep.md"
-	grep -qF "| refurb2 | 2 | 3 | 0.7900 | 0.0100 | [0.7652, 0.8148] | -0.0200 | -2.45 | 4.0 | 0.070 |" "$T/rep.md"
+	# paired differences -0.01, -0.02, -0.03: mean -0.02, sd 0.01,
+	# t = -0.02 / (0.01 / sqrt(3)) = -3.46, df 2, p = 0.074 (scipy's
+	# ttest_rel); Welch: t = -0.02 / sqrt(2 * 0.0001 / 3) = -2.449, df = 4,
+	# p = 0.0705
+	grep -qF "| standard | 1 | 3 | 0.8100 | 0.0100 | [0.7852, 0.8348] | – | – | – | – | – | – |" "$T/rep.md"
+	grep -qF "| refurb2 | 2 | 3 | 0.7900 | 0.0100 | [0.7652, 0.8148] | -0.0200 | 3 | [-0.0448, +0.0048] | -3.46 | 0.074 | 0.070 |" "$T/rep.md"
+	# pairs by seed, not by row: echo2's seed 4 has no standard run to pair
+	grep -qF "| echo2 | 2 | 4 | 0.7675 | " "$T/rep.md"
+	grep "^| echo2 " "$T/rep.md" | grep -qF " | 3 | [-0.0448, +0.0048] | -3.46 | 0.074 | "
 }
 
 @test "accuracy-report: --update puts the table between the markers of a document" {
