@@ -1,8 +1,8 @@
 # scripts/accuracy.mk - the accuracy experiment (doc/accuracy.md) with make.
 #
-#   make -f scripts/accuracy.mk [-j2] [RESULTS=build/accuracy] [SEEDS="1 2 3 4 5"]
+#   make -f scripts/accuracy.mk [-j2] [RESULTS=build/accuracy] [SEEDS="1 2 ... 8"]
 #        [DATASETS="fashion photos"] [CELLS="floor standard ..."] [PHOTOS=IMAGEFOLDER]
-#        [FASHION_TRAIN=6000] [FASHION_TEST=2000] [FASHION_EPOCHS=10]
+#        [FASHION_TRAIN=1000] [FASHION_TEST=10000] [FASHION_EPOCHS=40]
 #        [PHOTOS_EPOCHS=100] [FASHION_BATCH=64] [PHOTOS_BATCH=32]
 #        [THREADS=1] [DEVICE=cpu]
 #   make -f scripts/accuracy.mk report     # the report of the cells done so far
@@ -30,13 +30,13 @@
 
 TOP       := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)
 RESULTS   ?= $(TOP)/build/accuracy
-SEEDS     ?= 1 2 3 4 5
+SEEDS     ?= 1 2 3 4 5 6 7 8
 DATASETS  ?= fashion photos
 CELLS     ?= floor standard refurb2 refurb3 refurb4 echo2 echo3 torchvision
 PHOTOS    ?=
-FASHION_TRAIN  ?= 6000
-FASHION_TEST   ?= 2000
-FASHION_EPOCHS ?= 10
+FASHION_TRAIN  ?= 1000
+FASHION_TEST   ?= 10000
+FASHION_EPOCHS ?= 40
 FASHION_BATCH  ?= 64
 PHOTOS_EPOCHS  ?= 100
 PHOTOS_BATCH   ?= 32
