@@ -15,10 +15,10 @@
 # seed, so a grid stopped early has whole seeds of every cell.  Then
 # RESULTS/results.csv joins the cells (one row per dataset, cell and
 # seed) and scripts/accuracy-report writes RESULTS/report.md (mean,
-# standard deviation, 95% confidence interval, Welch's t-test against
-# standard augmentation) and RESULTS/accuracy.png (if matplotlib is
-# installed: scripts/deps --plot).  `report` does the same from the cells
-# that exist, without training.
+# standard deviation, 95% confidence interval, the paired t-test by seed
+# and Welch's t-test against standard augmentation) and
+# RESULTS/accuracy.png (if matplotlib is installed: scripts/deps --plot).
+# `report` does the same from the cells that exist, without training.
 #
 # The datasets are prepared once in RESULTS/data/DATASET: fashion is a
 # subset of Fashion-MNIST (FASHION_TRAIN and FASHION_TEST images);
