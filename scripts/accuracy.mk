@@ -59,7 +59,7 @@ TARGETS := $(foreach s,$(SEEDS),$(foreach d,$(DSETS),$(foreach c,$(CELLS),\
 all: $(RESULTS)/report.md
 
 help:
-	@sed -n '2,33p' $(lastword $(MAKEFILE_LIST)) | sed 's/^# \{0,1\}//'
+	@awk 'NR > 1 { if (!/^#/) exit; sub(/^# ?/, ""); print }' $(lastword $(MAKEFILE_LIST))
 
 # REFURB_BIN=DIR: the programs are there (scripts/accuracy runs them): no make
 build:

@@ -136,3 +136,10 @@ grid() {
 	expect_fail 1 "scripts/accuracy: $T/p/test/class009: a test class with no training images"
 	[ ! -e "$T/x.csv" ]
 }
+
+@test "accuracy.mk: help prints the head comment, all of it and nothing of the makefile" {
+	run -0 make -s -f "$TOP/scripts/accuracy.mk" help
+	[[ "$output" == *"make -f scripts/accuracy.mk [-j2]"* ]]
+	[[ "$output" == *"THREADS is each run's torch and refurb -j."* ]]
+	run ! grep -q "?=" <<<"$output"
+}
