@@ -20,20 +20,21 @@
 
 /* ---- writing the checkpoint ---- */
 
-/* The checkpoint file of c as it is now: *data malloc'ed. */
-static int build(const rfb_cache *c, unsigned char **data, size_t *len_out,
-		 rfb_err *err)
+/* The header and segment table of c's checkpoint as it is now, with
+ * live entries (*head malloc'ed, *len bytes); the entry table follows
+ * them in the file (write_entries), then the checksum of both tables. */
+static int build_head(const rfb_cache *c, size_t live, unsigned char **head,
+		      size_t *len_out, rfb_err *err)
 {
-	size_t ne = rfbi_cache_live_entries(c), len;
+	size_t len = CKPT_HEADER + c->nsegs * CKPT_SEG;
 	unsigned char *b, *p;
 
-	len = CKPT_HEADER + c->nsegs * CKPT_SEG + ne * CKPT_ENTRY + 4;
 	if (!(b = calloc(1, len)))
 		return rfb_err_set(err, RFB_ENOMEM, c->dir, "out of memory");
 	memcpy(b, CKPT_MAGIC, 8);
 	rfb_put_le64(b + 8, c->manifest_hash);
 	rfb_put_le32(b + 16, c->man.samples);
-	rfb_put_le32(b + 20, (uint32_t)ne);
+	rfb_put_le32(b + 20, (uint32_t)live);
 	rfb_put_le32(b + 24, (uint32_t)c->nsegs);
 	rfb_put_le32(b + 28, c->next_id);
 	rfb_put_le64(b + 32, c->step);
@@ -50,21 +51,51 @@ static int build(const rfb_cache *c, unsigned char **data, size_t *len_out,
 		rfb_put_le64(p + 16, s->durable);
 		rfb_put_le64(p + 24, s->dead_since);
 	}
-	for (uint32_t i = 0; i < c->man.samples; i++) {
-		const struct entry *e = &c->entries[i];
+	*head = b;
+	*len_out = len;
+	return 0;
+}
+
+#define CKPT_CHUNK ((size_t)CKPT_ENTRY * 1024)
+
+/* rfb_fill_fn: the checkpoint file from k, its entry table written a
+ * chunk at a time from the copy of the record index (no file image in
+ * memory: a copy at 16 bytes a slot is all a checkpoint costs). */
+static int write_checkpoint(void *ctx, int fd, rfb_err *err)
+{
+	const struct ckpt_job *k = ctx;
+	unsigned char chunk[CKPT_CHUNK], *p = chunk, sum[4];
+	uint32_t crc = rfb_crc32c(0, k->head + CKPT_HEADER,
+				  k->head_len - CKPT_HEADER);
+
+	if (rfb_write_full(fd, k->head, k->head_len) < 0)
+		goto fail;
+	for (size_t i = 0; i < k->c->nslots; i++) {
+		const struct entry *e = &k->entries[i];
 		if (e->seg == RFB_CACHE_NO_SEGMENT)
 			continue;
-		rfb_put_le32(p, i);
+		rfb_put_le32(p, rfbi_cache_slot_sample(k->c, i));
 		rfb_put_le32(p + 4, e->seg);
 		rfb_put_le64(p + 8, e->offset);
 		rfb_put_le32(p + 16, e->length);
 		rfb_put_le32(p + 20, e->write_epoch);
 		p += CKPT_ENTRY;
+		if (p == chunk + sizeof chunk) {
+			crc = rfb_crc32c(crc, chunk, (size_t)(p - chunk));
+			if (rfb_write_full(fd, chunk, (size_t)(p - chunk)) < 0)
+				goto fail;
+			p = chunk;
+		}
 	}
-	rfb_put_le32(p, rfb_crc32c(0, b + CKPT_HEADER, len - CKPT_HEADER - 4));
-	*data = b;
-	*len_out = len;
+	crc = rfb_crc32c(crc, chunk, (size_t)(p - chunk)); /* the rest */
+	if (p > chunk && rfb_write_full(fd, chunk, (size_t)(p - chunk)) < 0)
+		goto fail;
+	rfb_put_le32(sum, crc);
+	if (rfb_write_full(fd, sum, sizeof sum) < 0)
+		goto fail;
 	return 0;
+fail:
+	return rfb_err_sys(err, errno, k->dir, "cannot write the checkpoint");
 }
 
 /* ---- reading it ---- */
@@ -231,7 +262,8 @@ static void *ckpt_main(void *arg)
 		k->rc = rfb_fsync_parent(path, &k->err);
 	/* segments first: the checkpoint names only durable records */
 	if (!k->rc)
-		k->rc = rfb_file_replace(path, k->data, k->len, &k->err);
+		k->rc = rfb_file_replace_with(path, write_checkpoint, k,
+					      &k->err);
 	return NULL;
 }
 
@@ -242,10 +274,12 @@ static void ckpt_release(struct ckpt_job *k)
 			close(k->fds[i]);
 	free(k->fds);
 	free(k->ids);
-	free(k->data);
+	free(k->head);
+	free(k->entries);
 	k->fds = NULL;
 	k->ids = NULL;
-	k->data = NULL;
+	k->head = NULL;
+	k->entries = NULL;
 	k->nfds = 0;
 }
 
@@ -304,7 +338,16 @@ int rfbi_cache_ckpt_begin(rfb_cache *c, int background, rfb_err *err)
 	k->sync_dir = c->dir_dirty;
 	c->dir_dirty = 0;
 	k->dir = c->dir;
-	if ((rc = build(c, &k->data, &k->len, err))) {
+	k->c = c;
+	k->live = rfbi_cache_live_entries(c);
+	/* the copy the job writes while c goes on changing */
+	k->entries = malloc((c->nslots ? c->nslots : 1) * sizeof *k->entries);
+	if (!k->entries) {
+		ckpt_release(k);
+		return rfb_err_set(err, RFB_ENOMEM, c->dir, "out of memory");
+	}
+	memcpy(k->entries, c->entries, c->nslots * sizeof *k->entries);
+	if ((rc = build_head(c, k->live, &k->head, &k->head_len, err))) {
 		ckpt_release(k);
 		return rc;
 	}

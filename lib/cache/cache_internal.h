@@ -44,12 +44,15 @@ struct seg {
 	size_t npending, cap_pending;
 };
 
+/* One slot of the record index: 16 bytes, the most memory per sample a
+ * writer holds (refurb(7), RESOURCE LIMITS).  The record dies with its
+ * segment (seg's death); offsets fit 32 bits because a segment takes no
+ * record past RFB_CACHE_MAX_SEGMENT bytes. */
 struct entry {
 	uint32_t seg;          /* RFB_CACHE_NO_SEGMENT: no record */
 	uint32_t length;
-	uint64_t offset;
+	uint32_t offset;
 	uint32_t write_epoch;
-	uint32_t death;
 };
 
 /* A checkpoint written in the background (rfb_cache_checkpoint_start):
@@ -57,13 +60,16 @@ struct entry {
 struct ckpt_job {
 	int running;
 	pthread_t thread;
+	const rfb_cache *c;    /* its ids and its manifest (fixed) */
 	int *fds;              /* dup'ed descriptors of segments to fsync */
 	uint32_t *ids;         /* their segment ids, for messages */
 	size_t nfds;
 	int sync_dir;          /* fsync the directory first */
 	char *dir;
-	unsigned char *data;   /* the checkpoint file */
-	size_t len;
+	unsigned char *head;   /* the checkpoint's header and segment table */
+	size_t head_len;
+	struct entry *entries; /* a copy of the record index, its slots */
+	size_t live;           /* how many of them hold a record */
 	int rc;
 	rfb_err err;
 };
@@ -73,7 +79,11 @@ struct rfb_cache {
 	int lockfd;
 	struct rfb_cache_manifest man;
 	uint64_t manifest_hash;
-	struct entry *entries;       /* one per sample id */
+	struct entry *entries;       /* one per slot: sample ids[slot] */
+	const uint32_t *ids;         /* the samples it keeps records of
+				      * (ascending, the caller's); NULL:
+				      * every sample, slot = sample id */
+	size_t nslots;
 	struct seg *segs;            /* sorted by id */
 	size_t nsegs, cap_segs;
 	uint32_t next_id;
@@ -115,9 +125,18 @@ void rfbi_cache_remove_temporaries(const char *dir);
 struct seg *rfbi_cache_find_seg(rfb_cache *c, uint32_t id);
 struct seg *rfbi_cache_add_seg(rfb_cache *c, uint32_t id, uint32_t death,
 			       rfb_err *err) RFB_MUST_CHECK;
-void rfbi_cache_set_entry(rfb_cache *c, uint32_t sample, uint32_t seg,
-			  uint64_t offset, uint32_t length, uint32_t write_epoch,
-			  uint32_t death);
+/* Size c's record index (c->man is set): a slot per sample of ids (n,
+ * ascending: RFB_EINVAL if not), or of the index when ids is NULL. */
+int rfbi_cache_make_slots(rfb_cache *c, const uint32_t *ids, uint32_t n,
+			  rfb_err *err) RFB_MUST_CHECK;
+/* The slot of sample's entry, or -1 when c keeps no record of it. */
+int64_t rfbi_cache_slot(const rfb_cache *c, uint32_t sample);
+/* The sample of a slot. */
+uint32_t rfbi_cache_slot_sample(const rfb_cache *c, size_t slot);
+/* Point slot at a record (seg RFB_CACHE_NO_SEGMENT: none), keeping the
+ * segments' live bytes. */
+void rfbi_cache_set_entry(rfb_cache *c, size_t slot, uint32_t seg,
+			  uint64_t offset, uint32_t length, uint32_t write_epoch);
 /* How many samples have a record. */
 size_t rfbi_cache_live_entries(const rfb_cache *c);
 

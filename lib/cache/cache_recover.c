@@ -39,14 +39,15 @@ static int adopt_checkpoint(rfb_cache *c, const struct ckpt *k, rfb_err *err)
 		uint64_t off = rfb_get_le64(p + 8);
 		uint32_t len = rfb_get_le32(p + 16);
 		struct seg *s = rfbi_cache_find_seg(c, sid);
+		int64_t slot = rfbi_cache_slot(c, sample);
 		/* off + len could wrap: compare without adding */
-		if (sample >= c->man.samples || !s || s->dead ||
+		if (slot < 0 || !s || s->dead || off > RFB_CACHE_MAX_SEGMENT ||
 		    off < RFB_CACHE_SEGMENT_HEADER ||
 		    len < RFB_RECORD_HEADER_SIZE || len > s->durable ||
 		    off > s->durable - len)
 			continue;
-		rfbi_cache_set_entry(c, sample, sid, off, len, rfb_get_le32(p + 20),
-				s->death);
+		rfbi_cache_set_entry(c, (size_t)slot, sid, off, len,
+				     rfb_get_le32(p + 20));
 	}
 	if (k->next_id > c->next_id)
 		c->next_id = k->next_id;
@@ -88,10 +89,13 @@ static int scan_tail(rfb_cache *c, struct seg *s, int fd, uint64_t from,
 		if (rfb_pread_full(fd, buf.data, len, (off_t)off) != (ssize_t)len ||
 		    rfb_record_verify(buf.data, len, &m, NULL))
 			break;
-		const struct entry *e = &c->entries[m.sample];
-		if (e->seg == RFB_CACHE_NO_SEGMENT || e->write_epoch <= m.write_epoch)
-			rfbi_cache_set_entry(c, m.sample, s->id, off, (uint32_t)len,
-					m.write_epoch, m.death_epoch);
+		int64_t slot = rfbi_cache_slot(c, m.sample);
+		/* another shard's record (not this writer's): left alone */
+		const struct entry *e = slot < 0 ? NULL : &c->entries[slot];
+		if (e && off <= RFB_CACHE_MAX_SEGMENT &&
+		    (e->seg == RFB_CACHE_NO_SEGMENT || e->write_epoch <= m.write_epoch))
+			rfbi_cache_set_entry(c, (size_t)slot, s->id, off,
+					     (uint32_t)len, m.write_epoch);
 		rec->scanned++;
 		off += len;
 	}
@@ -112,10 +116,10 @@ static int scan_tail(rfb_cache *c, struct seg *s, int fd, uint64_t from,
 static void drop_entries(rfb_cache *c, uint32_t sid, uint64_t beyond,
 			 struct rfb_cache_recovery *rec)
 {
-	for (uint32_t i = 0; i < c->man.samples; i++) {
+	for (size_t i = 0; i < c->nslots; i++) {
 		const struct entry *e = &c->entries[i];
-		if (e->seg == sid && e->offset + e->length > beyond) {
-			rfbi_cache_set_entry(c, i, RFB_CACHE_NO_SEGMENT, 0, 0, 0, 0);
+		if (e->seg == sid && (uint64_t)e->offset + e->length > beyond) {
+			rfbi_cache_set_entry(c, i, RFB_CACHE_NO_SEGMENT, 0, 0, 0);
 			rec->lost++;
 		}
 	}

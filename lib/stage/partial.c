@@ -537,8 +537,13 @@ static int open_cache(struct partial *P, rfb_err *err)
 	m.codec = o->codec;
 	m.segment_max = o->segment_max;
 	snprintf(m.pipeline, sizeof m.pipeline, "%s", rfb_pipeline_canonical(P->pipe));
-	P->cache = rfb_cache_open(o->cache_dir, &m, o->reset ? RFB_CACHE_RESET : 0,
-				  grace, &rec, err);
+	/* a node's cache keeps a slot per sample of its shard only */
+	P->cache = rfb_cache_open_shard(o->cache_dir, &m,
+					P->h->shard_count > 1 ?
+					rfb_sched_ids(P->sched) : NULL,
+					rfb_sched_count(P->sched),
+					o->reset ? RFB_CACHE_RESET : 0, grace,
+					&rec, err);
 	if (!P->cache)
 		return err ? err->code : RFB_EIO;
 	/* what earlier runs left that this plan cannot use goes now */
