@@ -13,7 +13,10 @@
 #include "refurb/rng.h"
 #include "refurb/sched.h"
 
-#define SCHED_VERSION 1
+/* version 2: the shard partition of a Feistel network; a schedule of one
+ * shard, the same in both, is still written as version 1 */
+#define SCHED_VERSION 2
+#define SCHED_VERSION_ONE_SHARD 1
 #define SCHED_IDENTITY_SEED 0x5343484544554c45ULL /* "SCHEDULE" */
 
 struct rfb_sched {
@@ -65,13 +68,60 @@ static uint32_t *seeded_permutation(uint32_t n, uint64_t seed, uint32_t stage)
 	return perm;
 }
 
+/* The shard partition's permutation of 0..total-1, evaluated one
+ * position at a time, so that a shard costs memory of its own size only:
+ * a balanced Feistel network of PARTITION_ROUNDS rounds over the numbers
+ * of 2 x half bits (the smallest even width that holds total - 1; round
+ * function Philox with key seed, counter (x, stage 1, round + 1, 0)),
+ * walked again until it lands below total (cycle walking keeps it a
+ * permutation).  refurb-schedule(5), Shards. */
+#define PARTITION_ROUNDS 6
+
+struct partition {
+	uint32_t key[2];
+	unsigned half;         /* bits of each half */
+	uint32_t mask;
+	uint32_t total;
+};
+
+static uint64_t feistel(const struct partition *p, uint64_t x)
+{
+	uint32_t l = (uint32_t)(x >> p->half), r = (uint32_t)x & p->mask;
+
+	for (uint32_t round = 0; round < PARTITION_ROUNDS; round++) {
+		uint32_t ctr[4] = { r, RFB_STAGE_SHARD, round + 1, 0 }, out[4];
+		rfb_philox4x32(ctr, p->key, out);
+		uint32_t t = l ^ (out[0] & p->mask);
+		l = r;
+		r = t;
+	}
+	return ((uint64_t)l << p->half) | r;
+}
+
+static uint32_t partition_at(const struct partition *p, uint32_t i)
+{
+	uint64_t x = i;
+
+	do
+		x = feistel(p, x);
+	while (x >= p->total);
+	return (uint32_t)x;
+}
+
+static int id_order(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
 int rfb_sched_shard_members(uint32_t total, uint64_t seed, uint32_t k,
 			    uint32_t n_shards, uint32_t *out, rfb_err *err)
 {
+	struct partition p = { { (uint32_t)seed, (uint32_t)(seed >> 32) },
+			       1, 1, total };
 	uint64_t lo, hi;
-	uint32_t *perm;
-	uint8_t *member;
-	size_t at = 0;
+	unsigned bits = 0;
 
 	if (n_shards == 0 || k >= n_shards || n_shards > total)
 		return rfb_err_set(err, RFB_EINVAL, NULL,
@@ -82,23 +132,18 @@ int rfb_sched_shard_members(uint32_t total, uint64_t seed, uint32_t k,
 			out[i] = i;
 		return 0;
 	}
-	perm = seeded_permutation(total, seed, RFB_STAGE_SHARD);
-	member = calloc(total, 1);
-	if (!perm || !member) {
-		free(perm);
-		free(member);
-		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	while (((uint64_t)1 << bits) < total)
+		bits++;
+	if (bits > 2) {
+		p.half = (bits + 1) / 2;
+		p.mask = (uint32_t)(((uint64_t)1 << p.half) - 1);
 	}
-	/* members are a slice of the permutation; a mark array sorts them */
+	/* members are a slice of the permutation, sorted */
 	lo = (uint64_t)k * total / n_shards;
 	hi = (uint64_t)(k + 1) * total / n_shards;
 	for (uint64_t i = lo; i < hi; i++)
-		member[perm[i]] = 1;
-	for (uint32_t id = 0; id < total; id++)
-		if (member[id])
-			out[at++] = id;
-	free(perm);
-	free(member);
+		out[i - lo] = partition_at(&p, (uint32_t)i);
+	qsort(out, (size_t)(hi - lo), sizeof *out, id_order);
 	return 0;
 }
 
@@ -219,7 +264,7 @@ static void write_header(const rfb_sched *s, unsigned char *h,
 {
 	memset(h, 0, RFB_SCHED_HEADER_SIZE);
 	memcpy(h, RFB_SCHED_MAGIC, 7);
-	h[7] = SCHED_VERSION;
+	h[7] = s->p.shard_count > 1 ? SCHED_VERSION : SCHED_VERSION_ONE_SHARD;
 	rfb_put_le32(h + 8, RFB_SCHED_HEADER_SIZE);
 	rfb_put_le32(h + 12, 0); /* flags */
 	rfb_put_le64(h + 16, s->p.index_identity);
@@ -269,10 +314,10 @@ static int check_magic(const unsigned char *d, size_t len, const char *name,
 		return rfb_err_set(err, RFB_ETRUNC, name,
 				   "truncated: %zu bytes, a schedule header "
 				   "has %u", len, RFB_SCHED_HEADER_SIZE);
-	if (d[7] != SCHED_VERSION)
+	if (d[7] != SCHED_VERSION && d[7] != SCHED_VERSION_ONE_SHARD)
 		return rfb_err_set(err, RFB_EVERSION, name,
 				   "schedule format version %u (this build "
-				   "reads version %u)", d[7], SCHED_VERSION);
+				   "reads versions 1 and %u)", d[7], SCHED_VERSION);
 	if (rfb_get_le32(d + 60) != rfb_crc32c(0, d, 60))
 		return rfb_err_set(err, RFB_ECHECKSUM, name,
 				   "header checksum mismatch");
@@ -301,6 +346,14 @@ static int parse_header(const unsigned char *d, size_t len, const char *name,
 	if (check_params(p, &why) < 0)
 		return rfb_err_set(err, RFB_EFORMAT, name, "bad header: %s",
 				   why.msg);
+	if (d[7] != (p->shard_count > 1 ? SCHED_VERSION : SCHED_VERSION_ONE_SHARD))
+		return rfb_err_set(err, RFB_EVERSION, name, "shard %u/%u in "
+				   "schedule format version %u: %s", p->shard_index,
+				   p->shard_count, d[7], d[7] == 1 ?
+				   "made by an older refurb-evict, whose shards "
+				   "were another partition; make it again with "
+				   "refurb-evict (and the plan with refurb-plan)"
+				   : "corrupt (version 2 is for several shards)");
 	if (*n != rfb_sched_shard_size(p->total, p->shard_count,
 				       p->shard_index))
 		return rfb_err_set(err, RFB_EFORMAT, name,

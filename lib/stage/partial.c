@@ -474,8 +474,12 @@ static int rebuild_schedule(struct partial *P, const char *in_name,
 	if (rfb_sched_identity(P->sched) != h->schedule_identity)
 		return rfb_err_set(err, RFB_EMISMATCH, in_name,
 				   "the plan's header does not match its schedule "
-				   "(identity %016" PRIx64 ", rebuilt %016" PRIx64 ")",
-				   h->schedule_identity, rfb_sched_identity(P->sched));
+				   "(identity %016" PRIx64 ", rebuilt %016" PRIx64 ")%s",
+				   h->schedule_identity, rfb_sched_identity(P->sched),
+				   h->shard_count > 1 ? ": a plan of a shard made "
+				   "before the shards' partition changed (schedule "
+				   "version 2)? make the schedule and the plan again "
+				   "with refurb-evict and refurb-plan" : "");
 	return 0;
 }
 

@@ -70,6 +70,28 @@ static void test_shards_partition(void)
 	}
 }
 
+/* A shard is spread over the whole index (a random part, not a range),
+ * and the partition is the one refurb-schedule(5) defines: pinned on a
+ * small case (a change to it changes every sharded schedule). */
+static void test_shards_spread(void)
+{
+	static const uint32_t known[5] = { 2, 6, 7, 8, 9 };
+	uint32_t total = 80000, size = rfb_sched_shard_size(total, 8, 3);
+	uint32_t *ids = malloc((size_t)size * 4), got[5], per[8] = { 0 };
+
+	CHECK(ids && rfb_sched_shard_members(total, 7, 3, 8, ids, NULL) == 0);
+	for (uint32_t i = 0; ids && i < size; i++)
+		per[ids[i] / (total / 8)]++;
+	for (int e = 0; e < 8; e++)
+		CHECKF(per[e] > size / 8 * 8 / 10 && per[e] < size / 8 * 12 / 10,
+		       "eighth %d of the index holds %u of the shard's %u",
+		       e, per[e], size);
+	free(ids);
+	CHECK(rfb_sched_shard_members(10, 7, 0, 2, got, NULL) == 0);
+	CHECKF(memcmp(got, known, sizeof got) == 0, "shard 0/2 of 10, seed 7: "
+	       "%u %u %u %u %u", got[0], got[1], got[2], got[3], got[4]);
+}
+
 /* Shard membership depends on the seed and N only, never on r/policy. */
 static void test_shards_independent_of_r(void)
 {
@@ -179,7 +201,7 @@ static void test_round_trip(void)
 
 	CHECK(rfb_sched_serialize(s, &a, &alen, &err) == 0);
 	CHECK(alen == RFB_SCHED_HEADER_SIZE + 6 * (size_t)rfb_sched_count(s));
-	CHECK(memcmp(a, "RFBSCHD\x01", 8) == 0);
+	CHECK(memcmp(a, "RFBSCHD\x02", 8) == 0);  /* 2/5: version 2 */
 	t = rfb_sched_open_mem(a, alen, "t", &err);
 	CHECKF(t != NULL, "%s", err.msg);
 	if (!t)
@@ -235,6 +257,27 @@ static void reseal(unsigned char *d, size_t len)
 	rfb_put_le32(d + 60, rfb_crc32c(0, d, 60));
 }
 
+/* A schedule of several shards in version 1 (an older refurb-evict, whose
+ * partition was another) is refused, saying to make it again. */
+static void test_old_shard_version(void)
+{
+	rfb_sched *s = build(100, 3, 1, RFB_SCHED_BALANCED, 1, 4);
+	unsigned char *d;
+	size_t len;
+	rfb_err err = { 0 };
+
+	CHECK(rfb_sched_serialize(s, &d, &len, NULL) == 0);
+	CHECK(d[7] == 2);
+	d[7] = 1;
+	reseal(d, len);
+	CHECK(rfb_sched_open_mem(d, len, "old.evict", &err) == NULL);
+	CHECKF(err.code == RFB_EVERSION && strstr(err.msg, "shard 1/4") &&
+	       strstr(err.msg, "make it again with refurb-evict"), "%s",
+	       err.msg);
+	free(d);
+	rfb_sched_free(s);
+}
+
 static void test_bad_files(void)
 {
 	rfb_sched *s = build(50, 3, 1, RFB_SCHED_BALANCED, 0, 1);
@@ -256,7 +299,11 @@ static void test_bad_files(void)
 	memcpy(x, "RFBINDX", 7);
 	CHECK(open_code(x, len) == RFB_EFORMAT);
 	memcpy(x, d, len);
+	x[7] = 3;
+	CHECK(open_code(x, len) == RFB_EVERSION);
+	memcpy(x, d, len); /* version 2 is for several shards */
 	x[7] = 2;
+	reseal(x, len);
 	CHECK(open_code(x, len) == RFB_EVERSION);
 	memcpy(x, d, len);
 	x[len] = 0;
@@ -346,11 +393,13 @@ int main(void)
 {
 	RUN(test_shards_partition);
 	RUN(test_shards_independent_of_r);
+	RUN(test_shards_spread);
 	RUN(test_balanced_property);
 	RUN(test_refcount_and_r1);
 	RUN(test_bad_params);
 	RUN(test_round_trip);
 	RUN(test_bad_files);
+	RUN(test_old_shard_version);
 	RUN(test_open_file);
 	RUN(test_diversity);
 	return test_done();

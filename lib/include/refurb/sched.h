@@ -57,8 +57,8 @@ typedef struct rfb_sched rfb_sched;
 /*
  * Build the schedule for p.  Returns a handle (free with rfb_sched_free)
  * or NULL with err filled: RFB_EINVAL for a bad parameter, RFB_ENOMEM.
- * Memory: 6 bytes per sample of the shard, plus 4 bytes per sample of the
- * whole index while it runs when there is more than one shard.
+ * Memory: 6 bytes per sample of the shard, and as much again while it
+ * runs; none per sample of the rest of the index.
  */
 rfb_sched *rfb_sched_build(const rfb_sched_params *p, rfb_err *err) RFB_MUST_CHECK;
 
@@ -124,10 +124,11 @@ int rfb_sched_policy_parse(const char *name);
 /*
  * The shard partition: write the ids of shard k of n_shards (ascending)
  * into out, which must hold rfb_sched_shard_size(total, n_shards, k)
- * entries.  The partition is a seeded permutation of 0..total-1 (keyed by
- * (seed, 0, 0, RFB_STAGE_SHARD)) cut into n_shards parts of floor or
- * ceil(total/n_shards) ids: the same for every epoch and every r.
- * Returns 0, RFB_EINVAL for bad arguments or RFB_ENOMEM.
+ * entries.  The partition is a seeded permutation of 0..total-1 (a
+ * Feistel network keyed by seed, refurb-schedule(5)) cut into n_shards
+ * parts of floor or ceil(total/n_shards) ids: the same for every epoch
+ * and every r.  The permutation is computed one position at a time: no
+ * memory but out's.  Returns 0 or RFB_EINVAL for bad arguments.
  */
 int rfb_sched_shard_members(uint32_t total, uint64_t seed, uint32_t k,
 			    uint32_t n_shards, uint32_t *out,
