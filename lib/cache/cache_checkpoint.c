@@ -100,21 +100,12 @@ fail:
 
 /* ---- reading it ---- */
 
-int rfbi_cache_ckpt_load(const char *dir, struct ckpt *k, rfb_err *err)
+/* The header of checkpoint b (CKPT_HEADER bytes) into k, checked, and
+ * the sizes it gives against the file's length. */
+static int parse_head(const unsigned char *b, uint64_t file_len,
+		      const char *path, struct ckpt *k, rfb_err *err)
 {
-	char path[4200];
-	unsigned char *b;
-	int rc;
-
-	snprintf(path, sizeof path, "%s/" CHECKPOINT_NAME, dir);
-	memset(k, 0, sizeof *k);
-	rc = rfb_file_load(path, (size_t)1 << 40, &k->data, &k->len, err);
-	if (rc == RFB_EIO && err && err->sys_errno == ENOENT)
-		return RFB_ENOTFOUND;
-	if (rc)
-		return rc;
-	b = k->data;
-	if (k->len < CKPT_HEADER + 4 || memcmp(b, CKPT_MAGIC, 8) != 0 ||
+	if (file_len < CKPT_HEADER + 4 || memcmp(b, CKPT_MAGIC, 8) != 0 ||
 	    rfb_crc32c(0, b, 60) != rfb_get_le32(b + 60))
 		return rfb_err_set(err, RFB_EFORMAT, path,
 				   "record index checkpoint is corrupt");
@@ -128,15 +119,17 @@ int rfbi_cache_ckpt_load(const char *dir, struct ckpt *k, rfb_err *err)
 	k->appended = rfb_get_le64(b + 44);
 	k->written = rfb_get_le64(b + 52);
 	if (CKPT_HEADER + (uint64_t)k->segments * CKPT_SEG +
-		    (uint64_t)k->entries * CKPT_ENTRY + 4 != k->len ||
-	    rfb_crc32c(0, b + CKPT_HEADER, k->len - CKPT_HEADER - 4) !=
-		    rfb_get_le32(b + k->len - 4))
+		    (uint64_t)k->entries * CKPT_ENTRY + 4 != file_len)
 		return rfb_err_set(err, RFB_ECHECKSUM, path,
 				   "record index checkpoint is corrupt");
-	k->seg_table = b + CKPT_HEADER;
-	k->entry_table = k->seg_table + (size_t)k->segments * CKPT_SEG;
-	/* the writer's table is sorted and has no duplicate; an id equal to
-	 * RFB_CACHE_NO_SEGMENT would be taken for "no record" */
+	return 0;
+}
+
+/* The segment table is sorted and has no duplicate (as the writer's);
+ * an id equal to RFB_CACHE_NO_SEGMENT would be taken for "no record". */
+static int check_segments(const struct ckpt *k, const char *path,
+			  rfb_err *err)
+{
 	for (uint32_t i = 0, prev = 0; i < k->segments; i++) {
 		uint32_t id = rfb_get_le32(k->seg_table + (size_t)i * CKPT_SEG);
 		if (id == RFB_CACHE_NO_SEGMENT || (i && id <= prev))
@@ -146,6 +139,102 @@ int rfbi_cache_ckpt_load(const char *dir, struct ckpt *k, rfb_err *err)
 		prev = id;
 	}
 	return 0;
+}
+
+int rfbi_cache_ckpt_load(const char *dir, struct ckpt *k, rfb_err *err)
+{
+	char path[4200];
+	unsigned char *b;
+	int rc;
+
+	snprintf(path, sizeof path, "%s/" CHECKPOINT_NAME, dir);
+	memset(k, 0, sizeof *k);
+	k->fd = -1;
+	rc = rfb_file_load(path, (size_t)1 << 40, &k->data, &k->len, err);
+	if (rc == RFB_EIO && err && err->sys_errno == ENOENT)
+		return RFB_ENOTFOUND;
+	if (rc)
+		return rc;
+	b = k->data;
+	if ((rc = parse_head(b, k->len, path, k, err)))
+		return rc;
+	if (rfb_crc32c(0, b + CKPT_HEADER, k->len - CKPT_HEADER - 4) !=
+	    rfb_get_le32(b + k->len - 4))
+		return rfb_err_set(err, RFB_ECHECKSUM, path,
+				   "record index checkpoint is corrupt");
+	k->seg_table = b + CKPT_HEADER;
+	k->entry_table = k->seg_table + (size_t)k->segments * CKPT_SEG;
+	return check_segments(k, path, err);
+}
+
+int rfbi_cache_ckpt_open(const char *dir, struct ckpt *k, rfb_err *err)
+{
+	unsigned char h[CKPT_HEADER];
+	struct stat st;
+	size_t segs;
+	int rc;
+
+	memset(k, 0, sizeof *k);
+	snprintf(k->path, sizeof k->path, "%s/" CHECKPOINT_NAME, dir);
+	if ((k->fd = open(k->path, O_RDONLY | O_CLOEXEC)) < 0)
+		return errno == ENOENT ? RFB_ENOTFOUND
+				       : rfb_err_sys(err, errno, k->path,
+						     "cannot open");
+	if (fstat(k->fd, &st) < 0)
+		return rfb_err_sys(err, errno, k->path, "cannot read");
+	if (rfb_pread_full(k->fd, h, sizeof h, 0) != (ssize_t)sizeof h)
+		return rfb_err_set(err, RFB_EFORMAT, k->path,
+				   "record index checkpoint is corrupt");
+	if ((rc = parse_head(h, (uint64_t)st.st_size, k->path, k, err)))
+		return rc;
+	/* the size was checked against the file's: these bytes are there */
+	segs = (size_t)k->segments * CKPT_SEG;
+	k->len = CKPT_HEADER + segs;
+	if (!(k->data = malloc(k->len)))
+		return rfb_err_set(err, RFB_ENOMEM, k->path, "out of memory");
+	memcpy(k->data, h, sizeof h);
+	if (rfb_pread_full(k->fd, k->data + CKPT_HEADER, segs, CKPT_HEADER) !=
+	    (ssize_t)segs)
+		return rfb_err_set(err, RFB_EFORMAT, k->path,
+				   "record index checkpoint is corrupt");
+	k->seg_table = k->data + CKPT_HEADER;
+	k->crc = rfb_crc32c(0, k->seg_table, segs);
+	return check_segments(k, k->path, err);
+}
+
+int rfbi_cache_ckpt_entries(struct ckpt *k,
+			    void (*fn)(void *ctx, const unsigned char *row),
+			    void *ctx, rfb_err *err)
+{
+	unsigned char chunk[CKPT_CHUNK], sum[4];
+	uint64_t off = k->len, left = (uint64_t)k->entries * CKPT_ENTRY;
+	uint32_t crc = k->crc;
+
+	while (left > 0) {
+		size_t n = left < sizeof chunk ? (size_t)left : sizeof chunk;
+		if (rfb_pread_full(k->fd, chunk, n, (off_t)off) != (ssize_t)n)
+			return rfb_err_set(err, RFB_ECHECKSUM, k->path,
+					   "record index checkpoint is corrupt");
+		crc = rfb_crc32c(crc, chunk, n);
+		for (size_t i = 0; i < n; i += CKPT_ENTRY)
+			fn(ctx, chunk + i);
+		off += n;
+		left -= n;
+	}
+	if (rfb_pread_full(k->fd, sum, sizeof sum, (off_t)off) != 4 ||
+	    rfb_get_le32(sum) != crc)
+		return rfb_err_set(err, RFB_ECHECKSUM, k->path,
+				   "record index checkpoint is corrupt");
+	return 0;
+}
+
+void rfbi_cache_ckpt_close(struct ckpt *k)
+{
+	if (k->fd >= 0)
+		close(k->fd);
+	k->fd = -1;
+	free(k->data);
+	k->data = NULL;
 }
 
 int rfbi_cache_ckpt_segments(const char *dir, unsigned char **table,

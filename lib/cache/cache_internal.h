@@ -151,11 +151,27 @@ struct ckpt {
 	uint32_t samples, entries, segments, next_id, epoch;
 	uint64_t step, appended, written;
 	const unsigned char *seg_table, *entry_table;
+	int fd;                 /* rfbi_cache_ckpt_open's */
+	uint32_t crc;           /* of the segment table, to go on with */
+	char path[4200];
 };
 
 /* Load DIR's checkpoint into *k: 0, RFB_ENOTFOUND when there is none, or
  * a negative RFB_E* code with err filled (k->data freed by the caller). */
 int rfbi_cache_ckpt_load(const char *dir, struct ckpt *k, rfb_err *err) RFB_MUST_CHECK;
+/* Open DIR's checkpoint to read it a chunk at a time (a writer's
+ * recovery: no file image in memory): its header checked and its
+ * segment table read into k (k->entry_table NULL); 0, RFB_ENOTFOUND when
+ * there is none, or a negative RFB_E* code with err filled.  Close with
+ * rfbi_cache_ckpt_close whatever it returns. */
+int rfbi_cache_ckpt_open(const char *dir, struct ckpt *k, rfb_err *err) RFB_MUST_CHECK;
+/* Call fn for every row (CKPT_ENTRY bytes) of the entry table of k, then
+ * check the checksum: RFB_ECHECKSUM when it fails, after the calls (the
+ * caller undoes what they did).  0 or a negative RFB_E* code. */
+int rfbi_cache_ckpt_entries(struct ckpt *k,
+			    void (*fn)(void *ctx, const unsigned char *row),
+			    void *ctx, rfb_err *err) RFB_MUST_CHECK;
+void rfbi_cache_ckpt_close(struct ckpt *k);
 /* The segment table of DIR's checkpoint as it is (its header checked,
  * not the table's checksum: for summaries): *table malloc'ed, *n rows
  * of CKPT_SEG bytes; *n = 0 and NULL when there is none.  Returns 0. */

@@ -418,6 +418,49 @@ static unsigned char *slurp(const char *path, size_t *len)
 									: data;
 }
 
+/* A checkpoint whose entry table is damaged (read a chunk at a time, its
+ * checksum known only at the end) is undone whole: what it said about a
+ * sample is dropped, and every segment is scanned instead. */
+static void test_checkpoint_damaged(void)
+{
+	struct rfb_cache_manifest m = manifest();
+	struct rfb_cache_recovery rec;
+	struct rfb_cache_addr a[12];
+	struct rfb_cache_entry e;
+	rfb_err err = { 0 };
+	char path[160];
+	unsigned char row0;
+	rfb_cache *c = rfb_cache_open(dir, &m, RFB_CACHE_RESET, 2, &rec, &err);
+
+	CHECKF(c != NULL, "%s", err.msg);
+	for (uint32_t i = 0; c && i < 12; i++)
+		CHECK(put(c, i, 0, 1 + i % 3, &a[i]) == 0);
+	CHECK(rfb_cache_close(c, &err) == 0);
+	/* the first entry now names sample 13: valid on its own */
+	snprintf(path, sizeof path, "%s/records", dir);
+	int fd = open(path, O_RDWR);
+	struct stat st;
+	CHECK(fd >= 0 && fstat(fd, &st) == 0);
+	off_t first = (off_t)st.st_size - 4 - 12 * 24;
+	CHECK(pread(fd, &row0, 1, first) == 1 && row0 == 0);
+	row0 = 13;
+	CHECK(pwrite(fd, &row0, 1, first) == 1);
+	close(fd);
+	c = rfb_cache_open(dir, &m, 0, 2, &rec, &err);
+	CHECKF(c && !rec.from_checkpoint && rec.records == 12 &&
+	       rec.scanned == 12, "from checkpoint %d records %llu scanned %llu",
+	       c ? rec.from_checkpoint : -1, (unsigned long long)rec.records,
+	       (unsigned long long)rec.scanned);
+	CHECK(c && rfb_cache_lookup(c, 13, &e) == RFB_ENOTFOUND);
+	for (uint32_t i = 0; c && i < 12; i++)
+		CHECKF(rfb_cache_lookup(c, i, &e) == 0 &&
+		       e.addr.segment == a[i].segment &&
+		       e.addr.offset == a[i].offset, "sample %u", i);
+	CHECK(rfb_cache_close(c, &err) == 0);
+	snprintf(path, sizeof path, "rm -rf %s", dir);
+	CHECK(system(path) == 0);
+}
+
 /* A writer of a shard keeps slots for its samples only, and writes the
  * files a writer of the whole index does: the same checkpoint bytes;
  * each opens the other's cache and finds the shard's records. */
@@ -699,6 +742,7 @@ int main(void)
 	RUN(test_crash_recovery);
 	RUN(test_background_checkpoint);
 	RUN(test_shard_slots);
+	RUN(test_checkpoint_damaged);
 	RUN(test_eviction);
 	RUN(test_compaction);
 	RUN(test_compaction_open_segment);
