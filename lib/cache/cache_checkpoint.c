@@ -58,9 +58,27 @@ static int build_head(const rfb_cache *c, size_t live, unsigned char **head,
 
 #define CKPT_CHUNK ((size_t)CKPT_ENTRY * 1024)
 
+/* The write epoch of segment sid's records as k was taken (its segments
+ * are sorted by id, as the writer's). */
+static uint32_t job_epoch(const struct ckpt_job *k, uint32_t sid)
+{
+	size_t lo = 0, hi = k->nsegs;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (k->seg_ids[mid] == sid)
+			return k->seg_epochs[mid];
+		if (k->seg_ids[mid] < sid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
 /* rfb_fill_fn: the checkpoint file from k, its entry table written a
  * chunk at a time from the copy of the record index (no file image in
- * memory: a copy at 16 bytes a slot is all a checkpoint costs). */
+ * memory: a copy at 12 bytes a slot is all a checkpoint costs). */
 static int write_checkpoint(void *ctx, int fd, rfb_err *err)
 {
 	const struct ckpt_job *k = ctx;
@@ -78,7 +96,7 @@ static int write_checkpoint(void *ctx, int fd, rfb_err *err)
 		rfb_put_le32(p + 4, e->seg);
 		rfb_put_le64(p + 8, e->offset);
 		rfb_put_le32(p + 16, e->length);
-		rfb_put_le32(p + 20, e->write_epoch);
+		rfb_put_le32(p + 20, job_epoch(k, e->seg));
 		p += CKPT_ENTRY;
 		if (p == chunk + sizeof chunk) {
 			crc = rfb_crc32c(crc, chunk, (size_t)(p - chunk));
@@ -365,6 +383,9 @@ static void ckpt_release(struct ckpt_job *k)
 	free(k->ids);
 	free(k->head);
 	free(k->entries);
+	free(k->seg_ids);
+	free(k->seg_epochs);
+	k->seg_ids = k->seg_epochs = NULL;
 	k->fds = NULL;
 	k->ids = NULL;
 	k->head = NULL;
@@ -431,11 +452,18 @@ int rfbi_cache_ckpt_begin(rfb_cache *c, int background, rfb_err *err)
 	k->live = rfbi_cache_live_entries(c);
 	/* the copy the job writes while c goes on changing */
 	k->entries = malloc((c->nslots ? c->nslots : 1) * sizeof *k->entries);
-	if (!k->entries) {
+	k->nsegs = c->nsegs;
+	k->seg_ids = malloc((c->nsegs ? c->nsegs : 1) * sizeof *k->seg_ids);
+	k->seg_epochs = malloc((c->nsegs ? c->nsegs : 1) * sizeof *k->seg_epochs);
+	if (!k->entries || !k->seg_ids || !k->seg_epochs) {
 		ckpt_release(k);
 		return rfb_err_set(err, RFB_ENOMEM, c->dir, "out of memory");
 	}
 	memcpy(k->entries, c->entries, c->nslots * sizeof *k->entries);
+	for (size_t i = 0; i < c->nsegs; i++) {
+		k->seg_ids[i] = c->segs[i].id;
+		k->seg_epochs[i] = c->segs[i].write_epoch;
+	}
 	if ((rc = build_head(c, k->live, &k->head, &k->head_len, err))) {
 		ckpt_release(k);
 		return rc;

@@ -31,6 +31,10 @@
 
 struct seg {
 	uint32_t id, death;
+	uint32_t write_epoch;  /* of every record in it (the schedule gives
+				* one per death: e + r, or phase + 1 at 0) */
+	int epoch_known;       /* not yet for a segment of a checkpoint's
+				* table before its first entry */
 	int dead;              /* its records died; kept until grace passes */
 	int sealed;            /* takes no more records (being compacted) */
 	uint64_t dead_since;   /* global step it died at */
@@ -44,15 +48,15 @@ struct seg {
 	size_t npending, cap_pending;
 };
 
-/* One slot of the record index: 16 bytes, the most memory per sample a
- * writer holds (refurb(7), RESOURCE LIMITS).  The record dies with its
- * segment (seg's death); offsets fit 32 bits because a segment takes no
- * record past RFB_CACHE_MAX_SEGMENT bytes. */
+/* One slot of the record index: 12 bytes, the most memory per sample a
+ * writer holds (refurb(7), RESOURCE LIMITS).  The record was written in
+ * its segment's write epoch and dies with it (seg's death); offsets fit
+ * 32 bits because a segment takes no record past RFB_CACHE_MAX_SEGMENT
+ * bytes. */
 struct entry {
 	uint32_t seg;          /* RFB_CACHE_NO_SEGMENT: no record */
 	uint32_t length;
 	uint32_t offset;
-	uint32_t write_epoch;
 };
 
 /* A checkpoint written in the background (rfb_cache_checkpoint_start):
@@ -69,6 +73,8 @@ struct ckpt_job {
 	unsigned char *head;   /* the checkpoint's header and segment table */
 	size_t head_len;
 	struct entry *entries; /* a copy of the record index, its slots */
+	uint32_t *seg_ids, *seg_epochs; /* the segments' write epochs */
+	size_t nsegs;
 	size_t live;           /* how many of them hold a record */
 	int rc;
 	rfb_err err;
@@ -134,9 +140,12 @@ int64_t rfbi_cache_slot(const rfb_cache *c, uint32_t sample);
 /* The sample of a slot. */
 uint32_t rfbi_cache_slot_sample(const rfb_cache *c, size_t slot);
 /* Point slot at a record (seg RFB_CACHE_NO_SEGMENT: none), keeping the
- * segments' live bytes. */
-void rfbi_cache_set_entry(rfb_cache *c, size_t slot, uint32_t seg,
-			  uint64_t offset, uint32_t length, uint32_t write_epoch);
+ * segments' live bytes.  0, or -1 (nothing changed) when seg holds
+ * records of another write epoch. */
+int rfbi_cache_set_entry(rfb_cache *c, size_t slot, uint32_t seg,
+			 uint64_t offset, uint32_t length, uint32_t write_epoch);
+/* The write epoch of e's record (e has one). */
+uint32_t rfbi_cache_entry_epoch(rfb_cache *c, const struct entry *e);
 /* How many samples have a record. */
 size_t rfbi_cache_live_entries(const rfb_cache *c);
 

@@ -36,8 +36,9 @@ static void adopt_entry(void *ctx, const unsigned char *p)
 	    len < RFB_RECORD_HEADER_SIZE || len > s->durable ||
 	    off > s->durable - len)
 		return;
-	rfbi_cache_set_entry(c, (size_t)slot, sid, off, len,
-			     rfb_get_le32(p + 20));
+	/* an entry of another write epoch than its segment's is left out */
+	(void)rfbi_cache_set_entry(c, (size_t)slot, sid, off, len,
+				   rfb_get_le32(p + 20));
 }
 
 /* Take the segments, then the entries, of a checkpoint that belongs to
@@ -109,9 +110,10 @@ static int scan_tail(rfb_cache *c, struct seg *s, int fd, uint64_t from,
 		/* another shard's record (not this writer's): left alone */
 		const struct entry *e = slot < 0 ? NULL : &c->entries[slot];
 		if (e && off <= RFB_CACHE_MAX_SEGMENT &&
-		    (e->seg == RFB_CACHE_NO_SEGMENT || e->write_epoch <= m.write_epoch))
-			rfbi_cache_set_entry(c, (size_t)slot, s->id, off,
-					     (uint32_t)len, m.write_epoch);
+		    (e->seg == RFB_CACHE_NO_SEGMENT ||
+		     rfbi_cache_entry_epoch(c, e) <= m.write_epoch))
+			(void)rfbi_cache_set_entry(c, (size_t)slot, s->id, off,
+						   (uint32_t)len, m.write_epoch);
 		rec->scanned++;
 		off += len;
 	}

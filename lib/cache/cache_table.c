@@ -109,20 +109,35 @@ uint32_t rfbi_cache_slot_sample(const rfb_cache *c, size_t slot)
 	return c->ids ? c->ids[slot] : (uint32_t)slot;
 }
 
-void rfbi_cache_set_entry(rfb_cache *c, size_t slot, uint32_t seg,
-			  uint64_t offset, uint32_t length, uint32_t write_epoch)
+int rfbi_cache_set_entry(rfb_cache *c, size_t slot, uint32_t seg,
+			 uint64_t offset, uint32_t length, uint32_t write_epoch)
 {
 	struct entry *e = &c->entries[slot];
+	struct seg *to = seg == RFB_CACHE_NO_SEGMENT ? NULL
+						    : rfbi_cache_find_seg(c, seg);
 	struct seg *s;
 
+	if (to && to->epoch_known && to->write_epoch != write_epoch)
+		return -1;
+	if (to && !to->epoch_known) {
+		to->write_epoch = write_epoch;
+		to->epoch_known = 1;
+	}
 	if (e->seg != RFB_CACHE_NO_SEGMENT && (s = rfbi_cache_find_seg(c, e->seg)))
 		s->live -= e->length;
-	e->seg = seg;
+	e->seg = to ? seg : RFB_CACHE_NO_SEGMENT;
 	e->offset = (uint32_t)offset; /* < RFB_CACHE_MAX_SEGMENT */
 	e->length = length;
-	e->write_epoch = write_epoch;
-	if (seg != RFB_CACHE_NO_SEGMENT && (s = rfbi_cache_find_seg(c, seg)))
-		s->live += length;
+	if (to)
+		to->live += length;
+	return 0;
+}
+
+uint32_t rfbi_cache_entry_epoch(rfb_cache *c, const struct entry *e)
+{
+	const struct seg *s = rfbi_cache_find_seg(c, e->seg);
+
+	return s ? s->write_epoch : 0;
 }
 
 size_t rfbi_cache_live_entries(const rfb_cache *c)

@@ -38,8 +38,8 @@ int rfb_cache_lookup(const rfb_cache *c, uint32_t sample,
 	out->addr.segment = e->seg;
 	out->addr.offset = e->offset;
 	out->addr.length = e->length;
-	out->write_epoch = e->write_epoch;
-	out->death_epoch = s->death;  /* a record dies with its segment */
+	out->write_epoch = s->write_epoch;  /* a record is of its segment's */
+	out->death_epoch = s->death;        /* epochs */
 	return 0;
 }
 
@@ -96,8 +96,10 @@ static int seg_flush(rfb_cache *c, struct seg *s, rfb_err *err)
 	return 0;
 }
 
-/* A new, empty segment file for records dying in epoch death. */
-static struct seg *seg_create(rfb_cache *c, uint32_t death, rfb_err *err)
+/* A new, empty segment file for records written in epoch write_epoch,
+ * dying in epoch death. */
+static struct seg *seg_create(rfb_cache *c, uint32_t death,
+			      uint32_t write_epoch, rfb_err *err)
 {
 	unsigned char h[RFB_CACHE_SEGMENT_HEADER];
 	char path[4200];
@@ -130,26 +132,30 @@ static struct seg *seg_create(rfb_cache *c, uint32_t death, rfb_err *err)
 		return NULL;
 	}
 	s->fd = fd;
+	s->write_epoch = write_epoch;
+	s->epoch_known = 1;
 	s->size = s->durable = sizeof h;
 	c->dir_dirty = 1;
 	return s;
 }
 
-/* The segment records dying in death go to: the newest live one with that
- * death that has room, else a new one. */
-static struct seg *seg_for(rfb_cache *c, uint32_t death, size_t len,
-			   rfb_err *err)
+/* The segment records of write_epoch dying in death go to: the newest live
+ * one of those epochs that has room, else a new one.  (The schedule gives
+ * one write epoch per death: the check keeps a segment's records of one.) */
+static struct seg *seg_for(rfb_cache *c, uint32_t death, uint32_t write_epoch,
+			   size_t len, rfb_err *err)
 {
 	for (size_t i = c->nsegs; i-- > 0;) {
 		struct seg *s = &c->segs[i];
-		if (s->death != death || s->dead || s->sealed)
+		if (s->death != death || s->dead || s->sealed ||
+		    (s->epoch_known && s->write_epoch != write_epoch))
 			continue;
 		if (s->size + len <= c->man.segment_max ||
 		    s->size == RFB_CACHE_SEGMENT_HEADER)
 			return s;
 		break; /* the newest is full */
 	}
-	return seg_create(c, death, err);
+	return seg_create(c, death, write_epoch, err);
 }
 
 /* Queue rec (not copied) for the next flush of s. */
@@ -189,13 +195,14 @@ static int append_record(rfb_cache *c, const unsigned char *rec, size_t len,
 		return rfb_err_set(err, RFB_EINVAL, c->dir,
 				   "sample %u is not in the cache's shard",
 				   m->sample);
-	if (!(s = seg_for(c, m->death_epoch, len, err)))
+	if (!(s = seg_for(c, m->death_epoch, m->write_epoch, len, err)))
 		return err ? err->code : RFB_EIO;
 	off = s->size;
 	if ((rc = seg_queue(s, rec, len, err)))
 		return rc;
-	rfbi_cache_set_entry(c, (size_t)slot, s->id, off, (uint32_t)len,
-			     m->write_epoch);
+	/* seg_for chose a segment of m's write epoch: this cannot fail */
+	(void)rfbi_cache_set_entry(c, (size_t)slot, s->id, off, (uint32_t)len,
+				   m->write_epoch);
 	addr->segment = s->id;
 	addr->offset = off;
 	addr->length = (uint32_t)len;
@@ -444,7 +451,8 @@ static void forget_later(rfb_cache *c, uint32_t first)
 {
 	for (size_t i = 0; i < c->nslots; i++) {
 		const struct entry *e = &c->entries[i];
-		if (e->seg != RFB_CACHE_NO_SEGMENT && e->write_epoch > first)
+		if (e->seg != RFB_CACHE_NO_SEGMENT &&
+		    rfbi_cache_entry_epoch(c, e) > first)
 			rfbi_cache_set_entry(c, i, RFB_CACHE_NO_SEGMENT, 0, 0, 0);
 	}
 }

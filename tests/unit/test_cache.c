@@ -461,6 +461,38 @@ static void test_checkpoint_damaged(void)
 	CHECK(system(path) == 0);
 }
 
+/* A record's write epoch is its segment's: records of one death and two
+ * write epochs go to two segments, and each keeps its epoch through a
+ * checkpoint and through a scan. */
+static void test_write_epoch_per_segment(void)
+{
+	struct rfb_cache_manifest m = manifest();
+	struct rfb_cache_recovery rec;
+	struct rfb_cache_addr a, b;
+	struct rfb_cache_entry e;
+	rfb_err err = { 0 };
+	char path[160];
+	rfb_cache *c = rfb_cache_open(dir, &m, RFB_CACHE_RESET, 2, &rec, &err);
+
+	CHECK(c && put(c, 0, 0, 3, &a) == 0 && put(c, 1, 3, 3, &b) == 0);
+	CHECK(a.segment != b.segment);
+	snprintf(path, sizeof path, "%s/records", dir);
+	for (int pass = 0; c && pass < 3; pass++) {
+		CHECKF(rfb_cache_lookup(c, 0, &e) == 0 && e.write_epoch == 0 &&
+		       e.death_epoch == 3, "pass %d", pass);
+		CHECKF(rfb_cache_lookup(c, 1, &e) == 0 && e.write_epoch == 3 &&
+		       e.death_epoch == 3, "pass %d", pass);
+		CHECK(rfb_cache_close(c, &err) == 0);
+		if (pass == 1) /* the last pass scans the segments */
+			CHECK(unlink(path) == 0);
+		c = rfb_cache_open(dir, &m, 0, 2, &rec, &err);
+		CHECKF(c && rec.from_checkpoint == (pass != 1), "pass %d", pass);
+	}
+	CHECK(rfb_cache_close(c, &err) == 0);
+	snprintf(path, sizeof path, "rm -rf %s", dir);
+	CHECK(system(path) == 0);
+}
+
 /* A writer of a shard keeps slots for its samples only, and writes the
  * files a writer of the whole index does: the same checkpoint bytes;
  * each opens the other's cache and finds the shard's records. */
@@ -742,6 +774,7 @@ int main(void)
 	RUN(test_crash_recovery);
 	RUN(test_background_checkpoint);
 	RUN(test_shard_slots);
+	RUN(test_write_epoch_per_segment);
 	RUN(test_checkpoint_damaged);
 	RUN(test_eviction);
 	RUN(test_compaction);

@@ -113,7 +113,7 @@ rfb_cache *rfb_cache_open(const char *dir, const struct rfb_cache_manifest *want
 /*
  * The same for a writer that keeps records of the n samples ids only (a
  * node's shard: rfb_sched_ids), ascending and below want->samples: its
- * record index then takes 16 bytes per sample of ids, not of the whole
+ * record index then takes 12 bytes per sample of ids, not of the whole
  * index (refurb(7), RESOURCE LIMITS).  A record of another sample is
  * refused by rfb_cache_append and ignored by recovery; the files are
  * those rfb_cache_open writes.  ids is borrowed: it must stay valid and
