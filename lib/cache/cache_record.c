@@ -25,29 +25,39 @@ struct rfb_codec_ctx {
 	rfb_imgbuf jpeg;     /* JPEG payload before it is framed */
 };
 
+const struct rfb_enum_name rfb_codec_kind_names[] = {
+	{ RFB_CODEC_RAW, "raw" },
+	{ RFB_CODEC_ZSTD, "zstd" },
+	{ RFB_CODEC_JPEG, "jpeg" },
+	{ 0, NULL },
+};
+
+const char *rfb_codec_kind_name(enum rfb_codec_kind kind)
+{
+	return rfb_enum_name(rfb_codec_kind_names, (int)kind);
+}
+
 int rfb_codec_parse(const char *text, struct rfb_codec *c, rfb_err *err)
 {
 	const char *colon = strchr(text, ':');
 	size_t name_len = colon ? (size_t)(colon - text) : strlen(text);
+	char name[8];
 	char *end;
 	long v;
+	int kind = -1;
 
-	if (name_len == 3 && !strncmp(text, "raw", 3) && !colon) {
-		c->kind = RFB_CODEC_RAW;
-		c->level = 0;
-		return 0;
+	if (name_len < sizeof name) {
+		memcpy(name, text, name_len);
+		name[name_len] = '\0';
+		kind = rfb_enum_parse(rfb_codec_kind_names, name);
 	}
-	if (name_len == 4 && !strncmp(text, "zstd", 4)) {
-		c->kind = RFB_CODEC_ZSTD;
-		c->level = RFB_CODEC_ZSTD_DEFAULT_LEVEL;
-	} else if (name_len == 4 && !strncmp(text, "jpeg", 4)) {
-		c->kind = RFB_CODEC_JPEG;
-		c->level = RFB_CODEC_JPEG_DEFAULT_QUALITY;
-	} else {
+	if (kind < 0 || (kind == RFB_CODEC_RAW && colon))
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "unknown codec '%s' (zstd[:LEVEL], raw, "
 				   "jpeg[:QUALITY])", text);
-	}
+	c->kind = kind;
+	c->level = kind == RFB_CODEC_ZSTD ? RFB_CODEC_ZSTD_DEFAULT_LEVEL
+		   : kind == RFB_CODEC_JPEG ? RFB_CODEC_JPEG_DEFAULT_QUALITY : 0;
 	if (!colon)
 		return 0;
 	v = strtol(colon + 1, &end, 10);
@@ -63,11 +73,12 @@ int rfb_codec_parse(const char *text, struct rfb_codec *c, rfb_err *err)
 
 const char *rfb_codec_text(const struct rfb_codec *c, char *buf, size_t n)
 {
-	if (c->kind == RFB_CODEC_RAW)
-		snprintf(buf, n, "raw");
+	const char *name = rfb_codec_kind_name(c->kind);
+
+	if (c->kind == RFB_CODEC_RAW || !name)
+		snprintf(buf, n, "%s", name ? name : "?");
 	else
-		snprintf(buf, n, "%s:%d", c->kind == RFB_CODEC_ZSTD ? "zstd"
-			 : "jpeg", c->level);
+		snprintf(buf, n, "%s:%d", name, c->level);
 	return buf;
 }
 

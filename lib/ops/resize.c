@@ -84,24 +84,21 @@ void rfb_resizer_free(rfb_resizer *rz)
 	free(rz);
 }
 
+const struct rfb_enum_name rfb_interp_names[] = {
+	{ RFB_INTERP_NEAREST, "nearest" },
+	{ RFB_INTERP_BILINEAR, "bilinear" },
+	{ RFB_INTERP_BICUBIC, "bicubic" },
+	{ 0, NULL },
+};
+
 const char *rfb_interp_name(enum rfb_interp interp)
 {
-	switch (interp) {
-	case RFB_INTERP_NEAREST: return "nearest";
-	case RFB_INTERP_BILINEAR: return "bilinear";
-	case RFB_INTERP_BICUBIC: return "bicubic";
-	}
-	return NULL;
+	return rfb_enum_name(rfb_interp_names, (int)interp);
 }
 
-int rfb_interp_parse(const char *name, size_t len)
+int rfb_interp_parse(const char *name)
 {
-	for (int i = RFB_INTERP_NEAREST; i <= RFB_INTERP_BICUBIC; i++) {
-		const char *n = rfb_interp_name((enum rfb_interp)i);
-		if (strlen(n) == len && memcmp(n, name, len) == 0)
-			return i;
-	}
-	return -1;
+	return rfb_enum_parse(rfb_interp_names, name);
 }
 
 /* ---- filters (Resample.c) ---- */

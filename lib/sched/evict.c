@@ -24,22 +24,20 @@ struct rfb_evict {
 	uint64_t identity;
 };
 
-const char *rfb_evict_policy_name(int policy)
+const struct rfb_enum_name rfb_evict_policy_names[] = {
+	{ RFB_EVICT_BALANCED, "balanced" },
+	{ RFB_EVICT_REFCOUNT, "refcount" },
+	{ 0, NULL },
+};
+
+const char *rfb_evict_policy_name(enum rfb_evict_policy policy)
 {
-	switch (policy) {
-	case RFB_EVICT_BALANCED: return "balanced";
-	case RFB_EVICT_REFCOUNT: return "refcount";
-	}
-	return "?";
+	return rfb_enum_name(rfb_evict_policy_names, (int)policy);
 }
 
 int rfb_evict_policy_parse(const char *name)
 {
-	if (strcmp(name, "balanced") == 0)
-		return RFB_EVICT_BALANCED;
-	if (strcmp(name, "refcount") == 0)
-		return RFB_EVICT_REFCOUNT;
-	return -1;
+	return rfb_enum_parse(rfb_evict_policy_names, name);
 }
 
 uint32_t rfb_evict_shard_size(uint32_t total, uint32_t n_shards, uint32_t k)
@@ -112,7 +110,7 @@ static int check_params(const rfb_evict_params *p, rfb_err *err)
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "reuse factor %u out of range (1 to %u)",
 				   p->reuse, RFB_EVICT_MAX_REUSE);
-	if (p->policy != RFB_EVICT_BALANCED && p->policy != RFB_EVICT_REFCOUNT)
+	if (!rfb_evict_policy_name(p->policy))
 		return rfb_err_set(err, RFB_EINVAL, NULL, "unknown policy %d",
 				   p->policy);
 	if (p->shard_count < 1 || p->shard_index >= p->shard_count)

@@ -35,67 +35,56 @@ struct rfb_plan {
 	int started, done;
 };
 
-const char *rfb_plan_shuffle_name(int shuffle)
+const struct rfb_enum_name rfb_plan_shuffle_names[] = {
+	{ RFB_PLAN_CACHE_AWARE, "cache-aware" },
+	{ RFB_PLAN_RANDOM, "random" },
+	{ RFB_PLAN_SEQUENTIAL, "none" },
+	{ RFB_PLAN_SEQUENTIAL, "sequential" },
+	{ 0, NULL },
+};
+
+const struct rfb_enum_name rfb_plan_balance_names[] = {
+	{ RFB_PLAN_BALANCE_NONE, "none" },
+	{ RFB_PLAN_BALANCE_PIXELS, "pixels" },
+	{ RFB_PLAN_BALANCE_COST, "cost" },
+	{ 0, NULL },
+};
+
+const struct rfb_enum_name rfb_plan_even_names[] = {
+	{ RFB_PLAN_EVEN_NONE, "none" },
+	{ RFB_PLAN_EVEN_PAD, "pad" },
+	{ RFB_PLAN_EVEN_DROP, "drop" },
+	{ 0, NULL },
+};
+
+const char *rfb_plan_shuffle_name(enum rfb_plan_shuffle shuffle)
 {
-	switch (shuffle) {
-	case RFB_PLAN_CACHE_AWARE: return "cache-aware";
-	case RFB_PLAN_RANDOM: return "random";
-	case RFB_PLAN_SEQUENTIAL: return "none";
-	}
-	return "?";
+	return rfb_enum_name(rfb_plan_shuffle_names, (int)shuffle);
 }
 
 int rfb_plan_shuffle_parse(const char *name)
 {
-	if (strcmp(name, "cache-aware") == 0)
-		return RFB_PLAN_CACHE_AWARE;
-	if (strcmp(name, "random") == 0)
-		return RFB_PLAN_RANDOM;
-	if (strcmp(name, "none") == 0 || strcmp(name, "sequential") == 0)
-		return RFB_PLAN_SEQUENTIAL;
-	return -1;
+	return rfb_enum_parse(rfb_plan_shuffle_names, name);
 }
 
-const char *rfb_plan_balance_name(int balance)
+const char *rfb_plan_balance_name(enum rfb_plan_balance balance)
 {
-	switch (balance) {
-	case RFB_PLAN_BALANCE_NONE: return "none";
-	case RFB_PLAN_BALANCE_PIXELS: return "pixels";
-	case RFB_PLAN_BALANCE_COST: return "cost";
-	}
-	return "?";
+	return rfb_enum_name(rfb_plan_balance_names, (int)balance);
 }
 
 int rfb_plan_balance_parse(const char *name)
 {
-	if (strcmp(name, "none") == 0)
-		return RFB_PLAN_BALANCE_NONE;
-	if (strcmp(name, "pixels") == 0)
-		return RFB_PLAN_BALANCE_PIXELS;
-	if (strcmp(name, "cost") == 0)
-		return RFB_PLAN_BALANCE_COST;
-	return -1;
+	return rfb_enum_parse(rfb_plan_balance_names, name);
 }
 
-const char *rfb_plan_even_name(int even)
+const char *rfb_plan_even_name(enum rfb_plan_even even)
 {
-	switch (even) {
-	case RFB_PLAN_EVEN_NONE: return "none";
-	case RFB_PLAN_EVEN_PAD: return "pad";
-	case RFB_PLAN_EVEN_DROP: return "drop";
-	}
-	return "?";
+	return rfb_enum_name(rfb_plan_even_names, (int)even);
 }
 
 int rfb_plan_even_parse(const char *name)
 {
-	if (strcmp(name, "none") == 0)
-		return RFB_PLAN_EVEN_NONE;
-	if (strcmp(name, "pad") == 0)
-		return RFB_PLAN_EVEN_PAD;
-	if (strcmp(name, "drop") == 0)
-		return RFB_PLAN_EVEN_DROP;
-	return -1;
+	return rfb_enum_parse(rfb_plan_even_names, name);
 }
 
 uint32_t rfb_plan_epoch_samples(const rfb_plan_header *h)
@@ -120,16 +109,13 @@ static int check_params(const rfb_plan_params *p, const uint32_t *pixels,
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "epoch range %u-%u is reversed",
 				   p->first_epoch, p->last_epoch);
-	if (rfb_plan_shuffle_parse(rfb_plan_shuffle_name(p->shuffle)) < 0)
+	if (!rfb_plan_shuffle_name(p->shuffle))
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "unknown shuffle mode %d", p->shuffle);
-	if (p->balance != RFB_PLAN_BALANCE_NONE &&
-	    p->balance != RFB_PLAN_BALANCE_PIXELS &&
-	    p->balance != RFB_PLAN_BALANCE_COST)
+	if (!rfb_plan_balance_name(p->balance))
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "unknown balance mode %d", p->balance);
-	if (p->even != RFB_PLAN_EVEN_NONE && p->even != RFB_PLAN_EVEN_PAD &&
-	    p->even != RFB_PLAN_EVEN_DROP)
+	if (!rfb_plan_even_name(p->even))
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "unknown --even mode %d", p->even);
 	if (p->balance == RFB_PLAN_BALANCE_COST &&

@@ -25,14 +25,26 @@ void rfb_stream_limits_default(struct rfb_stream_limits *lim)
 	lim->max_text = 1 << 20;
 }
 
+const struct rfb_enum_name rfb_stream_dtype_names[] = {
+	{ RFB_STREAM_U8, "uint8" },
+	{ RFB_STREAM_F32, "float32" },
+	{ 0, NULL },
+};
+
+const struct rfb_enum_name rfb_stream_layout_names[] = {
+	{ RFB_STREAM_NHWC, "NHWC" },
+	{ RFB_STREAM_NCHW, "NCHW" },
+	{ 0, NULL },
+};
+
 const char *rfb_stream_dtype_name(enum rfb_stream_dtype d)
 {
-	return d == RFB_STREAM_U8 ? "uint8" : d == RFB_STREAM_F32 ? "float32" : "?";
+	return rfb_enum_name(rfb_stream_dtype_names, (int)d);
 }
 
 const char *rfb_stream_layout_name(enum rfb_stream_layout l)
 {
-	return l == RFB_STREAM_NHWC ? "NHWC" : l == RFB_STREAM_NCHW ? "NCHW" : "?";
+	return rfb_enum_name(rfb_stream_layout_names, (int)l);
 }
 
 int rfb_stream_info_version(const struct rfb_stream_info *info)
@@ -106,10 +118,10 @@ static int check_shape(const struct rfb_stream_info *in,
 		       const struct rfb_stream_limits *lim, int code,
 		       const char *name, const char *where, rfb_err *err)
 {
-	if (in->dtype != RFB_STREAM_U8 && in->dtype != RFB_STREAM_F32)
+	if (!rfb_stream_dtype_name(in->dtype))
 		return rfb_err_set(err, code, name, "%sunknown dtype %d",
 				   where, (int)in->dtype);
-	if (in->layout != RFB_STREAM_NHWC && in->layout != RFB_STREAM_NCHW)
+	if (!rfb_stream_layout_name(in->layout))
 		return rfb_err_set(err, code, name, "%sunknown layout %d",
 				   where, (int)in->layout);
 	if (in->channels != 1 && in->channels != 3)

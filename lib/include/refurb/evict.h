@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "refurb/enum.h"
 #include "refurb/error.h"
 
 #ifdef __cplusplus
@@ -115,10 +116,10 @@ int rfb_evict_check_index(const rfb_evict *s, uint64_t index_identity,
  * id is not in the shard.  O(log n). */
 int64_t rfb_evict_find(const rfb_evict *s, uint32_t id);
 
-/* "balanced", "refcount", or "?" for an unknown value. */
-const char *rfb_evict_policy_name(int policy);
-
-/* enum rfb_evict_policy value of name, or -1 if it names no policy. */
+/* The policies' names ("balanced", "refcount"; enum.h) and their namer
+ * and parser: NULL for an unknown value, -1 for an unknown name. */
+extern const struct rfb_enum_name rfb_evict_policy_names[];
+const char *rfb_evict_policy_name(enum rfb_evict_policy policy);
 int rfb_evict_policy_parse(const char *name);
 
 /*

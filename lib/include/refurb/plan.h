@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "refurb/enum.h"
 #include "refurb/error.h"
 #include "refurb/evict.h"
 
@@ -135,18 +136,18 @@ typedef struct rfb_plan_item {
 
 /* ---- names ---- */
 
-/* "cache-aware", "random", "none"; "?" for an unknown value. */
-const char *rfb_plan_shuffle_name(int shuffle);
-/* enum value of a name ("sequential" is accepted for "none"), or -1 if it
- * names no shuffle mode. */
+/* The modes' names (enum.h) and their namers and parsers: NULL for an
+ * unknown value, -1 for an unknown name.  Shuffle: "cache-aware",
+ * "random", "none" ("sequential" accepted for "none"); balance: "none",
+ * "pixels", "cost"; even: "none", "pad", "drop". */
+extern const struct rfb_enum_name rfb_plan_shuffle_names[];
+extern const struct rfb_enum_name rfb_plan_balance_names[];
+extern const struct rfb_enum_name rfb_plan_even_names[];
+const char *rfb_plan_shuffle_name(enum rfb_plan_shuffle shuffle);
 int rfb_plan_shuffle_parse(const char *name);
-/* "none", "pixels", "cost"; "?" for an unknown value. */
-const char *rfb_plan_balance_name(int balance);
-/* enum value of a name, or -1 if it names no balance mode. */
+const char *rfb_plan_balance_name(enum rfb_plan_balance balance);
 int rfb_plan_balance_parse(const char *name);
-/* "none", "pad", "drop"; "?" for an unknown value. */
-const char *rfb_plan_even_name(int even);
-/* enum value of a name, or -1 if it names no mode. */
+const char *rfb_plan_even_name(enum rfb_plan_even even);
 int rfb_plan_even_parse(const char *name);
 
 /*
