@@ -351,10 +351,10 @@ static int hpass(rfb_resizer *rz, const rfb_image *src, int y0, int rows,
 		unsigned char *out = dst->data + (size_t)y * dst->stride;
 		if (src->channels == 3)
 			for (int xx = 0; xx < c->out_size; xx++)
-				rfb_resize_px3(in, out + 3 * xx, c, xx);
+				resize_px3(in, out + 3 * xx, c, xx);
 		else
 			for (int xx = 0; xx < c->out_size; xx++)
-				out[xx] = rfb_resize_px1(in, c, xx);
+				out[xx] = resize_px1(in, c, xx);
 	}
 	return 0;
 }
@@ -374,7 +374,7 @@ static void vpass(const rfb_resizer *rz, const rfb_image *src, int row0,
 		if (rz->simd)
 			rfbi_resize_vrow_avx2(in, src->stride, n, k, out, len);
 		else
-			rfb_resize_vrow(in, src->stride, n, k, out, len);
+			resize_vrow(in, src->stride, n, k, out, len);
 	}
 }
 
