@@ -1,10 +1,11 @@
 /*
  * refurb.h - librefurb, the library under the refurb programs.
  * Includes exactly the installed headers (tests/install.bats checks it);
- * refurb(3) lists their functions by group.  aio.h, annotate.h and
- * pool.h are the library's own (the stages' batch reader, plan
- * annotation and thread pool): they sit beside the others but are not
- * installed, and this header does not include them.  Every header can
+ * refurb(3) lists their functions by group.  The headers whose comment
+ * says "Internal to librefurb" (aio.h, annotate.h, handover.h, pool.h:
+ * the stages' batch reader, plan annotation, shared-memory handover and
+ * thread pool) are the library's own: they sit beside the others but are
+ * not installed, and this header does not include them.  Every header can
  * be included alone, from C or C++ (extern "C").
  */
 #ifndef REFURB_REFURB_H
@@ -28,7 +29,6 @@
 #include "refurb/filters.h"
 #include "refurb/final.h"
 #include "refurb/format.h"
-#include "refurb/handover.h"
 #include "refurb/image.h"
 #include "refurb/index.h"
 #include "refurb/io.h"
