@@ -73,9 +73,8 @@ static void parse(struct cli *c, struct options *o, int argc, char **argv)
 						  UINT64_MAX);
 			break;
 		case OPT_POLICY:
-			if ((o->p.policy = rfb_evict_policy_parse(optarg)) < 0)
-				cli_usage_error(c, "--policy: '%s' is not balanced "
-						"or refcount", optarg);
+			o->p.policy = cli_parse_enum(c, "--policy", optarg,
+						     rfb_evict_policy_names);
 			break;
 		case OPT_SHARD:
 			cli_parse_shard(c, optarg, &o->p.shard_index,

@@ -130,9 +130,8 @@ static void parse_option(struct cli *c, struct options *o, int opt)
 		o->seed_given = 1;
 		break;
 	case OPT_SHUFFLE:
-		if ((o->p.shuffle = rfb_plan_shuffle_parse(optarg)) < 0)
-			cli_usage_error(c, "--shuffle: '%s' is not cache-aware, "
-					"random or none", optarg);
+		o->p.shuffle = cli_parse_enum(c, "--shuffle", optarg,
+					      rfb_plan_shuffle_names);
 		break;
 	case OPT_BALANCE:
 		if (!strncmp(optarg, "cost=", 5) && optarg[5]) {
@@ -152,9 +151,8 @@ static void parse_option(struct cli *c, struct options *o, int opt)
 		o->shard_given = 1;
 		break;
 	case OPT_EVEN:
-		if ((o->p.even = rfb_plan_even_parse(optarg)) < 0)
-			cli_usage_error(c, "--even: '%s' is not pad, drop or "
-					"none", optarg);
+		o->p.even = cli_parse_enum(c, "--even", optarg,
+					   rfb_plan_even_names);
 		break;
 	case OPT_DIVERSITY: o->diversity = 1; break;
 	case OPT_START: parse_start(c, o, optarg); break;
