@@ -335,9 +335,9 @@ static int pass_put(struct pass *p, const unsigned char *d, size_t n,
 	if (p->out)
 		return sink_put(p->out, d, n, err);
 	p->crc = rfb_crc32c(p->crc, d, n);
-	for (size_t i = 0; records && i < n; i += RECORD_SIZE)
-		p->identity = rfb_hash64(d + i, INDEX_RECORD_CONTENT,
-					 p->identity);
+	if (records)
+		p->identity = rfbi_index_identity_records(p->identity, d,
+							  n / RECORD_SIZE);
 	return 0;
 }
 

@@ -266,13 +266,18 @@ size_t rfbi_index_shard_decode(const unsigned char *in, size_t avail,
 
 /* ---- identity -------------------------------------------------------- */
 
+uint64_t rfbi_index_identity_records(uint64_t h, const unsigned char *records,
+				     size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = rfb_hash64(records + i * INDEX_RECORD_SIZE,
+			       INDEX_RECORD_CONTENT, h);
+	return h;
+}
+
 uint64_t rfbi_index_identity_v2(const unsigned char *classes, size_t classes_len,
 				const unsigned char *records, uint32_t n)
 {
-	uint64_t h = rfb_hash64(classes, classes_len, n);
-
-	for (uint32_t i = 0; i < n; i++)
-		h = rfb_hash64(records + (size_t)i * INDEX_RECORD_SIZE,
-			       INDEX_RECORD_CONTENT, h);
-	return h;
+	return rfbi_index_identity_records(rfb_hash64(classes, classes_len, n),
+					   records, n);
 }

@@ -94,5 +94,9 @@ size_t rfbi_index_shard_decode(const unsigned char *in, size_t avail,
  */
 uint64_t rfbi_index_identity_v2(const unsigned char *classes, size_t classes_len,
 				const unsigned char *records, uint32_t n);
+/* The identity's chain h continued over n more version 2 records (for a
+ * writer that has them in pieces). */
+uint64_t rfbi_index_identity_records(uint64_t h, const unsigned char *records,
+				     size_t n);
 
 #endif
