@@ -219,7 +219,8 @@ int rfb_evict_serialize(const rfb_evict *s, unsigned char **data, size_t *len,
 	size_t body = (size_t)s->n * EVICT_ENTRY_BYTES;
 	size_t total = RFB_EVICT_HEADER_SIZE + body;
 	unsigned char *buf = malloc(total);
-	struct evict_header h = { .p = s->p, .n = s->n };
+	struct evict_header h = { .version = EVICT_VERSION, .p = s->p,
+				  .n = s->n };
 
 	if (!buf)
 		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");

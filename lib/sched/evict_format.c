@@ -44,7 +44,7 @@ void rfbi_evict_header_encode(const struct evict_header *h,
 {
 	memset(out, 0, RFB_EVICT_HEADER_SIZE);
 	memcpy(out, RFB_EVICT_MAGIC, 7);
-	out[7] = EVICT_VERSION;
+	out[7] = (unsigned char)h->version;
 	rfb_put_le32(out + HDR_SIZE, RFB_EVICT_HEADER_SIZE);
 	rfb_put_le64(out + HDR_INDEX, h->p.index_identity);
 	rfb_put_le32(out + HDR_TOTAL, h->p.total);
@@ -71,7 +71,7 @@ static int check_frame(const unsigned char *in, size_t len, const char *name,
 		return rfb_err_set(err, RFB_ETRUNC, name,
 				   "truncated: %zu bytes, a schedule header "
 				   "has %u", len, RFB_EVICT_HEADER_SIZE);
-	if (in[7] != EVICT_VERSION)
+	if (in[7] < 1 || in[7] > EVICT_VERSION)
 		return rfb_err_set(err, RFB_EVERSION, name,
 				   "schedule format version %u (this build "
 				   "reads version %u)", in[7], EVICT_VERSION);
@@ -95,6 +95,7 @@ int rfbi_evict_header_decode(const unsigned char *in, size_t len,
 		return rfb_err_set(err, RFB_EFORMAT, name,
 				   "unknown header size, flags or reserved "
 				   "field (corrupt or from a newer refurb)");
+	h->version = in[7];
 	h->p.index_identity = rfb_get_le64(in + HDR_INDEX);
 	h->p.total = rfb_get_le32(in + HDR_TOTAL);
 	h->n = rfb_get_le32(in + HDR_N);

@@ -46,6 +46,7 @@ static void test_header_from_page(void)
 	put_crc(d, 60);
 	CHECKF(rfbi_evict_header_decode(d, sizeof d, &h, "s", &err) == 0, "%s",
 	       err.msg);
+	CHECK(h.version == 1);
 	CHECK(h.p.index_identity == 0x1122334455667788ULL);
 	CHECK(h.p.total == 1000 && h.n == 333 && h.p.reuse == 3);
 	CHECK(h.p.policy == RFB_EVICT_BALANCED && h.p.seed == 7);
@@ -65,7 +66,10 @@ static void test_header_refusals(void)
 	put_crc(d, 60);
 	CHECK(rfbi_evict_header_decode(d, 63, &h, "s", &err) == RFB_ETRUNC);
 	CHECK(rfbi_evict_header_decode(d, 3, &h, "s", &err) == RFB_ETRUNC);
-	d[7] = 2;
+	d[7] = EVICT_VERSION + 1;
+	CHECK(rfbi_evict_header_decode(d, sizeof d, &h, "s", &err) ==
+	      RFB_EVERSION);
+	d[7] = 0;
 	CHECK(rfbi_evict_header_decode(d, sizeof d, &h, "s", &err) ==
 	      RFB_EVERSION);
 	d[7] = 1;
