@@ -45,3 +45,26 @@ setup() {
 	[ "$status" -eq 1 ]
 	[ "${lines[0]}" = "offsets: bin/refurb-x.c: 1 calls of rfb_get/put_le (encode and decode the record in its group's format file)" ]
 }
+
+@test "same-bytes: a build writes every file of the chain the same twice" {
+	run "$TOP/scripts/same-bytes" "$BUILD_DIR/bin" "$BUILD_DIR/bin" "$BATS_TEST_TMPDIR/work"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	[ "$output" = "IDENTICAL" ]
+	[ -s "$BATS_TEST_TMPDIR/work/new/cache/records" ]
+	[ -s "$BATS_TEST_TMPDIR/work/new/stream" ]
+}
+
+@test "same-bytes: a build that writes another schedule fails, naming the files" {
+	bin="$BATS_TEST_TMPDIR/bin"
+	mkdir -p "$bin"
+	for p in refurb-index refurb-plan refurb-partial refurb-final; do
+		ln -s "$BUILD_DIR/bin/$p" "$bin/$p"
+	done
+	printf '#!/bin/sh\nexec "%s/bin/refurb-evict" "$@" --policy refcount\n' \
+		"$BUILD_DIR" > "$bin/refurb-evict"
+	chmod +x "$bin/refurb-evict"
+	run "$TOP/scripts/same-bytes" "$BUILD_DIR/bin" "$bin"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"/old/train.evict and "*"/new/train.evict differ"* ]] || false
+	[[ "$output" != *IDENTICAL* ]] || false
+}
