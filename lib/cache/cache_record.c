@@ -1,20 +1,19 @@
 /*
- * cache_record.c - encoding, checking and decoding cache records (see
- * record.h; layout in refurb-cache(5)).
+ * cache_record.c - encoding, checking and decoding cache records' payloads
+ * (see record.h; the header's bytes are cache_format.c's, the layout is in
+ * refurb-cache(5)).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
 
-#include "refurb/bytes.h"
 #include "refurb/checksum.h"
 #include "refurb/decode.h"
 #include "refurb/encode.h"
 #include "refurb/record.h"
+#include "cache_format_internal.h"
 
-#define RECORD_MAGIC "RFR"
-#define RECORD_VERSION 1
 
 struct rfb_codec_ctx {
 	ZSTD_CCtx *zc;
@@ -126,24 +125,6 @@ static const unsigned char *contiguous(rfb_codec_ctx *x, const rfb_image *img,
 	return packed.data;
 }
 
-static void put_header(unsigned char *h, const struct rfb_record_meta *m)
-{
-	memcpy(h, RECORD_MAGIC, 3);
-	h[3] = RECORD_VERSION;
-	rfb_put_le32(h + 4, m->sample);
-	rfb_put_le32(h + 8, m->write_epoch);
-	rfb_put_le32(h + 12, m->death_epoch);
-	rfb_put_le32(h + 16, m->stored_len);
-	rfb_put_le32(h + 20, m->raw_len);
-	rfb_put_le16(h + 24, m->width);
-	rfb_put_le16(h + 26, m->height);
-	h[28] = m->channels;
-	h[29] = m->codec;
-	rfb_put_le16(h + 30, 0);
-	rfb_put_le32(h + 32, m->payload_crc);
-	rfb_put_le32(h + 36, rfb_crc32c(0, h, 36));
-}
-
 /* Compress (or copy) the pixels into out after the header's room; only
  * zstd needs them contiguous (a packed copy of a strided view). */
 static int encode_payload(rfb_codec_ctx *x, const struct rfb_codec *codec,
@@ -235,45 +216,8 @@ int rfb_record_encode(rfb_codec_ctx *x, const struct rfb_codec *codec,
 	m.channels = (uint8_t)img->channels;
 	m.codec = (uint8_t)codec->kind;
 	m.payload_crc = rfb_crc32c(0, out->data + RFB_RECORD_HEADER_SIZE, stored);
-	put_header(out->data, &m);
+	rfbi_record_header_encode(&m, out->data);
 	*len = RFB_RECORD_HEADER_SIZE + stored;
-	return 0;
-}
-
-int rfb_record_parse_header(const unsigned char *h, size_t len,
-			    struct rfb_record_meta *m, rfb_err *err)
-{
-	if (len < RFB_RECORD_HEADER_SIZE)
-		return rfb_err_set(err, RFB_ETRUNC, NULL, "record header cut short");
-	if (memcmp(h, RECORD_MAGIC, 3) != 0)
-		return rfb_err_set(err, RFB_EFORMAT, NULL,
-				   "bad record magic (not a refurb cache record)");
-	if (h[3] != RECORD_VERSION)
-		return rfb_err_set(err, RFB_EVERSION, NULL,
-				   "record version %u, this refurb reads %u", h[3],
-				   RECORD_VERSION);
-	if (rfb_crc32c(0, h, 36) != rfb_get_le32(h + 36))
-		return rfb_err_set(err, RFB_ECHECKSUM, NULL,
-				   "record header checksum mismatch");
-	m->sample = rfb_get_le32(h + 4);
-	m->write_epoch = rfb_get_le32(h + 8);
-	m->death_epoch = rfb_get_le32(h + 12);
-	m->stored_len = rfb_get_le32(h + 16);
-	m->raw_len = rfb_get_le32(h + 20);
-	m->width = rfb_get_le16(h + 24);
-	m->height = rfb_get_le16(h + 26);
-	m->channels = h[28];
-	m->codec = h[29];
-	m->payload_crc = rfb_get_le32(h + 32);
-	if (m->codec > RFB_CODEC_JPEG || (m->channels != 1 && m->channels != 3) ||
-	    !m->width || !m->height ||
-	    (uint64_t)m->width * m->height * m->channels != m->raw_len)
-		return rfb_err_set(err, RFB_EFORMAT, NULL,
-				   "record header is inconsistent");
-	if (m->raw_len > RFB_RECORD_MAX_RAW || m->stored_len > RFB_RECORD_MAX_STORED ||
-	    (m->codec == RFB_CODEC_RAW && m->stored_len != m->raw_len))
-		return rfb_err_set(err, RFB_ELIMIT, NULL,
-				   "record lengths out of range");
 	return 0;
 }
 

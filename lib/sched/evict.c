@@ -1,19 +1,18 @@
 /*
  * evict.c - the eviction schedule: the shard partition, the balanced and
- * reference-count policies, and the refurb-evict(5) file (see evict.h).
+ * reference-count policies, and the refurb-evict(5) file (see evict.h;
+ * the bytes of its records are evict_format.c's).
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "refurb/bytes.h"
 #include "refurb/checksum.h"
-#include "refurb/format.h"
 #include "refurb/io.h"
 #include "refurb/rng.h"
 #include "refurb/evict.h"
+#include "evict_internal.h"
 
-#define EVICT_VERSION 1
 #define EVICT_IDENTITY_SEED 0x5343484544554c45ULL /* "SCHEDULE" */
 
 struct rfb_evict {
@@ -212,42 +211,21 @@ void rfb_evict_free(rfb_evict *s)
 	free(s);
 }
 
-static void write_header(const rfb_evict *s, unsigned char *h,
-			 uint32_t body_crc)
-{
-	memset(h, 0, RFB_EVICT_HEADER_SIZE);
-	memcpy(h, RFB_EVICT_MAGIC, 7);
-	h[7] = EVICT_VERSION;
-	rfb_put_le32(h + 8, RFB_EVICT_HEADER_SIZE);
-	rfb_put_le32(h + 12, 0); /* flags */
-	rfb_put_le64(h + 16, s->p.index_identity);
-	rfb_put_le32(h + 24, s->p.total);
-	rfb_put_le32(h + 28, s->n);
-	rfb_put_le32(h + 32, s->p.reuse);
-	rfb_put_le16(h + 36, (uint16_t)s->p.policy);
-	rfb_put_le16(h + 38, 0); /* reserved */
-	rfb_put_le64(h + 40, s->p.seed);
-	rfb_put_le32(h + 48, s->p.shard_index);
-	rfb_put_le32(h + 52, s->p.shard_count);
-	rfb_put_le32(h + 56, body_crc);
-	rfb_put_le32(h + 60, rfb_crc32c(0, h, 60));
-}
-
 int rfb_evict_serialize(const rfb_evict *s, unsigned char **data, size_t *len,
 			rfb_err *err)
 {
-	size_t body = (size_t)s->n * 6, total = RFB_EVICT_HEADER_SIZE + body;
-	unsigned char *buf = malloc(total), *ids, *phases;
+	size_t body = (size_t)s->n * EVICT_ENTRY_BYTES;
+	size_t total = RFB_EVICT_HEADER_SIZE + body;
+	unsigned char *buf = malloc(total);
+	struct evict_header h = { .version = EVICT_VERSION, .p = s->p,
+				  .n = s->n };
 
 	if (!buf)
 		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-	ids = buf + RFB_EVICT_HEADER_SIZE;
-	phases = ids + (size_t)s->n * 4;
-	for (uint32_t i = 0; i < s->n; i++) {
-		rfb_put_le32(ids + (size_t)i * 4, s->ids[i]);
-		rfb_put_le16(phases + (size_t)i * 2, s->phases[i]);
-	}
-	write_header(s, buf, rfb_crc32c(0, ids, body));
+	rfbi_evict_body_encode(s->ids, s->phases, s->n,
+			       buf + RFB_EVICT_HEADER_SIZE);
+	h.body_crc = rfb_crc32c(0, buf + RFB_EVICT_HEADER_SIZE, body);
+	rfbi_evict_header_encode(&h, buf);
 	*data = buf;
 	*len = total;
 	return 0;
@@ -255,56 +233,23 @@ int rfb_evict_serialize(const rfb_evict *s, unsigned char **data, size_t *len,
 
 /* ---- reading ---- */
 
-static int check_magic(const unsigned char *d, size_t len, const char *name,
-		       rfb_err *err)
+/* The header's parameters and sizes against each other and len. */
+static int check_header(const unsigned char *d, size_t len, const char *name,
+			const struct evict_header *h, rfb_err *err)
 {
-	size_t cmp = len < 7 ? len : 7;
-
-	if (memcmp(d, RFB_EVICT_MAGIC, cmp) != 0)
-		return rfb_err_set(err, RFB_EFORMAT, name,
-				   "bad magic (not a refurb schedule)");
-	if (len < RFB_EVICT_HEADER_SIZE)
-		return rfb_err_set(err, RFB_ETRUNC, name,
-				   "truncated: %zu bytes, a schedule header "
-				   "has %u", len, RFB_EVICT_HEADER_SIZE);
-	if (d[7] != EVICT_VERSION)
-		return rfb_err_set(err, RFB_EVERSION, name,
-				   "schedule format version %u (this build "
-				   "reads version %u)", d[7], EVICT_VERSION);
-	if (rfb_get_le32(d + 60) != rfb_crc32c(0, d, 60))
-		return rfb_err_set(err, RFB_ECHECKSUM, name,
-				   "header checksum mismatch");
-	if (rfb_get_le32(d + 8) != RFB_EVICT_HEADER_SIZE ||
-	    rfb_get_le32(d + 12) != 0 || rfb_get_le16(d + 38) != 0)
-		return rfb_err_set(err, RFB_EFORMAT, name,
-				   "unknown header size, flags or reserved "
-				   "field (corrupt or from a newer refurb)");
-	return 0;
-}
-
-static int parse_header(const unsigned char *d, size_t len, const char *name,
-			rfb_evict_params *p, uint32_t *n, rfb_err *err)
-{
+	const rfb_evict_params *p = &h->p;
 	uint64_t want;
 	rfb_err why = { 0 };
 
-	p->index_identity = rfb_get_le64(d + 16);
-	p->total = rfb_get_le32(d + 24);
-	*n = rfb_get_le32(d + 28);
-	p->reuse = rfb_get_le32(d + 32);
-	p->policy = rfb_get_le16(d + 36);
-	p->seed = rfb_get_le64(d + 40);
-	p->shard_index = rfb_get_le32(d + 48);
-	p->shard_count = rfb_get_le32(d + 52);
 	if (check_params(p, &why) < 0)
 		return rfb_err_set(err, RFB_EFORMAT, name, "bad header: %s",
 				   why.msg);
-	if (*n != rfb_evict_shard_size(p->total, p->shard_count,
-				       p->shard_index))
+	if (h->n != rfb_evict_shard_size(p->total, p->shard_count,
+					 p->shard_index))
 		return rfb_err_set(err, RFB_EFORMAT, name,
 				   "shard %u/%u of %u samples cannot have %u",
-				   p->shard_index, p->shard_count, p->total, *n);
-	want = RFB_EVICT_HEADER_SIZE + (uint64_t)*n * 6;
+				   p->shard_index, p->shard_count, p->total, h->n);
+	want = RFB_EVICT_HEADER_SIZE + (uint64_t)h->n * EVICT_ENTRY_BYTES;
 	if (len < want)
 		return rfb_err_set(err, RFB_ETRUNC, name,
 				   "truncated: %zu bytes, expected %llu", len,
@@ -313,7 +258,7 @@ static int parse_header(const unsigned char *d, size_t len, const char *name,
 		return rfb_err_set(err, RFB_EFORMAT, name,
 				   "%llu bytes of garbage after the schedule",
 				   (unsigned long long)(len - want));
-	if (rfb_get_le32(d + 56) !=
+	if (h->body_crc !=
 	    rfb_crc32c(0, d + RFB_EVICT_HEADER_SIZE, len - RFB_EVICT_HEADER_SIZE))
 		return rfb_err_set(err, RFB_ECHECKSUM, name,
 				   "body checksum mismatch");
@@ -324,12 +269,9 @@ static int parse_header(const unsigned char *d, size_t len, const char *name,
 static int load_body(rfb_evict *s, const unsigned char *d, const char *name,
 		     rfb_err *err)
 {
-	const unsigned char *ids = d + RFB_EVICT_HEADER_SIZE;
-	const unsigned char *phases = ids + (size_t)s->n * 4;
-
+	rfbi_evict_body_decode(d + RFB_EVICT_HEADER_SIZE, s->n, s->ids,
+			       s->phases);
 	for (uint32_t i = 0; i < s->n; i++) {
-		s->ids[i] = rfb_get_le32(ids + (size_t)i * 4);
-		s->phases[i] = rfb_get_le16(phases + (size_t)i * 2);
 		if (s->ids[i] >= s->p.total || (i && s->ids[i] <= s->ids[i - 1]))
 			return rfb_err_set(err, RFB_EFORMAT, name,
 					   "sample id %u at position %u out of "
@@ -373,16 +315,15 @@ rfb_evict *rfb_evict_open_mem(const void *data, size_t len, const char *name,
 			      rfb_err *err)
 {
 	const unsigned char *d = data;
-	rfb_evict_params p;
+	struct evict_header h;
 	rfb_evict *s;
-	uint32_t n;
 
 	if (!name)
 		name = "(memory)";
-	if (check_magic(d, len, name, err) < 0 ||
-	    parse_header(d, len, name, &p, &n, err) < 0)
+	if (rfbi_evict_header_decode(d, len, &h, name, err) < 0 ||
+	    check_header(d, len, name, &h, err) < 0)
 		return NULL;
-	if (!(s = evict_alloc(&p, n, err)))
+	if (!(s = evict_alloc(&h.p, h.n, err)))
 		return NULL;
 	if (load_body(s, d, name, err) < 0 || check_histogram(s, name, err) < 0) {
 		rfb_evict_free(s);
@@ -394,7 +335,8 @@ rfb_evict *rfb_evict_open_mem(const void *data, size_t len, const char *name,
 
 rfb_evict *rfb_evict_open(const char *path, rfb_err *err)
 {
-	size_t max = RFB_EVICT_HEADER_SIZE + (size_t)RFB_EVICT_MAX_SAMPLES * 6;
+	size_t max = RFB_EVICT_HEADER_SIZE +
+		     (size_t)RFB_EVICT_MAX_SAMPLES * EVICT_ENTRY_BYTES;
 	unsigned char *data;
 	size_t len;
 	rfb_evict *s;
