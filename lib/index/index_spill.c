@@ -1,0 +1,260 @@
+/*
+ * index_spill.c - temporary files of records for refurb-index (see
+ * index_spill_internal.h): the unlinked file, a buffered writer of
+ * length-prefixed records, a buffered reader of a byte range of them, and
+ * the spill (records in order, in memory until a budget is full).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "refurb/bytes.h"
+#include "refurb/io.h"
+#include "index_spill_internal.h"
+
+#define FRAME 4   /* the length before each record */
+
+int rfbi_temp_open(const char *dir, rfb_err *err)
+{
+	size_t n = strlen(dir) + 32;
+	char *name = malloc(n);
+	int fd;
+
+	if (!name) {
+		rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+		return -1;
+	}
+	snprintf(name, n, "%s/.refurb-index.XXXXXX", dir);
+	fd = mkostemp(name, O_CLOEXEC);
+	if (fd < 0)
+		rfb_err_sys(err, errno, dir, "cannot create a temporary file "
+			    "(write the index to a writable directory, or for "
+			    "-o - set TMPDIR to one)");
+	else
+		unlink(name);
+	free(name);
+	return fd;
+}
+
+/* ---- writer ---- */
+
+int rfbi_writer_init(struct rfbi_writer *w, const char *dir, rfb_err *err)
+{
+	memset(w, 0, sizeof *w);
+	w->fd = -1;
+	if (!(w->dir = strdup(dir ? dir : "/tmp")))
+		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	return 0;
+}
+
+int rfbi_writer_flush(struct rfbi_writer *w, rfb_err *err)
+{
+	if (!w->len)
+		return 0;
+	if (w->fd < 0 && (w->fd = rfbi_temp_open(w->dir, err)) < 0)
+		return err->code;
+	if (rfb_write_full(w->fd, w->buf, w->len) < 0)
+		return rfb_err_sys(err, errno, w->dir, "cannot write a temporary "
+				   "file of candidates (free space there, write "
+				   "the index elsewhere, or raise -M)");
+	w->size += w->len;
+	w->len = 0;
+	return 0;
+}
+
+/* Room for need bytes in buf, doubling it, but to no more than most
+ * (or need). */
+static int grow(unsigned char **buf, size_t *cap, size_t need, size_t most,
+		rfb_err *err)
+{
+	size_t c = *cap ? *cap : 4096;
+	unsigned char *nb;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need)
+		c = c > SIZE_MAX / 2 ? need : c * 2;
+	if (c > most)
+		c = most > need ? most : need;
+	if (!(nb = realloc(*buf, c)))
+		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	*buf = nb;
+	*cap = c;
+	return 0;
+}
+
+int rfbi_writer_put(struct rfbi_writer *w, const void *rec, size_t n,
+		    size_t limit, rfb_err *err)
+{
+	int rc;
+
+	if (n > UINT32_MAX - FRAME)
+		return rfb_err_set(err, RFB_ELIMIT, NULL, "record too large");
+	if (w->len && (limit < FRAME + n || w->len > limit - FRAME - n) &&
+	    (rc = rfbi_writer_flush(w, err)))
+		return rc;
+	if ((rc = grow(&w->buf, &w->cap, w->len + FRAME + n, limit, err)))
+		return rc;
+	rfb_put_le32(w->buf + w->len, (uint32_t)n);
+	if (n)
+		memcpy(w->buf + w->len + FRAME, rec, n);
+	w->len += FRAME + n;
+	return 0;
+}
+
+void rfbi_writer_free(struct rfbi_writer *w)
+{
+	if (w->fd >= 0)
+		close(w->fd);
+	free(w->buf);
+	free(w->dir);
+	memset(w, 0, sizeof *w);
+	w->fd = -1;
+}
+
+/* ---- reader ---- */
+
+int rfbi_reader_init(struct rfbi_reader *r, int fd, uint64_t pos,
+		     uint64_t end, size_t cap, rfb_err *err)
+{
+	memset(r, 0, sizeof *r);
+	r->fd = fd;
+	r->pos = pos;
+	r->end = end;
+	r->own = 1;
+	return grow(&r->buf, &r->cap, cap < 64 ? 64 : cap, SIZE_MAX, err);
+}
+
+/* At least need bytes at buf + at, unless the range ends first. */
+static int fill(struct rfbi_reader *r, size_t need, rfb_err *err)
+{
+	size_t want;
+	ssize_t got;
+	int rc;
+
+	if (r->len - r->at >= need || r->pos >= r->end)
+		return 0;
+	memmove(r->buf, r->buf + r->at, r->len - r->at);
+	r->len -= r->at;
+	r->at = 0;
+	if ((rc = grow(&r->buf, &r->cap, need, SIZE_MAX, err)))
+		return rc;
+	want = r->cap - r->len;
+	if (want > r->end - r->pos)
+		want = (size_t)(r->end - r->pos);
+	got = rfb_pread_full(r->fd, r->buf + r->len, want, (off_t)r->pos);
+	if (got < 0 || (size_t)got != want)
+		return rfb_err_sys(err, got < 0 ? errno : EIO, NULL, "cannot "
+				   "read back a temporary file");
+	r->len += want;
+	r->pos += want;
+	return 0;
+}
+
+int rfbi_reader_next(struct rfbi_reader *r, const unsigned char **rec,
+		     size_t *n, rfb_err *err)
+{
+	int rc;
+
+	if ((rc = fill(r, FRAME, err)))
+		return rc;
+	if (r->len == r->at)
+		return 0;
+	if (r->len - r->at < FRAME)
+		goto torn;
+	*n = rfb_get_le32(r->buf + r->at);
+	if ((rc = fill(r, FRAME + *n, err)))
+		return rc;
+	if (r->len - r->at < FRAME + *n)
+		goto torn;
+	*rec = r->buf + r->at + FRAME;
+	r->at += FRAME + *n;
+	return 1;
+torn:
+	return rfb_err_set(err, RFB_EIO, NULL, "a temporary file ends inside "
+			   "a record");
+}
+
+void rfbi_reader_free(struct rfbi_reader *r)
+{
+	if (r->own)
+		free(r->buf);
+	memset(r, 0, sizeof *r);
+}
+
+/* ---- spill ---- */
+
+struct rfbi_spill {
+	struct rfbi_writer w;
+	struct rfbi_reader r;
+	size_t memory;
+	int reading;
+};
+
+struct rfbi_spill *rfbi_spill_new(const char *dir, size_t memory, rfb_err *err)
+{
+	struct rfbi_spill *s = calloc(1, sizeof *s);
+
+	if (!s) {
+		rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+		return NULL;
+	}
+	if (rfbi_writer_init(&s->w, dir, err)) {
+		free(s);
+		return NULL;
+	}
+	s->memory = memory ? memory : SIZE_MAX;
+	return s;
+}
+
+int rfbi_spill_put(struct rfbi_spill *s, const void *rec, size_t n,
+		   rfb_err *err)
+{
+	if (s->reading)
+		return rfb_err_set(err, RFB_EINVAL, NULL, "spill written after "
+				   "it was read");
+	return rfbi_writer_put(&s->w, rec, n, s->memory, err);
+}
+
+int rfbi_spill_rewind(struct rfbi_spill *s, rfb_err *err)
+{
+	size_t cap = s->memory < ((size_t)1 << 20) ? s->memory : (size_t)1 << 20;
+	int rc;
+
+	rfbi_reader_free(&s->r);
+	s->reading = 1;
+	if (s->w.fd < 0) {   /* all in memory: read the writer's buffer */
+		s->r.fd = -1;
+		s->r.buf = s->w.buf;
+		s->r.len = s->w.len;
+		s->r.cap = s->w.cap;
+		return 0;
+	}
+	if ((rc = rfbi_writer_flush(&s->w, err)))
+		return rc;
+	free(s->w.buf);  /* the reader's buffer takes its place */
+	s->w.buf = NULL;
+	s->w.cap = 0;
+	return rfbi_reader_init(&s->r, s->w.fd, 0, s->w.size, cap, err);
+}
+
+int rfbi_spill_get(struct rfbi_spill *s, const unsigned char **rec, size_t *n,
+		   rfb_err *err)
+{
+	if (!s->reading)
+		return rfb_err_set(err, RFB_EINVAL, NULL, "spill read before it "
+				   "was rewound");
+	return rfbi_reader_next(&s->r, rec, n, err);
+}
+
+void rfbi_spill_free(struct rfbi_spill *s)
+{
+	if (!s)
+		return;
+	rfbi_reader_free(&s->r);
+	rfbi_writer_free(&s->w);
+	free(s);
+}
