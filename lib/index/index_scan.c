@@ -78,6 +78,26 @@ int rfbi_cand_add(struct cand_list *l, const char *path, size_t len,
 	return 0;
 }
 
+int rfbi_cand_reserve(struct cand_list *l, size_t n, size_t text,
+		      rfb_err *err)
+{
+	if (n > l->cap) {
+		struct candidate *nv = realloc(l->v, n * sizeof *nv);
+		if (!nv)
+			return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+		l->v = nv;
+		l->cap = n;
+	}
+	if (text > l->text_cap) {
+		char *nt = realloc(l->text, text);
+		if (!nt)
+			return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+		l->text = nt;
+		l->text_cap = text;
+	}
+	return 0;
+}
+
 int rfbi_cand_set_bad(struct cand_list *l, size_t i, int code, const char *fmt, ...)
 {
 	struct candidate *c = &l->v[i];

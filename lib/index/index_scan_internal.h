@@ -45,6 +45,11 @@ int rfbi_cand_add_class(struct cand_list *l, const char *name, rfb_err *err) RFB
 int rfbi_cand_add(struct cand_list *l, const char *path, size_t len,
 		  uint32_t label, rfb_err *err) RFB_MUST_CHECK;
 void rfbi_cand_free(struct cand_list *l);
+/* Room for n candidates and text bytes of paths (with their NULs) in
+ * all, allocated at once: arrays that double leave the heap holding
+ * what they grew from. */
+int rfbi_cand_reserve(struct cand_list *l, size_t n, size_t text,
+		      rfb_err *err) RFB_MUST_CHECK;
 /* Forget the candidates (their memory is kept), not the classes, the
  * shards or the root. */
 void rfbi_cand_clear(struct cand_list *l);

@@ -38,8 +38,18 @@ struct sample {
 /* A duplicate: the position of the candidate and the (1-based) shard
  * where its key came first. */
 #define DUP_SIZE 12
-/* A key to sort: position u64, shard u32, then the key. */
-#define KEY_HEAD 12
+/* A good candidate's key to sort, with its label: position u64, shard
+ * u32, has_name u8, (3 zero bytes), number i64, key_len u32, then the key
+ * and the label's name. */
+#define KEY_HEAD 28
+
+struct key {
+	const unsigned char *rec;  /* position, shard */
+	int has_name;
+	long number;
+	const char *key, *name;
+	size_t key_len, name_len;
+};
 
 struct rfbi_samples {
 	const struct rfb_scan_opts *o;
@@ -49,6 +59,7 @@ struct rfbi_samples {
 	struct rfbi_spill *dups;     /* the duplicates, in order */
 	struct rfbi_runs *names;     /* the label names, unique */
 	uint64_t count;
+	uint64_t text_bytes;         /* their paths, with a NUL each */
 	long max_number;
 	uint64_t names_seen, numbers_seen;
 	unsigned char *buf;          /* an encoded candidate */
@@ -57,14 +68,27 @@ struct rfbi_samples {
 	size_t scratch_cap;
 };
 
+static void get_key(const unsigned char *b, size_t n, struct key *k)
+{
+	k->rec = b;
+	k->has_name = b[12];
+	k->number = (long)rfb_get_le64(b + 16);
+	k->key_len = rfb_get_le32(b + 24);
+	k->key = (const char *)b + KEY_HEAD;
+	k->name = k->key + k->key_len;
+	k->name_len = n - KEY_HEAD - k->key_len;
+}
+
 static int cmp_keys(const unsigned char *a, size_t an, const unsigned char *b,
 		    size_t bn, void *ctx)
 {
 	uint64_t x = rfb_get_le64(a), y = rfb_get_le64(b);
-	int c = rfbi_shard_cmp_key((const char *)a + KEY_HEAD, an - KEY_HEAD,
-				   (const char *)b + KEY_HEAD, bn - KEY_HEAD);
+	int c = rfbi_shard_cmp_key((const char *)a + KEY_HEAD,
+				   rfb_get_le32(a + 24),
+				   (const char *)b + KEY_HEAD,
+				   rfb_get_le32(b + 24));
 
-	(void)ctx;
+	(void)an, (void)bn, (void)ctx;
 	if (c)
 		return c;
 	return x < y ? -1 : x > y;
@@ -199,23 +223,31 @@ bad:
 			   "is damaged");
 }
 
-/* The key of a good candidate, to find it in earlier shards. */
+/* The key of a good candidate, to find it in earlier shards, and its
+ * label, counted if it is not found there. */
 static int put_key(struct rfbi_samples *s, const struct cand_list *l,
-		   size_t i, rfb_err *err)
+		   size_t i, const struct raw_label *raw, rfb_err *err)
 {
 	const char *path = cand_path(l, i);
-	size_t kl;
+	size_t kl, nl = raw->name ? strlen(raw->name) : 0;
 	unsigned char *b;
 	int rc;
 
 	(void)rfbi_shard_key(path, &kl);
-	if ((rc = reserve((char **)&s->buf, &s->buf_cap, KEY_HEAD + kl, err)))
+	if ((rc = reserve((char **)&s->buf, &s->buf_cap, KEY_HEAD + kl + nl,
+			  err)))
 		return rc;
 	b = s->buf;
+	memset(b, 0, KEY_HEAD);
 	rfb_put_le64(b, s->count);
 	rfb_put_le32(b + 8, l->v[i].shard);
+	b[12] = raw->name != NULL;
+	rfb_put_le64(b + 16, (uint64_t)raw->number);
+	rfb_put_le32(b + 24, (uint32_t)kl);
 	memcpy(b + KEY_HEAD, path, kl);
-	return rfbi_runs_put(s->keys, b, KEY_HEAD + kl, err);
+	if (nl)
+		memcpy(b + KEY_HEAD + kl, raw->name, nl);
+	return rfbi_runs_put(s->keys, b, KEY_HEAD + kl + nl, err);
 }
 
 int rfbi_samples_add(struct rfbi_samples *s, struct cand_list *l,
@@ -225,10 +257,11 @@ int rfbi_samples_add(struct rfbi_samples *s, struct cand_list *l,
 	int rc = 0;
 
 	for (size_t i = 0; rc == 0 && i < l->n; i++) {
-		if (!(rc = put_sample(s, l, i, i < raw_count ? &raw[i] : &none,
-				      err)) && !l->v[i].code)
-			rc = put_key(s, l, i, err);
+		const struct raw_label *r = i < raw_count ? &raw[i] : &none;
+		if (!(rc = put_sample(s, l, i, r, err)) && !l->v[i].code)
+			rc = put_key(s, l, i, r, err);
 		s->count++;
+		s->text_bytes += strlen(cand_path(l, i)) + 1;
 	}
 	for (size_t i = 0; i < raw_count; i++) {
 		free(raw[i].name);
@@ -240,41 +273,72 @@ int rfbi_samples_add(struct rfbi_samples *s, struct cand_list *l,
 
 /* ---- across shards ---- */
 
-/* The later candidates of each key, by position, into s->dups. */
-static int find_duplicates(struct rfbi_samples *s, rfb_err *err)
+/* A good candidate whose key came first: count its label (numbers or
+ * names: the majority decides), the largest number, the names to sort. */
+static int count_label(struct rfbi_samples *s, const struct key *k,
+		       rfb_err *err)
 {
-	struct rfbi_runs *by_pos = rfbi_runs_new(s->o->temp_dir, s->quarter,
-						 cmp_positions, NULL, 0, err);
-	const unsigned char *k, *prev = NULL, *d;
-	unsigned char first[DUP_SIZE];
-	size_t kn, prev_n = 0, dn;
-	int rc;
+	s->names_seen += k->has_name;
+	s->numbers_seen += !k->has_name;
+	if (!k->has_name && k->number > s->max_number)
+		s->max_number = k->number;
+	if (k->has_name && s->names)
+		return rfbi_runs_put(s->names, k->name, k->name_len, err);
+	return 0;
+}
 
-	if (!by_pos)
-		return err->code;
-	/* prev points into the merge's buffers: it is compared before
-	 * the next get moves them, and only its key is kept */
-	unsigned char *key = NULL;
-	size_t key_cap = 0;
-	while ((rc = rfbi_runs_get(s->keys, &k, &kn, err)) == 1) {
-		if (prev && !cmp_names(key, prev_n, k + KEY_HEAD, kn - KEY_HEAD,
-				       NULL)) {
-			unsigned char dup[DUP_SIZE];
-			memcpy(dup, k, 8);
+/* The keys in order: the later candidates of each key go, by position,
+ * to by_pos; the first are counted.  The first's key is copied: the
+ * merge moves its buffers. */
+static int sift_keys(struct rfbi_samples *s, struct rfbi_runs *by_pos,
+		     rfb_err *err)
+{
+	unsigned char first[DUP_SIZE], dup[DUP_SIZE];
+	char *key = NULL;
+	size_t key_cap = 0, key_len = 0, n;
+	const unsigned char *rec;
+	int rc, have = 0;
+
+	while ((rc = rfbi_runs_get(s->keys, &rec, &n, err)) == 1) {
+		struct key k;
+		get_key(rec, n, &k);
+		if (have && !rfbi_shard_cmp_key(key, key_len, k.key, k.key_len)) {
+			memcpy(dup, rec, 8);
 			memcpy(dup + 8, first + 8, 4);
 			if ((rc = rfbi_runs_put(by_pos, dup, DUP_SIZE, err)))
 				break;
 			continue;
 		}
-		if ((rc = reserve((char **)&key, &key_cap, kn - KEY_HEAD + 1,
-				  err)))
+		if ((rc = reserve(&key, &key_cap, k.key_len + 1, err)) ||
+		    (rc = count_label(s, &k, err)))
 			break;
-		memcpy(key, k + KEY_HEAD, kn - KEY_HEAD);
-		memcpy(first, k, DUP_SIZE);
-		prev = key;
-		prev_n = kn - KEY_HEAD;
+		memcpy(key, k.key, k.key_len);
+		key_len = k.key_len;
+		memcpy(first, rec, DUP_SIZE);
+		have = 1;
 	}
 	free(key);
+	return rc < 0 ? rc : 0;
+}
+
+/* The later candidates of each key, by position, into s->dups; the
+ * labels of the others counted. */
+static int find_duplicates(struct rfbi_samples *s, rfb_err *err)
+{
+	struct rfbi_runs *by_pos = rfbi_runs_new(s->o->temp_dir, s->quarter,
+						 cmp_positions, NULL, 0, err);
+	const unsigned char *d;
+	size_t dn;
+	int rc;
+
+	if (!by_pos)
+		return err->code;
+	if (!s->o->classes && !(s->names = rfbi_runs_new(s->o->temp_dir,
+			s->quarter, cmp_names, NULL, 1, err))) {
+		rfbi_runs_free(by_pos);
+		return err->code;
+	}
+	rc = sift_keys(s, by_pos, err);
 	rfbi_runs_free(s->keys);
 	s->keys = NULL;
 	if (rc == 0 && !(s->dups = rfbi_spill_new(s->o->temp_dir,
@@ -283,6 +347,8 @@ static int find_duplicates(struct rfbi_samples *s, rfb_err *err)
 	while (rc == 0 && (rc = rfbi_runs_get(by_pos, &d, &dn, err)) == 1)
 		rc = rfbi_spill_put(s->dups, d, dn, err);
 	rfbi_runs_free(by_pos);
+	if (rc == 0)
+		rc = rfbi_spill_rewind(s->dups, err);
 	return rc < 0 ? rc : 0;
 }
 
@@ -299,45 +365,6 @@ static int next_dup(struct rfbi_samples *s, uint64_t *pos, uint32_t *shard,
 	*pos = rc ? rfb_get_le64(d) : UINT64_MAX;
 	*shard = rc ? rfb_get_le32(d + 8) : 0;
 	return 0;
-}
-
-/* Count the labels of the good candidates (not duplicates): numbers or
- * names (the majority decides), the largest number, the names sorted. */
-static int count_labels(struct rfbi_samples *s, rfb_err *err)
-{
-	const unsigned char *b;
-	size_t n;
-	uint64_t pos = 0, dup_pos;
-	uint32_t dup_shard;
-	int rc;
-
-	if (!s->o->classes && !(s->names = rfbi_runs_new(s->o->temp_dir,
-			s->quarter, cmp_names, NULL, 1, err)))
-		return err->code;
-	if ((rc = rfbi_spill_rewind(s->cands, err)) ||
-	    (rc = rfbi_spill_rewind(s->dups, err)) ||
-	    (rc = next_dup(s, &dup_pos, &dup_shard, err)))
-		return rc;
-	while ((rc = rfbi_spill_get(s->cands, &b, &n, err)) == 1) {
-		struct sample x;
-		if ((rc = get_sample(b, n, &x, err)))
-			break;
-		if (pos++ == dup_pos) {
-			if ((rc = next_dup(s, &dup_pos, &dup_shard, err)))
-				break;
-			continue;
-		}
-		if (x.code)
-			continue;
-		s->names_seen += x.has_name;
-		s->numbers_seen += !x.has_name;
-		if (!x.has_name && x.number > s->max_number)
-			s->max_number = x.number;
-		if (x.has_name && s->names &&
-		    (rc = rfbi_runs_put(s->names, x.name, x.name_len, err)))
-			break;
-	}
-	return rc < 0 ? rc : 0;
 }
 
 /* The class table of --classes: one name a line, in label order. */
@@ -463,6 +490,23 @@ static int restore(struct rfbi_samples *s, struct cand_list *l,
 	return rc ? rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory") : 0;
 }
 
+/* Room for the largest chunk of candidates fed at a time (at most half
+ * the budget and one path), allocated once. */
+static int reserve_chunk(const struct rfbi_samples *s, struct cand_list *l,
+			 rfb_err *err)
+{
+	size_t half = s->o->memory ? s->o->memory / 2 : SIZE_MAX;
+	size_t n = half / sizeof *l->v + 1;
+	size_t text = half > SIZE_MAX - RFB_INDEX_MAX_PATH - 1 ? half
+		      : half + RFB_INDEX_MAX_PATH + 1;
+
+	if (n > s->count)
+		n = (size_t)s->count;
+	if (text > s->text_bytes)
+		text = (size_t)s->text_bytes;
+	return rfbi_cand_reserve(l, n, text, err);
+}
+
 /* Every candidate, labelled, to the prober, half the budget at a time. */
 static int feed(struct rfbi_samples *s, struct cand_list *l,
 		struct rfbi_prober *p, int by_name, rfb_err *err)
@@ -473,12 +517,12 @@ static int feed(struct rfbi_samples *s, struct cand_list *l,
 	uint32_t dup_shard;
 	int rc;
 
-	if ((rc = rfbi_spill_rewind(s->cands, err)) ||
-	    (rc = rfbi_spill_rewind(s->dups, err)) ||
+	if ((rc = reserve_chunk(s, l, err)) ||
+	    (rc = rfbi_spill_rewind(s->cands, err)) ||
 	    (rc = next_dup(s, &dup_pos, &dup_shard, err)))
 		return rc;
 	while ((rc = rfbi_spill_get(s->cands, &b, &n, err)) == 1) {
-		struct sample x;
+		struct sample x = { 0 };
 		int dup = pos++ == dup_pos;
 		if ((rc = get_sample(b, n, &x, err)) ||
 		    (rc = restore(s, l, &x, dup ? dup_shard : 0, by_name, err)) ||
@@ -506,7 +550,7 @@ int rfbi_samples_build(struct rfbi_samples *s, struct cand_list *l,
 	struct rfbi_prober *p = NULL;
 	int rc, by_name;
 
-	if ((rc = find_duplicates(s, err)) || (rc = count_labels(s, err)))
+	if ((rc = find_duplicates(s, err)))
 		return rc;
 	by_name = s->names_seen > s->numbers_seen;  /* the majority decides */
 	rc = make_classes(s, l, by_name, err);

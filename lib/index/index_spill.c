@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "refurb/bytes.h"
@@ -187,10 +188,23 @@ void rfbi_reader_free(struct rfbi_reader *r)
 
 /* ---- spill ---- */
 
+#define BLOCK ((size_t)1 << 20)
+
+/* Records held in memory: blocks of framed records, unmapped as they
+ * are read, so that what the spill holds shrinks as its reader's use
+ * grows (mapped, not malloc'ed: freed heap blocks would stay resident). */
+struct block {
+	struct block *next;
+	size_t len, cap, size;   /* size: of the mapping */
+	unsigned char data[];
+};
+
 struct rfbi_spill {
-	struct rfbi_writer w;
+	struct block *head, *tail;
+	size_t held;             /* bytes in the blocks */
+	size_t memory;           /* their most */
+	struct rfbi_writer w;    /* past it: all of them, then the rest */
 	struct rfbi_reader r;
-	size_t memory;
 	int reading;
 };
 
@@ -210,29 +224,98 @@ struct rfbi_spill *rfbi_spill_new(const char *dir, size_t memory, rfb_err *err)
 	return s;
 }
 
+/* Free the first block. */
+static void drop_block(struct rfbi_spill *s)
+{
+	struct block *b = s->head;
+
+	s->head = b->next;
+	if (!s->head)
+		s->tail = NULL;
+	s->held -= b->len;
+	munmap(b, b->size);
+}
+
+/* The blocks to the file, in order: from now on records go there. */
+static int blocks_to_file(struct rfbi_spill *s, rfb_err *err)
+{
+	int rc = 0;
+
+	while (rc == 0 && s->head) {
+		if ((rc = rfbi_writer_flush(&s->w, err)))
+			break;
+		free(s->w.buf);   /* lend the block to the writer */
+		s->w.buf = s->head->data;
+		s->w.len = s->head->len;
+		rc = rfbi_writer_flush(&s->w, err);
+		s->w.buf = NULL;
+		s->w.len = 0;
+		s->w.cap = 0;
+		drop_block(s);
+	}
+	return rc;
+}
+
+static int put_block(struct rfbi_spill *s, const void *rec, size_t n,
+		     rfb_err *err)
+{
+	struct block *b = s->tail;
+
+	if (!b || b->cap - b->len < FRAME + n) {
+		size_t cap = FRAME + n > BLOCK ? FRAME + n : BLOCK;
+		size_t size = sizeof *b + cap;
+		void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE |
+			       MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+		b = m;
+		b->next = NULL;
+		b->len = 0;
+		b->cap = cap;
+		b->size = size;
+		if (s->tail)
+			s->tail->next = b;
+		else
+			s->head = b;
+		s->tail = b;
+	}
+	rfb_put_le32(b->data + b->len, (uint32_t)n);
+	if (n)
+		memcpy(b->data + b->len + FRAME, rec, n);
+	b->len += FRAME + n;
+	s->held += FRAME + n;
+	return 0;
+}
+
 int rfbi_spill_put(struct rfbi_spill *s, const void *rec, size_t n,
 		   rfb_err *err)
 {
+	size_t limit = s->memory < BLOCK ? s->memory : BLOCK;
+	int rc;
+
 	if (s->reading)
 		return rfb_err_set(err, RFB_EINVAL, NULL, "spill written after "
 				   "it was read");
-	return rfbi_writer_put(&s->w, rec, n, s->memory, err);
+	if (n > UINT32_MAX - FRAME)
+		return rfb_err_set(err, RFB_ELIMIT, NULL, "record too large");
+	if (s->w.fd < 0 && !s->w.len && s->held <= s->memory &&
+	    FRAME + n <= s->memory - s->held)
+		return put_block(s, rec, n, err);
+	if ((rc = blocks_to_file(s, err)))
+		return rc;
+	return rfbi_writer_put(&s->w, rec, n, limit, err);
 }
 
 int rfbi_spill_rewind(struct rfbi_spill *s, rfb_err *err)
 {
-	size_t cap = s->memory < ((size_t)1 << 20) ? s->memory : (size_t)1 << 20;
+	size_t cap = s->memory < BLOCK ? s->memory : BLOCK;
 	int rc;
 
-	rfbi_reader_free(&s->r);
+	if (s->reading)
+		return rfb_err_set(err, RFB_EINVAL, NULL, "spill read twice");
 	s->reading = 1;
-	if (s->w.fd < 0) {   /* all in memory: read the writer's buffer */
-		s->r.fd = -1;
-		s->r.buf = s->w.buf;
-		s->r.len = s->w.len;
-		s->r.cap = s->w.cap;
-		return 0;
-	}
+	if (!s->w.len && s->w.fd < 0)
+		return 0;    /* all in the blocks */
 	if ((rc = rfbi_writer_flush(&s->w, err)))
 		return rc;
 	free(s->w.buf);  /* the reader's buffer takes its place */
@@ -244,16 +327,35 @@ int rfbi_spill_rewind(struct rfbi_spill *s, rfb_err *err)
 int rfbi_spill_get(struct rfbi_spill *s, const unsigned char **rec, size_t *n,
 		   rfb_err *err)
 {
+	int rc;
+
 	if (!s->reading)
 		return rfb_err_set(err, RFB_EINVAL, NULL, "spill read before it "
 				   "was rewound");
-	return rfbi_reader_next(&s->r, rec, n, err);
+	if (s->w.fd >= 0)
+		return rfbi_reader_next(&s->r, rec, n, err);
+	for (;;) {
+		if ((rc = rfbi_reader_next(&s->r, rec, n, err)))
+			return rc;
+		if (s->r.buf && s->head)   /* the block just read */
+			drop_block(s);
+		s->r.buf = NULL;
+		if (!s->head)
+			return 0;
+		s->r.fd = -1;
+		s->r.buf = s->head->data;
+		s->r.len = s->head->len;
+		s->r.at = 0;
+		s->r.cap = s->head->cap;
+	}
 }
 
 void rfbi_spill_free(struct rfbi_spill *s)
 {
 	if (!s)
 		return;
+	while (s->head)
+		drop_block(s);
 	rfbi_reader_free(&s->r);
 	rfbi_writer_free(&s->w);
 	free(s);

@@ -57,9 +57,9 @@ int rfbi_reader_next(struct rfbi_reader *r, const unsigned char **rec,
 void rfbi_reader_free(struct rfbi_reader *r);
 
 /*
- * Records kept in order: in memory up to memory bytes (0: no limit), the
- * rest in a temporary file in dir.  Put all, then rewind and get them
- * back as often as needed.
+ * Records kept in order: in memory up to memory bytes (0: no limit), in
+ * blocks that are freed as they are read; past it all of them in a
+ * temporary file in dir.  Put all, then rewind and get them back, once.
  */
 struct rfbi_spill;
 struct rfbi_spill *rfbi_spill_new(const char *dir, size_t memory, rfb_err *err);
