@@ -81,6 +81,17 @@ struct rfbi_runs *rfbi_runs_new(const char *dir, size_t memory,
 	return r;
 }
 
+int rfbi_runs_cmp_bytes(const unsigned char *a, size_t an,
+			const unsigned char *b, size_t bn, void *ctx)
+{
+	int c = memcmp(a, b, an < bn ? an : bn);
+
+	(void)ctx;
+	if (c)
+		return c;
+	return an < bn ? -1 : an > bn;
+}
+
 static int cmp_entry(const void *a, const void *b, void *ctx)
 {
 	const struct rfbi_runs *r = ctx;

@@ -18,6 +18,11 @@
 typedef int (*rfbi_runs_cmp)(const unsigned char *a, size_t an,
 			     const unsigned char *b, size_t bn, void *ctx);
 
+/* Byte strings in strcmp's order (a shorter prefix first), as
+ * ImageFolder sorts class names. */
+int rfbi_runs_cmp_bytes(const unsigned char *a, size_t an,
+			const unsigned char *b, size_t bn, void *ctx);
+
 struct rfbi_runs;
 
 /* A sort by cmp (with ctx) in memory bytes (0: no limit, never a file),

@@ -103,14 +103,6 @@ static int cmp_positions(const unsigned char *a, size_t an,
 	return x < y ? -1 : x > y;
 }
 
-/* strcmp's order, as ImageFolder sorts class names. */
-static int cmp_names(const unsigned char *a, size_t an, const unsigned char *b,
-		     size_t bn, void *ctx)
-{
-	(void)ctx;
-	return rfbi_shard_cmp_key((const char *)a, an, (const char *)b, bn);
-}
-
 struct rfbi_samples *rfbi_samples_new(const struct rfb_scan_opts *o,
 				      rfb_err *err)
 {
@@ -334,7 +326,7 @@ static int find_duplicates(struct rfbi_samples *s, rfb_err *err)
 	if (!by_pos)
 		return err->code;
 	if (!s->o->classes && !(s->names = rfbi_runs_new(s->o->temp_dir,
-			s->quarter, cmp_names, NULL, 1, err))) {
+			s->quarter, rfbi_runs_cmp_bytes, NULL, 1, err))) {
 		rfbi_runs_free(by_pos);
 		return err->code;
 	}
@@ -490,23 +482,6 @@ static int restore(struct rfbi_samples *s, struct cand_list *l,
 	return rc ? rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory") : 0;
 }
 
-/* Room for the largest chunk of candidates fed at a time (at most half
- * the budget and one path), allocated once. */
-static int reserve_chunk(const struct rfbi_samples *s, struct cand_list *l,
-			 rfb_err *err)
-{
-	size_t half = s->o->memory ? s->o->memory / 2 : SIZE_MAX;
-	size_t n = half / sizeof *l->v + 1;
-	size_t text = half > SIZE_MAX - RFB_INDEX_MAX_PATH - 1 ? half
-		      : half + RFB_INDEX_MAX_PATH + 1;
-
-	if (n > s->count)
-		n = (size_t)s->count;
-	if (text > s->text_bytes)
-		text = (size_t)s->text_bytes;
-	return rfbi_cand_reserve(l, n, text, err);
-}
-
 /* Every candidate, labelled, to the prober, half the budget at a time. */
 static int feed(struct rfbi_samples *s, struct cand_list *l,
 		struct rfbi_prober *p, int by_name, rfb_err *err)
@@ -517,7 +492,8 @@ static int feed(struct rfbi_samples *s, struct cand_list *l,
 	uint32_t dup_shard;
 	int rc;
 
-	if ((rc = reserve_chunk(s, l, err)) ||
+	if ((rc = rfbi_cand_reserve(l, s->o->memory, s->count, s->text_bytes,
+				    err)) ||
 	    (rc = rfbi_spill_rewind(s->cands, err)) ||
 	    (rc = next_dup(s, &dup_pos, &dup_shard, err)))
 		return rc;
@@ -528,8 +504,7 @@ static int feed(struct rfbi_samples *s, struct cand_list *l,
 		    (rc = restore(s, l, &x, dup ? dup_shard : 0, by_name, err)) ||
 		    (dup && (rc = next_dup(s, &dup_pos, &dup_shard, err))))
 			break;
-		if (s->o->memory && l->n * sizeof *l->v + l->text_len <
-		    s->o->memory / 2)
+		if (!rfbi_cand_full(l, s->o->memory))
 			continue;
 		rc = rfbi_probe_feed(p, l, err);
 		rfbi_cand_clear(l);
