@@ -190,7 +190,9 @@ CPP
 	[ "$status" -eq 1 ]
 	[ -z "$output" ]
 	command -v groff > /dev/null || skip "no groff (groff-base) to render them"
-	for f in "$TOP"/man/man[157]/*; do
+	# from man/, as man(1) does, so that an alias page's ".so man5/..." opens
+	cd "$TOP/man"
+	for f in man[157]/*; do
 		run groff -man -ww -z "$f"
 		[ "$status" -eq 0 ]
 		[ -z "$output" ] || { echo "$f: $output"; false; }

@@ -41,7 +41,7 @@
 #include "refurb/resize.h"
 #include "refurb/rng.h"
 #include "refurb/scan.h"
-#include "refurb/sched.h"
+#include "refurb/evict.h"
 #include "refurb/sheet.h"
 #include "refurb/source.h"
 #include "refurb/stream.h"
