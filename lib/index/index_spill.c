@@ -262,7 +262,8 @@ static int put_block(struct rfbi_spill *s, const void *rec, size_t n,
 	struct block *b = s->tail;
 
 	if (!b || b->cap - b->len < FRAME + n) {
-		size_t cap = FRAME + n > BLOCK ? FRAME + n : BLOCK;
+		size_t most = s->memory < BLOCK ? s->memory : BLOCK;
+		size_t cap = FRAME + n > most ? FRAME + n : most;
 		size_t size = sizeof *b + cap;
 		void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE |
 			       MAP_ANONYMOUS, -1, 0);
