@@ -480,6 +480,20 @@ peak_kib() {
 	[ -z "$output" ]
 }
 
+@test "-M: a temporary file of candidates that cannot be read back (EIO) names the directory" {
+	local shim="$BUILD_DIR/tools/io_fault_shim.so" dir
+	[ -f "$shim" ]
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+	scale_shards 10000
+	mkdir "$T/out"
+	dir=$(cd "$T/out" && pwd -P)
+	run env FAULT_PATH="$dir/.refurb-index." FAULT_READ=EIO LD_PRELOAD="$shim" \
+		refurb-index -q -M 1M -o "$dir/a.idx" "$T"/wds-10000/*.tar
+	expect_fail 1 "refurb-index: $dir: cannot read back a temporary file of candidates: Input/output error (the device failed"
+	run -0 ls -A "$dir"
+	[ -z "$output" ]
+}
+
 @test "-M: a budget too small or not a size is a usage error" {
 	run refurb-index -M 1K -o "$T/a.idx" "$DS"
 	expect_fail 2 "refurb-index: --memory 1K: an index needs at least 16K"

@@ -211,7 +211,8 @@ static int merge_open(struct rfbi_runs *r, size_t k, rfb_err *err)
 		       !(r->heap = calloc(r->fan_in, sizeof *r->heap))))
 		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
 	for (size_t i = 0; rc == 0 && i < k; i++) {
-		if ((rc = rfbi_reader_init(&r->in[i], r->w.fd, r->runs[i].start,
+		if ((rc = rfbi_reader_init(&r->in[i], r->w.fd, r->w.dir,
+					   r->runs[i].start,
 					   r->runs[i].end, r->buffer, err)))
 			break;
 		rc = rfbi_reader_next(&r->in[i], &r->cur[i], &r->cur_n[i], err);

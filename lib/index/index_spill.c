@@ -118,11 +118,12 @@ void rfbi_writer_free(struct rfbi_writer *w)
 
 /* ---- reader ---- */
 
-int rfbi_reader_init(struct rfbi_reader *r, int fd, uint64_t pos,
-		     uint64_t end, size_t cap, rfb_err *err)
+int rfbi_reader_init(struct rfbi_reader *r, int fd, const char *dir,
+		     uint64_t pos, uint64_t end, size_t cap, rfb_err *err)
 {
 	memset(r, 0, sizeof *r);
 	r->fd = fd;
+	r->dir = dir;
 	r->pos = pos;
 	r->end = end;
 	r->own = 1;
@@ -148,8 +149,8 @@ static int fill(struct rfbi_reader *r, size_t need, rfb_err *err)
 		want = (size_t)(r->end - r->pos);
 	got = rfb_pread_full(r->fd, r->buf + r->len, want, (off_t)r->pos);
 	if (got < 0 || (size_t)got != want)
-		return rfb_err_sys(err, got < 0 ? errno : EIO, NULL, "cannot "
-				   "read back a temporary file");
+		return rfb_err_sys(err, got < 0 ? errno : EIO, r->dir, "cannot "
+				   "read back a temporary file of candidates");
 	r->len += want;
 	r->pos += want;
 	return 0;
@@ -175,8 +176,8 @@ int rfbi_reader_next(struct rfbi_reader *r, const unsigned char **rec,
 	r->at += FRAME + *n;
 	return 1;
 torn:
-	return rfb_err_set(err, RFB_EIO, NULL, "a temporary file ends inside "
-			   "a record");
+	return rfb_err_set(err, RFB_EIO, r->dir, "a temporary file of "
+			   "candidates ends inside a record (was it truncated?)");
 }
 
 void rfbi_reader_free(struct rfbi_reader *r)
@@ -322,7 +323,8 @@ int rfbi_spill_rewind(struct rfbi_spill *s, rfb_err *err)
 	free(s->w.buf);  /* the reader's buffer takes its place */
 	s->w.buf = NULL;
 	s->w.cap = 0;
-	return rfbi_reader_init(&s->r, s->w.fd, 0, s->w.size, cap, err);
+	return rfbi_reader_init(&s->r, s->w.fd, s->w.dir, 0, s->w.size, cap,
+				err);
 }
 
 int rfbi_spill_get(struct rfbi_spill *s, const unsigned char **rec, size_t *n,

@@ -32,6 +32,7 @@ struct rfbi_writer {
  * fd is -1. */
 struct rfbi_reader {
 	int fd;
+	const char *dir;       /* fd's directory, for messages */
 	uint64_t pos, end;     /* the file's bytes not yet in buf */
 	unsigned char *buf;
 	size_t len, at, cap;   /* buf[at..len) not yet read */
@@ -46,10 +47,12 @@ int rfbi_writer_put(struct rfbi_writer *w, const void *rec, size_t n,
 int rfbi_writer_flush(struct rfbi_writer *w, rfb_err *err) RFB_MUST_CHECK;
 void rfbi_writer_free(struct rfbi_writer *w);
 
-/* Read [pos, end) of fd through a buffer of cap bytes (grown for a
- * larger record). */
-int rfbi_reader_init(struct rfbi_reader *r, int fd, uint64_t pos,
-		     uint64_t end, size_t cap, rfb_err *err) RFB_MUST_CHECK;
+/* Read [pos, end) of fd (a temporary file in dir, which must outlive
+ * the reader) through a buffer of cap bytes (grown for a larger
+ * record). */
+int rfbi_reader_init(struct rfbi_reader *r, int fd, const char *dir,
+		     uint64_t pos, uint64_t end, size_t cap,
+		     rfb_err *err) RFB_MUST_CHECK;
 /* The next record: 1 with *rec (valid until the next call) and *n, 0 at
  * the end, or a negative RFB_E* code. */
 int rfbi_reader_next(struct rfbi_reader *r, const unsigned char **rec,
