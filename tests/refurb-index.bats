@@ -494,6 +494,19 @@ peak_kib() {
 	[ -z "$output" ]
 }
 
+@test "-M: SIGTERM while the candidates are on temporary files leaves none behind" {
+	local pid
+	scale_shards 60000
+	mkdir "$T/out"
+	refurb-index -q -M 16K -o "$T/out/a.idx" "$T"/wds-60000/*.tar 2>/dev/null &
+	pid=$!
+	sleep 0.5
+	kill -TERM "$pid" 2>/dev/null || true
+	wait "$pid" || true
+	run -0 ls -A "$T/out"
+	[[ "$output" != *.refurb-index.* ]]
+}
+
 @test "-M: a budget too small or not a size is a usage error" {
 	run refurb-index -M 1K -o "$T/a.idx" "$DS"
 	expect_fail 2 "refurb-index: --memory 1K: an index needs at least 16K"
