@@ -19,6 +19,7 @@
 #include "refurb/index.h"
 #include "refurb/io.h"
 #include "index_internal.h"
+#include "index_spill_internal.h"
 
 /* Writes format version 2 (index_read.c reads 1 and 2). */
 #define RECORD_SIZE INDEX_RECORD_SIZE
@@ -194,24 +195,7 @@ int rfb_index_builder_set_memory(rfb_index_builder *b, size_t bytes,
  * process, however the process ends. */
 static int spill_open(const rfb_index_builder *b, rfb_err *err)
 {
-	size_t n = strlen(b->spill_dir) + 32;
-	char *name = malloc(n);
-	int fd;
-
-	if (!name)
-		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-	snprintf(name, n, "%s/.refurb-index.XXXXXX", b->spill_dir);
-	fd = mkostemp(name, O_CLOEXEC);
-	if (fd < 0) {
-		rfb_err_sys(err, errno, b->spill_dir, "cannot create a temporary "
-			    "file (write the index to a writable directory, or "
-			    "for -o - set TMPDIR to one)");
-		free(name);
-		return -1;
-	}
-	unlink(name);
-	free(name);
-	return fd;
+	return rfbi_temp_open(b->spill_dir, err);
 }
 
 /* Append v's bytes to s's file and empty v (its memory is kept). */
