@@ -281,3 +281,14 @@ uint64_t rfbi_index_identity_v2(const unsigned char *classes, size_t classes_len
 	return rfbi_index_identity_records(rfb_hash64(classes, classes_len, n),
 					   records, n);
 }
+
+/* A spill's frame: offset 0, u32 le, the length of the record after it. */
+void rfbi_spill_frame_encode(unsigned char *out, uint32_t len)
+{
+	rfb_put_le32(out, len);
+}
+
+uint32_t rfbi_spill_frame_decode(const unsigned char *in)
+{
+	return rfb_get_le32(in);
+}

@@ -86,6 +86,11 @@ size_t rfbi_index_shard_encode(const struct index_shard_entry *s,
  * empty, too long, overrunning or not NUL-terminated). */
 size_t rfbi_index_shard_decode(const unsigned char *in, size_t avail,
 			       struct index_shard_entry *s);
+/* A spill's frame (index_spill.c's temporary files, private to one run):
+ * each record is preceded by its length, u32 little-endian. */
+#define RFBI_SPILL_FRAME 4
+void rfbi_spill_frame_encode(unsigned char *out, uint32_t len);
+uint32_t rfbi_spill_frame_decode(const unsigned char *in);
 
 /*
  * The identity of a version 2 index: a hash of the class section and of

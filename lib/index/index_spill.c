@@ -14,9 +14,10 @@
 
 #include "refurb/bytes.h"
 #include "refurb/io.h"
+#include "index_internal.h"
 #include "index_spill_internal.h"
 
-#define FRAME 4   /* the length before each record */
+#define FRAME RFBI_SPILL_FRAME   /* the length before each record */
 
 int rfbi_temp_open(const char *dir, rfb_err *err)
 {
@@ -99,7 +100,7 @@ int rfbi_writer_put(struct rfbi_writer *w, const void *rec, size_t n,
 		return rc;
 	if ((rc = grow(&w->buf, &w->cap, w->len + FRAME + n, limit, err)))
 		return rc;
-	rfb_put_le32(w->buf + w->len, (uint32_t)n);
+	rfbi_spill_frame_encode(w->buf + w->len, (uint32_t)n);
 	if (n)
 		memcpy(w->buf + w->len + FRAME, rec, n);
 	w->len += FRAME + n;
@@ -167,7 +168,7 @@ int rfbi_reader_next(struct rfbi_reader *r, const unsigned char **rec,
 		return 0;
 	if (r->len - r->at < FRAME)
 		goto torn;
-	*n = rfb_get_le32(r->buf + r->at);
+	*n = rfbi_spill_frame_decode(r->buf + r->at);
 	if ((rc = fill(r, FRAME + *n, err)))
 		return rc;
 	if (r->len - r->at < FRAME + *n)
@@ -281,7 +282,7 @@ static int put_block(struct rfbi_spill *s, const void *rec, size_t n,
 			s->head = b;
 		s->tail = b;
 	}
-	rfb_put_le32(b->data + b->len, (uint32_t)n);
+	rfbi_spill_frame_encode(b->data + b->len, (uint32_t)n);
 	if (n)
 		memcpy(b->data + b->len + FRAME, rec, n);
 	b->len += FRAME + n;
