@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "cache_internal.h"
-#include "refurb/bytes.h"
 #include "refurb/checksum.h"
 #include "refurb/io.h"
 
@@ -21,14 +20,13 @@
 /* rfbi_cache_ckpt_entries: take a checkpoint's entry.  Entries of no
  * slot, shorter than a record header or not inside their segment's
  * checkpointed length are ignored. */
-static void adopt_entry(void *ctx, const unsigned char *p)
+static void adopt_entry(void *ctx, const struct ckpt_entry *e)
 {
 	rfb_cache *c = ctx;
-	uint32_t sample = rfb_get_le32(p), sid = rfb_get_le32(p + 4);
-	uint64_t off = rfb_get_le64(p + 8);
-	uint32_t len = rfb_get_le32(p + 16);
+	uint32_t sid = e->seg, len = e->length;
+	uint64_t off = e->offset;
 	struct seg *s = rfbi_cache_find_seg(c, sid);
-	int64_t slot = rfbi_cache_slot(c, sample);
+	int64_t slot = rfbi_cache_slot(c, e->sample);
 
 	/* off + len could wrap: compare without adding */
 	if (slot < 0 || !s || s->dead || off > RFB_CACHE_MAX_SEGMENT ||
@@ -38,7 +36,7 @@ static void adopt_entry(void *ctx, const unsigned char *p)
 		return;
 	/* an entry of another write epoch than its segment's is left out */
 	(void)rfbi_cache_set_entry(c, (size_t)slot, sid, off, len,
-				   rfb_get_le32(p + 20));
+				   e->write_epoch);
 }
 
 /* Take the segments, then the entries, of a checkpoint that belongs to
@@ -49,14 +47,14 @@ static int adopt_checkpoint(rfb_cache *c, struct ckpt *k, rfb_err *err)
 {
 	rfb_err why = { 0 };
 
-	for (uint32_t i = 0; i < k->segments; i++) {
-		const unsigned char *p = k->seg_table + (size_t)i * CKPT_SEG;
-		struct seg *s = rfbi_cache_add_seg(c, rfb_get_le32(p),
-					      rfb_get_le32(p + 4), err);
+	for (uint32_t i = 0; i < k->h.segments; i++) {
+		struct ckpt_seg row;
+		rfbi_cache_ckpt_seg(k, i, &row);
+		struct seg *s = rfbi_cache_add_seg(c, row.id, row.death, err);
 		if (!s)
 			return RFB_ENOMEM;
-		s->dead = rfb_get_le32(p + 8) != 0;
-		s->size = s->durable = s->synced = rfb_get_le64(p + 16);
+		s->dead = row.dead != 0;
+		s->size = s->durable = s->synced = row.durable;
 		s->dead_since = s->dead ? DEAD_SINCE_UNKNOWN : 0;
 	}
 	if (rfbi_cache_ckpt_entries(k, adopt_entry, c, &why)) {
@@ -66,11 +64,11 @@ static int adopt_checkpoint(rfb_cache *c, struct ckpt *k, rfb_err *err)
 		c->next_id = 0;
 		return 0;
 	}
-	if (k->next_id > c->next_id)
-		c->next_id = k->next_id;
-	c->step = k->step;
-	c->base_appended = k->appended;
-	c->base_written = k->written;
+	if (k->h.next_id > c->next_id)
+		c->next_id = k->h.next_id;
+	c->step = k->h.step;
+	c->base_appended = k->h.appended;
+	c->base_written = k->h.written;
 	return 1;
 }
 
@@ -200,8 +198,8 @@ int rfbi_cache_recover(rfb_cache *c, struct rfb_cache_recovery *rec, rfb_err *er
 	size_t n = 0, j = 0;
 	int rc = rfbi_cache_ckpt_open(c->dir, &k, &why);
 
-	if (rc == 0 && k.manifest_hash == c->manifest_hash &&
-	    k.samples == c->man.samples) {
+	if (rc == 0 && k.h.manifest_hash == c->manifest_hash &&
+	    k.h.samples == c->man.samples) {
 		if ((rc = adopt_checkpoint(c, &k, err)) < 0)
 			goto out;
 		rec->from_checkpoint = rc;
