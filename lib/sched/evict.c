@@ -68,7 +68,7 @@ static uint32_t *seeded_permutation(uint32_t n, uint64_t seed, uint32_t stage)
  * of 2 x half bits (the smallest even width that holds total - 1; round
  * function Philox with key seed, counter (x, stage 1, round + 1, 0)),
  * walked again until it lands below total (cycle walking keeps it a
- * permutation).  refurb-schedule(5), Shards. */
+ * permutation).  refurb-evict(5), Shards. */
 #define PARTITION_ROUNDS 6
 
 struct partition {
