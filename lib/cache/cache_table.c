@@ -5,7 +5,8 @@
  * sorted ids, or every sample of the index); each segment counts
  * the live bytes its entries point to.  The writer (cache_writer.c), the
  * checkpoint (cache_checkpoint.c) and recovery (rfbi_cache_recover.c) change
- * it only through here.
+ * it only through here; rfb_cache_lookup and rfb_cache_forget (cache.h)
+ * are its public face.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -147,4 +148,35 @@ size_t rfbi_cache_live_entries(const rfb_cache *c)
 	for (size_t i = 0; i < c->nslots; i++)
 		n += c->entries[i].seg != RFB_CACHE_NO_SEGMENT;
 	return n;
+}
+
+/* ---- what callers see of it ---- */
+
+int rfb_cache_lookup(const rfb_cache *c, uint32_t sample,
+		     struct rfb_cache_entry *out)
+{
+	int64_t slot = rfbi_cache_slot(c, sample);
+	const struct entry *e;
+	const struct seg *s;
+
+	if (slot < 0)
+		return RFB_ENOTFOUND;
+	e = &c->entries[slot];
+	if (e->seg == RFB_CACHE_NO_SEGMENT ||
+	    !(s = rfbi_cache_find_seg((rfb_cache *)c, e->seg)))
+		return RFB_ENOTFOUND;
+	out->addr.segment = e->seg;
+	out->addr.offset = e->offset;
+	out->addr.length = e->length;
+	out->write_epoch = s->write_epoch;  /* a record is of its segment's */
+	out->death_epoch = s->death;        /* epochs */
+	return 0;
+}
+
+void rfb_cache_forget(rfb_cache *c, uint32_t sample)
+{
+	int64_t slot = rfbi_cache_slot(c, sample);
+
+	if (slot >= 0)
+		rfbi_cache_set_entry(c, (size_t)slot, RFB_CACHE_NO_SEGMENT, 0, 0, 0);
 }

@@ -20,37 +20,6 @@
 
 #define COMPACT_LIVE_RATIO 0.5 /* compact segments less than half live */
 
-/* ---- entries ---- */
-
-int rfb_cache_lookup(const rfb_cache *c, uint32_t sample,
-		     struct rfb_cache_entry *out)
-{
-	int64_t slot = rfbi_cache_slot(c, sample);
-	const struct entry *e;
-	const struct seg *s;
-
-	if (slot < 0)
-		return RFB_ENOTFOUND;
-	e = &c->entries[slot];
-	if (e->seg == RFB_CACHE_NO_SEGMENT ||
-	    !(s = rfbi_cache_find_seg((rfb_cache *)c, e->seg)))
-		return RFB_ENOTFOUND;
-	out->addr.segment = e->seg;
-	out->addr.offset = e->offset;
-	out->addr.length = e->length;
-	out->write_epoch = s->write_epoch;  /* a record is of its segment's */
-	out->death_epoch = s->death;        /* epochs */
-	return 0;
-}
-
-void rfb_cache_forget(rfb_cache *c, uint32_t sample)
-{
-	int64_t slot = rfbi_cache_slot(c, sample);
-
-	if (slot >= 0)
-		rfbi_cache_set_entry(c, (size_t)slot, RFB_CACHE_NO_SEGMENT, 0, 0, 0);
-}
-
 /* ---- writing ---- */
 
 static int seg_open_fd(rfb_cache *c, struct seg *s, rfb_err *err)
