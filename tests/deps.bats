@@ -23,7 +23,7 @@ bats_require_minimum_version 1.5.0
 
 @test "deps --ffcv: a venv that already imports ffcv is kept (no download), under \$BUILD" {
 	for p in python3-torch python3-venv python3-dev g++ libopencv-dev libturbojpeg0-dev; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+		[[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" == *"ok installed"* ]] ||
 			skip "$p is not installed (scripts/deps --ffcv would install it)"
 	done
 	mkdir -p "$BATS_TEST_TMPDIR/b/venv/ffcv/bin"

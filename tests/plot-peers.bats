@@ -43,5 +43,6 @@ ALL=(torchvision tv-simd dali ffcv refurb-r1-crop refurb-r1 refurb-r3 "decode-c 
 	[[ "$output" == *"FFCV (no RandAugment)	ImageNet-sized photos (500 px)	400.0"* ]]
 	[[ "$output" == *"FFCV (no RandAugment)	the photos as they are (to 1282 px)	200.0"* ]]
 	[[ "$output" != *"900.0"* ]]
-	file p.png | grep -q "PNG image"
+	run -0 file p.png
+	[[ "$output" == *"PNG image"* ]]
 }
