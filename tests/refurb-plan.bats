@@ -334,6 +334,10 @@ check_plan() {
 	expect_fail 2 "refurb-plan: --epochs: '' is not a number"
 	run refurb-plan --shuffle sorted "$S"
 	expect_fail 2 "refurb-plan: --shuffle: 'sorted' is not cache-aware, random or none"
+	# an alias is accepted but not listed: the plan records "none"
+	run refurb-plan --shuffle sequential -e 0 "$S"
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == *" shuffle=none "* ]]
 	run refurb-plan --shard 3/2 "$S"
 	expect_fail 2 "refurb-plan: --shard: '3/2': K must be less than N"
 	run refurb-plan

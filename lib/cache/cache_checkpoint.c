@@ -14,8 +14,6 @@
 #include <unistd.h>
 
 #include "cache_internal.h"
-#include "refurb/bytes.h"
-#include "refurb/checksum.h"
 #include "refurb/io.h"
 
 /* ---- writing the checkpoint ---- */
@@ -25,43 +23,36 @@ static int build(const rfb_cache *c, unsigned char **data, size_t *len_out,
 		 rfb_err *err)
 {
 	size_t ne = rfbi_cache_live_entries(c), len;
+	const struct ckpt_header h = {
+		.manifest_hash = c->manifest_hash, .samples = c->man.samples,
+		.entries = (uint32_t)ne, .segments = (uint32_t)c->nsegs,
+		.next_id = c->next_id, .step = c->step, .epoch = c->epoch,
+		.appended = c->base_appended + c->st.appended_bytes,
+		.written = c->base_written + c->st.written_bytes,
+	};
 	unsigned char *b, *p;
 
 	len = CKPT_HEADER + c->nsegs * CKPT_SEG + ne * CKPT_ENTRY + 4;
 	if (!(b = calloc(1, len)))
 		return rfb_err_set(err, RFB_ENOMEM, c->dir, "out of memory");
-	memcpy(b, CKPT_MAGIC, 8);
-	rfb_put_le64(b + 8, c->manifest_hash);
-	rfb_put_le32(b + 16, c->man.samples);
-	rfb_put_le32(b + 20, (uint32_t)ne);
-	rfb_put_le32(b + 24, (uint32_t)c->nsegs);
-	rfb_put_le32(b + 28, c->next_id);
-	rfb_put_le64(b + 32, c->step);
-	rfb_put_le32(b + 40, c->epoch);
-	rfb_put_le64(b + 44, c->base_appended + c->st.appended_bytes);
-	rfb_put_le64(b + 52, c->base_written + c->st.written_bytes);
-	rfb_put_le32(b + 60, rfb_crc32c(0, b, 60));
+	rfbi_cache_ckpt_header_encode(&h, b);
 	p = b + CKPT_HEADER;
 	for (size_t i = 0; i < c->nsegs; i++, p += CKPT_SEG) {
 		const struct seg *s = &c->segs[i];
-		rfb_put_le32(p, s->id);
-		rfb_put_le32(p + 4, s->death);
-		rfb_put_le32(p + 8, (uint32_t)s->dead);
-		rfb_put_le64(p + 16, s->durable);
-		rfb_put_le64(p + 24, s->dead_since);
+		const struct ckpt_seg row = { s->id, s->death, (uint32_t)s->dead,
+					      s->durable, s->dead_since };
+		rfbi_cache_ckpt_seg_encode(&row, p);
 	}
 	for (uint32_t i = 0; i < c->man.samples; i++) {
 		const struct entry *e = &c->entries[i];
 		if (e->seg == RFB_CACHE_NO_SEGMENT)
 			continue;
-		rfb_put_le32(p, i);
-		rfb_put_le32(p + 4, e->seg);
-		rfb_put_le64(p + 8, e->offset);
-		rfb_put_le32(p + 16, e->length);
-		rfb_put_le32(p + 20, e->write_epoch);
+		const struct ckpt_entry row = { i, e->seg, e->offset, e->length,
+						e->write_epoch };
+		rfbi_cache_ckpt_entry_encode(&row, p);
 		p += CKPT_ENTRY;
 	}
-	rfb_put_le32(p, rfb_crc32c(0, b + CKPT_HEADER, len - CKPT_HEADER - 4));
+	rfbi_cache_ckpt_crc_encode(b + CKPT_HEADER, len - CKPT_HEADER - 4);
 	*data = b;
 	*len_out = len;
 	return 0;
@@ -69,10 +60,34 @@ static int build(const rfb_cache *c, unsigned char **data, size_t *len_out,
 
 /* ---- reading it ---- */
 
+void rfbi_cache_ckpt_seg(const struct ckpt *k, uint32_t i, struct ckpt_seg *s)
+{
+	rfbi_cache_ckpt_seg_decode(k->seg_table + (size_t)i * CKPT_SEG, s);
+}
+
+void rfbi_cache_ckpt_entry(const struct ckpt *k, uint32_t i,
+			   struct ckpt_entry *e)
+{
+	rfbi_cache_ckpt_entry_decode(k->entry_table + (size_t)i * CKPT_ENTRY, e);
+}
+
+/* The writer's segment table is sorted and has no duplicate; an id equal
+ * to RFB_CACHE_NO_SEGMENT would be taken for "no record". */
+static int check_segments(const struct ckpt *k)
+{
+	struct ckpt_seg s;
+
+	for (uint32_t i = 0, prev = 0; i < k->h.segments; i++, prev = s.id) {
+		rfbi_cache_ckpt_seg(k, i, &s);
+		if (s.id == RFB_CACHE_NO_SEGMENT || (i && s.id <= prev))
+			return -1;
+	}
+	return 0;
+}
+
 int rfbi_cache_ckpt_load(const char *dir, struct ckpt *k, rfb_err *err)
 {
 	char path[4200];
-	unsigned char *b;
 	int rc;
 
 	snprintf(path, sizeof path, "%s/" CHECKPOINT_NAME, dir);
@@ -82,47 +97,33 @@ int rfbi_cache_ckpt_load(const char *dir, struct ckpt *k, rfb_err *err)
 		return RFB_ENOTFOUND;
 	if (rc)
 		return rc;
-	b = k->data;
-	if (k->len < CKPT_HEADER + 4 || memcmp(b, CKPT_MAGIC, 8) != 0 ||
-	    rfb_crc32c(0, b, 60) != rfb_get_le32(b + 60))
+	if (k->len < CKPT_HEADER + 4 ||
+	    rfbi_cache_ckpt_header_decode(k->data, &k->h))
 		return rfb_err_set(err, RFB_EFORMAT, path,
 				   "record index checkpoint is corrupt");
-	k->manifest_hash = rfb_get_le64(b + 8);
-	k->samples = rfb_get_le32(b + 16);
-	k->entries = rfb_get_le32(b + 20);
-	k->segments = rfb_get_le32(b + 24);
-	k->next_id = rfb_get_le32(b + 28);
-	k->step = rfb_get_le64(b + 32);
-	k->epoch = rfb_get_le32(b + 40);
-	k->appended = rfb_get_le64(b + 44);
-	k->written = rfb_get_le64(b + 52);
-	if (CKPT_HEADER + (uint64_t)k->segments * CKPT_SEG +
-		    (uint64_t)k->entries * CKPT_ENTRY + 4 != k->len ||
-	    rfb_crc32c(0, b + CKPT_HEADER, k->len - CKPT_HEADER - 4) !=
-		    rfb_get_le32(b + k->len - 4))
+	if (CKPT_HEADER + (uint64_t)k->h.segments * CKPT_SEG +
+		    (uint64_t)k->h.entries * CKPT_ENTRY + 4 != k->len ||
+	    rfbi_cache_ckpt_crc_check(k->data + CKPT_HEADER,
+				      k->len - CKPT_HEADER - 4))
 		return rfb_err_set(err, RFB_ECHECKSUM, path,
 				   "record index checkpoint is corrupt");
-	k->seg_table = b + CKPT_HEADER;
-	k->entry_table = k->seg_table + (size_t)k->segments * CKPT_SEG;
-	/* the writer's table is sorted and has no duplicate; an id equal to
-	 * RFB_CACHE_NO_SEGMENT would be taken for "no record" */
-	for (uint32_t i = 0, prev = 0; i < k->segments; i++) {
-		uint32_t id = rfb_get_le32(k->seg_table + (size_t)i * CKPT_SEG);
-		if (id == RFB_CACHE_NO_SEGMENT || (i && id <= prev))
-			return rfb_err_set(err, RFB_EFORMAT, path,
-					   "record index checkpoint is corrupt "
-					   "(segment table)");
-		prev = id;
-	}
+	k->seg_table = k->data + CKPT_HEADER;
+	k->entry_table = k->seg_table + (size_t)k->h.segments * CKPT_SEG;
+	if (check_segments(k))
+		return rfb_err_set(err, RFB_EFORMAT, path,
+				   "record index checkpoint is corrupt "
+				   "(segment table)");
 	return 0;
 }
 
-int rfbi_cache_ckpt_segments(const char *dir, unsigned char **table,
+int rfbi_cache_ckpt_segments(const char *dir, struct ckpt_seg **table,
 			     uint32_t *n)
 {
 	char path[4200];
-	unsigned char h[CKPT_HEADER];
+	unsigned char h[CKPT_HEADER], *rows = NULL;
+	struct ckpt_header k;
 	struct stat st;
+	size_t len;
 	int fd;
 
 	*table = NULL;
@@ -130,18 +131,24 @@ int rfbi_cache_ckpt_segments(const char *dir, unsigned char **table,
 	snprintf(path, sizeof path, "%s/" CHECKPOINT_NAME, dir);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return 0;
-	if (fstat(fd, &st) == 0 &&
-	    rfb_pread_full(fd, h, sizeof h, 0) == (ssize_t)sizeof h &&
-	    memcmp(h, CKPT_MAGIC, 8) == 0 && rfb_crc32c(0, h, 60) == rfb_get_le32(h + 60)) {
-		uint32_t g = rfb_get_le32(h + 24);
-		size_t len = (size_t)g * CKPT_SEG;
-		/* checked against the file's size before it is allocated */
-		if (CKPT_HEADER + (uint64_t)len + 4 <= (uint64_t)st.st_size &&
-		    (*table = malloc(len ? len : 1)) &&
-		    rfb_pread_full(fd, *table, len, CKPT_HEADER) == (ssize_t)len)
-			*n = g;
-	}
+	if (fstat(fd, &st) < 0 ||
+	    rfb_pread_full(fd, h, sizeof h, 0) != (ssize_t)sizeof h ||
+	    rfbi_cache_ckpt_header_decode(h, &k))
+		goto done;
+	len = (size_t)k.segments * CKPT_SEG;
+	/* checked against the file's size before it is allocated */
+	if (CKPT_HEADER + (uint64_t)len + 4 > (uint64_t)st.st_size ||
+	    !(rows = malloc(len ? len : 1)) ||
+	    !(*table = calloc(k.segments ? k.segments : 1, sizeof **table)) ||
+	    rfb_pread_full(fd, rows, len, CKPT_HEADER) != (ssize_t)len)
+		goto done;
+	for (uint32_t i = 0; i < k.segments; i++)
+		rfbi_cache_ckpt_seg_decode(rows + (size_t)i * CKPT_SEG,
+					   &(*table)[i]);
+	*n = k.segments;
+done:
 	close(fd);
+	free(rows);
 	if (*n == 0) {
 		free(*table);
 		*table = NULL;
@@ -153,20 +160,37 @@ int rfbi_cache_ckpt_segments(const char *dir, unsigned char **table,
  * search, so that reading the entries stays linear); 0 if absent. */
 static uint32_t seg_death(const struct ckpt *k, uint32_t id)
 {
-	size_t lo = 0, hi = k->segments;
+	size_t lo = 0, hi = k->h.segments;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		const unsigned char *g = k->seg_table + mid * CKPT_SEG;
-		uint32_t gid = rfb_get_le32(g);
-		if (gid == id)
-			return rfb_get_le32(g + 4);
-		if (gid < id)
+		struct ckpt_seg g;
+		rfbi_cache_ckpt_seg(k, (uint32_t)mid, &g);
+		if (g.id == id)
+			return g.death;
+		if (g.id < id)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	return 0;
+}
+
+static void checkpoint_info(const struct ckpt *k,
+			    struct rfb_cache_checkpoint_info *info)
+{
+	info->epoch = k->h.epoch;
+	info->global_step = k->h.step;
+	info->entries = k->h.entries;
+	info->appended_bytes = k->h.appended;
+	info->written_bytes = k->h.written;
+	info->segments = k->h.segments;
+	info->dead_segments = 0;
+	for (uint32_t j = 0; j < k->h.segments; j++) {
+		struct ckpt_seg s;
+		rfbi_cache_ckpt_seg(k, j, &s);
+		info->dead_segments += s.dead != 0;
+	}
 }
 
 int rfb_cache_read_checkpoint(const char *dir,
@@ -178,26 +202,15 @@ int rfb_cache_read_checkpoint(const char *dir,
 	struct ckpt k;
 	int rc = rfbi_cache_ckpt_load(dir, &k, err);
 
-	if (rc == 0 && info) {
-		info->epoch = k.epoch;
-		info->global_step = k.step;
-		info->entries = k.entries;
-		info->appended_bytes = k.appended;
-		info->written_bytes = k.written;
-		info->segments = k.segments;
-		info->dead_segments = 0;
-		for (uint32_t j = 0; j < k.segments; j++)
-			info->dead_segments += rfb_get_le32(k.seg_table +
-						(size_t)j * CKPT_SEG + 8) != 0;
-	}
-	for (uint32_t i = 0; rc == 0 && fn && i < k.entries; i++) {
-		const unsigned char *p = k.entry_table + (size_t)i * CKPT_ENTRY;
-		struct rfb_cache_entry e = { { rfb_get_le32(p + 4),
-					       rfb_get_le32(p + 16),
-					       rfb_get_le64(p + 8) },
-					     rfb_get_le32(p + 20), 0 };
+	if (rc == 0 && info)
+		checkpoint_info(&k, info);
+	for (uint32_t i = 0; rc == 0 && fn && i < k.h.entries; i++) {
+		struct ckpt_entry row;
+		rfbi_cache_ckpt_entry(&k, i, &row);
+		struct rfb_cache_entry e = { { row.seg, row.length, row.offset },
+					     row.write_epoch, 0 };
 		e.death_epoch = seg_death(&k, e.addr.segment);
-		fn(ctx, rfb_get_le32(p), &e);
+		fn(ctx, row.sample, &e);
 	}
 	free(k.data);
 	return rc;

@@ -13,8 +13,8 @@
 #include <sys/uio.h>
 
 #include "refurb/cache.h"
+#include "cache_format_internal.h"
 
-#define SEGMENT_MAGIC "RFBSEG\0\x01"
 #define CHECKPOINT_NAME "records"
 #define MANIFEST_NAME "manifest"
 #define LOCK_NAME "lock"
@@ -22,12 +22,6 @@
 #define POSITION_NAME "read-position" /* how far the reader has read */
 #define WRITE_BUFFER_FLUSH ((size_t)4 << 20)
 #define DEAD_SINCE_UNKNOWN UINT64_MAX
-
-/* the checkpoint file (refurb-cache(5)): magic, sizes of its parts */
-#define CKPT_MAGIC "RFBCREC\x01"
-#define CKPT_HEADER 64
-#define CKPT_SEG 40
-#define CKPT_ENTRY 24
 
 struct seg {
 	uint32_t id, death;
@@ -100,9 +94,6 @@ int rfbi_cache_write_manifest(const char *dir, const struct rfb_cache_manifest *
 /* What makes the manifest part diff (rfb_cache_manifest_diff) differ, as
  * " (...)" for a message, or "". */
 const char *rfbi_cache_manifest_hint(const char *diff);
-void rfbi_cache_put_segment_header(unsigned char *h, uint32_t id, uint32_t death);
-int rfbi_cache_parse_segment_header(const unsigned char *h, uint32_t *id,
-				    uint32_t *death);
 /* Sorted ids of the DIR/XXXXXXXX.seg files; *ids malloc'ed. */
 int rfbi_cache_list_segments(const char *dir, uint32_t **ids, size_t *n,
 			     rfb_err *err) RFB_MUST_CHECK;
@@ -128,19 +119,21 @@ size_t rfbi_cache_live_entries(const rfb_cache *c);
 struct ckpt {
 	unsigned char *data;
 	size_t len;
-	uint64_t manifest_hash;
-	uint32_t samples, entries, segments, next_id, epoch;
-	uint64_t step, appended, written;
+	struct ckpt_header h;
 	const unsigned char *seg_table, *entry_table;
 };
 
 /* Load DIR's checkpoint into *k: 0, RFB_ENOTFOUND when there is none, or
  * a negative RFB_E* code with err filled (k->data freed by the caller). */
 int rfbi_cache_ckpt_load(const char *dir, struct ckpt *k, rfb_err *err) RFB_MUST_CHECK;
+/* Row i (< k->h.segments, < k->h.entries) of a loaded checkpoint. */
+void rfbi_cache_ckpt_seg(const struct ckpt *k, uint32_t i, struct ckpt_seg *s);
+void rfbi_cache_ckpt_entry(const struct ckpt *k, uint32_t i,
+			   struct ckpt_entry *e);
 /* The segment table of DIR's checkpoint as it is (its header checked,
  * not the table's checksum: for summaries): *table malloc'ed, *n rows
- * of CKPT_SEG bytes; *n = 0 and NULL when there is none.  Returns 0. */
-int rfbi_cache_ckpt_segments(const char *dir, unsigned char **table,
+ * sorted by id; *n = 0 and NULL when there is none.  Returns 0. */
+int rfbi_cache_ckpt_segments(const char *dir, struct ckpt_seg **table,
 			     uint32_t *n);
 /* Wait for the background checkpoint job, if any; its result. */
 int rfbi_cache_ckpt_join(rfb_cache *c, rfb_err *err) RFB_MUST_CHECK;

@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "cache_internal.h"
-#include "refurb/bytes.h"
 #include "refurb/checksum.h"
 #include "refurb/io.h"
 
@@ -23,36 +22,34 @@
  * checkpointed length are ignored. */
 static int adopt_checkpoint(rfb_cache *c, const struct ckpt *k, rfb_err *err)
 {
-	for (uint32_t i = 0; i < k->segments; i++) {
-		const unsigned char *p = k->seg_table + (size_t)i * CKPT_SEG;
-		struct seg *s = rfbi_cache_add_seg(c, rfb_get_le32(p),
-					      rfb_get_le32(p + 4), err);
+	for (uint32_t i = 0; i < k->h.segments; i++) {
+		struct ckpt_seg row;
+		rfbi_cache_ckpt_seg(k, i, &row);
+		struct seg *s = rfbi_cache_add_seg(c, row.id, row.death, err);
 		if (!s)
 			return RFB_ENOMEM;
-		s->dead = rfb_get_le32(p + 8) != 0;
-		s->size = s->durable = s->synced = rfb_get_le64(p + 16);
+		s->dead = row.dead != 0;
+		s->size = s->durable = s->synced = row.durable;
 		s->dead_since = s->dead ? DEAD_SINCE_UNKNOWN : 0;
 	}
-	for (uint32_t i = 0; i < k->entries; i++) {
-		const unsigned char *p = k->entry_table + (size_t)i * CKPT_ENTRY;
-		uint32_t sample = rfb_get_le32(p), sid = rfb_get_le32(p + 4);
-		uint64_t off = rfb_get_le64(p + 8);
-		uint32_t len = rfb_get_le32(p + 16);
-		struct seg *s = rfbi_cache_find_seg(c, sid);
+	for (uint32_t i = 0; i < k->h.entries; i++) {
+		struct ckpt_entry e;
+		rfbi_cache_ckpt_entry(k, i, &e);
+		struct seg *s = rfbi_cache_find_seg(c, e.seg);
 		/* off + len could wrap: compare without adding */
-		if (sample >= c->man.samples || !s || s->dead ||
-		    off < RFB_CACHE_SEGMENT_HEADER ||
-		    len < RFB_RECORD_HEADER_SIZE || len > s->durable ||
-		    off > s->durable - len)
+		if (e.sample >= c->man.samples || !s || s->dead ||
+		    e.offset < RFB_CACHE_SEGMENT_HEADER ||
+		    e.length < RFB_RECORD_HEADER_SIZE || e.length > s->durable ||
+		    e.offset > s->durable - e.length)
 			continue;
-		rfbi_cache_set_entry(c, sample, sid, off, len, rfb_get_le32(p + 20),
-				s->death);
+		rfbi_cache_set_entry(c, e.sample, e.seg, e.offset, e.length,
+				     e.write_epoch, s->death);
 	}
-	if (k->next_id > c->next_id)
-		c->next_id = k->next_id;
-	c->step = k->step;
-	c->base_appended = k->appended;
-	c->base_written = k->written;
+	if (k->h.next_id > c->next_id)
+		c->next_id = k->h.next_id;
+	c->step = k->h.step;
+	c->base_appended = k->h.appended;
+	c->base_written = k->h.written;
 	return 0;
 }
 
@@ -178,8 +175,8 @@ int rfbi_cache_recover(rfb_cache *c, struct rfb_cache_recovery *rec, rfb_err *er
 	size_t n = 0, j = 0;
 	int rc = rfbi_cache_ckpt_load(c->dir, &k, &why);
 
-	if (rc == 0 && k.manifest_hash == c->manifest_hash &&
-	    k.samples == c->man.samples) {
+	if (rc == 0 && k.h.manifest_hash == c->manifest_hash &&
+	    k.h.samples == c->man.samples) {
 		if ((rc = adopt_checkpoint(c, &k, err)))
 			goto out;
 		rec->from_checkpoint = 1;
