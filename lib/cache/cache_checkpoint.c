@@ -102,7 +102,7 @@ static int write_checkpoint(void *ctx, int fd, rfb_err *err)
 	crc = rfb_crc32c(crc, chunk, (size_t)(p - chunk)); /* the rest */
 	if (p > chunk && rfb_write_full(fd, chunk, (size_t)(p - chunk)) < 0)
 		goto fail;
-	rfb_put_le32(sum, crc);  /* as rfbi_cache_ckpt_crc_encode stores it */
+	rfbi_cache_ckpt_crc_put(sum, crc);
 	if (rfb_write_full(fd, sum, sizeof sum) < 0)
 		goto fail;
 	return 0;
@@ -234,7 +234,7 @@ int rfbi_cache_ckpt_entries(struct ckpt *k,
 		left -= n;
 	}
 	if (rfb_pread_full(k->fd, sum, sizeof sum, (off_t)off) != 4 ||
-	    rfb_get_le32(sum) != crc)
+	    rfbi_cache_ckpt_crc_get(sum) != crc)
 		return rfb_err_set(err, RFB_ECHECKSUM, k->path,
 				   "record index checkpoint is corrupt");
 	return 0;

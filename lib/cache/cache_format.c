@@ -350,15 +350,25 @@ void rfbi_cache_ckpt_entry_decode(const unsigned char in[CKPT_ENTRY],
 }
 
 /* The u32 after the rows: CRC-32C of the len bytes of rows before it. */
+void rfbi_cache_ckpt_crc_put(unsigned char out[4], uint32_t crc)
+{
+	rfb_put_le32(out, crc);
+}
+
+uint32_t rfbi_cache_ckpt_crc_get(const unsigned char in[4])
+{
+	return rfb_get_le32(in);
+}
+
 void rfbi_cache_ckpt_crc_encode(unsigned char *rows, size_t len)
 {
-	rfb_put_le32(rows + len, rfb_crc32c(0, rows, len));
+	rfbi_cache_ckpt_crc_put(rows + len, rfb_crc32c(0, rows, len));
 }
 
 int rfbi_cache_ckpt_crc_check(const unsigned char *rows, size_t len)
 {
-	return rfb_crc32c(0, rows, len) == rfb_get_le32(rows + len) ? 0
-	       : RFB_ECHECKSUM;
+	return rfb_crc32c(0, rows, len) == rfbi_cache_ckpt_crc_get(rows + len)
+	       ? 0 : RFB_ECHECKSUM;
 }
 
 /* ---- read position --------------------------------------------------- */

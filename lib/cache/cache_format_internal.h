@@ -73,6 +73,9 @@ void rfbi_cache_ckpt_entry_decode(const unsigned char in[CKPT_ENTRY],
  * them; the check returns 0 or RFB_ECHECKSUM. */
 void rfbi_cache_ckpt_crc_encode(unsigned char *rows, size_t len);
 int rfbi_cache_ckpt_crc_check(const unsigned char *rows, size_t len);
+/* The stored CRC-32C alone, for rows checksummed a chunk at a time. */
+void rfbi_cache_ckpt_crc_put(unsigned char out[4], uint32_t crc);
+uint32_t rfbi_cache_ckpt_crc_get(const unsigned char in[4]);
 
 /* The read position p (p->updates and p->pid included), checksummed. */
 void rfbi_cache_position_encode(const struct rfb_cache_position *p,
