@@ -42,8 +42,10 @@ TOOLS     = $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(sort $(filter-out %_sh
 SHIMS     = $(patsubst tests/tools/%.c,$(BUILD)/tools/%.so,$(sort $(wildcard tests/tools/*_shim.c)))
 BENCHES   = $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(sort $(wildcard tests/bench/*.c)))
 UNITS     = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
-# the library's own headers beside the API (refurb.h does not include them)
-LIB_ONLY_H = lib/include/refurb/aio.h lib/include/refurb/annotate.h lib/include/refurb/pool.h
+# the library's own headers beside the API: the ones that say so (refurb.h
+# does not include them; scripts/make-man3 and tests/install.bats read the
+# same words)
+LIB_ONLY_H := $(shell grep -l '^ \* Internal to librefurb' lib/include/refurb/*.h)
 INSTALL_H = $(filter-out $(LIB_ONLY_H),$(wildcard lib/include/refurb/*.h))
 MAN3      = $(BUILD)/man/man3/refurb.3
 MAN       = $(wildcard man/man1/*.1 man/man5/*.5 man/man7/*.7) man/man3/refurb.3

@@ -199,6 +199,27 @@ uint64_t cli_parse_u64(const struct cli *c, const char *opt, const char *arg,
 	return v;
 }
 
+int cli_parse_enum(const struct cli *c, const char *opt, const char *arg,
+		   const struct rfb_enum_name *names)
+{
+	const char *canon[16];
+	char list[256] = "";
+	int v = rfb_enum_parse(names, arg), k = 0;
+	size_t n = 0;
+
+	if (v >= 0)
+		return v;
+	/* an alias is not the first name of its value */
+	for (const struct rfb_enum_name *e = names; e->name && k < 16; e++)
+		if (rfb_enum_name(names, e->value) == e->name)
+			canon[k++] = e->name;
+	for (int i = 0; i < k && n < sizeof list; i++)
+		n += (size_t)snprintf(list + n, sizeof list - n, "%s%s",
+				      i == 0 ? "" : i == k - 1 ? " or " : ", ",
+				      canon[i]);
+	cli_usage_error(c, "%s: '%s' is not %s", opt, arg ? arg : "", list);
+}
+
 uint64_t cli_parse_max_pixels(const struct cli *c, const char *arg)
 {
 	return cli_parse_u64(c, "--max-pixels", arg, 1,

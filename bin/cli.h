@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "refurb/enum.h"
 #include "refurb/error.h"
 
 /* Long-only option codes start here; programs use values above 0x2000. */
@@ -102,6 +103,12 @@ void cli_warn_err(struct cli *c, const rfb_err *err);
  * naming the option. */
 uint64_t cli_parse_u64(const struct cli *c, const char *opt, const char *arg,
 		       uint64_t min, uint64_t max);
+
+/* The value of arg among the names of an enum (enum.h: aliases
+ * accepted), or exit with a usage error listing its canonical names
+ * ("OPT: 'ARG' is not A, B or C"). */
+int cli_parse_enum(const struct cli *c, const char *opt, const char *arg,
+		   const struct rfb_enum_name *names);
 
 /* --max-pixels N of the programs that run pipelines: the largest image
  * decoded or made by any layer (refurb-pipeline(7), MEMORY). */

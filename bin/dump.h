@@ -30,7 +30,7 @@ int dump_index(struct cli *c, const char *path, const struct dump_opts *o,
 /* An eviction schedule (starts with the magic "RFBSCHD" + version byte):
  * TSV "sample_id<TAB>phase", or with --stats the parameters and the phase
  * histogram. */
-int dump_schedule(struct cli *c, const char *path, const struct dump_opts *o,
+int dump_evict(struct cli *c, const char *path, const struct dump_opts *o,
 		  FILE *out);
 
 /* A plan stream (text, starts with "#refurb-plan "; path "-" = stdin):

@@ -14,6 +14,7 @@
 #include "refurb/encode.h"
 #include "refurb/io.h"
 #include "refurb/record.h"
+#include "refurb/record.h"
 
 /* Everything a scan of the segments found. */
 struct survey {
@@ -27,12 +28,6 @@ struct survey {
 	uint64_t problems;
 	uint64_t torn;           /* torn tails (what the next writer cuts) */
 };
-
-static const char *codec_name(int codec)
-{
-	return codec == RFB_CODEC_RAW ? "raw" : codec == RFB_CODEC_ZSTD ? "zstd"
-	       : "jpeg";
-}
 
 static int visit(void *ctx, uint32_t segment, uint32_t death,
 		 const struct rfb_cache_addr *a, const struct rfb_record_meta *m,
@@ -66,7 +61,7 @@ static int visit(void *ctx, uint32_t segment, uint32_t death,
 		fprintf(s->out, "%08x\t%llu\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%s\t%u\n",
 			segment, (unsigned long long)a->offset, a->length,
 			m->sample, m->write_epoch, death, m->width, m->height,
-			m->channels, codec_name(m->codec), m->stored_len);
+			m->channels, rfb_codec_kind_name((enum rfb_codec_kind)m->codec), m->stored_len);
 	return 0;
 }
 

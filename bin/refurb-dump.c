@@ -62,7 +62,7 @@ static const char help[] =
 	"\nExit status: 0 ok, 1 unreadable or corrupt file (or --verify found\n"
 	"problems), 2 usage error.  See refurb-dump(1).\n";
 
-enum kind { KIND_UNKNOWN, KIND_INDEX, KIND_SCHEDULE, KIND_PLAN, KIND_CACHE,
+enum kind { KIND_UNKNOWN, KIND_INDEX, KIND_EVICT, KIND_PLAN, KIND_CACHE,
 	    KIND_STREAM };
 
 enum { OPT_VERIFY = 0x2000, OPT_SHEET, OPT_COLUMNS, OPT_QUALITY };
@@ -162,7 +162,7 @@ static enum kind file_kind(struct cli *c, const char *path)
 classify:
 	switch (rfb_format_detect(magic, got > 0 ? (size_t)got : 0)) {
 	case RFB_FORMAT_INDEX: return KIND_INDEX;
-	case RFB_FORMAT_SCHEDULE: return KIND_SCHEDULE;
+	case RFB_FORMAT_EVICT: return KIND_EVICT;
 	case RFB_FORMAT_STREAM: return KIND_STREAM;
 	case RFB_FORMAT_PLAN: return KIND_PLAN;
 	case RFB_FORMAT_UNKNOWN: break;
@@ -233,7 +233,7 @@ static int verify_file(struct cli *c, const char *path, enum kind k,
 	o->verify = 0;
 	switch (k) {
 	case KIND_INDEX: rc = dump_index(c, path, o, sink); break;
-	case KIND_SCHEDULE: rc = dump_schedule(c, path, o, sink); break;
+	case KIND_EVICT: rc = dump_evict(c, path, o, sink); break;
 	case KIND_PLAN: rc = dump_plan(c, path, o, sink); break;
 	case KIND_STREAM: rc = dump_stream(c, path, o, so, sink); break;
 	default: break;
@@ -274,7 +274,7 @@ int main(int argc, char **argv)
 		return verify_file(&c, path, k, &o, &so, out);
 	switch (k) {
 	case KIND_INDEX: rc = dump_index(&c, path, &o, out); break;
-	case KIND_SCHEDULE: rc = dump_schedule(&c, path, &o, out); break;
+	case KIND_EVICT: rc = dump_evict(&c, path, &o, out); break;
 	case KIND_PLAN: rc = dump_plan(&c, path, &o, out); break;
 	case KIND_CACHE: rc = dump_cache(&c, path, &o, out); break;
 	case KIND_STREAM: rc = dump_stream(&c, path, &o, &so, out); break;

@@ -10,7 +10,7 @@
 #include "cli.h"
 #include "refurb/index.h"
 #include "refurb/io.h"
-#include "refurb/sched.h"
+#include "refurb/evict.h"
 
 static const char usage[] = "refurb-evict [OPTIONS] INDEX";
 
@@ -37,13 +37,13 @@ static const char help[] =
 	"\nExample:\n"
 	"  refurb-evict -r 3 --seed 7 train.idx > train.evict\n"
 	"\nExit status: 0 ok, 1 unreadable index or write error, 2 usage error.\n"
-	"See refurb-evict(1), refurb-schedule(5).\n";
+	"See refurb-evict(1), refurb-evict(5).\n";
 
 enum { OPT_POLICY = 0x2000, OPT_SHARD };
 
 struct options {
 	const char *index, *output;
-	rfb_sched_params p;
+	rfb_evict_params p;
 	int force;
 };
 
@@ -66,16 +66,15 @@ static void parse(struct cli *c, struct options *o, int argc, char **argv)
 		switch (opt) {
 		case 'r':
 			o->p.reuse = (uint32_t)cli_parse_u64(c, "--reuse", optarg,
-						1, RFB_SCHED_MAX_REUSE);
+						1, RFB_EVICT_MAX_REUSE);
 			break;
 		case 's':
 			o->p.seed = cli_parse_u64(c, "--seed", optarg, 0,
 						  UINT64_MAX);
 			break;
 		case OPT_POLICY:
-			if ((o->p.policy = rfb_sched_policy_parse(optarg)) < 0)
-				cli_usage_error(c, "--policy: '%s' is not balanced "
-						"or refcount", optarg);
+			o->p.policy = cli_parse_enum(c, "--policy", optarg,
+						     rfb_evict_policy_names);
 			break;
 		case OPT_SHARD:
 			cli_parse_shard(c, optarg, &o->p.shard_index,
@@ -105,19 +104,19 @@ static void write_schedule(struct cli *c, const char *path,
 		cli_die_err(c, &err);
 }
 
-static void report(const rfb_sched *s)
+static void report(const rfb_evict *s)
 {
-	const rfb_sched_params *p = rfb_sched_params_of(s);
-	uint32_t n = rfb_sched_count(s);
+	const rfb_evict_params *p = rfb_evict_params_of(s);
+	uint32_t n = rfb_evict_count(s);
 
 	fprintf(stderr, "refurb-evict: shard %u/%u: %u of %u samples, r=%u %s, "
 		"%u to %u misses per epoch after the first, schedule %016llx\n",
 		p->shard_index, p->shard_count, n, p->total, p->reuse,
-		rfb_sched_policy_name(p->policy),
-		p->policy == RFB_SCHED_REFCOUNT ? 0 : n / p->reuse,
-		p->policy == RFB_SCHED_REFCOUNT ? n
+		rfb_evict_policy_name(p->policy),
+		p->policy == RFB_EVICT_REFCOUNT ? 0 : n / p->reuse,
+		p->policy == RFB_EVICT_REFCOUNT ? n
 			: n / p->reuse + (n % p->reuse != 0),
-		(unsigned long long)rfb_sched_identity(s));
+		(unsigned long long)rfb_evict_identity(s));
 }
 
 int main(int argc, char **argv)
@@ -126,12 +125,12 @@ int main(int argc, char **argv)
 	struct options o = { .output = "-" };
 	rfb_err err = { 0 };
 	rfb_index *idx;
-	rfb_sched *s;
+	rfb_evict *s;
 	unsigned char *data;
 	size_t len;
 
 	o.p.reuse = 2;
-	o.p.policy = RFB_SCHED_BALANCED;
+	o.p.policy = RFB_EVICT_BALANCED;
 	o.p.shard_count = 1;
 	cli_init(&c, "refurb-evict", usage, help);
 	parse(&c, &o, argc, argv);
@@ -148,13 +147,13 @@ int main(int argc, char **argv)
 		cli_usage_error(&c, "--shard %u/%u: %s has only %u samples "
 				"(every shard needs one)", o.p.shard_index,
 				o.p.shard_count, o.index, o.p.total);
-	if (!(s = rfb_sched_build(&o.p, &err)) ||
-	    rfb_sched_serialize(s, &data, &len, &err) < 0)
+	if (!(s = rfb_evict_build(&o.p, &err)) ||
+	    rfb_evict_serialize(s, &data, &len, &err) < 0)
 		cli_die(&c, "%s: %s", o.index, err.msg);
 	write_schedule(&c, o.output, data, len);
 	if (!c.quiet)
 		report(s);
 	free(data);
-	rfb_sched_free(s);
+	rfb_evict_free(s);
 	return 0;
 }

@@ -44,9 +44,9 @@ static const char help[] =
 	"      --strict          the first bad file is fatal (default: report it,\n"
 	"                        leave it out, count it in the summary)\n"
 	"  -M, --memory BYTES    memory for the index's records and paths before\n"
-	"                        they go to temporary files, half as much for a\n"
-	"                        tree's files found (suffix K, M or G; default\n"
-	"                        256M, at least 16K)\n"
+	"                        they go to temporary files, half as much for the\n"
+	"                        files or members found (suffix K, M or G;\n"
+	"                        default 256M, at least 16K)\n"
 	"  -f, --force           write binary output to a terminal\n"
 	CLI_COMMON_HELP
 	"\nExample:\n"

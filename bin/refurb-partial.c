@@ -294,7 +294,7 @@ static void parse(struct cli *c, struct rfb_partial_opts *o, const char **in,
 			break;
 		case OPT_SEGMENT:
 			o->segment_max = cli_parse_u64(c, "--segment-size", optarg,
-						       1, 1 << 20) << 20;
+						       1, 4095) << 20;
 			break;
 		case OPT_GRACE:
 			o->grace = cli_parse_u64(c, "--grace", optarg, 1, UINT32_MAX);

@@ -13,7 +13,7 @@
 #include "refurb/costs.h"
 #include "refurb/index.h"
 #include "refurb/plan.h"
-#include "refurb/sched.h"
+#include "refurb/evict.h"
 
 static const char usage[] =
 	"refurb-plan [OPTIONS] SCHEDULE\n"
@@ -130,9 +130,8 @@ static void parse_option(struct cli *c, struct options *o, int opt)
 		o->seed_given = 1;
 		break;
 	case OPT_SHUFFLE:
-		if ((o->p.shuffle = rfb_plan_shuffle_parse(optarg)) < 0)
-			cli_usage_error(c, "--shuffle: '%s' is not cache-aware, "
-					"random or none", optarg);
+		o->p.shuffle = cli_parse_enum(c, "--shuffle", optarg,
+					      rfb_plan_shuffle_names);
 		break;
 	case OPT_BALANCE:
 		if (!strncmp(optarg, "cost=", 5) && optarg[5]) {
@@ -152,9 +151,8 @@ static void parse_option(struct cli *c, struct options *o, int opt)
 		o->shard_given = 1;
 		break;
 	case OPT_EVEN:
-		if ((o->p.even = rfb_plan_even_parse(optarg)) < 0)
-			cli_usage_error(c, "--even: '%s' is not pad, drop or "
-					"none", optarg);
+		o->p.even = cli_parse_enum(c, "--even", optarg,
+					   rfb_plan_even_names);
 		break;
 	case OPT_DIVERSITY: o->diversity = 1; break;
 	case OPT_START: parse_start(c, o, optarg); break;
@@ -237,8 +235,8 @@ static void parse(struct cli *c, struct options *o, int argc, char **argv)
 
 static int print_diversity(struct cli *c, const struct options *o)
 {
-	double u = rfb_sched_diversity(o->aug, o->final, o->reuse, o->epochs);
-	double star = rfb_sched_diversity(o->aug, o->final, 1, o->epochs);
+	double u = rfb_evict_diversity(o->aug, o->final, o->reuse, o->epochs);
+	double star = rfb_evict_diversity(o->aug, o->final, 1, o->epochs);
 
 	if (isnan(u) || isnan(star))
 		cli_usage_error(c, "no E(U) for these arguments");
@@ -293,10 +291,10 @@ static rfb_cost_model *load_costs(struct cli *c, const struct options *o,
  * --balance pixels (NULL otherwise), the cost model and the cost file's
  * identity for --balance cost. */
 static uint32_t *check_inputs(struct cli *c, const struct options *o,
-			      const rfb_sched *s, rfb_cost_model **model,
+			      const rfb_evict *s, rfb_cost_model **model,
 			      uint64_t *cost_identity)
 {
-	const rfb_sched_params *sp = rfb_sched_params_of(s);
+	const rfb_evict_params *sp = rfb_evict_params_of(s);
 	rfb_err err = { 0 };
 	uint32_t *pixels = NULL;
 	rfb_index *idx;
@@ -310,7 +308,7 @@ static uint32_t *check_inputs(struct cli *c, const struct options *o,
 		return NULL;
 	if (!(idx = rfb_index_open(o->index, &err)))
 		cli_die_err(c, &err);
-	if (rfb_sched_check_index(s, rfb_index_identity(idx),
+	if (rfb_evict_check_index(s, rfb_index_identity(idx),
 				  rfb_index_count(idx), o->schedule, &err) < 0)
 		cli_die(c, "%s: %s; give the index it was made from, not %s",
 			o->schedule, err.msg, o->index);
@@ -356,7 +354,7 @@ int main(int argc, char **argv)
 	struct cli c;
 	struct options o = { .output = "-" };
 	rfb_err err = { 0 };
-	rfb_sched *s;
+	rfb_evict *s;
 	rfb_plan *pl;
 	uint32_t *pixels;
 	rfb_cost_model *model = NULL;
@@ -369,10 +367,10 @@ int main(int argc, char **argv)
 	parse(&c, &o, argc, argv);
 	if (o.diversity)
 		return print_diversity(&c, &o);
-	if (!(s = rfb_sched_open(o.schedule, &err)))
+	if (!(s = rfb_evict_open(o.schedule, &err)))
 		cli_die_err(&c, &err);
 	if (!o.seed_given)
-		o.p.seed = rfb_sched_params_of(s)->seed;
+		o.p.seed = rfb_evict_params_of(s)->seed;
 	pixels = check_inputs(&c, &o, s, &model, &o.p.cost_identity);
 	cc.m = model;
 	cc.seed = o.p.seed;
@@ -387,6 +385,6 @@ int main(int argc, char **argv)
 	cli_close_output(&c, out, o.output);
 	rfb_plan_free(pl);
 	rfb_cost_model_free(model);
-	rfb_sched_free(s);
+	rfb_evict_free(s);
 	return 0;
 }

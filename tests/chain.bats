@@ -175,6 +175,35 @@ EOF
 	run ! grep -q "locked" <<< "$output"
 }
 
+@test "refurb_stream.chain.Chain: stop() returns only when no program of the chain is left, though its shell ends first" {
+	"$PY" -c 'import torch' 2>/dev/null || skip "torch is not installed"
+	# a member that outlives SIGTERM by 1.5 s (as refurb-partial does
+	# while it checkpoints a large cache); sh itself ends at SIGTERM
+	run "$PY" - <<'EOF'
+import os, time
+from refurb_stream import open_stream
+from refurb_stream.chain import Chain
+cmd = ("sh -c 'trap \"\" TERM; sleep 1.5' & "
+       "refurb-plan -q -b 8 -e 0-99 train.evict | refurb-partial -q -c {c} -p 'resize=64' "
+       "train.idx | refurb-final -q -p 'crop=48' -o {{fifo}}")
+chain = Chain(cmd.format(c=os.environ["BATS_TEST_TMPDIR"] + "/c"))
+with chain as fifo:
+    group = chain.proc.pid
+    with open_stream(fifo) as s:
+        next(iter(s))
+    start = time.monotonic()
+print("stopped after %.1f s" % (time.monotonic() - start))
+try:
+    os.killpg(group, 0)
+    print("still running")
+except ProcessLookupError:
+    print("all gone")
+EOF
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -qx "all gone" <<< "$output"
+}
+
 # killed_trainer MODE: a trainer starts a Chain on the cache $T/c
 # (writing the FIFO's directory, the chain's process group and the pid of
 # the holder below into $T/dir, for teardown), then, by MODE: "waiting"

@@ -86,3 +86,9 @@ for s in socks:
     s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in socks))' "$1"
 }
+
+# sanitized: the programs under test are built by make asan (ASan's
+# shadow memory and redzones make memory figures meaningless there)
+sanitized() {
+	grep -q __asan_init "$BUILD_DIR/bin/refurb-final" 2>/dev/null
+}

@@ -38,9 +38,11 @@ install_root() {
 		 share/man/man7/refurb.7; do
 		[ -e "$d/opt/rfb/$f" ] || { echo "missing $f"; false; }
 	done
-	# the library's own headers stay inside it
-	for f in aio.h annotate.h pool.h; do
-		[ ! -e "$d/opt/rfb/include/refurb/$f" ] || { echo "installed $f"; false; }
+	# the library's own headers (their comment says so) stay inside it
+	own=$(grep -l '^ \* Internal to librefurb' "$TOP"/lib/include/refurb/*.h)
+	[ "$(echo "$own" | wc -l)" -ge 4 ]
+	for f in $own; do
+		[ ! -e "$d/opt/rfb/include/refurb/${f##*/}" ] || { echo "installed ${f##*/}"; false; }
 	done
 	"$d/opt/rfb/bin/refurb-index" --version
 	# a client program, compiled with the installed headers and library
@@ -190,7 +192,9 @@ CPP
 	[ "$status" -eq 1 ]
 	[ -z "$output" ]
 	command -v groff > /dev/null || skip "no groff (groff-base) to render them"
-	for f in "$TOP"/man/man[157]/*; do
+	# from man/, as man(1) does, so that an alias page's ".so man5/..." opens
+	cd "$TOP/man"
+	for f in man[157]/*; do
 		run groff -man -ww -z "$f"
 		[ "$status" -eq 0 ]
 		[ -z "$output" ] || { echo "$f: $output"; false; }

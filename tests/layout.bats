@@ -131,3 +131,28 @@ setup() {
 	[ "${lines[0]}" = "include: lib/pipeline/win.c includes lib/ops/ops_internal.h, private to lib/ops/ (use a header of lib/include/refurb/)" ]
 	[ "${lines[-1]}" = "check-layout: 4 files in 2 groups, 1 problems" ]
 }
+
+@test "check-layout: a static function named rfb_ (in a private header or a source) fails" {
+	mkdir -p "$src/lib/ops"
+	printf 'static inline int clip8(int v) { return v; }\n' > "$src/lib/ops/ops_internal.h"
+	printf 'static inline unsigned char\nrfb_pil_blend(int a, int b)\n{ return a + b; }\n' >> "$src/lib/ops/ops_internal.h"
+	printf 'static int rfb_local(void) { return 0; }\nint rfb_api(void) { return rfb_local(); }\n' > "$src/lib/ops/ops_a.c"
+	check
+	[ "$status" -eq 1 ]
+	[ "${lines[0]}" = "prefix: lib/ops/ops_a.c has a static rfb_local: rfb_ is the API's prefix (drop it, or rfbi_ across files)" ]
+	[ "${lines[1]}" = "prefix: lib/ops/ops_internal.h has a static rfb_pil_blend: rfb_ is the API's prefix (drop it, or rfbi_ across files)" ]
+	[ "${lines[-1]}" = "check-layout: 4 files in 2 groups, 2 problems" ]
+}
+
+@test "check-layout: an API header implemented by two groups fails" {
+	# a function its comments only mention does not count
+	printf '%s\n' '/* see rfb_helper() */' 'int rfb_api_two(void);' \
+		>> "$src/lib/include/refurb/api.h"
+	obj core api 'int rfb_api(void) { return 0; }'
+	obj pipeline helper 'int rfb_helper(void) { return 1; }'
+	obj stage two 'int rfb_api_two(void) { return 2; }'
+	check
+	[ "$status" -eq 1 ]
+	[ "${lines[0]}" = "header: lib/include/refurb/api.h is implemented in lib/core/ (rfb_api), lib/stage/ (rfb_api_two) (one group per header)" ]
+	[ "${lines[-1]}" = "check-layout: 7 files in 3 groups, 1 problems" ]
+}

@@ -143,7 +143,7 @@ setup() {
 	head -c 100 "$S" > "$T/short"
 	run refurb-dump "$T/short"
 	expect_fail 1 "refurb-dump: $T/short: truncated: 100 bytes, expected 244"
-	{ printf 'RFBSCHD\002'; tail -c +9 "$S"; } > "$T/v2"
-	run refurb-dump -S "$T/v2"
-	expect_fail 1 "refurb-dump: $T/v2: schedule format version 2"
+	{ printf 'RFBSCHD\003'; tail -c +9 "$S"; } > "$T/v3"
+	run refurb-dump -S "$T/v3"
+	expect_fail 1 "refurb-dump: $T/v3: schedule format version 3"
 }

@@ -399,6 +399,114 @@ big_tree() {
 	[ -z "$output" ]
 }
 
+# shards of N samples made by make-scale-dataset in $T/wds-N, with one
+# shard again under another name (its keys seen before: duplicates)
+scale_shards() {
+	"$TOP/scripts/make-scale-dataset" -n "$1" -s $(($1 / 100)) "$T/wds-$1" >/dev/null
+	cp "$T/wds-$1/train-000001.tar" "$T/wds-$1/zz-again.tar"
+}
+
+# a list of N lines: the dataset's files over and over, labelled by name
+scale_list() {
+	find "$DS" -name '*.jpg' | sort > "$T/files.txt"
+	awk -v n="$1" '{ f[NR] = $0 } END { for (i = 0; i < n; i++) {
+		p = f[i % NR + 1]; split(p, d, "/"); print p "\t" d[length(d) - 1] } }' \
+		"$T/files.txt" > "$T/list-$1.txt"
+}
+
+# peak_kib CMD...: run CMD (its stderr dropped), print its peak RSS in KiB
+peak_kib() {
+	/usr/bin/time -f %M -o "$T/peak" "$@" 2>/dev/null
+	cat "$T/peak"
+}
+
+@test "-M 1M and 16K: shards (keys seen before) and a list give the default's index, in many runs" {
+	scale_shards 20000
+	refurb-index -q -o "$T/a.idx" "$T"/wds-20000/*.tar 2>/dev/null
+	refurb-index -q -M 1M -o "$T/b.idx" "$T"/wds-20000/*.tar 2>/dev/null
+	cmp "$T/a.idx" "$T/b.idx"
+	# 16K: the sorts merge in passes, two runs at a time
+	refurb-index -q -M 16K -o "$T/c.idx" "$T"/wds-20000/*.tar 2>/dev/null
+	cmp "$T/a.idx" "$T/c.idx"
+	run -0 refurb-dump --stats "$T/c.idx"
+	[[ "$output" == *20000* ]]
+	scale_list 20000
+	refurb-index -q -o "$T/d.idx" --list "$T/list-20000.txt"
+	refurb-index -q -M 1M -o "$T/e.idx" --list "$T/list-20000.txt"
+	cmp "$T/d.idx" "$T/e.idx"
+	refurb-index -q -M 16K -o "$T/f.idx" --list - < "$T/list-20000.txt"
+	cmp "$T/d.idx" "$T/f.idx"
+	run -0 ls -A "$T"
+	[[ "$output" != *.refurb-index* ]]
+}
+
+@test "-M 1M: the peak memory does not grow with the samples of shards or a list" {
+	local a b
+	# from 20000 samples on the records' budget is full; what still
+	# grows is bounded (the merges' buffers, up to a quarter of -M) or
+	# small (the shards' table): about 0.7 MiB here, against 3.2 MiB
+	# (shards) and 3.6 MiB (list) when all the candidates were held
+	scale_shards 20000
+	scale_shards 60000
+	a=$(peak_kib refurb-index -q -M 1M -o "$T/a.idx" "$T"/wds-20000/*.tar)
+	b=$(peak_kib refurb-index -q -M 1M -o "$T/b.idx" "$T"/wds-60000/*.tar)
+	echo "shards: $a KiB at 20000 samples, $b KiB at 60000"
+	[ $((b - a)) -lt 1200 ]
+	scale_list 20000
+	scale_list 60000
+	a=$(peak_kib refurb-index -q -M 1M -o "$T/c.idx" --list "$T/list-20000.txt")
+	b=$(peak_kib refurb-index -q -M 1M -o "$T/d.idx" --list "$T/list-60000.txt")
+	echo "list: $a KiB at 20000 lines, $b KiB at 60000"
+	[ $((b - a)) -lt 1200 ]
+}
+
+@test "-M: a full disk while the candidates are written names the directory and the fix" {
+	local shim="$BUILD_DIR/tools/enospc_shim.so" dir
+	[ -f "$shim" ]
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+	scale_shards 10000
+	mkdir "$T/out"
+	dir=$(cd "$T/out" && pwd -P)
+	run env ENOSPC_DIR="$dir" ENOSPC_AFTER=100000 LD_PRELOAD="$shim" \
+		refurb-index -q -M 1M -o "$dir/a.idx" "$T"/wds-10000/*.tar
+	expect_fail 1 "refurb-index: $dir: cannot write a temporary file of candidates (free space there, write the index elsewhere, or raise -M): No space left on device"
+	run -0 ls -A "$dir"
+	[ -z "$output" ]
+	scale_list 10000
+	run env ENOSPC_DIR="$dir" ENOSPC_AFTER=100000 LD_PRELOAD="$shim" \
+		refurb-index -q -M 1M -o "$dir/b.idx" --list "$T/list-10000.txt"
+	expect_fail 1 "refurb-index: $dir: cannot write a temporary file of candidates"
+	run -0 ls -A "$dir"
+	[ -z "$output" ]
+}
+
+@test "-M: a temporary file of candidates that cannot be read back (EIO) names the directory" {
+	local shim="$BUILD_DIR/tools/io_fault_shim.so" dir
+	[ -f "$shim" ]
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+	scale_shards 10000
+	mkdir "$T/out"
+	dir=$(cd "$T/out" && pwd -P)
+	run env FAULT_PATH="$dir/.refurb-index." FAULT_READ=EIO LD_PRELOAD="$shim" \
+		refurb-index -q -M 1M -o "$dir/a.idx" "$T"/wds-10000/*.tar
+	expect_fail 1 "refurb-index: $dir: cannot read back a temporary file of candidates: Input/output error (the device failed"
+	run -0 ls -A "$dir"
+	[ -z "$output" ]
+}
+
+@test "-M: SIGTERM while the candidates are on temporary files leaves none behind" {
+	local pid
+	scale_shards 60000
+	mkdir "$T/out"
+	refurb-index -q -M 16K -o "$T/out/a.idx" "$T"/wds-60000/*.tar 2>/dev/null &
+	pid=$!
+	sleep 0.5
+	kill -TERM "$pid" 2>/dev/null || true
+	wait "$pid" || true
+	run -0 ls -A "$T/out"
+	[[ "$output" != *.refurb-index.* ]]
+}
+
 @test "-M: a budget too small or not a size is a usage error" {
 	run refurb-index -M 1K -o "$T/a.idx" "$DS"
 	expect_fail 2 "refurb-index: --memory 1K: an index needs at least 16K"

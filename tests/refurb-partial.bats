@@ -242,6 +242,17 @@ setup() {
 	expect_fail 1 "refurb-partial: (stdin): plan was made for another index"
 }
 
+@test "a plan of a shard that is not the schedule rebuilt is refused: make both again" {
+	# a plan made before the shards' partition changed (schedule version
+	# 2) names a schedule that refurb-partial does not rebuild
+	refurb-evict -q -r 3 -s 7 --shard 1/2 -o "$T/s.evict" train.idx
+	refurb-plan -q -b 8 -e 0 "$T/s.evict" |
+		sed '1s/schedule=[0-9a-f]*/schedule=0123456789abcdef/' > "$T/p"
+	run refurb-partial -q -c "$T/c" -p "$SPEC" train.idx < "$T/p"
+	expect_fail 1 "refurb-partial: (stdin): the plan's header does not match its schedule"
+	[[ "$output" == *"make the schedule and the plan again with refurb-evict and refurb-plan" ]]
+}
+
 @test "garbage instead of a plan" {
 	run sh -c "echo hello | refurb-partial -c '$T/c' -p '$SPEC' train.idx"
 	expect_fail 1 "refurb-partial: (stdin)"

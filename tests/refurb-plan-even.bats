@@ -138,7 +138,7 @@ PY
 
 @test "bad --even: usage error; a damaged even= in a plan: exit 1 naming it" {
 	run refurb-plan --even half "$D/s0.evict"
-	expect_fail 2 "refurb-plan: --even: 'half' is not pad, drop or none"
+	expect_fail 2 "refurb-plan: --even: 'half' is not none, pad or drop"
 	run refurb-plan --even "$D/s0.evict"
 	[ "$status" -eq 2 ]
 	refurb-plan -b 5 -e 0 --even pad "$D/s2.evict" | sed '1s/even=pad/even=odd/' > "$T/p"

@@ -306,9 +306,9 @@ check_plan() {
 	expect_fail 1 "refurb-plan: $T/empty: truncated: 0 bytes"
 	run refurb-plan "$IDX"
 	expect_fail 1 "refurb-plan: $IDX: bad magic (not a refurb schedule)"
-	{ printf 'RFBSCHD\002'; tail -c +9 "$S"; } > "$T/v2"
-	run refurb-plan "$T/v2"
-	expect_fail 1 "refurb-plan: $T/v2: schedule format version 2"
+	{ printf 'RFBSCHD\003'; tail -c +9 "$S"; } > "$T/v3"
+	run refurb-plan "$T/v3"
+	expect_fail 1 "refurb-plan: $T/v3: schedule format version 3"
 	{ head -c 100 "$S"; printf 'x'; tail -c +102 "$S"; } > "$T/flip"
 	run refurb-plan "$T/flip"
 	expect_fail 1 "refurb-plan: $T/flip: body checksum mismatch"
@@ -334,6 +334,10 @@ check_plan() {
 	expect_fail 2 "refurb-plan: --epochs: '' is not a number"
 	run refurb-plan --shuffle sorted "$S"
 	expect_fail 2 "refurb-plan: --shuffle: 'sorted' is not cache-aware, random or none"
+	# an alias is accepted but not listed: the plan records "none"
+	run refurb-plan --shuffle sequential -e 0 "$S"
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == *" shuffle=none "* ]]
 	run refurb-plan --shard 3/2 "$S"
 	expect_fail 2 "refurb-plan: --shard: '3/2': K must be less than N"
 	run refurb-plan

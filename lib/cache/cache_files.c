@@ -1,7 +1,8 @@
 /*
  * cache_files.c - the cache directory's files as seen from outside the
- * writer: the manifest, segment headers and names, the reader's view with
- * its open segments, and the record-by-record scan (refurb-cache(5)).
+ * writer: the manifest file, segment names, the reader's view with
+ * its open segments, and the record-by-record scan (refurb-cache(5); the
+ * bytes of each record are cache_format.c's).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -14,40 +15,15 @@
 #include <unistd.h>
 
 #include "cache_internal.h"
-#include "refurb/bytes.h"
 #include "refurb/checksum.h"
 #include "refurb/io.h"
 
-#define MANIFEST_MAGIC "RFBCMAN\x01"
-#define MANIFEST_FIXED 64
-
 /* ---- manifest ---- */
-
-static size_t manifest_encode(const struct rfb_cache_manifest *m,
-			      unsigned char *b)
-{
-	size_t len = strnlen(m->pipeline, RFB_CACHE_MAX_SPEC - 1);
-
-	memset(b, 0, MANIFEST_FIXED);
-	memcpy(b, MANIFEST_MAGIC, 8);
-	rfb_put_le64(b + 8, m->index_identity);
-	rfb_put_le64(b + 16, m->schedule_identity);
-	rfb_put_le64(b + 24, m->seed);
-	rfb_put_le32(b + 32, m->samples);
-	b[36] = (unsigned char)m->codec.kind;
-	b[37] = (unsigned char)m->codec.level;
-	rfb_put_le32(b + 40, (uint32_t)len);
-	rfb_put_le64(b + 48, m->segment_max);
-	rfb_put_le32(b + 60, rfb_crc32c(0, b, 60));
-	memcpy(b + MANIFEST_FIXED, m->pipeline, len);
-	rfb_put_le32(b + MANIFEST_FIXED + len, rfb_crc32c(0, m->pipeline, len));
-	return MANIFEST_FIXED + len + 4;
-}
 
 uint64_t rfbi_cache_manifest_hash(const struct rfb_cache_manifest *m)
 {
 	unsigned char b[MANIFEST_FIXED + RFB_CACHE_MAX_SPEC + 4];
-	size_t n = manifest_encode(m, b);
+	size_t n = rfbi_cache_manifest_encode(m, b);
 
 	return rfb_hash64(b, n, 0);
 }
@@ -59,40 +35,7 @@ int rfbi_cache_write_manifest(const char *dir, const struct rfb_cache_manifest *
 	char path[4200];
 
 	snprintf(path, sizeof path, "%s/" MANIFEST_NAME, dir);
-	return rfb_file_replace(path, b, manifest_encode(m, b), err);
-}
-
-int rfb_cache_parse_manifest(const void *data, size_t len, const char *name,
-			     struct rfb_cache_manifest *m, rfb_err *err)
-{
-	const unsigned char *b = data;
-	size_t plen = 0;
-
-	memset(m, 0, sizeof *m);
-	if (len < 8 || memcmp(b, MANIFEST_MAGIC, 7) != 0)
-		return rfb_err_set(err, RFB_EFORMAT, name,
-				   "bad magic (not a refurb cache manifest)");
-	if (b[7] != MANIFEST_MAGIC[7])
-		return rfb_err_set(err, RFB_EVERSION, name,
-				   "cache format version %u, this refurb reads 1",
-				   b[7]);
-	if (len < MANIFEST_FIXED + 4 || rfb_crc32c(0, b, 60) != rfb_get_le32(b + 60) ||
-	    (plen = rfb_get_le32(b + 40)) >= RFB_CACHE_MAX_SPEC ||
-	    len != MANIFEST_FIXED + plen + 4 ||
-	    rfb_crc32c(0, b + MANIFEST_FIXED, plen) !=
-		    rfb_get_le32(b + MANIFEST_FIXED + plen))
-		return rfb_err_set(err, RFB_ECHECKSUM, name,
-				   "manifest is truncated or corrupt");
-	m->index_identity = rfb_get_le64(b + 8);
-	m->schedule_identity = rfb_get_le64(b + 16);
-	m->seed = rfb_get_le64(b + 24);
-	m->samples = rfb_get_le32(b + 32);
-	m->codec.kind = b[36];
-	m->codec.level = b[37];
-	m->segment_max = rfb_get_le64(b + 48);
-	memcpy(m->pipeline, b + MANIFEST_FIXED, plen);
-	m->pipeline[plen] = '\0';
-	return 0;
+	return rfb_file_replace(path, b, rfbi_cache_manifest_encode(m, b), err);
 }
 
 int rfb_cache_read_manifest(const char *dir, struct rfb_cache_manifest *m,
@@ -140,26 +83,6 @@ const char *rfbi_cache_manifest_hint(const char *diff)
 }
 
 /* ---- segments ---- */
-
-void rfbi_cache_put_segment_header(unsigned char *h, uint32_t id, uint32_t death)
-{
-	memset(h, 0, RFB_CACHE_SEGMENT_HEADER);
-	memcpy(h, SEGMENT_MAGIC, 8);
-	rfb_put_le32(h + 8, id);
-	rfb_put_le32(h + 12, death);
-	rfb_put_le32(h + 60, rfb_crc32c(0, h, 60));
-}
-
-int rfbi_cache_parse_segment_header(const unsigned char *h, uint32_t *id,
-				    uint32_t *death)
-{
-	if (memcmp(h, SEGMENT_MAGIC, 8) != 0 ||
-	    rfb_crc32c(0, h, 60) != rfb_get_le32(h + 60))
-		return RFB_EFORMAT;
-	*id = rfb_get_le32(h + 8);
-	*death = rfb_get_le32(h + 12);
-	return 0;
-}
 
 int rfb_cache_segment_path(const char *dir, uint32_t segment, char *buf,
 			   size_t n)

@@ -5,13 +5,9 @@
  * reader still has to read can refer to them (refurb-cache(5), READ
  * POSITION), and refurb-dump shows.
  *
- * 64 bytes, little-endian: magic "RFBRPOS" + version 1, the global step
- * of the last batch whose records the reader holds (read), the epoch,
- * step and global step of the last batch written downstream, a count of
- * updates, the reader's process id, flags (1: a batch was written, 2: the
- * stream ended), the batches of an epoch, reserved zeros, CRC-32C of
- * bytes 0-59 at 60.  Rewritten in place with one pwrite: a torn write fails its
- * checksum and reads as no position.
+ * 64 bytes (their encoder and decoder, with the byte table, are in
+ * cache_format.c), rewritten in place with one pwrite: a torn write fails
+ * its checksum and reads as no position.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,34 +18,15 @@
 #include <unistd.h>
 
 #include "cache_internal.h"
-#include "refurb/bytes.h"
 #include "refurb/cache.h"
 #include "refurb/checksum.h"
 #include "refurb/io.h"
 
-#define POSITION_MAGIC "RFBRPOS\x01"
-#define POSITION_BYTES 64
 
 struct rfb_cache_position_writer {
 	int fd;
 	uint64_t updates;
 };
-
-static void encode(unsigned char *b, const struct rfb_cache_position *p,
-		   uint64_t updates)
-{
-	memset(b, 0, POSITION_BYTES);
-	memcpy(b, POSITION_MAGIC, 8);
-	rfb_put_le64(b + 8, p->read_global);
-	rfb_put_le32(b + 16, p->written_epoch);
-	rfb_put_le32(b + 20, p->written_step);
-	rfb_put_le64(b + 24, p->written_global);
-	rfb_put_le64(b + 32, updates);
-	rfb_put_le32(b + 40, (uint32_t)getpid());
-	rfb_put_le32(b + 44, (p->has_written ? 1 : 0) | (p->ended ? 2 : 0));
-	rfb_put_le32(b + 48, p->epoch_batches);
-	rfb_put_le32(b + 60, rfb_crc32c(0, b, 60));
-}
 
 rfb_cache_position_writer *rfb_cache_position_writer_open(const char *dir,
 							  rfb_err *err)
@@ -77,8 +54,11 @@ int rfb_cache_position_put(rfb_cache_position_writer *w,
 			   const struct rfb_cache_position *p, rfb_err *err)
 {
 	unsigned char b[POSITION_BYTES];
+	struct rfb_cache_position q = *p;
 
-	encode(b, p, ++w->updates);
+	q.updates = ++w->updates;
+	q.pid = (uint32_t)getpid();
+	rfbi_cache_position_encode(&q, b);
 	if (rfb_pwrite_full(w->fd, b, sizeof b, 0) < 0)
 		return rfb_err_sys(err, errno, POSITION_NAME, "cannot write");
 	return 0;
@@ -109,8 +89,8 @@ int rfb_cache_position_read(const char *dir, struct rfb_cache_position *p,
 	 * checksum tells, and the next read sees the whole */
 	for (int tries = 0; tries < 20; tries++) {
 		got = rfb_pread_full(fd, b, sizeof b, 0);
-		if (got != (ssize_t)sizeof b || memcmp(b, POSITION_MAGIC, 8) != 0 ||
-		    rfb_get_le32(b + 60) == rfb_crc32c(0, b, 60))
+		if (got != (ssize_t)sizeof b || !rfbi_cache_position_is(b) ||
+		    rfbi_cache_position_decode(b, p) == 0)
 			break;
 		got = -1;
 		usleep(500);
@@ -120,18 +100,10 @@ int rfb_cache_position_read(const char *dir, struct rfb_cache_position *p,
 	close(fd);
 	if (mtime && got >= 0)
 		*mtime = (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec * 1e-9;
-	if (got != (ssize_t)sizeof b || memcmp(b, POSITION_MAGIC, 8) != 0 ||
-	    rfb_get_le32(b + 60) != rfb_crc32c(0, b, 60))
+	if (got != (ssize_t)sizeof b || rfbi_cache_position_decode(b, p)) {
+		memset(p, 0, sizeof *p);
 		return got >= 0 ? -1 : 0;
-	p->read_global = rfb_get_le64(b + 8);
-	p->written_epoch = rfb_get_le32(b + 16);
-	p->written_step = rfb_get_le32(b + 20);
-	p->written_global = rfb_get_le64(b + 24);
-	p->updates = rfb_get_le64(b + 32);
-	p->pid = rfb_get_le32(b + 40);
-	p->has_written = rfb_get_le32(b + 44) & 1;
-	p->ended = (rfb_get_le32(b + 44) & 2) != 0;
-	p->epoch_batches = rfb_get_le32(b + 48);
+	}
 	if (mtime)
 		*mtime = (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec * 1e-9;
 	return 1;

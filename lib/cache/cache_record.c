@@ -1,20 +1,19 @@
 /*
- * cache_record.c - encoding, checking and decoding cache records (see
- * record.h; layout in refurb-cache(5)).
+ * cache_record.c - encoding, checking and decoding cache records' payloads
+ * (see record.h; the header's bytes are cache_format.c's, the layout is in
+ * refurb-cache(5)).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
 
-#include "refurb/bytes.h"
 #include "refurb/checksum.h"
 #include "refurb/decode.h"
 #include "refurb/encode.h"
 #include "refurb/record.h"
+#include "cache_format_internal.h"
 
-#define RECORD_MAGIC "RFR"
-#define RECORD_VERSION 1
 
 struct rfb_codec_ctx {
 	ZSTD_CCtx *zc;
@@ -25,29 +24,39 @@ struct rfb_codec_ctx {
 	rfb_imgbuf jpeg;     /* JPEG payload before it is framed */
 };
 
+const struct rfb_enum_name rfb_codec_kind_names[] = {
+	{ RFB_CODEC_RAW, "raw" },
+	{ RFB_CODEC_ZSTD, "zstd" },
+	{ RFB_CODEC_JPEG, "jpeg" },
+	{ 0, NULL },
+};
+
+const char *rfb_codec_kind_name(enum rfb_codec_kind kind)
+{
+	return rfb_enum_name(rfb_codec_kind_names, (int)kind);
+}
+
 int rfb_codec_parse(const char *text, struct rfb_codec *c, rfb_err *err)
 {
 	const char *colon = strchr(text, ':');
 	size_t name_len = colon ? (size_t)(colon - text) : strlen(text);
+	char name[8];
 	char *end;
 	long v;
+	int kind = -1;
 
-	if (name_len == 3 && !strncmp(text, "raw", 3) && !colon) {
-		c->kind = RFB_CODEC_RAW;
-		c->level = 0;
-		return 0;
+	if (name_len < sizeof name) {
+		memcpy(name, text, name_len);
+		name[name_len] = '\0';
+		kind = rfb_enum_parse(rfb_codec_kind_names, name);
 	}
-	if (name_len == 4 && !strncmp(text, "zstd", 4)) {
-		c->kind = RFB_CODEC_ZSTD;
-		c->level = RFB_CODEC_ZSTD_DEFAULT_LEVEL;
-	} else if (name_len == 4 && !strncmp(text, "jpeg", 4)) {
-		c->kind = RFB_CODEC_JPEG;
-		c->level = RFB_CODEC_JPEG_DEFAULT_QUALITY;
-	} else {
+	if (kind < 0 || (kind == RFB_CODEC_RAW && colon))
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "unknown codec '%s' (zstd[:LEVEL], raw, "
 				   "jpeg[:QUALITY])", text);
-	}
+	c->kind = kind;
+	c->level = kind == RFB_CODEC_ZSTD ? RFB_CODEC_ZSTD_DEFAULT_LEVEL
+		   : kind == RFB_CODEC_JPEG ? RFB_CODEC_JPEG_DEFAULT_QUALITY : 0;
 	if (!colon)
 		return 0;
 	v = strtol(colon + 1, &end, 10);
@@ -63,11 +72,12 @@ int rfb_codec_parse(const char *text, struct rfb_codec *c, rfb_err *err)
 
 const char *rfb_codec_text(const struct rfb_codec *c, char *buf, size_t n)
 {
-	if (c->kind == RFB_CODEC_RAW)
-		snprintf(buf, n, "raw");
+	const char *name = rfb_codec_kind_name(c->kind);
+
+	if (c->kind == RFB_CODEC_RAW || !name)
+		snprintf(buf, n, "%s", name ? name : "?");
 	else
-		snprintf(buf, n, "%s:%d", c->kind == RFB_CODEC_ZSTD ? "zstd"
-			 : "jpeg", c->level);
+		snprintf(buf, n, "%s:%d", name, c->level);
 	return buf;
 }
 
@@ -113,24 +123,6 @@ static const unsigned char *contiguous(rfb_codec_ctx *x, const rfb_image *img,
 		return NULL;
 	rfb_image_copy(&packed, img);
 	return packed.data;
-}
-
-static void put_header(unsigned char *h, const struct rfb_record_meta *m)
-{
-	memcpy(h, RECORD_MAGIC, 3);
-	h[3] = RECORD_VERSION;
-	rfb_put_le32(h + 4, m->sample);
-	rfb_put_le32(h + 8, m->write_epoch);
-	rfb_put_le32(h + 12, m->death_epoch);
-	rfb_put_le32(h + 16, m->stored_len);
-	rfb_put_le32(h + 20, m->raw_len);
-	rfb_put_le16(h + 24, m->width);
-	rfb_put_le16(h + 26, m->height);
-	h[28] = m->channels;
-	h[29] = m->codec;
-	rfb_put_le16(h + 30, 0);
-	rfb_put_le32(h + 32, m->payload_crc);
-	rfb_put_le32(h + 36, rfb_crc32c(0, h, 36));
 }
 
 /* Compress (or copy) the pixels into out after the header's room; only
@@ -224,45 +216,8 @@ int rfb_record_encode(rfb_codec_ctx *x, const struct rfb_codec *codec,
 	m.channels = (uint8_t)img->channels;
 	m.codec = (uint8_t)codec->kind;
 	m.payload_crc = rfb_crc32c(0, out->data + RFB_RECORD_HEADER_SIZE, stored);
-	put_header(out->data, &m);
+	rfbi_record_header_encode(&m, out->data);
 	*len = RFB_RECORD_HEADER_SIZE + stored;
-	return 0;
-}
-
-int rfb_record_parse_header(const unsigned char *h, size_t len,
-			    struct rfb_record_meta *m, rfb_err *err)
-{
-	if (len < RFB_RECORD_HEADER_SIZE)
-		return rfb_err_set(err, RFB_ETRUNC, NULL, "record header cut short");
-	if (memcmp(h, RECORD_MAGIC, 3) != 0)
-		return rfb_err_set(err, RFB_EFORMAT, NULL,
-				   "bad record magic (not a refurb cache record)");
-	if (h[3] != RECORD_VERSION)
-		return rfb_err_set(err, RFB_EVERSION, NULL,
-				   "record version %u, this refurb reads %u", h[3],
-				   RECORD_VERSION);
-	if (rfb_crc32c(0, h, 36) != rfb_get_le32(h + 36))
-		return rfb_err_set(err, RFB_ECHECKSUM, NULL,
-				   "record header checksum mismatch");
-	m->sample = rfb_get_le32(h + 4);
-	m->write_epoch = rfb_get_le32(h + 8);
-	m->death_epoch = rfb_get_le32(h + 12);
-	m->stored_len = rfb_get_le32(h + 16);
-	m->raw_len = rfb_get_le32(h + 20);
-	m->width = rfb_get_le16(h + 24);
-	m->height = rfb_get_le16(h + 26);
-	m->channels = h[28];
-	m->codec = h[29];
-	m->payload_crc = rfb_get_le32(h + 32);
-	if (m->codec > RFB_CODEC_JPEG || (m->channels != 1 && m->channels != 3) ||
-	    !m->width || !m->height ||
-	    (uint64_t)m->width * m->height * m->channels != m->raw_len)
-		return rfb_err_set(err, RFB_EFORMAT, NULL,
-				   "record header is inconsistent");
-	if (m->raw_len > RFB_RECORD_MAX_RAW || m->stored_len > RFB_RECORD_MAX_STORED ||
-	    (m->codec == RFB_CODEC_RAW && m->stored_len != m->raw_len))
-		return rfb_err_set(err, RFB_ELIMIT, NULL,
-				   "record lengths out of range");
 	return 0;
 }
 

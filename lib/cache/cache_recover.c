@@ -12,48 +12,64 @@
 #include <unistd.h>
 
 #include "cache_internal.h"
-#include "refurb/bytes.h"
 #include "refurb/checksum.h"
 #include "refurb/io.h"
 
 #define SCAN_BUF ((size_t)4 << 20)
 
-/* Take segments and entries from a checkpoint that belongs to this cache.
- * Entries shorter than a record header or not inside their segment's
+/* rfbi_cache_ckpt_entries: take a checkpoint's entry.  Entries of no
+ * slot, shorter than a record header or not inside their segment's
  * checkpointed length are ignored. */
-static int adopt_checkpoint(rfb_cache *c, const struct ckpt *k, rfb_err *err)
+static void adopt_entry(void *ctx, const struct ckpt_entry *e)
 {
-	for (uint32_t i = 0; i < k->segments; i++) {
-		const unsigned char *p = k->seg_table + (size_t)i * CKPT_SEG;
-		struct seg *s = rfbi_cache_add_seg(c, rfb_get_le32(p),
-					      rfb_get_le32(p + 4), err);
+	rfb_cache *c = ctx;
+	uint32_t sid = e->seg, len = e->length;
+	uint64_t off = e->offset;
+	struct seg *s = rfbi_cache_find_seg(c, sid);
+	int64_t slot = rfbi_cache_slot(c, e->sample);
+
+	/* off + len could wrap: compare without adding */
+	if (slot < 0 || !s || s->dead || off > RFB_CACHE_MAX_SEGMENT ||
+	    off < RFB_CACHE_SEGMENT_HEADER ||
+	    len < RFB_RECORD_HEADER_SIZE || len > s->durable ||
+	    off > s->durable - len)
+		return;
+	/* an entry of another write epoch than its segment's is left out */
+	(void)rfbi_cache_set_entry(c, (size_t)slot, sid, off, len,
+				   e->write_epoch);
+}
+
+/* Take the segments, then the entries, of a checkpoint that belongs to
+ * this cache, read a chunk at a time; a checksum that fails at the end
+ * undoes it all (the segments are then scanned whole).  1 when adopted,
+ * 0 when not, or a negative RFB_E* code. */
+static int adopt_checkpoint(rfb_cache *c, struct ckpt *k, rfb_err *err)
+{
+	rfb_err why = { 0 };
+
+	for (uint32_t i = 0; i < k->h.segments; i++) {
+		struct ckpt_seg row;
+		rfbi_cache_ckpt_seg(k, i, &row);
+		struct seg *s = rfbi_cache_add_seg(c, row.id, row.death, err);
 		if (!s)
 			return RFB_ENOMEM;
-		s->dead = rfb_get_le32(p + 8) != 0;
-		s->size = s->durable = s->synced = rfb_get_le64(p + 16);
+		s->dead = row.dead != 0;
+		s->size = s->durable = s->synced = row.durable;
 		s->dead_since = s->dead ? DEAD_SINCE_UNKNOWN : 0;
 	}
-	for (uint32_t i = 0; i < k->entries; i++) {
-		const unsigned char *p = k->entry_table + (size_t)i * CKPT_ENTRY;
-		uint32_t sample = rfb_get_le32(p), sid = rfb_get_le32(p + 4);
-		uint64_t off = rfb_get_le64(p + 8);
-		uint32_t len = rfb_get_le32(p + 16);
-		struct seg *s = rfbi_cache_find_seg(c, sid);
-		/* off + len could wrap: compare without adding */
-		if (sample >= c->man.samples || !s || s->dead ||
-		    off < RFB_CACHE_SEGMENT_HEADER ||
-		    len < RFB_RECORD_HEADER_SIZE || len > s->durable ||
-		    off > s->durable - len)
-			continue;
-		rfbi_cache_set_entry(c, sample, sid, off, len, rfb_get_le32(p + 20),
-				s->death);
+	if (rfbi_cache_ckpt_entries(k, adopt_entry, c, &why)) {
+		for (size_t i = 0; i < c->nslots; i++)
+			c->entries[i].seg = RFB_CACHE_NO_SEGMENT;
+		c->nsegs = 0;
+		c->next_id = 0;
+		return 0;
 	}
-	if (k->next_id > c->next_id)
-		c->next_id = k->next_id;
-	c->step = k->step;
-	c->base_appended = k->appended;
-	c->base_written = k->written;
-	return 0;
+	if (k->h.next_id > c->next_id)
+		c->next_id = k->h.next_id;
+	c->step = k->h.step;
+	c->base_appended = k->h.appended;
+	c->base_written = k->h.written;
+	return 1;
 }
 
 /* ---- scanning segment tails ---- */
@@ -88,10 +104,14 @@ static int scan_tail(rfb_cache *c, struct seg *s, int fd, uint64_t from,
 		if (rfb_pread_full(fd, buf.data, len, (off_t)off) != (ssize_t)len ||
 		    rfb_record_verify(buf.data, len, &m, NULL))
 			break;
-		const struct entry *e = &c->entries[m.sample];
-		if (e->seg == RFB_CACHE_NO_SEGMENT || e->write_epoch <= m.write_epoch)
-			rfbi_cache_set_entry(c, m.sample, s->id, off, (uint32_t)len,
-					m.write_epoch, m.death_epoch);
+		int64_t slot = rfbi_cache_slot(c, m.sample);
+		/* another shard's record (not this writer's): left alone */
+		const struct entry *e = slot < 0 ? NULL : &c->entries[slot];
+		if (e && off <= RFB_CACHE_MAX_SEGMENT &&
+		    (e->seg == RFB_CACHE_NO_SEGMENT ||
+		     rfbi_cache_entry_epoch(c, e) <= m.write_epoch))
+			(void)rfbi_cache_set_entry(c, (size_t)slot, s->id, off,
+						   (uint32_t)len, m.write_epoch);
 		rec->scanned++;
 		off += len;
 	}
@@ -112,10 +132,10 @@ static int scan_tail(rfb_cache *c, struct seg *s, int fd, uint64_t from,
 static void drop_entries(rfb_cache *c, uint32_t sid, uint64_t beyond,
 			 struct rfb_cache_recovery *rec)
 {
-	for (uint32_t i = 0; i < c->man.samples; i++) {
+	for (size_t i = 0; i < c->nslots; i++) {
 		const struct entry *e = &c->entries[i];
-		if (e->seg == sid && e->offset + e->length > beyond) {
-			rfbi_cache_set_entry(c, i, RFB_CACHE_NO_SEGMENT, 0, 0, 0, 0);
+		if (e->seg == sid && (uint64_t)e->offset + e->length > beyond) {
+			rfbi_cache_set_entry(c, i, RFB_CACHE_NO_SEGMENT, 0, 0, 0);
 			rec->lost++;
 		}
 	}
@@ -176,14 +196,15 @@ int rfbi_cache_recover(rfb_cache *c, struct rfb_cache_recovery *rec, rfb_err *er
 	rfb_err why = { 0 };
 	uint32_t *ids = NULL;
 	size_t n = 0, j = 0;
-	int rc = rfbi_cache_ckpt_load(c->dir, &k, &why);
+	int rc = rfbi_cache_ckpt_open(c->dir, &k, &why);
 
-	if (rc == 0 && k.manifest_hash == c->manifest_hash &&
-	    k.samples == c->man.samples) {
-		if ((rc = adopt_checkpoint(c, &k, err)))
+	if (rc == 0 && k.h.manifest_hash == c->manifest_hash &&
+	    k.h.samples == c->man.samples) {
+		if ((rc = adopt_checkpoint(c, &k, err)) < 0)
 			goto out;
-		rec->from_checkpoint = 1;
+		rec->from_checkpoint = rc;
 	}
+	rc = 0;
 	/* no, foreign or corrupt checkpoint: every segment is scanned whole */
 	if ((rc = rfbi_cache_list_segments(c->dir, &ids, &n, err)))
 		goto out;
@@ -202,6 +223,6 @@ int rfbi_cache_recover(rfb_cache *c, struct rfb_cache_recovery *rec, rfb_err *er
 	rec->records = rfbi_cache_live_entries(c);
 out:
 	free(ids);
-	free(k.data);
+	rfbi_cache_ckpt_close(&k);
 	return rc;
 }

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "cache_internal.h"
-#include "refurb/bytes.h"
 #include "refurb/io.h"
 
 /* The header of segment id and the size of its file: *death is
@@ -41,20 +40,19 @@ static int segment_header(const char *dir, uint32_t id, uint32_t *death,
 }
 
 /* The bytes of segment id (size bytes) that the checkpoint's table covers
- * (rows of CKPT_SEG bytes sorted by id): all of a dead one, none of one
- * it does not name. */
-static uint64_t covered(const unsigned char *table, uint32_t n, uint32_t id,
+ * (n rows sorted by id): all of a dead one, none of one it does not name. */
+static uint64_t covered(const struct ckpt_seg *table, uint32_t n, uint32_t id,
 			uint64_t size)
 {
 	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		const unsigned char *row = table + mid * CKPT_SEG;
-		if (rfb_get_le32(row) == id)
-			return rfb_get_le32(row + 8) || rfb_get_le64(row + 16) > size
-			       ? size : rfb_get_le64(row + 16);
-		if (rfb_get_le32(row) < id)
+		const struct ckpt_seg *row = &table[mid];
+		if (row->id == id)
+			return row->dead || row->durable > size ? size
+							       : row->durable;
+		if (row->id < id)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -67,7 +65,7 @@ int rfb_cache_list(const char *dir, rfb_cache_segment_fn fn, void *ctx,
 {
 	uint32_t *ids, death, nrows;
 	uint64_t size;
-	unsigned char *table;
+	struct ckpt_seg *table;
 	size_t n;
 	int rc;
 

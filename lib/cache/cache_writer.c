@@ -20,32 +20,6 @@
 
 #define COMPACT_LIVE_RATIO 0.5 /* compact segments less than half live */
 
-/* ---- entries ---- */
-
-int rfb_cache_lookup(const rfb_cache *c, uint32_t sample,
-		     struct rfb_cache_entry *out)
-{
-	const struct entry *e;
-
-	if (sample >= c->man.samples)
-		return RFB_ENOTFOUND;
-	e = &c->entries[sample];
-	if (e->seg == RFB_CACHE_NO_SEGMENT)
-		return RFB_ENOTFOUND;
-	out->addr.segment = e->seg;
-	out->addr.offset = e->offset;
-	out->addr.length = e->length;
-	out->write_epoch = e->write_epoch;
-	out->death_epoch = e->death;
-	return 0;
-}
-
-void rfb_cache_forget(rfb_cache *c, uint32_t sample)
-{
-	if (sample < c->man.samples)
-		rfbi_cache_set_entry(c, sample, RFB_CACHE_NO_SEGMENT, 0, 0, 0, 0);
-}
-
 /* ---- writing ---- */
 
 static int seg_open_fd(rfb_cache *c, struct seg *s, rfb_err *err)
@@ -91,8 +65,10 @@ static int seg_flush(rfb_cache *c, struct seg *s, rfb_err *err)
 	return 0;
 }
 
-/* A new, empty segment file for records dying in epoch death. */
-static struct seg *seg_create(rfb_cache *c, uint32_t death, rfb_err *err)
+/* A new, empty segment file for records written in epoch write_epoch,
+ * dying in epoch death. */
+static struct seg *seg_create(rfb_cache *c, uint32_t death,
+			      uint32_t write_epoch, rfb_err *err)
 {
 	unsigned char h[RFB_CACHE_SEGMENT_HEADER];
 	char path[4200];
@@ -125,26 +101,30 @@ static struct seg *seg_create(rfb_cache *c, uint32_t death, rfb_err *err)
 		return NULL;
 	}
 	s->fd = fd;
+	s->write_epoch = write_epoch;
+	s->epoch_known = 1;
 	s->size = s->durable = sizeof h;
 	c->dir_dirty = 1;
 	return s;
 }
 
-/* The segment records dying in death go to: the newest live one with that
- * death that has room, else a new one. */
-static struct seg *seg_for(rfb_cache *c, uint32_t death, size_t len,
-			   rfb_err *err)
+/* The segment records of write_epoch dying in death go to: the newest live
+ * one of those epochs that has room, else a new one.  (The schedule gives
+ * one write epoch per death: the check keeps a segment's records of one.) */
+static struct seg *seg_for(rfb_cache *c, uint32_t death, uint32_t write_epoch,
+			   size_t len, rfb_err *err)
 {
 	for (size_t i = c->nsegs; i-- > 0;) {
 		struct seg *s = &c->segs[i];
-		if (s->death != death || s->dead || s->sealed)
+		if (s->death != death || s->dead || s->sealed ||
+		    (s->epoch_known && s->write_epoch != write_epoch))
 			continue;
 		if (s->size + len <= c->man.segment_max ||
 		    s->size == RFB_CACHE_SEGMENT_HEADER)
 			return s;
 		break; /* the newest is full */
 	}
-	return seg_create(c, death, err);
+	return seg_create(c, death, write_epoch, err);
 }
 
 /* Queue rec (not copied) for the next flush of s. */
@@ -171,6 +151,7 @@ static int append_record(rfb_cache *c, const unsigned char *rec, size_t len,
 			 const struct rfb_record_meta *m,
 			 struct rfb_cache_addr *addr, rfb_err *err)
 {
+	int64_t slot = rfbi_cache_slot(c, m->sample);
 	struct seg *s;
 	uint64_t off;
 	int rc;
@@ -179,13 +160,18 @@ static int append_record(rfb_cache *c, const unsigned char *rec, size_t len,
 		return rfb_err_set(err, RFB_EINVAL, c->dir,
 				   "sample %u is beyond the index (%u samples)",
 				   m->sample, c->man.samples);
-	if (!(s = seg_for(c, m->death_epoch, len, err)))
+	if (slot < 0)
+		return rfb_err_set(err, RFB_EINVAL, c->dir,
+				   "sample %u is not in the cache's shard",
+				   m->sample);
+	if (!(s = seg_for(c, m->death_epoch, m->write_epoch, len, err)))
 		return err ? err->code : RFB_EIO;
 	off = s->size;
 	if ((rc = seg_queue(s, rec, len, err)))
 		return rc;
-	rfbi_cache_set_entry(c, m->sample, s->id, off, (uint32_t)len, m->write_epoch,
-			m->death_epoch);
+	/* seg_for chose a segment of m's write epoch: this cannot fail */
+	(void)rfbi_cache_set_entry(c, (size_t)slot, s->id, off, (uint32_t)len,
+				   m->write_epoch);
 	addr->segment = s->id;
 	addr->offset = off;
 	addr->length = (uint32_t)len;
@@ -252,12 +238,12 @@ static void kill_segments(rfb_cache *c, uint32_t epoch, uint64_t step)
 	}
 	if (!any)
 		return;
-	for (uint32_t i = 0; i < c->man.samples; i++) {
+	for (size_t i = 0; i < c->nslots; i++) {
 		struct entry *e = &c->entries[i];
 		struct seg *s;
 		if (e->seg != RFB_CACHE_NO_SEGMENT &&
 		    (s = rfbi_cache_find_seg(c, e->seg)) && s->dead)
-			rfbi_cache_set_entry(c, i, RFB_CACHE_NO_SEGMENT, 0, 0, 0, 0);
+			rfbi_cache_set_entry(c, i, RFB_CACHE_NO_SEGMENT, 0, 0, 0);
 	}
 }
 
@@ -371,7 +357,7 @@ static int compact_segment(rfb_cache *c, uint32_t sid, uint64_t step,
 	rfbi_cache_find_seg(c, sid)->sealed = 1;
 	if (rfbi_cache_find_seg(c, sid)->live == 0)
 		goto out; /* nothing to copy: no entry to look for */
-	for (uint32_t i = 0; rc == 0 && i < c->man.samples; i++) {
+	for (size_t i = 0; rc == 0 && i < c->nslots; i++) {
 		struct entry e = c->entries[i];
 		struct rfb_record_meta m;
 		struct rfb_cache_addr a;
@@ -385,8 +371,9 @@ static int compact_segment(rfb_cache *c, uint32_t sid, uint64_t step,
 			    (ssize_t)e.length ||
 		    rfb_record_parse_header(buf.data, e.length, &m, NULL) ||
 		    rfb_record_verify(buf.data, e.length, &m, NULL) ||
-		    m.sample != i) {
-			rfb_cache_forget(c, i); /* unreadable: recomputed later */
+		    m.sample != rfbi_cache_slot_sample(c, i)) {
+			/* unreadable: recomputed later */
+			rfbi_cache_set_entry(c, i, RFB_CACHE_NO_SEGMENT, 0, 0, 0);
 			continue;
 		}
 		/* the cache does not copy: write it before buf is reused */
@@ -431,10 +418,11 @@ static int compact_sparse(rfb_cache *c, uint64_t step, rfb_err *err)
  * schedule gives at first, a miss's of first itself). */
 static void forget_later(rfb_cache *c, uint32_t first)
 {
-	for (uint32_t i = 0; i < c->man.samples; i++) {
+	for (size_t i = 0; i < c->nslots; i++) {
 		const struct entry *e = &c->entries[i];
-		if (e->seg != RFB_CACHE_NO_SEGMENT && e->write_epoch > first)
-			rfbi_cache_set_entry(c, i, RFB_CACHE_NO_SEGMENT, 0, 0, 0, 0);
+		if (e->seg != RFB_CACHE_NO_SEGMENT &&
+		    rfbi_cache_entry_epoch(c, e) > first)
+			rfbi_cache_set_entry(c, i, RFB_CACHE_NO_SEGMENT, 0, 0, 0);
 	}
 }
 
@@ -490,7 +478,7 @@ void rfb_cache_get_stats(const rfb_cache *c, struct rfb_cache_stats *out)
 	struct rfb_cache_stats st = c->st;
 
 	st.live_records = st.live_bytes = 0;
-	for (uint32_t i = 0; i < c->man.samples; i++)
+	for (size_t i = 0; i < c->nslots; i++)
 		if (c->entries[i].seg != RFB_CACHE_NO_SEGMENT) {
 			st.live_records++;
 			st.live_bytes += c->entries[i].length;
@@ -700,6 +688,15 @@ rfb_cache *rfb_cache_open(const char *dir, const struct rfb_cache_manifest *want
 			  unsigned flags, uint64_t grace,
 			  struct rfb_cache_recovery *rec, rfb_err *err)
 {
+	return rfb_cache_open_shard(dir, want, NULL, 0, flags, grace, rec, err);
+}
+
+rfb_cache *rfb_cache_open_shard(const char *dir,
+				const struct rfb_cache_manifest *want,
+				const uint32_t *ids, uint32_t n, unsigned flags,
+				uint64_t grace, struct rfb_cache_recovery *rec,
+				rfb_err *err)
+{
 	rfb_cache *c = calloc(1, sizeof *c);
 
 	memset(rec, 0, sizeof *rec);
@@ -714,13 +711,8 @@ rfb_cache *rfb_cache_open(const char *dir, const struct rfb_cache_manifest *want
 		c->man.segment_max = RFB_CACHE_DEFAULT_SEGMENT_MAX;
 	c->grace = grace;
 	c->opened_at = wall_now();
-	c->entries = malloc(((size_t)want->samples + 1) * sizeof *c->entries);
-	if (!c->entries) {
-		rfb_err_set(err, RFB_ENOMEM, dir, "out of memory for the record index");
+	if (rfbi_cache_make_slots(c, ids, n, err))
 		goto fail;
-	}
-	for (uint32_t i = 0; i < want->samples; i++)
-		c->entries[i].seg = RFB_CACHE_NO_SEGMENT;
 	if (make_dirs(dir) < 0) {
 		rfb_err_sys(err, errno, dir, "cannot create cache directory");
 		goto fail;

@@ -17,8 +17,8 @@ enum rfb_format rfb_format_detect(const void *head, size_t len)
 {
 	if (starts_with(head, len, RFB_INDEX_MAGIC))
 		return RFB_FORMAT_INDEX;
-	if (starts_with(head, len, RFB_SCHED_MAGIC))
-		return RFB_FORMAT_SCHEDULE;
+	if (starts_with(head, len, RFB_EVICT_MAGIC))
+		return RFB_FORMAT_EVICT;
 	if (starts_with(head, len, RFB_STREAM_MAGIC))
 		return RFB_FORMAT_STREAM;
 	if (starts_with(head, len, RFB_PLAN_TAG " "))

@@ -16,13 +16,12 @@
 
 #include "refurb/bytes.h"
 #include "refurb/checksum.h"
-#include "refurb/format.h"
 #include "refurb/index.h"
 #include "refurb/io.h"
 #include "index_internal.h"
+#include "index_spill_internal.h"
 
 /* Writes format version 2 (index_read.c reads 1 and 2). */
-#define HEADER_SIZE INDEX_HEADER_SIZE
 #define RECORD_SIZE INDEX_RECORD_SIZE
 
 /* A byte vector that grows by doubling. */
@@ -108,7 +107,7 @@ int rfb_index_builder_add_class(rfb_index_builder *b, const char *name,
 				rfb_err *err)
 {
 	size_t n = strlen(name);
-	unsigned char len[4];
+	unsigned char entry[INDEX_CLASS_HEAD + RFB_INDEX_MAX_CLASS_NAME + 1];
 	int rc;
 
 	if (n > RFB_INDEX_MAX_CLASS_NAME)
@@ -118,9 +117,8 @@ int rfb_index_builder_add_class(rfb_index_builder *b, const char *name,
 	if (b->class_count >= RFB_INDEX_MAX_CLASSES)
 		return rfb_err_set(err, RFB_ELIMIT, NULL,
 				   "more than %u classes", RFB_INDEX_MAX_CLASSES);
-	rfb_put_le32(len, (uint32_t)n);
-	if ((rc = vec_append(&b->classes, len, 4, err)) ||
-	    (rc = vec_append(&b->classes, name, n + 1, err)))
+	n = rfbi_index_class_encode(name, (uint32_t)n, entry);
+	if ((rc = vec_append(&b->classes, entry, n, err)))
 		return rc;
 	b->class_count++;
 	return 0;
@@ -129,8 +127,9 @@ int rfb_index_builder_add_class(rfb_index_builder *b, const char *name,
 int rfb_index_builder_add_shard(rfb_index_builder *b, const char *path,
 				uint64_t size, int64_t mtime_ns, rfb_err *err)
 {
+	struct index_shard_entry e = { size, mtime_ns, 0, path };
+	unsigned char entry[INDEX_SHARD_HEAD + RFB_INDEX_MAX_PATH + 1];
 	size_t n = strlen(path);
-	unsigned char head[20];
 	uint64_t *ns;
 	int rc;
 
@@ -146,11 +145,9 @@ int rfb_index_builder_add_shard(rfb_index_builder *b, const char *path,
 		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
 	b->shard_sizes = ns;
 	ns[b->shard_count] = size;
-	rfb_put_le64(head, size);
-	rfb_put_le64(head + 8, (uint64_t)mtime_ns);
-	rfb_put_le32(head + 16, (uint32_t)n);
-	if ((rc = vec_append(&b->shards, head, sizeof head, err)) ||
-	    (rc = vec_append(&b->shards, path, n + 1, err)))
+	e.path_len = (uint32_t)n;
+	n = rfbi_index_shard_encode(&e, entry);
+	if ((rc = vec_append(&b->shards, entry, n, err)))
 		return rc;
 	b->shard_count++;
 	return 0;
@@ -198,24 +195,7 @@ int rfb_index_builder_set_memory(rfb_index_builder *b, size_t bytes,
  * process, however the process ends. */
 static int spill_open(const rfb_index_builder *b, rfb_err *err)
 {
-	size_t n = strlen(b->spill_dir) + 32;
-	char *name = malloc(n);
-	int fd;
-
-	if (!name)
-		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-	snprintf(name, n, "%s/.refurb-index.XXXXXX", b->spill_dir);
-	fd = mkostemp(name, O_CLOEXEC);
-	if (fd < 0) {
-		rfb_err_sys(err, errno, b->spill_dir, "cannot create a temporary "
-			    "file (write the index to a writable directory, or "
-			    "for -o - set TMPDIR to one)");
-		free(name);
-		return -1;
-	}
-	unlink(name);
-	free(name);
-	return fd;
+	return rfbi_temp_open(b->spill_dir, err);
 }
 
 /* Append v's bytes to s's file and empty v (its memory is kept). */
@@ -261,7 +241,13 @@ static int make_room(rfb_index_builder *b, size_t path_bytes, rfb_err *err)
 int rfb_index_builder_add(rfb_index_builder *b, const rfb_sample_info *s,
 			  rfb_err *err)
 {
-	unsigned char r[RECORD_SIZE] = { 0 };
+	unsigned char r[RECORD_SIZE];
+	struct index_record rec = {
+		.label = s->label, .width = s->width, .height = s->height,
+		.channels = s->channels, .colorspace = s->colorspace,
+		.subsampling = s->subsampling, .bytes = s->bytes,
+		.shard = s->shard, .offset = s->offset,
+	};
 	size_t plen = strlen(s->path);
 	int rc;
 
@@ -280,17 +266,9 @@ int rfb_index_builder_add(rfb_index_builder *b, const rfb_sample_info *s,
 		return rc;
 	if (b->memory && (rc = make_room(b, plen + 1, err)))
 		return rc;
-	rfb_put_le32(r, s->label);
-	rfb_put_le32(r + 4, s->width);
-	rfb_put_le32(r + 8, s->height);
-	r[12] = s->channels;
-	r[13] = s->colorspace;
-	r[14] = s->subsampling;
-	rfb_put_le64(r + 16, s->bytes);
-	rfb_put_le64(r + 24, b->spill_paths.flushed + b->paths.len);
-	rfb_put_le32(r + 32, (uint32_t)plen);
-	rfb_put_le32(r + 36, s->shard);
-	rfb_put_le64(r + 40, s->offset);
+	rec.path_offset = b->spill_paths.flushed + b->paths.len;
+	rec.path_len = (uint32_t)plen;
+	rfbi_index_record_encode(&rec, r);
 	if ((rc = vec_append(&b->records, r, sizeof r, err)) ||
 	    (rc = vec_append(&b->paths, s->path, plen + 1, err)))
 		return rc;
@@ -341,9 +319,9 @@ static int pass_put(struct pass *p, const unsigned char *d, size_t n,
 	if (p->out)
 		return sink_put(p->out, d, n, err);
 	p->crc = rfb_crc32c(p->crc, d, n);
-	for (size_t i = 0; records && i < n; i += RECORD_SIZE)
-		p->identity = rfb_hash64(d + i, INDEX_RECORD_CONTENT,
-					 p->identity);
+	if (records)
+		p->identity = rfbi_index_identity_records(p->identity, d,
+							  n / RECORD_SIZE);
 	return 0;
 }
 
@@ -401,23 +379,21 @@ static int write_all(const rfb_index_builder *b, struct sink *out,
 		     rfb_err *err)
 {
 	struct pass sum = { 0 }, put = { .out = out };
-	unsigned char d[HEADER_SIZE] = { 0 };
+	unsigned char d[INDEX_HEADER_SIZE];
+	struct index_header h = {
+		.count = b->count, .class_count = b->class_count,
+		.root_len = (uint32_t)strlen(b->root),
+		.shard_count = b->shard_count, .classes_len = b->classes.len,
+		.paths_len = b->spill_paths.flushed + b->paths.len,
+		.shards_len = b->shards.len,
+	};
 	int rc;
 
 	if ((rc = pass_body(b, &sum, err)))
 		return rc;
-	memcpy(d, RFB_INDEX_MAGIC "\x02", 8);
-	rfb_put_le64(d + 8, b->count);
-	rfb_put_le32(d + 16, b->class_count);
-	rfb_put_le32(d + 20, RECORD_SIZE);
-	rfb_put_le32(d + 24, (uint32_t)strlen(b->root));
-	rfb_put_le32(d + 28, b->shard_count);
-	rfb_put_le64(d + 32, b->classes.len);
-	rfb_put_le64(d + 40, b->spill_paths.flushed + b->paths.len);
-	rfb_put_le64(d + 48, b->shards.len);
-	rfb_put_le64(d + 56, sum.identity);
-	rfb_put_le32(d + 64, sum.crc);
-	rfb_put_le32(d + 76, rfb_crc32c(0, d, 76));
+	h.identity = sum.identity;
+	h.body_crc = sum.crc;
+	rfbi_index_header_encode(&h, d);
 	if ((rc = sink_put(out, d, sizeof d, err)))
 		return rc;
 	return pass_body(b, &put, err);
@@ -434,7 +410,7 @@ int rfb_index_builder_write(const rfb_index_builder *b, int fd,
 int rfb_index_builder_finish(rfb_index_builder *b, unsigned char **data,
 			     size_t *len, rfb_err *err)
 {
-	uint64_t size = HEADER_SIZE + body_size(b);
+	uint64_t size = INDEX_HEADER_SIZE + body_size(b);
 	struct sink k = { .fd = -1 };
 	int rc;
 

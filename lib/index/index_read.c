@@ -12,18 +12,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "refurb/bytes.h"
 #include "refurb/checksum.h"
 #include "refurb/format.h"
 #include "refurb/index.h"
 #include "refurb/io.h"
 #include "index_internal.h"
 
-#define INDEX_VERSION 2          /* the version written; 1 is still read */
-#define HEADER_SIZE_V1 64
-#define RECORD_SIZE_V1 40
-#define HEADER_SIZE INDEX_HEADER_SIZE
-#define RECORD_SIZE INDEX_RECORD_SIZE
 #define INDEX_MAX_FILE ((size_t)1 << 40)
 
 struct rfb_index {
@@ -42,67 +36,23 @@ struct rfb_index {
 	rfb_shard_info *shards;  /* shard_count entries */
 };
 
-uint64_t rfbi_index_identity_v2(const unsigned char *classes, size_t classes_len,
-				const unsigned char *records, uint32_t n)
-{
-	uint64_t h = rfb_hash64(classes, classes_len, n);
-
-	for (uint32_t i = 0; i < n; i++)
-		h = rfb_hash64(records + (size_t)i * INDEX_RECORD_SIZE,
-			       INDEX_RECORD_CONTENT, h);
-	return h;
-}
-
 /* ---- opening ---- */
 
-static int check_header(rfb_index *x, const unsigned char *d, size_t len,
-			const char *name, rfb_err *err)
+/* Section sizes from the header h, checked against the file length and
+ * the body checksum. */
+static int check_sections(rfb_index *x, const struct index_header *h,
+			  const char *name, rfb_err *err)
 {
-	size_t crc_at;
+	const unsigned char *body_at = x->data + x->header_size;
+	uint64_t body = 0;
+	const uint64_t parts[5] = { h->root_len, h->classes_len,
+				    h->count * x->record_size, h->paths_len,
+				    h->shards_len };
 
-	if (len < 8 || memcmp(d, RFB_INDEX_MAGIC, 7) != 0)
-		return rfb_err_set(err, len == 0 ? RFB_ETRUNC : RFB_EFORMAT,
-				   name, len == 0 ? "empty file, not a refurb index"
-				   : "bad magic (not a refurb index)");
-	if (d[7] != 1 && d[7] != 2)
-		return rfb_err_set(err, RFB_EVERSION, name,
-				   "index format version %u, this refurb reads "
-				   "versions 1 and %u", d[7], INDEX_VERSION);
-	x->version = d[7];
-	x->header_size = x->version == 1 ? HEADER_SIZE_V1 : HEADER_SIZE;
-	x->record_size = x->version == 1 ? RECORD_SIZE_V1 : RECORD_SIZE;
-	crc_at = x->header_size - 4;
-	if (len < x->header_size)
-		return rfb_err_set(err, RFB_ETRUNC, name,
-				   "truncated index (%zu bytes, header needs %zu)",
-				   len, x->header_size);
-	if (rfb_crc32c(0, d, crc_at) != rfb_get_le32(d + crc_at))
-		return rfb_err_set(err, RFB_ECHECKSUM, name,
-				   "index header checksum mismatch");
-	if (rfb_get_le32(d + 20) != x->record_size)
-		return rfb_err_set(err, RFB_EFORMAT, name,
-				   "record size %u, expected %zu",
-				   rfb_get_le32(d + 20), x->record_size);
-	return 0;
-}
-
-/* Section sizes from the header, checked against the file length. */
-static int check_sections(rfb_index *x, const unsigned char *d,
-			  const char *name, size_t *root_len,
-			  size_t *classes_len, size_t *shards_len, rfb_err *err)
-{
-	uint64_t n = rfb_get_le64(d + 8), body = 0;
-	uint64_t parts[5];
-	int v2 = x->version >= 2;
-
-	parts[0] = rfb_get_le32(d + 24);               /* root */
-	parts[1] = rfb_get_le64(d + 32);               /* classes */
-	parts[2] = n * x->record_size;                 /* records */
-	parts[3] = rfb_get_le64(d + 40);               /* paths */
-	parts[4] = v2 ? rfb_get_le64(d + 48) : 0;      /* shards */
-	if (n > RFB_INDEX_MAX_SAMPLES || rfb_get_le32(d + 16) >
-	    RFB_INDEX_MAX_CLASSES || parts[0] > RFB_INDEX_MAX_PATH ||
-	    (v2 && rfb_get_le32(d + 28) > RFB_INDEX_MAX_SHARDS))
+	if (h->count > RFB_INDEX_MAX_SAMPLES ||
+	    h->class_count > RFB_INDEX_MAX_CLASSES ||
+	    h->root_len > RFB_INDEX_MAX_PATH ||
+	    h->shard_count > RFB_INDEX_MAX_SHARDS)
 		return rfb_err_set(err, RFB_ELIMIT, name,
 				   "index header counts exceed refurb's limits");
 	for (int i = 0; i < 5; i++) {
@@ -116,45 +66,35 @@ static int check_sections(rfb_index *x, const unsigned char *d,
 				   : RFB_EFORMAT, name,
 				   "index is %zu bytes, its header says %llu",
 				   x->len, (unsigned long long)(x->header_size + body));
-	if (rfb_crc32c(0, d + x->header_size, body) !=
-	    rfb_get_le32(d + (v2 ? 64 : 56)))
+	if (rfb_crc32c(0, body_at, body) != h->body_crc)
 		return rfb_err_set(err, RFB_ECHECKSUM, name,
 				   "index body checksum mismatch (corrupt file)");
-	x->count = (uint32_t)n;
-	x->class_count = rfb_get_le32(d + 16);
-	x->shard_count = v2 ? rfb_get_le32(d + 28) : 0;
-	x->identity = rfb_get_le64(d + (v2 ? 56 : 48));
-	*root_len = parts[0];
-	*classes_len = parts[1];
-	x->paths_len = parts[3];
-	*shards_len = parts[4];
+	x->count = (uint32_t)h->count;
+	x->class_count = h->class_count;
+	x->shard_count = h->shard_count;
+	x->identity = h->identity;
+	x->paths_len = h->paths_len;
 	return 0;
 }
 
-/* Class table: class_count entries of u32 length, bytes, NUL. */
+/* Class table: class_count entries (index_format.c). */
 static int parse_classes(rfb_index *x, const unsigned char *p, size_t len,
 			 const char *name, rfb_err *err)
 {
-	size_t off = 0;
+	size_t off = 0, n;
 
-	/* every entry takes at least 5 bytes: check before allocating */
-	if (len / 5 < x->class_count)
+	/* every entry takes at least its head and a NUL: check before
+	 * allocating */
+	if (len / (INDEX_CLASS_HEAD + 1) < x->class_count)
 		goto bad;
 	x->class_names = calloc(x->class_count ? x->class_count : 1,
 				sizeof *x->class_names);
 	if (!x->class_names)
 		return rfb_err_set(err, RFB_ENOMEM, name, "out of memory");
-	for (uint32_t c = 0; c < x->class_count; c++) {
-		uint32_t n;
-		if (len - off < 4)
+	for (uint32_t c = 0; c < x->class_count; c++, off += n)
+		if (!(n = rfbi_index_class_decode(p + off, len - off,
+						  &x->class_names[c])))
 			goto bad;
-		n = rfb_get_le32(p + off);
-		if (n > RFB_INDEX_MAX_CLASS_NAME || len - off - 4 < (size_t)n + 1 ||
-		    p[off + 4 + n] != 0 || memchr(p + off + 4, 0, n))
-			goto bad;
-		x->class_names[c] = (const char *)p + off + 4;
-		off += 4 + (size_t)n + 1;
-	}
 	if (off == len)
 		return 0;
 bad:
@@ -162,44 +102,36 @@ bad:
 }
 
 /* A v2 record's shard and byte range: inside a known shard's size. */
-static int check_shard_ref(const rfb_index *x, const unsigned char *r)
+static int check_shard_ref(const rfb_index *x, const struct index_record *r)
 {
-	uint32_t k = rfb_get_le32(r + 36);
-	uint64_t off = rfb_get_le64(r + 40), bytes = rfb_get_le64(r + 16);
-
-	if (k == RFB_INDEX_NO_SHARD)
-		return off != 0;
-	return k > x->shard_count || off > x->shards[k - 1].size ||
-	       bytes > x->shards[k - 1].size - off;
+	if (r->shard == RFB_INDEX_NO_SHARD)
+		return r->offset != 0;
+	return r->shard > x->shard_count ||
+	       r->offset > x->shards[r->shard - 1].size ||
+	       r->bytes > x->shards[r->shard - 1].size - r->offset;
 }
 
-/* Shard table: shard_count entries of u64 size, i64 mtime, u32 length,
- * bytes, NUL. */
+/* Shard table: shard_count entries (index_format.c). */
 static int parse_shards(rfb_index *x, const unsigned char *p, size_t len,
 			const char *name, rfb_err *err)
 {
-	size_t off = 0;
+	size_t off = 0, n;
 
-	/* every entry takes at least 22 bytes: check before allocating */
-	if (len / 22 < x->shard_count)
+	/* every entry takes at least its head, a byte of path and a NUL:
+	 * check before allocating */
+	if (len / (INDEX_SHARD_HEAD + 2) < x->shard_count)
 		goto bad;
 	x->shards = calloc(x->shard_count ? x->shard_count : 1,
 			   sizeof *x->shards);
 	if (!x->shards)
 		return rfb_err_set(err, RFB_ENOMEM, name, "out of memory");
-	for (uint32_t k = 0; k < x->shard_count; k++) {
-		uint32_t n;
-		if (len - off < 20)
+	for (uint32_t k = 0; k < x->shard_count; k++, off += n) {
+		struct index_shard_entry e;
+		if (!(n = rfbi_index_shard_decode(p + off, len - off, &e)))
 			goto bad;
-		n = rfb_get_le32(p + off + 16);
-		if (n == 0 || n > RFB_INDEX_MAX_PATH ||
-		    len - off - 20 < (size_t)n + 1 || p[off + 20 + n] != 0 ||
-		    memchr(p + off + 20, 0, n))
-			goto bad;
-		x->shards[k].size = rfb_get_le64(p + off);
-		x->shards[k].mtime_ns = (int64_t)rfb_get_le64(p + off + 8);
-		x->shards[k].path = (const char *)p + off + 20;
-		off += 20 + (size_t)n + 1;
+		x->shards[k].size = e.size;
+		x->shards[k].mtime_ns = e.mtime_ns;
+		x->shards[k].path = e.path;
 	}
 	if (off == len)
 		return 0;
@@ -207,26 +139,32 @@ bad:
 	return rfb_err_set(err, RFB_EFORMAT, name, "corrupt shard table");
 }
 
+static void record_at(const rfb_index *x, uint32_t id, struct index_record *r)
+{
+	rfbi_index_record_decode(x->records + (size_t)id * x->record_size,
+				 x->version, r);
+}
+
 static int check_records(const rfb_index *x, const char *name, rfb_err *err)
 {
 	for (uint32_t i = 0; i < x->count; i++) {
-		const unsigned char *r = x->records + (size_t)i * x->record_size;
-		uint64_t off = rfb_get_le64(r + 24);
-		uint32_t plen = rfb_get_le32(r + 32);
-		if (rfb_get_le32(r) >= x->class_count)
+		struct index_record r;
+		record_at(x, i, &r);
+		if (r.label >= x->class_count)
 			return rfb_err_set(err, RFB_EFORMAT, name,
 					   "sample %u: label %u out of range", i,
-					   rfb_get_le32(r));
-		if (plen == 0 || plen > RFB_INDEX_MAX_PATH ||
-		    off >= x->paths_len || x->paths_len - off < (uint64_t)plen + 1 ||
-		    x->paths[off + plen] != 0 ||
-		    memchr(x->paths + off, 0, plen))
+					   r.label);
+		if (r.path_len == 0 || r.path_len > RFB_INDEX_MAX_PATH ||
+		    r.path_offset >= x->paths_len ||
+		    x->paths_len - r.path_offset < (uint64_t)r.path_len + 1 ||
+		    x->paths[r.path_offset + r.path_len] != 0 ||
+		    memchr(x->paths + r.path_offset, 0, r.path_len))
 			return rfb_err_set(err, RFB_EFORMAT, name,
 					   "sample %u: corrupt path entry", i);
-		if (x->version >= 2 && check_shard_ref(x, r))
+		if (x->version >= 2 && check_shard_ref(x, &r))
 			return rfb_err_set(err, RFB_EFORMAT, name,
 					   "sample %u: shard %u or its byte range "
-					   "out of range", i, rfb_get_le32(r + 36));
+					   "out of range", i, r.shard);
 	}
 	return 0;
 }
@@ -235,7 +173,7 @@ static rfb_index *open_owned(unsigned char *data, size_t len, int mapped,
 			     const char *name, rfb_err *err)
 {
 	rfb_index *x = calloc(1, sizeof *x);
-	size_t root_len = 0, classes_len = 0, shards_len = 0;
+	struct index_header h;
 	const unsigned char *p;
 
 	if (!x) {
@@ -249,28 +187,31 @@ static rfb_index *open_owned(unsigned char *data, size_t len, int mapped,
 	x->data = data;
 	x->len = len;
 	x->mapped = mapped;
-	if (check_header(x, data, len, name, err) ||
-	    check_sections(x, data, name, &root_len, &classes_len, &shards_len,
-			   err))
+	if (rfbi_index_header_decode(data, len, &h, name, err))
+		goto fail;
+	x->version = h.version;
+	x->header_size = rfbi_index_header_size(h.version);
+	x->record_size = h.record_size;
+	if (check_sections(x, &h, name, err))
 		goto fail;
 	p = data + x->header_size;
-	x->root = strndup((const char *)p, root_len);
-	if (!x->root || strlen(x->root) != root_len) {
+	x->root = strndup((const char *)p, h.root_len);
+	if (!x->root || strlen(x->root) != h.root_len) {
 		rfb_err_set(err, RFB_EFORMAT, name, "corrupt root path");
 		goto fail;
 	}
-	p += root_len;
-	if (parse_classes(x, p, classes_len, name, err))
+	p += h.root_len;
+	if (parse_classes(x, p, h.classes_len, name, err))
 		goto fail;
-	x->records = p + classes_len;
+	x->records = p + h.classes_len;
 	x->paths = (const char *)x->records + (size_t)x->count * x->record_size;
 	if (parse_shards(x, (const unsigned char *)x->paths + x->paths_len,
-			 shards_len, name, err) ||
+			 h.shards_len, name, err) ||
 	    check_records(x, name, err))
 		goto fail;
 	if ((x->version == 1
-	     ? rfb_hash64(p, len - x->header_size - root_len, x->count)
-	     : rfbi_index_identity_v2(p, classes_len, x->records, x->count)) !=
+	     ? rfb_hash64(p, len - x->header_size - h.root_len, x->count)
+	     : rfbi_index_identity_v2(p, h.classes_len, x->records, x->count)) !=
 	    x->identity) {
 		rfb_err_set(err, RFB_ECHECKSUM, name, "index identity mismatch");
 		goto fail;
@@ -382,35 +323,39 @@ const char *rfb_index_class_name(const rfb_index *x, uint32_t label)
 
 int rfb_index_get(const rfb_index *x, uint32_t id, rfb_sample_info *out)
 {
-	const unsigned char *r;
+	struct index_record r;
 
 	if (id >= x->count)
 		return RFB_ENOTFOUND;
-	r = x->records + (size_t)id * x->record_size;
+	record_at(x, id, &r);
 	out->id = id;
-	out->label = rfb_get_le32(r);
-	out->width = rfb_get_le32(r + 4);
-	out->height = rfb_get_le32(r + 8);
-	out->channels = r[12];
-	out->colorspace = r[13];
-	out->subsampling = r[14];
-	out->bytes = rfb_get_le64(r + 16);
-	out->path = x->paths + rfb_get_le64(r + 24);
-	out->shard = x->version >= 2 ? rfb_get_le32(r + 36) : RFB_INDEX_NO_SHARD;
-	out->offset = x->version >= 2 ? rfb_get_le64(r + 40) : 0;
+	out->label = r.label;
+	out->width = r.width;
+	out->height = r.height;
+	out->channels = r.channels;
+	out->colorspace = r.colorspace;
+	out->subsampling = r.subsampling;
+	out->bytes = r.bytes;
+	out->path = x->paths + r.path_offset;
+	out->shard = r.shard;
+	out->offset = r.offset;
 	return 0;
 }
 
 uint32_t rfb_index_label(const rfb_index *x, uint32_t id)
 {
-	return rfb_get_le32(x->records + (size_t)id * x->record_size);
+	struct index_record r;
+
+	record_at(x, id, &r);
+	return r.label;
 }
 
 uint64_t rfb_index_pixels(const rfb_index *x, uint32_t id)
 {
-	const unsigned char *r = x->records + (size_t)id * x->record_size;
+	struct index_record r;
 
-	return (uint64_t)rfb_get_le32(r + 4) * rfb_get_le32(r + 8);
+	record_at(x, id, &r);
+	return (uint64_t)r.width * r.height;
 }
 
 /* root (or its override) + "/" + path, or path when absolute. */

@@ -1,7 +1,8 @@
 /*
- * index_scan.c - finding the candidate files of an index: the ImageFolder walk
- * with torchvision's ordering, and list/TSV parsing (see scan.h).  Reading
- * their headers is index_probe.c's job.
+ * index_scan.c - finding the candidate files of an index: the candidate list
+ * and the ImageFolder walk with torchvision's ordering (see scan.h); lists
+ * are index_scan_list.c's, tar shards index_scan_shards.c's.  Reading their
+ * headers is index_probe.c's job.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -23,7 +24,6 @@ static const char *const image_ext[] = { ".jpg", ".jpeg", ".png", ".ppm",
 	".bmp", ".pgm", ".tif", ".tiff", ".webp" };
 
 #define MAX_DEPTH 64
-#define LIST_MAX_BYTES ((size_t)1 << 36)
 
 /* ---- candidate list ---- */
 
@@ -75,6 +75,35 @@ int rfbi_cand_add(struct cand_list *l, const char *path, size_t len,
 	l->v[l->n].label = label;
 	l->text_len += len + 1;
 	l->n++;
+	return 0;
+}
+
+int rfbi_cand_reserve(struct cand_list *l, size_t memory, uint64_t count,
+		      uint64_t text_bytes, rfb_err *err)
+{
+	size_t half = memory ? memory / 2 : SIZE_MAX;
+	size_t n = half / sizeof *l->v + 1;
+	size_t text = half > SIZE_MAX - RFB_INDEX_MAX_PATH - 1 ? half
+		      : half + RFB_INDEX_MAX_PATH + 1;
+
+	if (n > count)
+		n = (size_t)count;
+	if (text > text_bytes)
+		text = (size_t)text_bytes;
+	if (n > l->cap) {
+		struct candidate *nv = realloc(l->v, n * sizeof *nv);
+		if (!nv)
+			return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+		l->v = nv;
+		l->cap = n;
+	}
+	if (text > l->text_cap) {
+		char *nt = realloc(l->text, text);
+		if (!nt)
+			return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+		l->text = nt;
+		l->text_cap = text;
+	}
 	return 0;
 }
 
@@ -304,8 +333,7 @@ static int feed_classes(int rootfd, struct cand_list *l,
 	for (uint32_t c = 0; rc == 0 && c < l->class_count; c++) {
 		if ((rc = add_class_files(rootfd, l, c, err)))
 			break;
-		if ((!o->memory || l->n * sizeof *l->v + l->text_len <
-		     o->memory / 2) && c + 1 < l->class_count)
+		if (!rfbi_cand_full(l, o->memory) && c + 1 < l->class_count)
 			continue;
 		if (*found == 0 && c + 1 == l->class_count)
 			rfbi_probe_set_total(p, l->n);  /* all in one feed */
@@ -359,276 +387,6 @@ fail:
 	rfbi_probe_free(p);
 	close(rootfd);
 	strvec_free(&classes);
-	rfbi_cand_free(&l);
-	return rc;
-}
-
-/* ---- lists and TSV ---- */
-
-/* One parsed list line: path and label text point into the loaded list. */
-struct list_line {
-	char *path, *label, *class_name; /* class_name: TSV form only */
-	size_t lineno;
-};
-
-static int is_number(const char *s)
-{
-	if (!*s || strlen(s) > 9)
-		return 0;
-	for (; *s; s++)
-		if (*s < '0' || *s > '9')
-			return 0;
-	return 1;
-}
-
-/* Undo refurb-dump's escapes in place: \t \n \r \\ are a tab, a
- * newline, a carriage return and a backslash; any other backslash is
- * itself. */
-static void unescape(char *s)
-{
-	char *o = s;
-
-	for (; *s; s++) {
-		char c = *s;
-		if (c == '\\' && s[1]) {
-			switch (s[1]) {
-			case 't': c = '\t'; s++; break;
-			case 'n': c = '\n'; s++; break;
-			case 'r': c = '\r'; s++; break;
-			case '\\': s++; break;
-			}
-		}
-		*o++ = c;
-	}
-	*o = '\0';
-}
-
-/* Split line at tabs into at most max fields, each unescaped; returns
- * the field count. */
-static int split_tabs(char *line, char **f, int max)
-{
-	int n = 0;
-
-	f[n++] = line;
-	for (char *p = line; *p; p++)
-		if (*p == '\t') {
-			*p = '\0';
-			if (n == max)
-				return max + 1;
-			f[n++] = p + 1;
-		}
-	for (int i = 0; i < n; i++)
-		unescape(f[i]);
-	return n;
-}
-
-/* "# root<TAB>DIR" and "# class<TAB>LABEL<TAB>NAME" lines of the TSV. */
-static int parse_comment(char *line, struct cand_list *l, const char *name,
-			 size_t lineno, rfb_err *err)
-{
-	char *f[4];
-	int n = split_tabs(line, f, 3);
-
-	if (n == 2 && strcmp(f[0], "# root") == 0 && !l->root) {
-		l->root = strdup(f[1]);
-		return l->root ? 0 : rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-	}
-	if (n == 3 && strcmp(f[0], "# class") == 0) {
-		if (!is_number(f[1]) || strtoul(f[1], NULL, 10) != l->class_count)
-			return rfb_err_set(err, RFB_EFORMAT, name,
-					   "line %zu: class %s out of order", lineno,
-					   f[1]);
-		return rfbi_cand_add_class(l, f[2], err);
-	}
-	return 0;
-}
-
-static int parse_list_lines(char *text, struct cand_list *l, const char *name,
-			    struct list_line **out, size_t *count, rfb_err *err)
-{
-	size_t n = 0, cap = 0, lineno = 0;
-	struct list_line *v = NULL;
-	char *next = text;
-
-	/* not strtok_r: it would skip blank lines and so miscount them */
-	while (next && *next) {
-		char *line = next, *nl = strchr(line, '\n');
-		char *f[9];
-		int nf;
-		next = nl ? nl + 1 : NULL;
-		if (nl)
-			*nl = '\0';
-		lineno++;
-		line[strcspn(line, "\r")] = '\0';
-		if (line[0] == '#') {
-			int rc = parse_comment(line, l, name, lineno, err);
-			if (rc) {
-				free(v);
-				return rc;
-			}
-			continue;
-		}
-		if (!line[0])
-			continue;
-		nf = split_tabs(line, f, 8);
-		if (nf != 2 && nf != 8) {
-			free(v);
-			return rfb_err_set(err, RFB_EFORMAT, name,
-				"line %zu: expected PATH<TAB>LABEL or refurb-dump's "
-				"8-column TSV, got %d fields", lineno, nf);
-		}
-		if (n == cap) {
-			cap = cap ? cap * 2 : 1024;
-			struct list_line *nv = realloc(v, cap * sizeof *nv);
-			if (!nv) {
-				free(v);
-				return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-			}
-			v = nv;
-		}
-		v[n].lineno = lineno;
-		v[n].path = nf == 2 ? f[0] : f[7];
-		v[n].label = f[1];
-		v[n].class_name = nf == 8 ? f[2] : NULL;
-		if (!v[n].path[0]) {
-			free(v);
-			return rfb_err_set(err, RFB_EFORMAT, name,
-					   "line %zu: empty path", lineno);
-		}
-		n++;
-	}
-	*out = v;
-	*count = n;
-	return 0;
-}
-
-/* Labels that are all numbers name classes "0".."max"; otherwise the
- * distinct label texts, sorted, are the classes. */
-static int derive_classes(struct cand_list *l, struct list_line *v, size_t n,
-			  rfb_err *err)
-{
-	int numeric = 1, rc = 0;
-	unsigned long max = 0;
-	struct strvec names = { 0 };
-
-	for (size_t i = 0; i < n; i++)
-		if (!is_number(v[i].label))
-			numeric = 0;
-		else if (strtoul(v[i].label, NULL, 10) > max)
-			max = strtoul(v[i].label, NULL, 10);
-	if (numeric) {
-		if (max >= RFB_INDEX_MAX_CLASSES)
-			return rfb_err_set(err, RFB_ELIMIT, NULL,
-					   "label %lu: more than %u classes", max,
-					   RFB_INDEX_MAX_CLASSES);
-		for (unsigned long c = 0; rc == 0 && c <= max && n; c++) {
-			char buf[16];
-			snprintf(buf, sizeof buf, "%lu", c);
-			rc = rfbi_cand_add_class(l, buf, err);
-		}
-		return rc;
-	}
-	for (size_t i = 0; i < n; i++)
-		if (strvec_push(&names, strdup(v[i].label)))
-			return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-	if (names.n)
-		qsort(names.v, names.n, sizeof *names.v, cmp_str);
-	for (size_t i = 0; rc == 0 && i < names.n; i++)
-		if (i == 0 || strcmp(names.v[i], names.v[i - 1]))
-			rc = rfbi_cand_add_class(l, names.v[i], err);
-	strvec_free(&names);
-	return rc;
-}
-
-static int find_class(const struct cand_list *l, const char *label,
-		      const char *class_name)
-{
-	if (class_name || is_number(label)) {
-		unsigned long c = is_number(label) ? strtoul(label, NULL, 10)
-						   : l->class_count;
-		if (c < l->class_count &&
-		    (!class_name || strcmp(l->classes[c], class_name) == 0))
-			return (int)c;
-		if (class_name)
-			return -1;
-	}
-	/* class names are sorted: binary search */
-	size_t lo = 0, hi = l->class_count;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = strcmp(l->classes[mid], label);
-		if (c == 0)
-			return (int)mid;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -1;
-}
-
-static int set_list_root(struct cand_list *l, const struct rfb_scan_opts *o,
-			 rfb_err *err)
-{
-	char cwd[PATH_MAX];
-	const char *base = o->root ? o->root : l->root;
-
-	if (!base) {
-		if (!getcwd(cwd, sizeof cwd))
-			return rfb_err_sys(err, errno, ".", "cannot get cwd");
-		base = cwd;
-	}
-	char *abs = rfb_path_absolute(base, 1);
-	if (!abs)
-		return rfb_err_sys(err, errno, base, "root directory");
-	free(l->root);
-	l->root = abs;
-	return 0;
-}
-
-int rfb_scan_list(const char *list, const struct rfb_scan_opts *o,
-		  rfb_index_builder **out, struct rfb_scan_stats *st,
-		  rfb_err *err)
-{
-	struct cand_list l = { 0 };
-	struct list_line *v = NULL;
-	unsigned char *text = NULL;
-	size_t n = 0, len;
-	const char *name = strcmp(list, "-") ? list : "(stdin)";
-	int rc;
-
-	if ((rc = rfb_file_load(list, LIST_MAX_BYTES, &text, &len, err)))
-		return rc;
-	if (memchr(text, 0, len)) {
-		rc = rfb_err_set(err, RFB_EFORMAT, name,
-				 "binary data, not a list of paths");
-		goto fail;
-	}
-	if ((rc = parse_list_lines((char *)text, &l, name, &v, &n, err)))
-		goto fail;
-	if (l.class_count == 0 && (rc = derive_classes(&l, v, n, err)))
-		goto fail;
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		int c = find_class(&l, v[i].label, v[i].class_name);
-		if (c < 0)
-			rc = rfb_err_set(err, RFB_EFORMAT, name,
-					 "line %zu: unknown class '%s'", v[i].lineno,
-					 v[i].class_name ? v[i].class_name : v[i].label);
-		else
-			rc = rfbi_cand_add(&l, v[i].path, strlen(v[i].path),
-				      (uint32_t)c, err);
-	}
-	if (rc == 0 && l.n == 0)
-		rc = rfb_err_set(err, RFB_ENOTFOUND, name, "no images listed");
-	free(v);     /* the candidates hold copies: not kept while probing */
-	free(text);
-	v = NULL;
-	text = NULL;
-	if (rc == 0 && (rc = set_list_root(&l, o, err)) == 0)
-		rc = rfbi_probe_and_build(&l, o, out, st, err);
-fail:
-	free(v);
-	free(text);
 	rfbi_cand_free(&l);
 	return rc;
 }

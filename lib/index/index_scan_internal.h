@@ -45,6 +45,17 @@ int rfbi_cand_add_class(struct cand_list *l, const char *name, rfb_err *err) RFB
 int rfbi_cand_add(struct cand_list *l, const char *path, size_t len,
 		  uint32_t label, rfb_err *err) RFB_MUST_CHECK;
 void rfbi_cand_free(struct cand_list *l);
+/* Room for the most candidates fed at a time (until rfbi_cand_full) of
+ * count candidates whose paths take text bytes with their NULs, under a
+ * budget of memory bytes (0: none), allocated at once: arrays that
+ * double leave the heap holding what they grew from. */
+int rfbi_cand_reserve(struct cand_list *l, size_t memory, uint64_t count,
+		      uint64_t text, rfb_err *err) RFB_MUST_CHECK;
+/* The candidates gathered take half the budget (0: none): feed them. */
+static inline int rfbi_cand_full(const struct cand_list *l, size_t memory)
+{
+	return memory && l->n * sizeof *l->v + l->text_len >= memory / 2;
+}
 /* Forget the candidates (their memory is kept), not the classes, the
  * shards or the root. */
 void rfbi_cand_clear(struct cand_list *l);

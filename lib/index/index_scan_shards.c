@@ -1,8 +1,10 @@
 /*
  * index_scan_shards.c - finding the samples of WebDataset tar shards in place:
  * walk each shard's headers (index_tar.c), group members by key, take the
- * label from KEY.cls, KEY.json or the member's directory, and hand the
- * KEY.jpg members (shard, offset, size) to index_probe.c (see scan.h).
+ * label from KEY.cls, KEY.json or the member's directory, and hand each
+ * shard's KEY.jpg members (shard, offset, size) to index_shard_samples.c,
+ * which checks keys across shards, makes the classes and feeds the
+ * prober (see scan.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +17,7 @@
 #include <unistd.h>
 
 #include "refurb/io.h"
-#include "index_scan_internal.h"
+#include "index_shards_internal.h"
 #include "index_tar_internal.h"
 
 #define MAX_LABEL_FILE ((uint64_t)1 << 20)  /* .cls and .json members */
@@ -42,38 +44,15 @@ struct members {
 	size_t n, cap;
 };
 
-/* Label values before classes are known: a number or a name. */
-struct raw_label {
-	long number;        /* >= 0, or -1 for a name */
-	char *name;         /* malloc'ed, or NULL */
-};
-
 struct scan {
 	const struct rfb_scan_opts *o;
 	struct cand_list *l;
 	const char *label_ext;      /* "cls" or "json" or NULL (dir) */
-	struct raw_label *raw;      /* per candidate */
+	struct raw_label *raw;      /* per candidate of the shard */
 	size_t raw_cap;
-	long max_number;
-	int names, numbers;         /* label kinds seen */
 };
 
 /* ---- keys ---- */
-
-/* WebDataset's split: the key runs to the first dot of the last path
- * component; the extension is the rest. */
-static const char *split_key(const char *name, size_t *key_len)
-{
-	const char *base = strrchr(name, '/');
-	const char *dot = strchr(base ? base + 1 : name, '.');
-
-	if (!dot) {
-		*key_len = strlen(name);
-		return NULL;
-	}
-	*key_len = (size_t)(dot - name);
-	return dot + 1;
-}
 
 static int image_ext(const char *ext)
 {
@@ -95,20 +74,10 @@ static enum kind member_kind(const char *ext, const char *label_ext)
 	return last && image_ext(last + 1) ? K_DOTTED : K_OTHER;
 }
 
-/* Keys (not NUL-terminated) in byte order, a shorter prefix first. */
-static int cmp_key(const char *x, size_t xl, const char *y, size_t yl)
-{
-	int c = memcmp(x, y, xl < yl ? xl : yl);
-
-	if (c)
-		return c;
-	return xl < yl ? -1 : xl > yl;
-}
-
 static int cmp_member(const void *a, const void *b)
 {
 	const struct member *x = a, *y = b;
-	int c = cmp_key(x->name, x->key_len, y->name, y->key_len);
+	int c = rfbi_shard_cmp_key(x->name, x->key_len, y->name, y->key_len);
 
 	if (c)
 		return c;
@@ -252,7 +221,7 @@ static int walk_shard(struct scan *sc, int fd, const char *path,
 		enum kind kind;
 		if (t.type != '0' && t.type != '7')
 			continue;          /* directories, links, devices */
-		ext = split_key(t.name, &key_len);
+		ext = rfbi_shard_key(t.name, &key_len);
 		kind = member_kind(ext, sc->label_ext);
 		if (kind != K_OTHER && (rc = members_add(m, &t, kind, key_len,
 							 err)))
@@ -496,197 +465,13 @@ out:
 	return rc;
 }
 
-/* ---- across shards ---- */
-
-/* Candidates a and b (indices) by key, then by position. */
-static int cmp_cand_key(const void *a, const void *b, void *ctx)
-{
-	const struct cand_list *l = ctx;
-	size_t x = *(const size_t *)a, y = *(const size_t *)b, xl, yl;
-	const char *xn = cand_path(l, x), *yn = cand_path(l, y);
-	int c;
-
-	(void)split_key(xn, &xl);
-	(void)split_key(yn, &yl);
-	if ((c = cmp_key(xn, xl, yn, yl)))
-		return c;
-	return x < y ? -1 : x > y;
-}
-
-/* A key seen in an earlier shard: the later samples are duplicates.  The
- * good candidates are sorted as indices (8 bytes each), their keys
- * found again from their paths. */
-static int mark_duplicates(struct scan *sc, rfb_err *err)
-{
-	struct cand_list *l = sc->l;
-	size_t *v = calloc(l->n ? l->n : 1, sizeof *v), n = 0, first = 0;
-	int rc = 0;
-
-	if (!v)
-		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-	for (size_t i = 0; i < l->n; i++)
-		if (!l->v[i].code)
-			v[n++] = i;
-	if (n)
-		qsort_r(v, n, sizeof *v, cmp_cand_key, l);
-	first = n ? v[0] : 0;
-	for (size_t i = 1; rc == 0 && i < n; i++) {
-		struct candidate *c = &l->v[v[i]];
-		const char *name = cand_path(l, v[i]);
-		size_t kl, pl;
-		(void)split_key(name, &kl);
-		(void)split_key(cand_path(l, v[i - 1]), &pl);
-		if (kl != pl || memcmp(name, cand_path(l, v[i - 1]), kl)) {
-			first = v[i];
-			continue;
-		}
-		c->code = RFB_EFORMAT;
-		free(c->why);
-		if (asprintf(&c->why, "duplicate key %.*s (also in shard %s)",
-			     (int)kl, name,
-			     l->shards[l->v[first].shard - 1].full) < 0) {
-			c->why = NULL;
-			rc = rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-		}
-	}
-	free(v);
-	return rc;
-}
-
-/* The class table of --classes: one name a line, in label order. */
-static int load_classes(struct cand_list *l, const char *path, rfb_err *err)
-{
-	unsigned char *text;
-	size_t len;
-	int rc;
-
-	if ((rc = rfb_file_load(path, (size_t)1 << 30, &text, &len, err)))
-		return rc;
-	for (char *line = (char *)text, *end; rc == 0 && *line; line = end) {
-		size_t n = strcspn(line, "\n");
-		end = line + n + (line[n] == '\n');
-		line[n] = 0;
-		if (n && line[n - 1] == '\r')
-			line[n - 1] = 0;
-		if (!*line)
-			rc = rfb_err_set(err, RFB_EFORMAT, path, "class %u: empty "
-					 "name", l->class_count);
-		else
-			rc = rfbi_cand_add_class(l, line, err);
-	}
-	if (rc == 0 && l->class_count == 0)
-		rc = rfb_err_set(err, RFB_EFORMAT, path, "no class names");
-	free(text);
-	return rc;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Sorted unique names of the good candidates, as the class table. */
-static int sorted_classes(struct scan *sc, rfb_err *err)
-{
-	struct cand_list *l = sc->l;
-	char **names = calloc(l->n ? l->n : 1, sizeof *names);
-	size_t n = 0;
-	int rc = 0;
-
-	if (!names)
-		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-	for (size_t i = 0; i < l->n; i++)
-		if (!l->v[i].code && sc->raw[i].name)
-			names[n++] = sc->raw[i].name;
-	qsort(names, n, sizeof *names, cmp_str);
-	for (size_t i = 0; rc == 0 && i < n; i++)
-		if (i == 0 || strcmp(names[i], names[i - 1]))
-			rc = rfbi_cand_add_class(l, names[i], err);
-	free(names);
-	return rc;
-}
-
-/* The label of candidate i in the class table, or bad. */
-static int assign_label(struct scan *sc, size_t i, int by_name)
-{
-	struct cand_list *l = sc->l;
-	const struct raw_label *r = &sc->raw[i];
-
-	if (r->name && !by_name && !sc->o->classes)
-		return rfbi_cand_set_bad(l, i, RFB_EFORMAT, "bad label: the class "
-				    "name '%s' where most samples have class "
-				    "numbers", r->name);
-	if (r->name) {
-		for (uint32_t c = 0; c < l->class_count; c++)
-			if (strcmp(l->classes[c], r->name) == 0)
-				return l->v[i].label = c, 0;
-		return rfbi_cand_set_bad(l, i, RFB_EFORMAT, "bad label: class '%s' is "
-				    "not in --classes %s", r->name, sc->o->classes);
-	}
-	if (by_name)
-		return rfbi_cand_set_bad(l, i, RFB_EFORMAT, "bad label: the number %ld "
-				    "where most samples have class names",
-				    r->number);
-	if ((uint64_t)r->number >= l->class_count)
-		return rfbi_cand_set_bad(l, i, RFB_EFORMAT, "bad label: class %ld, but "
-				    "--classes %s names %u classes", r->number,
-				    sc->o->classes, l->class_count);
-	l->v[i].label = (uint32_t)r->number;
-	return 0;
-}
-
-/* Classes from --classes, or from the labels: numbers 0 .. max, or names
- * sorted as ImageFolder sorts them. */
-static int make_classes(struct scan *sc, rfb_err *err)
-{
-	struct cand_list *l = sc->l;
-	char buf[24];
-	int rc = 0;
-
-	int by_name;
-
-	for (size_t i = 0; i < l->n; i++) {
-		const struct raw_label *r;
-		if (l->v[i].code)
-			continue;
-		r = &sc->raw[i];
-		sc->names += r->name != NULL;
-		sc->numbers += r->name == NULL;
-		if (!r->name && r->number > sc->max_number)
-			sc->max_number = r->number;
-	}
-	by_name = sc->names > sc->numbers;  /* the majority decides */
-
-	if (sc->o->classes)
-		rc = load_classes(l, sc->o->classes, err);
-	else if (by_name)
-		rc = sorted_classes(sc, err);
-	for (long c = 0; rc == 0 && !sc->o->classes && !by_name &&
-	     c <= sc->max_number; c++) {
-		snprintf(buf, sizeof buf, "%ld", c);
-		rc = rfbi_cand_add_class(l, buf, err);
-	}
-	for (size_t i = 0; rc == 0 && i < l->n; i++)
-		if (!l->v[i].code)
-			rc = assign_label(sc, i, by_name);
-	return rc;
-}
-
-static void free_raw(struct scan *sc)
-{
-	for (size_t i = 0; i < sc->l->n && i < sc->raw_cap; i++)
-		free(sc->raw[i].name);
-	free(sc->raw);
-	sc->raw = NULL;
-	sc->raw_cap = 0;
-}
-
 int rfb_scan_shards(char *const *paths, size_t n,
 		    const struct rfb_scan_opts *o, rfb_index_builder **out,
 		    struct rfb_scan_stats *st, rfb_err *err)
 {
 	struct cand_list l = { 0 };
-	struct scan sc = { .o = o, .l = &l, .max_number = -1 };
+	struct scan sc = { .o = o, .l = &l };
+	struct rfbi_samples *samples = NULL;
 	char *dir;
 	int rc = 0;
 
@@ -701,18 +486,18 @@ int rfb_scan_shards(char *const *paths, size_t n,
 	l.root = dir[0] ? dir : (free(dir), strdup("/"));
 	if (!l.root)
 		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	if (!(samples = rfbi_samples_new(o, err)))
+		rc = err->code;
 	for (size_t i = 0; rc == 0 && i < n; i++)
-		rc = scan_one(&sc, paths[i], err);
+		if ((rc = scan_one(&sc, paths[i], err)) == 0)
+			rc = rfbi_samples_add(samples, &l, sc.raw, sc.raw_cap,
+					      err);
 	if (rc == 0)
-		rc = mark_duplicates(&sc, err);
-	if (rc == 0)
-		rc = make_classes(&sc, err);
-	if (rc == 0 && l.n == 0)
-		rc = rfb_err_set(err, RFB_ENOTFOUND, paths[0], "no KEY.jpg or "
-				 "KEY.png members in the %zu shard%s", n, n == 1 ? "" : "s");
-	free_raw(&sc);  /* the labels are assigned: not held while probing */
-	if (rc == 0)
-		rc = rfbi_probe_and_build(&l, o, out, st, err);
+		rc = rfbi_samples_build(samples, &l, out, st, err);
+	rfbi_samples_free(samples);
+	for (size_t i = 0; i < sc.raw_cap; i++)
+		free(sc.raw[i].name);
+	free(sc.raw);
 	rfbi_cand_free(&l);
 	return rc;
 }

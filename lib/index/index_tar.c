@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "refurb/enum.h"
 #include "refurb/io.h"
 #include "index_tar_internal.h"
 
@@ -88,13 +89,20 @@ enum tar_kind rfbi_tar_sniff(const unsigned char *b, size_t n)
 	return !all_zero(b, TAR_BLOCK) && checksum_ok(b) ? TAR_PLAIN : TAR_NOT;
 }
 
+/* only the compressed kinds have names (rfbi_tar_check_kind tells them
+ * from TAR_PLAIN and TAR_NOT by that) */
+static const struct rfb_enum_name tar_kind_names[] = {
+	{ TAR_GZIP, "gzip" },
+	{ TAR_BZIP2, "bzip2" },
+	{ TAR_XZ, "xz" },
+	{ TAR_ZSTD, "zstd" },
+	{ TAR_LZ4, "lz4" },
+	{ 0, NULL },
+};
+
 const char *rfbi_tar_kind_name(enum tar_kind k)
 {
-	static const char *const names[] = { [TAR_GZIP] = "gzip",
-		[TAR_BZIP2] = "bzip2", [TAR_XZ] = "xz", [TAR_ZSTD] = "zstd",
-		[TAR_LZ4] = "lz4" };
-
-	return k >= TAR_GZIP && k <= TAR_LZ4 ? names[k] : NULL;
+	return rfb_enum_name(tar_kind_names, (int)k);
 }
 
 int rfbi_tar_check_kind(enum tar_kind k, const char *path, rfb_err *err)

@@ -8,18 +8,35 @@
 #include <stdint.h>
 
 #include "ops_internal.h"
+#include "refurb/resize.h"
 
-static const char *const op_names[RFB_OP_COUNT] = {
-	"Identity",   "ShearX",	  "ShearY",    "TranslateX",   "TranslateY",
-	"Rotate",     "Brightness", "Color",   "Contrast",     "Sharpness",
-	"Posterize",  "Solarize", "AutoContrast", "Equalize",  "Invert",
+const struct rfb_enum_name rfb_op_names[] = {
+	{ RFB_OP_IDENTITY, "Identity" },
+	{ RFB_OP_SHEAR_X, "ShearX" },
+	{ RFB_OP_SHEAR_Y, "ShearY" },
+	{ RFB_OP_TRANSLATE_X, "TranslateX" },
+	{ RFB_OP_TRANSLATE_Y, "TranslateY" },
+	{ RFB_OP_ROTATE, "Rotate" },
+	{ RFB_OP_BRIGHTNESS, "Brightness" },
+	{ RFB_OP_COLOR, "Color" },
+	{ RFB_OP_CONTRAST, "Contrast" },
+	{ RFB_OP_SHARPNESS, "Sharpness" },
+	{ RFB_OP_POSTERIZE, "Posterize" },
+	{ RFB_OP_SOLARIZE, "Solarize" },
+	{ RFB_OP_AUTOCONTRAST, "AutoContrast" },
+	{ RFB_OP_EQUALIZE, "Equalize" },
+	{ RFB_OP_INVERT, "Invert" },
+	{ 0, NULL },
 };
 
 const char *rfb_op_name(enum rfb_op op)
 {
-	if ((unsigned)op >= RFB_OP_COUNT)
-		return NULL;
-	return op_names[op];
+	return rfb_enum_name(rfb_op_names, (int)op);
+}
+
+int rfb_op_parse(const char *name)
+{
+	return rfb_enum_parse(rfb_op_names, name);
 }
 
 /* First and one-past-last byte an image's pixels occupy. */
@@ -72,15 +89,14 @@ static int is_geometric(enum rfb_op op)
 static int check_params(enum rfb_op op, double magnitude, enum rfb_interp interp,
 			rfb_err *err)
 {
-	if ((unsigned)op >= RFB_OP_COUNT)
+	if (!rfb_op_name(op))
 		return rfb_err_set(err, RFB_EINVAL, NULL, "op: unknown op %d", (int)op);
 	if (uses_magnitude(op) && !isfinite(magnitude))
 		return rfb_err_set(err, RFB_EINVAL, NULL,
-				   "%s: magnitude is not a finite number", op_names[op]);
-	if (is_geometric(op) && interp != RFB_INTERP_NEAREST &&
-	    interp != RFB_INTERP_BILINEAR && interp != RFB_INTERP_BICUBIC)
+				   "%s: magnitude is not a finite number", rfb_op_name(op));
+	if (is_geometric(op) && !rfb_interp_name(interp))
 		return rfb_err_set(err, RFB_EINVAL, NULL,
-				   "%s: unsupported interpolation %d", op_names[op],
+				   "%s: unsupported interpolation %d", rfb_op_name(op),
 				   (int)interp);
 	if (op == RFB_OP_POSTERIZE && !(magnitude > -1.0 && magnitude < 9.0))
 		return rfb_err_set(err, RFB_EINVAL, NULL,
@@ -89,7 +105,7 @@ static int check_params(enum rfb_op op, double magnitude, enum rfb_interp interp
 	if (op >= RFB_OP_BRIGHTNESS && op <= RFB_OP_SHARPNESS &&
 	    !(fabs(1.0 + magnitude) <= FLT_MAX))
 		return rfb_err_set(err, RFB_EINVAL, NULL,
-				   "%s: factor 1 + %g out of range", op_names[op],
+				   "%s: factor 1 + %g out of range", rfb_op_name(op),
 				   magnitude);
 	return 0;
 }

@@ -125,7 +125,7 @@ void rfbi_ops_blend_level_scalar(const rfb_image *src, rfb_image *dst,
 	unsigned char lut[256];
 
 	for (int i = 0; i < 256; i++)
-		lut[i] = rfb_pil_blend(level, i, factor);
+		lut[i] = pil_blend(level, i, factor);
 	apply_lut(src, dst, lut);
 }
 
@@ -157,7 +157,7 @@ uint64_t rfbi_ops_luma_sum_scalar(const rfb_image *img)
 			continue;
 		}
 		for (int x = 0; x < img->width; x++, p += 3)
-			sum += (uint64_t)rfb_pil_luma(p);
+			sum += (uint64_t)pil_luma(p);
 	}
 	return sum;
 }
@@ -186,9 +186,9 @@ static void blend_span(unsigned char *restrict out,
 
 	for (; i + BLOCK <= n; i += BLOCK)
 		for (size_t k = 0; k < BLOCK; k++)
-			out[i + k] = rfb_pil_blend(in1[i + k], in2[i + k], alpha);
+			out[i + k] = pil_blend(in1[i + k], in2[i + k], alpha);
 	for (; i < n; i++)
-		out[i] = rfb_pil_blend(in1[i], in2[i], alpha);
+		out[i] = pil_blend(in1[i], in2[i], alpha);
 }
 
 #define COLOR_CHUNK 256 /* pixels of gray kept on the stack */
@@ -212,7 +212,7 @@ void rfbi_ops_color_scalar(const rfb_image *src, rfb_image *dst, float factor)
 								 COLOR_CHUNK;
 			const unsigned char *p = in + (size_t)x0 * 3;
 			for (int x = 0; x < n; x++) {
-				unsigned char g = (unsigned char)rfb_pil_luma(p + 3 * x);
+				unsigned char g = (unsigned char)pil_luma(p + 3 * x);
 				gray3[3 * x] = gray3[3 * x + 1] = gray3[3 * x + 2] = g;
 			}
 			blend_span(out + (size_t)x0 * 3, gray3, p, (size_t)n * 3,
@@ -276,7 +276,7 @@ void rfbi_ops_sharpness_scalar(const rfb_image *src, rfb_image *dst,
 	struct rfb_place p;
 
 	whole(src, &p);
-	sharpness_window(src, &p, dst, &p, factor, rfb_ops_sharpen_block_scalar);
+	sharpness_window(src, &p, dst, &p, factor, ops_sharpen_block_scalar);
 }
 
 void rfbi_ops_sharpness_avx2(const rfb_image *src, rfb_image *dst, float factor)
@@ -293,7 +293,7 @@ void rfbi_ops_sharpness_window(const rfb_image *src, const struct rfb_place *sp,
 {
 	sharpness_window(src, sp, dst, dp, factor,
 			 rfbi_ops_have_avx2() ? rfbi_ops_sharpen_block_avx2
-					     : rfb_ops_sharpen_block_scalar);
+					     : ops_sharpen_block_scalar);
 }
 
 void rfbi_ops_color(const rfb_image *src, rfb_image *dst, float factor)

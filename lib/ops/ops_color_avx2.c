@@ -47,7 +47,7 @@ AVX2 static inline __m256 load8_ps(const unsigned char *p)
 	return _mm256_cvtepi32_ps(load8_epi32(p));
 }
 
-/* rfb_pil_blend of int32 lanes in1, in2 (float in1f = in1 given). */
+/* pil_blend of int32 lanes in1, in2 (float in1f = in1 given). */
 AVX2 static inline __m256i blend8(__m256i in1, __m256 in1f, __m256i in2,
 				  __m256 alpha)
 {
@@ -83,7 +83,7 @@ AVX2 void rfbi_ops_blend_level_avx2(const rfb_image *src, rfb_image *dst, int le
 		unsigned char *out = row_out(dst, y);
 		if (n < 32) {
 			for (size_t i = 0; i < n; i++)
-				out[i] = rfb_pil_blend(level, in[i], factor);
+				out[i] = pil_blend(level, in[i], factor);
 			continue;
 		}
 		/* the last block ends the row, overlapping the one before
@@ -162,7 +162,7 @@ AVX2 uint64_t rfbi_ops_luma_sum_avx2(const rfb_image *img)
 			acc = _mm256_add_epi64(_mm256_cvtepu32_epi64(_mm256_castsi256_si128(acc)),
 					       _mm256_cvtepu32_epi64(_mm256_extracti128_si256(acc, 1)));
 			for (; x < img->width; x++)
-				sum += (uint64_t)rfb_pil_luma(p + 3 * x);
+				sum += (uint64_t)pil_luma(p + 3 * x);
 		}
 		__m128i h = _mm_add_epi64(_mm256_castsi256_si128(acc),
 					  _mm256_extracti128_si256(acc, 1));
@@ -223,9 +223,9 @@ AVX2 void rfbi_ops_color_avx2(const rfb_image *src, rfb_image *dst, float factor
 		}
 		for (; x < w; x++) {
 			const unsigned char *p = in + 3 * x;
-			int gray = rfb_pil_luma(p);
+			int gray = pil_luma(p);
 			for (int c = 0; c < 3; c++)
-				out[3 * x + c] = rfb_pil_blend(gray, p[c], factor);
+				out[3 * x + c] = pil_blend(gray, p[c], factor);
 		}
 	}
 }
@@ -445,8 +445,8 @@ AVX2 void rfbi_ops_sharpen_block_avx2(const unsigned char *in, size_t in_stride,
 		sharpen_strip(in + i, in_stride, out + i, out_stride, rows,
 			      vec - i < SHARP_CHUNK ? vec - i : SHARP_CHUNK, d, alpha);
 	if (vec < m)
-		rfb_ops_sharpen_block_scalar(in + vec, in_stride, out + vec,
-					     out_stride, rows, m - vec, d, factor);
+		ops_sharpen_block_scalar(in + vec, in_stride, out + vec,
+					 out_stride, rows, m - vec, d, factor);
 }
 
 #else

@@ -19,7 +19,7 @@
 /* ---- per-sample arithmetic shared by the scalar and AVX2 kernels ---- */
 
 /* Blend.c for one sample: in1 + alpha * (in2 - in1), clamped, truncated. */
-static inline unsigned char rfb_pil_blend(int in1, int in2, float alpha)
+static inline unsigned char pil_blend(int in1, int in2, float alpha)
 {
 	float v = (float)in1 + alpha * (float)(in2 - in1);
 
@@ -29,7 +29,7 @@ static inline unsigned char rfb_pil_blend(int in1, int in2, float alpha)
 }
 
 /* Convert.c's rgb2l: ITU-R 601-2 luma in 16.16 fixed point, rounded. */
-static inline int rfb_pil_luma(const unsigned char *p)
+static inline int pil_luma(const unsigned char *p)
 {
 	return (p[0] * 19595 + p[1] * 38470 + p[2] * 7471 + 0x8000) >> 16;
 }
@@ -37,10 +37,10 @@ static inline int rfb_pil_luma(const unsigned char *p)
 /* Filter.c's 3x3 SMOOTH (kernel 1 1 1 / 1 5 1 / 1 1 1, divided by 13 in
  * float) at sample i of the row in (d = channels apart), blended with
  * the original sample. */
-static inline unsigned char rfb_pil_sharpen(const unsigned char *above,
-					    const unsigned char *in,
-					    const unsigned char *below,
-					    size_t i, size_t d, float factor)
+static inline unsigned char pil_sharpen(const unsigned char *above,
+					const unsigned char *in,
+					const unsigned char *below,
+					size_t i, size_t d, float factor)
 {
 	const float k1 = 1.0f / 13.0f, k5 = 5.0f / 13.0f;
 	/* Filter.c sums the row below first, then this one, then the one
@@ -55,7 +55,7 @@ static inline unsigned char rfb_pil_sharpen(const unsigned char *above,
 	/* Filter.c clamps to [0, 255] and truncates; with positive weights
 	 * summing to 1 (within a float ulp), 0.5 <= ss < 255.6 and the
 	 * clamp never acts (leaving it out lets the loop vectorize) */
-	return rfb_pil_blend((int)ss, in[i], factor);
+	return pil_blend((int)ss, in[i], factor);
 }
 
 /* ---- ops_color.c ---- */
@@ -91,11 +91,11 @@ void rfbi_ops_sharpness_avx2(const rfb_image *src, rfb_image *dst, float factor)
  * each readable.  The image border is the caller's (a copy).  The scalar
  * one is here so that the AVX2 file can finish its rows with it without
  * depending on ops_color.c. */
-static inline void rfb_ops_sharpen_block_scalar(const unsigned char *in,
-						size_t in_stride,
-						unsigned char *out,
-						size_t out_stride, int rows,
-						size_t m, size_t d, float factor)
+static inline void ops_sharpen_block_scalar(const unsigned char *in,
+					    size_t in_stride,
+					    unsigned char *out,
+					    size_t out_stride, int rows,
+					    size_t m, size_t d, float factor)
 {
 	enum { BLOCK = 32 }; /* samples per vectorized block */
 
@@ -108,10 +108,10 @@ static inline void rfb_ops_sharpen_block_scalar(const unsigned char *in,
 
 		for (; i + BLOCK <= m + d; i += BLOCK)
 			for (size_t k = 0; k < BLOCK; k++)
-				o[i + k] = rfb_pil_sharpen(above, row, below, i + k,
-							   d, factor);
+				o[i + k] = pil_sharpen(above, row, below, i + k,
+						       d, factor);
 		for (; i < m + d; i++)
-			o[i] = rfb_pil_sharpen(above, row, below, i, d, factor);
+			o[i] = pil_sharpen(above, row, below, i, d, factor);
 	}
 }
 void rfbi_ops_sharpen_block_avx2(const unsigned char *in, size_t in_stride,

@@ -11,7 +11,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "refurb/augmix.h"
+#include "refurb/ops.h"
 
 /* Round half to even and floor, for |v| < 2^22, without a libm call
  * (nearbyintf and floorf are calls on baseline x86-64): adding and

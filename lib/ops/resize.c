@@ -84,24 +84,21 @@ void rfb_resizer_free(rfb_resizer *rz)
 	free(rz);
 }
 
+const struct rfb_enum_name rfb_interp_names[] = {
+	{ RFB_INTERP_NEAREST, "nearest" },
+	{ RFB_INTERP_BILINEAR, "bilinear" },
+	{ RFB_INTERP_BICUBIC, "bicubic" },
+	{ 0, NULL },
+};
+
 const char *rfb_interp_name(enum rfb_interp interp)
 {
-	switch (interp) {
-	case RFB_INTERP_NEAREST: return "nearest";
-	case RFB_INTERP_BILINEAR: return "bilinear";
-	case RFB_INTERP_BICUBIC: return "bicubic";
-	}
-	return NULL;
+	return rfb_enum_name(rfb_interp_names, (int)interp);
 }
 
-int rfb_interp_parse(const char *name, size_t len)
+int rfb_interp_parse(const char *name)
 {
-	for (int i = RFB_INTERP_NEAREST; i <= RFB_INTERP_BICUBIC; i++) {
-		const char *n = rfb_interp_name((enum rfb_interp)i);
-		if (strlen(n) == len && memcmp(n, name, len) == 0)
-			return i;
-	}
-	return -1;
+	return rfb_enum_parse(rfb_interp_names, name);
 }
 
 /* ---- filters (Resample.c) ---- */
@@ -354,10 +351,10 @@ static int hpass(rfb_resizer *rz, const rfb_image *src, int y0, int rows,
 		unsigned char *out = dst->data + (size_t)y * dst->stride;
 		if (src->channels == 3)
 			for (int xx = 0; xx < c->out_size; xx++)
-				rfb_resize_px3(in, out + 3 * xx, c, xx);
+				resize_px3(in, out + 3 * xx, c, xx);
 		else
 			for (int xx = 0; xx < c->out_size; xx++)
-				out[xx] = rfb_resize_px1(in, c, xx);
+				out[xx] = resize_px1(in, c, xx);
 	}
 	return 0;
 }
@@ -377,7 +374,7 @@ static void vpass(const rfb_resizer *rz, const rfb_image *src, int row0,
 		if (rz->simd)
 			rfbi_resize_vrow_avx2(in, src->stride, n, k, out, len);
 		else
-			rfb_resize_vrow(in, src->stride, n, k, out, len);
+			resize_vrow(in, src->stride, n, k, out, len);
 	}
 }
 

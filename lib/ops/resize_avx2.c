@@ -60,7 +60,7 @@ rfbi_resize_vrow_avx2(const unsigned char *in, size_t stride, int n,
 		_mm256_storeu_si256((__m256i *)(out + x0), b);
 	}
 	if (x0 < len)
-		rfb_resize_vrow(in + x0, stride, n, k, out + x0, len - x0);
+		resize_vrow(in + x0, stride, n, k, out + x0, len - x0);
 }
 
 /* ---- 3 channels: strips of 8 rows, transposed ---- */
@@ -599,7 +599,7 @@ void rfbi_resize_hpass_avx2(const rfb_image *src, int y0, int rows,
 void rfbi_resize_vrow_avx2(const unsigned char *in, size_t stride, int n,
 			   const int32_t *k, unsigned char *out, size_t len)
 {
-	rfb_resize_vrow(in, stride, n, k, out, len);
+	resize_vrow(in, stride, n, k, out, len);
 }
 
 #endif

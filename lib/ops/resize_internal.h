@@ -37,15 +37,15 @@ struct coeffs {
 	unsigned long used;    /* LRU stamp */
 };
 
-static inline unsigned char rfb_resize_clip8(int32_t v)
+static inline unsigned char resize_clip8(int32_t v)
 {
 	v >>= PRECISION_BITS;
 	return (unsigned char)(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
 /* Output pixel xx of a 1-channel row. */
-static inline unsigned char rfb_resize_px1(const unsigned char *in,
-					   const struct coeffs *c, int xx)
+static inline unsigned char resize_px1(const unsigned char *in,
+				       const struct coeffs *c, int xx)
 {
 	const unsigned char *p = in + c->bounds[2 * xx];
 	const int32_t *k = c->k + (size_t)xx * c->kstride;
@@ -54,12 +54,12 @@ static inline unsigned char rfb_resize_px1(const unsigned char *in,
 
 	for (int t = 0; t < n; t++)
 		s += p[t] * k[t];
-	return rfb_resize_clip8(s);
+	return resize_clip8(s);
 }
 
 /* Output pixel xx of a 3-channel row, written to out[0..3). */
-static inline void rfb_resize_px3(const unsigned char *in, unsigned char *out,
-				  const struct coeffs *c, int xx)
+static inline void resize_px3(const unsigned char *in, unsigned char *out,
+			      const struct coeffs *c, int xx)
 {
 	const unsigned char *p = in + 3 * (size_t)c->bounds[2 * xx];
 	const int32_t *k = c->k + (size_t)xx * c->kstride;
@@ -71,17 +71,17 @@ static inline void rfb_resize_px3(const unsigned char *in, unsigned char *out,
 		s1 += p[3 * t + 1] * k[t];
 		s2 += p[3 * t + 2] * k[t];
 	}
-	out[0] = rfb_resize_clip8(s0);
-	out[1] = rfb_resize_clip8(s1);
-	out[2] = rfb_resize_clip8(s2);
+	out[0] = resize_clip8(s0);
+	out[1] = resize_clip8(s1);
+	out[2] = resize_clip8(s2);
 }
 
 /* One output row of the vertical pass: n taps k from the rows starting at
  * in (stride apart), len samples.  Fixed-size blocks so that the compiler
  * vectorises the inner loops. */
-static inline void rfb_resize_vrow(const unsigned char *in, size_t stride,
-				   int n, const int32_t *k, unsigned char *out,
-				   size_t len)
+static inline void resize_vrow(const unsigned char *in, size_t stride,
+			       int n, const int32_t *k, unsigned char *out,
+			       size_t len)
 {
 	size_t x0 = 0;
 
@@ -96,13 +96,13 @@ static inline void rfb_resize_vrow(const unsigned char *in, size_t stride,
 				acc[i] += p[i] * kt;
 		}
 		for (int i = 0; i < BLOCK; i++)
-			out[x0 + i] = rfb_resize_clip8(acc[i]);
+			out[x0 + i] = resize_clip8(acc[i]);
 	}
 	for (; x0 < len; x0++) {
 		int32_t s = HALF;
 		for (int t = 0; t < n; t++)
 			s += in[(size_t)t * stride + x0] * k[t];
-		out[x0] = rfb_resize_clip8(s);
+		out[x0] = resize_clip8(s);
 	}
 }
 

@@ -6,14 +6,26 @@
 
 #include "refurb/tensor.h"
 
+const struct rfb_enum_name rfb_dtype_names[] = {
+	{ RFB_DTYPE_U8, "uint8" },
+	{ RFB_DTYPE_F32, "float32" },
+	{ 0, NULL },
+};
+
+const struct rfb_enum_name rfb_layout_names[] = {
+	{ RFB_LAYOUT_HWC, "HWC" },
+	{ RFB_LAYOUT_CHW, "CHW" },
+	{ 0, NULL },
+};
+
 const char *rfb_dtype_name(enum rfb_dtype t)
 {
-	return t == RFB_DTYPE_F32 ? "float32" : "uint8";
+	return rfb_enum_name(rfb_dtype_names, (int)t);
 }
 
 const char *rfb_layout_name(enum rfb_layout l)
 {
-	return l == RFB_LAYOUT_CHW ? "CHW" : "HWC";
+	return rfb_enum_name(rfb_layout_names, (int)l);
 }
 
 int rfb_norm_init(rfb_norm *n, int channels, const double *mean,

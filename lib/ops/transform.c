@@ -68,11 +68,17 @@ int rfb_crop(const rfb_image *src, const struct rfb_rect *r,
 	return 0;
 }
 
+const struct rfb_enum_name rfb_pad_mode_names[] = {
+	{ RFB_PAD_CONSTANT, "constant" },
+	{ RFB_PAD_EDGE, "edge" },
+	{ RFB_PAD_REFLECT, "reflect" },
+	{ RFB_PAD_SYMMETRIC, "symmetric" },
+	{ 0, NULL },
+};
+
 const char *rfb_pad_mode_name(enum rfb_pad_mode mode)
 {
-	static const char *const names[] = { "constant", "edge", "reflect",
-					      "symmetric" };
-	return mode <= RFB_PAD_SYMMETRIC ? names[mode] : "?";
+	return rfb_enum_name(rfb_pad_mode_names, (int)mode);
 }
 
 /*

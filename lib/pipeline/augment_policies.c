@@ -91,6 +91,18 @@ static const struct rfb_autoaug_step svhn[][2] = {
 	{ { RFB_OP_SHEAR_X, 0.7, 2 }, { RFB_OP_INVERT, 0.1, -1 } },
 };
 
+const struct rfb_enum_name rfb_autoaug_policy_names[] = {
+	{ RFB_AUTOAUG_IMAGENET, "imagenet" },
+	{ RFB_AUTOAUG_CIFAR10, "cifar10" },
+	{ RFB_AUTOAUG_SVHN, "svhn" },
+	{ 0, NULL },
+};
+
+const char *rfb_autoaug_policy_name(enum rfb_autoaug_policy policy)
+{
+	return rfb_enum_name(rfb_autoaug_policy_names, (int)policy);
+}
+
 int rfb_autoaug_count(enum rfb_autoaug_policy policy)
 {
 	switch (policy) {

@@ -153,7 +153,7 @@ static int run_augment(struct rfb_run *r, const struct rfb_layer *l,
 	struct rfb_aug_op ops[2];
 	int n, rc = 0;
 
-	if (!rfb_run_gray_fill(l->fill) && (rc = rfbi_run_expand(r, err)))
+	if (!run_gray_fill(l->fill) && (rc = rfbi_run_expand(r, err)))
 		return rc;
 	if (r->win && position >= r->win->first && position < r->win->crop)
 		return rfbi_win_augment(r, l, position, err);

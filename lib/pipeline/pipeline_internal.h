@@ -114,6 +114,14 @@ struct rfb_layer {
 	double alpha;
 };
 
+/* A gate (apply, choice, order): decides which of the l->count layers
+ * after it run. */
+static inline int layer_is_gate(const struct rfb_layer *l)
+{
+	return l->kind == RFB_F_APPLY || l->kind == RFB_F_CHOICE ||
+	       l->kind == RFB_F_ORDER;
+}
+
 struct rfb_pipeline {
 	int nlayers;
 	struct rfb_layer *layers;

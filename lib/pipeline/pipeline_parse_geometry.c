@@ -10,8 +10,6 @@
 #include "pipeline_parse_internal.h"
 #include "refurb/filters.h"
 
-static const char *const pad_mode_names[] = { "constant", "edge", "reflect",
-					      "symmetric" };
 
 static void geometry_defaults(struct rfb_layer *l)
 {
@@ -177,7 +175,9 @@ static int geometry_value(struct rfbi_parser *ps, int key,
 	case K_PAD:
 		return parse_pad(ps, v);
 	case K_PAD_MODE:
-		rc = rfbi_parse_word(ps, v, "padding_mode", pad_mode_names, 4, &i);
+		i = RFB_PAD_CONSTANT;
+		rc = rfbi_parse_enum(ps, v, "padding_mode", rfb_pad_mode_names,
+				     (int)rfb_enum_count(rfb_pad_mode_names), &i);
 		l->pad_mode = (enum rfb_pad_mode)i;
 		return rc;
 	case K_PAD_IF_NEEDED:

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "pipeline_internal.h"
+#include "refurb/enum.h"
 
 /* The keys of the filters' arguments (names in rfbi_key_names). */
 enum rfbi_key {
@@ -27,6 +28,7 @@ enum rfbi_key {
 
 /* Most keys of one filter. */
 #define RFBI_MAX_KEYS 8
+#define RFBI_ENUM_MAX 16   /* names rfbi_parse_enum offers at most */
 
 /* A token [s, s + n) of the spec. */
 struct rfbi_tok {
@@ -130,6 +132,12 @@ int rfbi_parse_triple(struct rfbi_parser *ps, const struct rfbi_tok *t,
 int rfbi_parse_word(struct rfbi_parser *ps, const struct rfbi_tok *t,
 		    const char *what, const char *const *names, int count,
 		    int *out);
+
+/* The value of one of the first count names of table (enum.h) into *out
+ * (untouched on error); else the error lists them in the hint. */
+int rfbi_parse_enum(struct rfbi_parser *ps, const struct rfbi_tok *t,
+		    const char *what, const struct rfb_enum_name *table,
+		    int count, int *out);
 
 /* 0 or 1 into *out. */
 int rfbi_parse_bool(struct rfbi_parser *ps, const struct rfbi_tok *t,

@@ -288,6 +288,23 @@ int rfbi_parse_word(struct rfbi_parser *ps, const struct rfbi_tok *t,
 						      names, count));
 }
 
+int rfbi_parse_enum(struct rfbi_parser *ps, const struct rfbi_tok *t,
+		    const char *what, const struct rfb_enum_name *table,
+		    int count, int *out)
+{
+	const char *names[RFBI_ENUM_MAX];
+	int n = 0, i = 0, rc;
+
+	while (n < count && n < RFBI_ENUM_MAX && table[n].name) {
+		names[n] = table[n].name;
+		n++;
+	}
+	rc = rfbi_parse_word(ps, t, what, names, n, &i);
+	if (rc == 0)
+		*out = table[i].value;
+	return rc;
+}
+
 int rfbi_parse_bool(struct rfbi_parser *ps, const struct rfbi_tok *t,
 		    const char *what, int *out)
 {
@@ -299,12 +316,11 @@ int rfbi_parse_bool(struct rfbi_parser *ps, const struct rfbi_tok *t,
 int rfbi_parse_interp(struct rfbi_parser *ps, const struct rfbi_tok *t,
 		      int count)
 {
-	static const char *const interp_names[] = { "nearest", "bilinear",
-						    "bicubic" };
-	int i = 0, rc;
+	int v = RFB_INTERP_NEAREST, rc;
 
-	rc = rfbi_parse_word(ps, t, "interpolation", interp_names, count, &i);
-	ps->cur.interp = (enum rfb_interp)i;
+	rc = rfbi_parse_enum(ps, t, "interpolation", rfb_interp_names, count,
+			     &v);
+	ps->cur.interp = (enum rfb_interp)v;
 	return rc;
 }
 

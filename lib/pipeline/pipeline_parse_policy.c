@@ -6,9 +6,8 @@
 #include <string.h>
 
 #include "pipeline_parse_internal.h"
+#include "refurb/augment.h"
 #include "refurb/augmix.h"
-
-static const char *const policy_names[] = { "imagenet", "cifar10", "svhn" };
 
 static void policy_defaults(struct rfb_layer *l)
 {
@@ -76,7 +75,9 @@ static int policy_value(struct rfbi_parser *ps, int key,
 	case K_BINS:
 		return rfbi_parse_int(ps, v, 2, 1001, "bins", &l->bins);
 	case K_POLICY:
-		rc = rfbi_parse_word(ps, v, "policy", policy_names, 3, &i);
+		i = RFB_AUTOAUG_IMAGENET;
+		rc = rfbi_parse_enum(ps, v, "policy", rfb_autoaug_policy_names,
+				     (int)rfb_enum_count(rfb_autoaug_policy_names), &i);
 		l->policy = (enum rfb_autoaug_policy)i;
 		return rc;
 	case K_SEVERITY:

@@ -98,7 +98,7 @@ int rfbi_run_crop(struct rfb_run *r, const struct rfb_rect *rect,
 		r->cur = rfb_crop_view(&r->cur, rect);
 		return 0;
 	}
-	if (!rfb_run_gray_fill(fill) && (rc = rfbi_run_expand(r, err)))
+	if (!run_gray_fill(fill) && (rc = rfbi_run_expand(r, err)))
 		return rc;
 	rc = rfbi_run_target(r, rect->width, rect->height, r->cur.channels, &dst,
 			    &slot, err);

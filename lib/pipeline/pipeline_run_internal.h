@@ -102,7 +102,7 @@ void rfbi_win_crop(struct rfb_run *r);
 /* ---- pipeline_run.c ---- */
 
 /* A gray3 image may stay gray through a layer filling with fill. */
-static inline int rfb_run_gray_fill(const unsigned char *fill)
+static inline int run_gray_fill(const unsigned char *fill)
 {
 	return !fill || (fill[0] == fill[1] && fill[1] == fill[2]);
 }

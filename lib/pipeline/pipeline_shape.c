@@ -250,8 +250,7 @@ static int shape_layers(const rfb_pipeline *p, int from, int to,
 	for (int i = from; i < to; i++) {
 		const struct rfb_layer *l = &p->layers[i];
 		int rc = 0;
-		if (l->kind == RFB_F_APPLY || l->kind == RFB_F_CHOICE ||
-		    l->kind == RFB_F_ORDER) {
+		if (layer_is_gate(l)) {
 			rc = shape_gate(p, i, st, err);
 			i += l->count;
 		} else if (st->varies >= 0) {
@@ -353,8 +352,7 @@ static int fixed_layers(const rfb_pipeline *p, int from, int to,
 	for (int i = from; i < to; i++) {
 		const struct rfb_layer *l = &p->layers[i];
 		int rc;
-		if (l->kind == RFB_F_APPLY || l->kind == RFB_F_CHOICE ||
-		    l->kind == RFB_F_ORDER) {
+		if (layer_is_gate(l)) {
 			if ((rc = fixed_gate(p, i, st, err)))
 				return rc;
 			i += l->count;
@@ -486,8 +484,7 @@ static int least_layers(const rfb_pipeline *p, int from, int to,
 		const struct rfb_layer *l = &p->layers[i];
 		uint64_t n;
 		int rc;
-		if (l->kind == RFB_F_APPLY || l->kind == RFB_F_CHOICE ||
-		    l->kind == RFB_F_ORDER) {
+		if (layer_is_gate(l)) {
 			if ((rc = least_gate(p, i, max_pixels, s, err)))
 				return rc;
 			i += l->count;

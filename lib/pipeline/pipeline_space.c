@@ -153,10 +153,10 @@ int rfb_pipeline_layer_op(const rfb_pipeline *p, int layer,
 	return (int)op.op;
 }
 
-static int is_gate(const struct rfb_layer *l)
+int rfb_pipeline_layer_is_gate(const rfb_pipeline *p, int layer)
 {
-	return l->kind == RFB_F_APPLY || l->kind == RFB_F_CHOICE ||
-	       l->kind == RFB_F_ORDER;
+	return layer >= 0 && layer < p->nlayers &&
+	       layer_is_gate(&p->layers[layer]);
 }
 
 int rfb_pipeline_splittable(const rfb_pipeline *p, int k)
@@ -165,7 +165,7 @@ int rfb_pipeline_splittable(const rfb_pipeline *p, int k)
 		return 0;
 	for (int i = 0; i < k; i++)
 		if (p->layers[i].deferred ||
-		    (is_gate(&p->layers[i]) && i + p->layers[i].count >= k))
+		    (layer_is_gate(&p->layers[i]) && i + p->layers[i].count >= k))
 			return 0;
 	return rfbi_pipeline_norm_at(p) < 0 || k <= rfbi_pipeline_norm_at(p);
 }
@@ -205,10 +205,10 @@ int rfb_pipeline_ungated(const rfb_pipeline *p, rfb_pipeline **out,
 	for (int i = 0; i < p->nlayers; i++)
 		w[i] = 1.0;
 	for (int i = 0; i < p->nlayers; i++)
-		if (is_gate(&p->layers[i]))
+		if (layer_is_gate(&p->layers[i]))
 			gate_weights(&p->layers[i], i, w);
 	for (int i = 0; i < p->nlayers; i++) {
-		if (is_gate(&p->layers[i]))
+		if (layer_is_gate(&p->layers[i]))
 			continue;
 		layers[n] = p->layers[i];
 		weight[n] = w[i];
@@ -569,7 +569,7 @@ static double layers_collision(const rfb_pipeline *p, int from, int to,
 
 	for (int i = from; i < to && c > 0; i++) {
 		const struct rfb_layer *l = &p->layers[i];
-		if (is_gate(l)) {
+		if (layer_is_gate(l)) {
 			c *= gate_collision(p, i, s);
 			i += l->count;
 			continue;

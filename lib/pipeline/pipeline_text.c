@@ -245,8 +245,7 @@ static void put_layer(struct out *o, const struct rfb_layer *l, int repeat)
 		put_aug_common(o, l);
 		break;
 	case RFB_F_AUTOAUG:
-		put(o, "=policy=%s", l->policy == RFB_AUTOAUG_CIFAR10 ? "cifar10"
-				     : l->policy == RFB_AUTOAUG_SVHN ? "svhn" : "imagenet");
+		put(o, "=policy=%s", rfb_autoaug_policy_name(l->policy));
 		put_aug_common(o, l);
 		break;
 	case RFB_F_TRIVIALAUG:

@@ -63,7 +63,27 @@ static int expect(const char **p, const char *end, const char *word)
 	return 0;
 }
 
-/* "#refurb-costs 1 index=HEX seed=N pipeline=SPEC" (len bytes). */
+/*
+ * The header line (refurb-costs(5), Header), fields separated by one
+ * space, in this order:
+ *
+ *   field          meaning
+ *   #refurb-costs  the magic
+ *   1              the format version (decimal)
+ *   index=         identity of the index, 16 lowercase hex digits
+ *   seed=          the augmentation seed (decimal, 64 bits)
+ *   pipeline=      the canonical partial pipeline, to the end of the line
+ *
+ * encode_header writes it with its newline; parse_header reads len bytes
+ * without it.
+ */
+static void encode_header(FILE *f, const struct rfb_costs_header *h)
+{
+	fprintf(f, "%s %d index=%016" PRIx64 " seed=%" PRIu64 " pipeline=%s\n",
+		RFB_COSTS_MAGIC, RFB_COSTS_VERSION, h->index_identity, h->seed,
+		h->pipeline);
+}
+
 static int parse_header(const char *line, size_t len,
 			struct rfb_costs_header *h, const char *path,
 			rfb_err *err)
@@ -96,6 +116,20 @@ static int parse_header(const char *line, size_t len,
 				   "line 1: a NUL byte in the pipeline");
 	memcpy(h->pipeline, p, (size_t)(end - p));
 	return 0;
+}
+
+/*
+ * A measurement line (refurb-costs(5), Measurements), unsigned decimal
+ * numbers of at most 32 bits:
+ *
+ *   ID<TAB>EPOCH<TAB>MICROSECONDS<LF>
+ *
+ * the sample id, the write epoch of its record, the worker's thread CPU
+ * time on it.  parse_entry reads the line from p to end, without its LF.
+ */
+static void encode_entry(FILE *f, const struct rfb_cost_entry *e)
+{
+	fprintf(f, "%u\t%u\t%u\n", e->id, e->epoch, e->cpu_us);
 }
 
 static int parse_entry(const char *p, const char *end,
@@ -201,19 +235,34 @@ const struct rfb_cost_entry *rfb_costs_entries(const rfb_costs *c)
 	return c->e;
 }
 
+/* What the identity hashes (refurb-costs(5), IDENTITY): the index
+ * identity and the seed as two u64, then the pipeline text, then each
+ * entry as three u32 (id, epoch, microseconds), all little-endian. */
+static void identity_head_encode(const struct rfb_costs_header *h,
+				 unsigned char out[16])
+{
+	rfb_put_le64(out, h->index_identity);
+	rfb_put_le64(out + 8, h->seed);
+}
+
+static void identity_entry_encode(const struct rfb_cost_entry *e,
+				  unsigned char out[12])
+{
+	rfb_put_le32(out, e->id);
+	rfb_put_le32(out + 4, e->epoch);
+	rfb_put_le32(out + 8, e->cpu_us);
+}
+
 uint64_t rfb_costs_identity(const rfb_costs *c)
 {
 	unsigned char head[16], e[12];
 	uint64_t h;
 
-	rfb_put_le64(head, c->h.index_identity);
-	rfb_put_le64(head + 8, c->h.seed);
+	identity_head_encode(&c->h, head);
 	h = rfb_hash64(head, sizeof head, COSTS_IDENTITY_SEED);
 	h = rfb_hash64(c->h.pipeline, strlen(c->h.pipeline), h);
 	for (size_t i = 0; i < c->n; i++) {
-		rfb_put_le32(e, c->e[i].id);
-		rfb_put_le32(e + 4, c->e[i].epoch);
-		rfb_put_le32(e + 8, c->e[i].cpu_us);
+		identity_entry_encode(&c->e[i], e);
 		h = rfb_hash64(e, sizeof e, h);
 	}
 	return h;
@@ -276,9 +325,7 @@ rfb_costs_writer *rfb_costs_writer_open(const char *path,
 		return NULL;
 	}
 	if (rc == 1)
-		fprintf(w->f, "%s %d index=%016" PRIx64 " seed=%" PRIu64
-			" pipeline=%s\n", RFB_COSTS_MAGIC, RFB_COSTS_VERSION,
-			h->index_identity, h->seed, h->pipeline);
+		encode_header(w->f, h);
 	return w;
 }
 
@@ -286,9 +333,11 @@ void rfb_costs_writer_add(rfb_costs_writer *w, uint32_t id, uint32_t epoch,
 			  double seconds)
 {
 	double us = seconds * 1e6 + 0.5;
+	const struct rfb_cost_entry e = {
+		id, epoch, us < 0 ? 0u : us > UINT32_MAX ? UINT32_MAX : (uint32_t)us
+	};
 
-	fprintf(w->f, "%u\t%u\t%u\n", id, epoch,
-		us < 0 ? 0u : us > UINT32_MAX ? UINT32_MAX : (uint32_t)us);
+	encode_entry(w->f, &e);
 }
 
 int rfb_costs_writer_flush(rfb_costs_writer *w, rfb_err *err)

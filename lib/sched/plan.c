@@ -13,7 +13,7 @@
 #include "refurb/rng.h"
 
 struct rfb_plan {
-	const rfb_sched *s;
+	const rfb_evict *s;
 	rfb_plan_params p;
 	uint32_t n, reuse, batches;
 	uint32_t m;        /* samples per epoch: n, n+1 (pad) or n-1 (drop) */
@@ -35,67 +35,56 @@ struct rfb_plan {
 	int started, done;
 };
 
-const char *rfb_plan_shuffle_name(int shuffle)
+const struct rfb_enum_name rfb_plan_shuffle_names[] = {
+	{ RFB_PLAN_CACHE_AWARE, "cache-aware" },
+	{ RFB_PLAN_RANDOM, "random" },
+	{ RFB_PLAN_SEQUENTIAL, "none" },
+	{ RFB_PLAN_SEQUENTIAL, "sequential" },
+	{ 0, NULL },
+};
+
+const struct rfb_enum_name rfb_plan_balance_names[] = {
+	{ RFB_PLAN_BALANCE_NONE, "none" },
+	{ RFB_PLAN_BALANCE_PIXELS, "pixels" },
+	{ RFB_PLAN_BALANCE_COST, "cost" },
+	{ 0, NULL },
+};
+
+const struct rfb_enum_name rfb_plan_even_names[] = {
+	{ RFB_PLAN_EVEN_NONE, "none" },
+	{ RFB_PLAN_EVEN_PAD, "pad" },
+	{ RFB_PLAN_EVEN_DROP, "drop" },
+	{ 0, NULL },
+};
+
+const char *rfb_plan_shuffle_name(enum rfb_plan_shuffle shuffle)
 {
-	switch (shuffle) {
-	case RFB_PLAN_CACHE_AWARE: return "cache-aware";
-	case RFB_PLAN_RANDOM: return "random";
-	case RFB_PLAN_SEQUENTIAL: return "none";
-	}
-	return "?";
+	return rfb_enum_name(rfb_plan_shuffle_names, (int)shuffle);
 }
 
 int rfb_plan_shuffle_parse(const char *name)
 {
-	if (strcmp(name, "cache-aware") == 0)
-		return RFB_PLAN_CACHE_AWARE;
-	if (strcmp(name, "random") == 0)
-		return RFB_PLAN_RANDOM;
-	if (strcmp(name, "none") == 0 || strcmp(name, "sequential") == 0)
-		return RFB_PLAN_SEQUENTIAL;
-	return -1;
+	return rfb_enum_parse(rfb_plan_shuffle_names, name);
 }
 
-const char *rfb_plan_balance_name(int balance)
+const char *rfb_plan_balance_name(enum rfb_plan_balance balance)
 {
-	switch (balance) {
-	case RFB_PLAN_BALANCE_NONE: return "none";
-	case RFB_PLAN_BALANCE_PIXELS: return "pixels";
-	case RFB_PLAN_BALANCE_COST: return "cost";
-	}
-	return "?";
+	return rfb_enum_name(rfb_plan_balance_names, (int)balance);
 }
 
 int rfb_plan_balance_parse(const char *name)
 {
-	if (strcmp(name, "none") == 0)
-		return RFB_PLAN_BALANCE_NONE;
-	if (strcmp(name, "pixels") == 0)
-		return RFB_PLAN_BALANCE_PIXELS;
-	if (strcmp(name, "cost") == 0)
-		return RFB_PLAN_BALANCE_COST;
-	return -1;
+	return rfb_enum_parse(rfb_plan_balance_names, name);
 }
 
-const char *rfb_plan_even_name(int even)
+const char *rfb_plan_even_name(enum rfb_plan_even even)
 {
-	switch (even) {
-	case RFB_PLAN_EVEN_NONE: return "none";
-	case RFB_PLAN_EVEN_PAD: return "pad";
-	case RFB_PLAN_EVEN_DROP: return "drop";
-	}
-	return "?";
+	return rfb_enum_name(rfb_plan_even_names, (int)even);
 }
 
 int rfb_plan_even_parse(const char *name)
 {
-	if (strcmp(name, "none") == 0)
-		return RFB_PLAN_EVEN_NONE;
-	if (strcmp(name, "pad") == 0)
-		return RFB_PLAN_EVEN_PAD;
-	if (strcmp(name, "drop") == 0)
-		return RFB_PLAN_EVEN_DROP;
-	return -1;
+	return rfb_enum_parse(rfb_plan_even_names, name);
 }
 
 uint32_t rfb_plan_epoch_samples(const rfb_plan_header *h)
@@ -120,16 +109,13 @@ static int check_params(const rfb_plan_params *p, const uint32_t *pixels,
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "epoch range %u-%u is reversed",
 				   p->first_epoch, p->last_epoch);
-	if (rfb_plan_shuffle_parse(rfb_plan_shuffle_name(p->shuffle)) < 0)
+	if (!rfb_plan_shuffle_name(p->shuffle))
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "unknown shuffle mode %d", p->shuffle);
-	if (p->balance != RFB_PLAN_BALANCE_NONE &&
-	    p->balance != RFB_PLAN_BALANCE_PIXELS &&
-	    p->balance != RFB_PLAN_BALANCE_COST)
+	if (!rfb_plan_balance_name(p->balance))
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "unknown balance mode %d", p->balance);
-	if (p->even != RFB_PLAN_EVEN_NONE && p->even != RFB_PLAN_EVEN_PAD &&
-	    p->even != RFB_PLAN_EVEN_DROP)
+	if (!rfb_plan_even_name(p->even))
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "unknown --even mode %d", p->even);
 	if (p->balance == RFB_PLAN_BALANCE_COST &&
@@ -167,7 +153,7 @@ static int alloc_pixel_state(rfb_plan *pl, const uint32_t *pixels)
  * ceil(T/N) samples; pad lifts the smaller ones, drop cuts the larger. */
 static void set_epoch_size(rfb_plan *pl)
 {
-	const rfb_sched_params *sp = rfb_sched_params_of(pl->s);
+	const rfb_evict_params *sp = rfb_evict_params_of(pl->s);
 	uint32_t lo = sp->total / sp->shard_count;
 	uint32_t hi = lo + (sp->total % sp->shard_count != 0);
 
@@ -176,7 +162,7 @@ static void set_epoch_size(rfb_plan *pl)
 	pl->m = pl->n + (uint32_t)pl->pad - (uint32_t)pl->drop;
 }
 
-rfb_plan *rfb_plan_new(const rfb_sched *s, const rfb_plan_params *p,
+rfb_plan *rfb_plan_new(const rfb_evict *s, const rfb_plan_params *p,
 		       const uint32_t *pixels, rfb_err *err)
 {
 	rfb_plan *pl;
@@ -184,24 +170,24 @@ rfb_plan *rfb_plan_new(const rfb_sched *s, const rfb_plan_params *p,
 	if (check_params(p, pixels, err) < 0)
 		return NULL;
 	if (p->first_step > 0 && (uint64_t)p->first_step * p->batch_size >=
-	    rfb_sched_count(s)) {
+	    rfb_evict_count(s)) {
 		rfb_err_set(err, RFB_EINVAL, NULL, "step %u: an epoch of %u "
 			    "samples in batches of %u has steps 0 to %u",
-			    p->first_step, rfb_sched_count(s), p->batch_size,
-			    (rfb_sched_count(s) - 1) / p->batch_size);
+			    p->first_step, rfb_evict_count(s), p->batch_size,
+			    (rfb_evict_count(s) - 1) / p->batch_size);
 		return NULL;
 	}
 	if (!(pl = calloc(1, sizeof *pl)))
 		goto nomem;
 	pl->s = s;
 	pl->p = *p;
-	pl->n = rfb_sched_count(s);
-	pl->reuse = rfb_sched_params_of(s)->reuse;
+	pl->n = rfb_evict_count(s);
+	pl->reuse = rfb_evict_params_of(s)->reuse;
 	set_epoch_size(pl);
 	pl->batches = (uint32_t)(((uint64_t)pl->m + p->batch_size - 1) /
 				 p->batch_size);
-	pl->ids = rfb_sched_ids(s);
-	pl->phases = rfb_sched_phases(s);
+	pl->ids = rfb_evict_ids(s);
+	pl->phases = rfb_evict_phases(s);
 	pl->epoch = p->first_epoch;
 	pl->order = malloc(((size_t)pl->n + 1) * sizeof *pl->order);
 	pl->work = malloc(((size_t)pl->n + 1) * sizeof *pl->work);
@@ -237,11 +223,11 @@ void rfb_plan_free(rfb_plan *pl)
 
 void rfb_plan_header_of(const rfb_plan *pl, rfb_plan_header *h)
 {
-	const rfb_sched_params *sp = rfb_sched_params_of(pl->s);
+	const rfb_evict_params *sp = rfb_evict_params_of(pl->s);
 
 	memset(h, 0, sizeof *h);
 	h->version = pl->p.even ? 2 : 1; /* plans without --even stay 1 */
-	h->schedule_identity = rfb_sched_identity(pl->s);
+	h->schedule_identity = rfb_evict_identity(pl->s);
 	h->index_identity = sp->index_identity;
 	h->samples = pl->n;
 	h->total = sp->total;
@@ -289,14 +275,14 @@ static uint32_t batch_misses(const rfb_plan *pl, uint32_t misses, uint32_t b)
  * miss whose record would serve this epoch only. */
 static int free_to_drop(uint32_t epoch, uint32_t phase, uint32_t reuse)
 {
-	return !rfb_sched_is_miss(epoch, phase, reuse) ||
-	       rfb_sched_death(epoch, phase, reuse) == (uint64_t)epoch + 1;
+	return !rfb_evict_is_miss(epoch, phase, reuse) ||
+	       rfb_evict_death(epoch, phase, reuse) == (uint64_t)epoch + 1;
 }
 
-uint32_t rfb_plan_drop_position(const rfb_sched *s, uint32_t epoch)
+uint32_t rfb_plan_drop_position(const rfb_evict *s, uint32_t epoch)
 {
-	const uint16_t *phases = rfb_sched_phases(s);
-	uint32_t n = rfb_sched_count(s), r = rfb_sched_params_of(s)->reuse;
+	const uint16_t *phases = rfb_evict_phases(s);
+	uint32_t n = rfb_evict_count(s), r = rfb_evict_params_of(s)->reuse;
 	uint32_t q = epoch % r, in_phase = 0, k, start = epoch % n;
 
 	/* Phase e mod r: a hit in epoch e >= 1 when r >= 2, and otherwise a
@@ -328,13 +314,13 @@ static uint32_t split_misses(rfb_plan *pl, uint32_t epoch, uint32_t dropped,
 
 	for (uint32_t i = 0; i < pl->n; i++)
 		if (i != dropped &&
-		    rfb_sched_is_miss(epoch, pl->phases[i], pl->reuse))
+		    rfb_evict_is_miss(epoch, pl->phases[i], pl->reuse))
 			m++;
 	h = m;
 	for (uint32_t i = 0, mi = 0; i < pl->n; i++) {
 		if (i == dropped)
 			continue;
-		if (rfb_sched_is_miss(epoch, pl->phases[i], pl->reuse))
+		if (rfb_evict_is_miss(epoch, pl->phases[i], pl->reuse))
 			pl->work[mi++] = i;
 		else
 			pl->work[h++] = i;
@@ -470,7 +456,7 @@ static void plain_order(rfb_plan *pl, uint32_t epoch, uint32_t dropped,
 		return;
 	order[len] = order[0];
 	for (uint32_t i = 0; i < len; i++) {
-		if (!rfb_sched_is_miss(epoch, pl->phases[order[i]], pl->reuse)) {
+		if (!rfb_evict_is_miss(epoch, pl->phases[order[i]], pl->reuse)) {
 			order[len] = order[i];
 			break;
 		}
@@ -528,9 +514,9 @@ static void fill_batch(rfb_plan *pl, rfb_plan_batch *b)
 		uint16_t phase = pl->phases[pos];
 
 		smp->id = pl->ids[pos];
-		smp->miss = (uint8_t)rfb_sched_is_miss(pl->epoch, phase,
+		smp->miss = (uint8_t)rfb_evict_is_miss(pl->epoch, phase,
 							pl->reuse);
-		smp->death = smp->miss ? rfb_sched_death(pl->epoch, phase,
+		smp->death = smp->miss ? rfb_evict_death(pl->epoch, phase,
 							  pl->reuse) : 0;
 		smp->addr_count = 0;
 		pl->epoch_misses += smp->miss;
@@ -573,13 +559,13 @@ int rfb_plan_next(rfb_plan *pl, rfb_plan_item *item)
 	return item->type;
 }
 
-uint32_t *rfb_plan_pixel_table(const rfb_sched *s,
+uint32_t *rfb_plan_pixel_table(const rfb_evict *s,
 			       uint64_t (*pixels_of)(const void *ctx,
 						     uint32_t id),
 			       const void *ctx)
 {
-	uint32_t n = rfb_sched_count(s);
-	const uint32_t *ids = rfb_sched_ids(s);
+	uint32_t n = rfb_evict_count(s);
+	const uint32_t *ids = rfb_evict_ids(s);
 	uint32_t *t = malloc((size_t)n * sizeof *t + 1);
 
 	if (!t)

@@ -283,15 +283,15 @@ static int check_mark(const rfb_plan_header *h, uint32_t epoch,
 {
 	uint64_t r = h->reuse;
 	int must_miss = epoch == 0 ||
-		(h->policy == RFB_SCHED_REFCOUNT && epoch % r == 0);
-	int must_hit = h->policy == RFB_SCHED_REFCOUNT && epoch % r != 0;
+		(h->policy == RFB_EVICT_REFCOUNT && epoch % r == 0);
+	int must_hit = h->policy == RFB_EVICT_REFCOUNT && epoch % r != 0;
 
 	if ((must_miss && !s->miss) || (must_hit && s->miss))
 		return rfb_err_set(why, RFB_EFORMAT, NULL,
 				   "sample %u is a %s, impossible in epoch %u "
 				   "with policy=%s reuse=%u", s->id,
 				   s->miss ? "miss" : "hit", epoch,
-				   rfb_sched_policy_name(h->policy), h->reuse);
+				   rfb_evict_policy_name(h->policy), h->reuse);
 	if (s->miss && (epoch == 0 ? s->death > r
 				   : s->death != epoch + r))
 		return rfb_err_set(why, RFB_EFORMAT, NULL,
@@ -362,7 +362,7 @@ static int check_epoch_end(rfb_plan_reader *r, const rfb_plan_epoch_end *e,
 				   e->batches, e->samples, e->misses,
 				   h->batches, r->epoch_samples,
 				   r->epoch_misses);
-	if (h->policy == RFB_SCHED_BALANCED && e->epoch > 0 &&
+	if (h->policy == RFB_EVICT_BALANCED && e->epoch > 0 &&
 	    (e->misses < lo || e->misses > hi))
 		return rfb_err_set(why, RFB_EFORMAT, NULL,
 				   "%u misses in epoch %u, balanced eviction "

@@ -66,7 +66,7 @@ size_t rfb_plan_format_header(char *buf, size_t n, const rfb_plan_header *h)
 		" seed=%" PRIu64 " batch=%u batches=%u epochs=%u-%u shuffle=%s"
 		" balance=%s drop-last=%d shard=%u/%u%s\n",
 		h->version, h->schedule_identity, h->index_identity,
-		h->samples, h->total, h->reuse, rfb_sched_policy_name(h->policy),
+		h->samples, h->total, h->reuse, rfb_evict_policy_name(h->policy),
 		h->evict_seed, h->seed, h->batch_size, h->batches,
 		h->first_epoch, h->last_epoch, rfb_plan_shuffle_name(h->shuffle),
 		rfb_plan_balance_name(h->balance), h->drop_last ? 1 : 0,
@@ -262,7 +262,7 @@ static int parse_sample(struct cursor *c, uint32_t epoch, rfb_plan_sample *s)
 {
 	int rc;
 
-	if ((rc = parse_u32(c, RFB_SCHED_MAX_SAMPLES, &s->id, "a sample id")) ||
+	if ((rc = parse_u32(c, RFB_EVICT_MAX_SAMPLES, &s->id, "a sample id")) ||
 	    (rc = expect(c, ':', "':' after the sample id")))
 		return rc;
 	if (!at_end(c) && *c->p == 'h') {
@@ -418,7 +418,7 @@ static int parse_named(struct cursor *c, int key, rfb_plan_header *h)
 	if ((rc = parse_word(c, word, sizeof word, "a shorter name")))
 		return rc;
 	if (key == K_POLICY)
-		v = h->policy = rfb_sched_policy_parse(word);
+		v = h->policy = rfb_evict_policy_parse(word);
 	else if (key == K_SHUFFLE)
 		v = h->shuffle = rfb_plan_shuffle_parse(word);
 	else if (key == K_EVEN)
@@ -453,11 +453,11 @@ static int parse_value(struct cursor *c, int key, rfb_plan_header *h)
 					       "16 hex digits");
 	case K_INDEX: return parse_identity(c, &h->index_identity,
 					    "16 hex digits");
-	case K_SAMPLES: return parse_u32(c, RFB_SCHED_MAX_SAMPLES, &h->samples,
+	case K_SAMPLES: return parse_u32(c, RFB_EVICT_MAX_SAMPLES, &h->samples,
 					 "the sample count");
-	case K_TOTAL: return parse_u32(c, RFB_SCHED_MAX_SAMPLES, &h->total,
+	case K_TOTAL: return parse_u32(c, RFB_EVICT_MAX_SAMPLES, &h->total,
 				       "the index size");
-	case K_REUSE: return parse_u32(c, RFB_SCHED_MAX_REUSE, &h->reuse,
+	case K_REUSE: return parse_u32(c, RFB_EVICT_MAX_REUSE, &h->reuse,
 				       "the reuse factor");
 	case K_EVICT_SEED: return parse_dec(c, UINT64_MAX, &h->evict_seed,
 					    "a seed");
@@ -533,7 +533,7 @@ static int check_header(const rfb_plan_header *h, rfb_err *err)
 				   h->samples, h->total, h->reuse, h->batch_size);
 	if (h->shard_count < 1 || h->shard_index >= h->shard_count ||
 	    h->shard_count > h->total ||
-	    rfb_sched_shard_size(h->total, h->shard_count, h->shard_index) !=
+	    rfb_evict_shard_size(h->total, h->shard_count, h->shard_index) !=
 	    h->samples)
 		return rfb_err_set(err, RFB_EFORMAT, NULL,
 				   "shard %u/%u of %u samples cannot have %u",

@@ -9,7 +9,6 @@
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +29,24 @@
  * fresh pages, as in the cache's segments, and are dropped in bulk. */
 #define RECORD_FILE_MAX ((uint64_t)64 << 20)
 
+/* What one timing thread owns: its contexts and buffers, its record
+ * file, its share of the sample; what it times goes to the shared bench,
+ * in its own images' slots. */
+struct bench_worker {
+	struct bench *b;
+	rfb_pipe_ctx *head_ctx, *tail_ctx;
+	rfb_codec_ctx *codec;
+	rfb_imgbuf rec, dec;
+	unsigned char *file, *back;
+	size_t file_cap, back_cap;
+	int fd;                        /* the record file */
+	uint64_t fd_end;               /* its length: records are appended */
+	char tmp_path[4096];
+	uint32_t slot;                 /* the image being timed */
+	uint32_t lo, hi;               /* the thread's images */
+	int thread, status;
+	rfb_err err;
+};
 
 static int cmp_double(const void *x, const void *y)
 {
@@ -101,38 +118,43 @@ static int make_splits(struct bench *b, rfb_err *err)
 	return 0;
 }
 
-/* What each timing thread owns: contexts, buffers, its record file. */
-static int worker_open(struct bench *b, rfb_err *err)
+/* Thread thread of n's contexts, buffers and record file, for its
+ * share of the K images.  w->fd is -1 until the file is made, so that
+ * worker_close may follow a failed open. */
+static int worker_open(struct bench_worker *w, struct bench *b, int thread,
+		       int n, uint32_t K, rfb_err *err)
 {
 	const struct rfb_advise_opts *o = b->o;
 
-	if (!(b->runs = malloc((size_t)o->repeat * sizeof *b->runs)))
-		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-	if (!(b->head_ctx = rfb_pipe_ctx_new(err)) ||
-	    !(b->tail_ctx = rfb_pipe_ctx_new(err)) ||
-	    !(b->codec = rfb_codec_ctx_new(err)))
+	w->b = b;
+	w->fd = -1;
+	w->thread = thread;
+	w->lo = (uint32_t)((uint64_t)K * thread / n);
+	w->hi = (uint32_t)((uint64_t)K * (thread + 1) / n);
+	if (!(w->head_ctx = rfb_pipe_ctx_new(err)) ||
+	    !(w->tail_ctx = rfb_pipe_ctx_new(err)) ||
+	    !(w->codec = rfb_codec_ctx_new(err)))
 		return err->code ? err->code : RFB_ENOMEM;
-	snprintf(b->tmp_path, sizeof b->tmp_path, "%s/refurb-advise.XXXXXX",
+	snprintf(w->tmp_path, sizeof w->tmp_path, "%s/refurb-advise.XXXXXX",
 		 o->tmp_dir ? o->tmp_dir : "/tmp");
-	if ((b->fd = mkstemp(b->tmp_path)) < 0)
-		return rfb_err_sys(err, errno, b->tmp_path,
+	if ((w->fd = mkstemp(w->tmp_path)) < 0)
+		return rfb_err_sys(err, errno, w->tmp_path,
 				   "cannot create the record file");
-	unlink(b->tmp_path);
+	unlink(w->tmp_path);
 	return 0;
 }
 
-static void worker_close(struct bench *b)
+static void worker_close(struct bench_worker *w)
 {
-	rfb_pipe_ctx_free(b->head_ctx);
-	rfb_pipe_ctx_free(b->tail_ctx);
-	rfb_codec_ctx_free(b->codec);
-	rfb_imgbuf_free(&b->rec);
-	rfb_imgbuf_free(&b->dec);
-	free(b->file);
-	free(b->back);
-	free(b->runs);
-	if (b->fd >= 0)
-		close(b->fd);
+	rfb_pipe_ctx_free(w->head_ctx);
+	rfb_pipe_ctx_free(w->tail_ctx);
+	rfb_codec_ctx_free(w->codec);
+	rfb_imgbuf_free(&w->rec);
+	rfb_imgbuf_free(&w->dec);
+	free(w->file);
+	free(w->back);
+	if (w->fd >= 0)
+		close(w->fd);
 }
 
 static int bench_open(struct bench *b, rfb_err *err)
@@ -146,9 +168,7 @@ static int bench_open(struct bench *b, rfb_err *err)
 	if ((rc = rfb_pipeline_parse(o->spec, &b->full, err)))
 		return rc;
 	for (int i = 0; i < rfb_pipeline_layers(b->full); i++) {
-		const char *name = rfb_pipeline_layer_name(b->full, i);
-		if (strcmp(name, "apply") && strcmp(name, "choice") &&
-		    strcmp(name, "order"))
+		if (!rfb_pipeline_layer_is_gate(b->full, i))
 			continue;
 		b->gated = b->full;
 		b->full = NULL;
@@ -171,12 +191,11 @@ static int bench_open(struct bench *b, rfb_err *err)
 	b->width = malloc((size_t)L * (o->sample + 1) * sizeof *b->width);
 	b->height = malloc((size_t)L * (o->sample + 1) * sizeof *b->height);
 	b->out_bytes = calloc((size_t)L, sizeof *b->out_bytes);
+	b->runs = malloc((size_t)o->repeat * sizeof *b->runs);
 	if (!a->layer || !a->split || !a->spec || !b->width ||
-	    !b->height || !b->out_bytes)
+	    !b->height || !b->out_bytes || !b->runs)
 		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-	if ((rc = make_splits(b, err)))
-		return rc;
-	return worker_open(b, err);
+	return make_splits(b, err);
 }
 
 static void bench_close(struct bench *b)
@@ -196,16 +215,17 @@ static void bench_close(struct bench *b)
 	free(b->height);
 	free(b->med);
 	free(b->out_bytes);
-	worker_close(b);
+	free(b->runs);
 }
 
 /* The first half of one run of split k on sample id: the partial part
  * (read the file, decode, run) and the record appended to the record
  * file at *at.  t[0], t[1] = partial, write seconds.  Returns 1 (nothing
  * done) when the record file is full, 0 when done, or an error. */
-static int run_partial(struct bench *b, int k, uint32_t id, double t[4],
-		       size_t *rec_len, uint64_t *at, rfb_err *err)
+static int run_partial(struct bench_worker *w, int k, uint32_t id,
+		       double t[4], size_t *rec_len, uint64_t *at, rfb_err *err)
 {
+	struct bench *b = w->b;
 	struct rfb_pipe_key key = { b->o->seed, 0, id, RFB_STAGE_PARTIAL };
 	struct rfb_pipe_out out;
 	char path[8192];
@@ -215,10 +235,10 @@ static int run_partial(struct bench *b, int k, uint32_t id, double t[4],
 
 	if ((rc = rfb_index_full_path(b->idx, id, b->o->root, path, sizeof path)))
 		return rfb_err_set(err, rc, NULL, "sample %u: path too long", id);
-	if ((rc = rfb_file_read_into(path, MAX_IMAGE_FILE, &b->file,
-				     &b->file_cap, &len, err)))
+	if ((rc = rfb_file_read_into(path, MAX_IMAGE_FILE, &w->file,
+				     &w->file_cap, &len, err)))
 		return rc;
-	if ((rc = rfb_pipe_run_jpeg(b->head_ctx, b->head[k], b->file, len, &key,
+	if ((rc = rfb_pipe_run_jpeg(w->head_ctx, b->head[k], w->file, len, &key,
 				    &out, err))) {
 		if (!err->path[0])
 			snprintf(err->path, sizeof err->path, "%.500s", path);
@@ -226,44 +246,44 @@ static int run_partial(struct bench *b, int k, uint32_t id, double t[4],
 	}
 	t[0] = rfb_thread_cpu_now() - c0;
 	c0 = rfb_thread_cpu_now();
-	if ((rc = rfb_record_encode(b->codec, &b->o->codec, &out.img, id, 0, 0,
-				    &b->rec, rec_len, err)))
+	if ((rc = rfb_record_encode(w->codec, &b->o->codec, &out.img, id, 0, 0,
+				    &w->rec, rec_len, err)))
 		return rc;
-	if (b->fd_end && b->fd_end + *rec_len > RECORD_FILE_MAX)
+	if (w->fd_end && w->fd_end + *rec_len > RECORD_FILE_MAX)
 		return 1;
-	if (rfb_pwrite_full(b->fd, b->rec.data, *rec_len, (off_t)b->fd_end) < 0)
-		return rfb_err_sys(err, errno, b->tmp_path,
+	if (rfb_pwrite_full(w->fd, w->rec.data, *rec_len, (off_t)w->fd_end) < 0)
+		return rfb_err_sys(err, errno, w->tmp_path,
 				   "cannot write the record file");
-	*at = b->fd_end;
-	b->fd_end += *rec_len;
+	*at = w->fd_end;
+	w->fd_end += *rec_len;
 	t[1] = rfb_thread_cpu_now() - c0;
-	b->width[(size_t)k * b->o->sample + b->slot] = out.img.width;
-	b->height[(size_t)k * b->o->sample + b->slot] = out.img.height;
+	b->width[(size_t)k * b->o->sample + w->slot] = out.img.width;
+	b->height[(size_t)k * b->o->sample + w->slot] = out.img.height;
 	return 0;
 }
 
-/* Read the records of a chunk back, each to its offset in b->back, all
+/* Read the records of a chunk back, each to its offset in w->back, all
  * of them before any is decoded: as refurb-final reads a batch's records
  * with one submission, then verifies and decodes them from memory, cold.
  * t[2] of each = its read. */
-static int read_chunk(struct bench *b, double *t, const unsigned char *bad,
-		      const size_t *len, const uint64_t *at, uint32_t n,
-		      rfb_err *err)
+static int read_chunk(struct bench_worker *w, double *t,
+		      const unsigned char *bad, const size_t *len,
+		      const uint64_t *at, uint32_t n, rfb_err *err)
 {
-	if (b->fd_end > b->back_cap) {
-		unsigned char *nb = realloc(b->back, b->fd_end);
+	if (w->fd_end > w->back_cap) {
+		unsigned char *nb = realloc(w->back, w->fd_end);
 		if (!nb)
 			return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-		b->back = nb;
-		b->back_cap = b->fd_end;
+		w->back = nb;
+		w->back_cap = w->fd_end;
 	}
 	for (uint32_t x = 0; x < n; x++) {
 		double c0 = rfb_thread_cpu_now();
 		if (bad[x])
 			continue;
-		if (rfb_pread_full(b->fd, b->back + at[x], len[x], (off_t)at[x]) !=
+		if (rfb_pread_full(w->fd, w->back + at[x], len[x], (off_t)at[x]) !=
 		    (ssize_t)len[x])
-			return rfb_err_sys(err, errno, b->tmp_path,
+			return rfb_err_sys(err, errno, w->tmp_path,
 					   "cannot read the record file");
 		t[x * 4 + 2] = rfb_thread_cpu_now() - c0;
 	}
@@ -272,23 +292,24 @@ static int read_chunk(struct bench *b, double *t, const unsigned char *bad,
 
 /* The second half: the record read at at decoded, the final part run on
  * it.  t[2] += decode, t[3] = final seconds. */
-static int run_final(struct bench *b, int k, uint32_t id, double t[4],
-		     size_t rec_len, uint64_t at, size_t *out_size,
+static int run_final(struct bench_worker *w, int k, uint32_t id,
+		     double t[4], size_t rec_len, uint64_t at, size_t *out_size,
 		     rfb_err *err)
 {
-	struct rfb_pipe_key key = { b->o->seed, 0, id, RFB_STAGE_FINAL };
+	struct rfb_pipe_key key = { w->b->o->seed, 0, id, RFB_STAGE_FINAL };
 	struct rfb_record_meta m;
 	struct rfb_pipe_out out;
 	rfb_image back;
 	double c0 = rfb_thread_cpu_now();
 	int rc;
 
-	if ((rc = rfb_record_decode(b->codec, b->back + at, rec_len, &m, &back,
-				    &b->dec, err)))
+	if ((rc = rfb_record_decode(w->codec, w->back + at, rec_len, &m, &back,
+				    &w->dec, err)))
 		return rc;
 	t[2] += rfb_thread_cpu_now() - c0;
 	c0 = rfb_thread_cpu_now();
-	if ((rc = rfb_pipe_run(b->tail_ctx, b->tail[k], &back, &key, &out, err)))
+	if ((rc = rfb_pipe_run(w->tail_ctx, w->b->tail[k], &back, &key, &out,
+			       err)))
 		return rc;
 	t[3] = rfb_thread_cpu_now() - c0;
 	*out_size = out.size;
@@ -297,14 +318,15 @@ static int run_final(struct bench *b, int k, uint32_t id, double t[4],
 
 /* Empty the record file (its cost spread over the records it held, as
  * deleting a dead segment is). */
-static int empty_records(struct bench *b, double *t, uint32_t n, rfb_err *err)
+static int empty_records(struct bench_worker *w, double *t, uint32_t n,
+			 rfb_err *err)
 {
 	double c0 = rfb_thread_cpu_now(), each;
 
-	if (ftruncate(b->fd, 0) < 0)
-		return rfb_err_sys(err, errno, b->tmp_path,
+	if (ftruncate(w->fd, 0) < 0)
+		return rfb_err_sys(err, errno, w->tmp_path,
 				   "cannot empty the record file");
-	b->fd_end = 0;
+	w->fd_end = 0;
 	each = n ? (rfb_thread_cpu_now() - c0) / n : 0;
 	for (uint32_t i = 0; i < n; i++)
 		t[i * 4 + 1] += each;
@@ -436,7 +458,7 @@ static int image_failed(struct bench *b, uint32_t slot, int rc,
  * every record is read back cold, as the chain reads it epochs later.
  * t points to the pass's times (4 per image), bytes to the split's.
  * Returns the next image, or an error. */
-static int64_t pass_chunk(struct bench *b, int k, const uint32_t *ids,
+static int64_t pass_chunk(struct bench_worker *w, int k, const uint32_t *ids,
 			  uint32_t i, uint32_t K, double *t, double *bytes,
 			  unsigned char *bad, rfb_err *err)
 {
@@ -449,28 +471,28 @@ static int64_t pass_chunk(struct bench *b, int k, const uint32_t *ids,
 	for (j = i; j < K && j - i < 256; j++) {
 		if (bad[j])
 			continue;
-		b->slot = j;
-		rc = run_partial(b, k, ids[j], t + (size_t)j * 4, &len[j - i],
+		w->slot = j;
+		rc = run_partial(w, k, ids[j], t + (size_t)j * 4, &len[j - i],
 				 &at[j - i], &why);
 		if (rc == 1)
 			break;
-		if (rc && !image_failed(b, j, rc, &bad[j], &why))
+		if (rc && !image_failed(w->b, j, rc, &bad[j], &why))
 			return *err = why, rc;
 	}
-	if ((rc = read_chunk(b, t + (size_t)i * 4, bad + i, len, at, j - i, err)))
+	if ((rc = read_chunk(w, t + (size_t)i * 4, bad + i, len, at, j - i, err)))
 		return rc;
 	for (uint32_t x = i; x < j; x++) {
 		size_t out_size = 0;
 		if (bad[x])
 			continue;
-		rc = run_final(b, k, ids[x], t + (size_t)x * 4, len[x - i],
+		rc = run_final(w, k, ids[x], t + (size_t)x * 4, len[x - i],
 			       at[x - i], &out_size, &why);
-		if (rc && !image_failed(b, x, rc, &bad[x], &why))
+		if (rc && !image_failed(w->b, x, rc, &bad[x], &why))
 			return *err = why, rc;
 		bytes[(size_t)x * 2] = (double)len[x - i];
 		bytes[(size_t)x * 2 + 1] = (double)out_size;
 	}
-	if ((rc = empty_records(b, t + (size_t)first * 4, j - first, err)))
+	if ((rc = empty_records(w, t + (size_t)first * 4, j - first, err)))
 		return rc;
 	return j;
 }
@@ -478,17 +500,18 @@ static int64_t pass_chunk(struct bench *b, int k, const uint32_t *ids,
 /* A thread's images [lo, hi) of the K through every split, repeat
  * times; each pass goes over all of them before the next split or
  * repeat, so that no image is measured twice in a row with warm caches. */
-static int sweep(struct bench *b, const uint32_t *ids, uint32_t K,
+static int sweep(struct bench_worker *w, const uint32_t *ids, uint32_t K,
 		 double *t, double *bytes, unsigned char *bad, rfb_err *err)
 {
+	const struct bench *b = w->b;
 	const struct rfb_advise_opts *o = b->o;
 	int L = b->L, R = o->repeat;
-	uint64_t done = 0, mine = b->hi - b->lo;
+	uint64_t done = 0, mine = w->hi - w->lo;
 
 	for (int rep = 0; rep < R; rep++)
 		for (int k = 0; k < b->cuts; k++)
-			for (uint32_t i = b->lo; i < b->hi;) {
-				int64_t next = pass_chunk(b, k, ids, i, b->hi,
+			for (uint32_t i = w->lo; i < w->hi;) {
+				int64_t next = pass_chunk(w, k, ids, i, w->hi,
 					t + ((size_t)rep * L + k) * K * 4,
 					bytes + (size_t)k * K * 2, bad, err);
 				if (next < 0)
@@ -496,7 +519,7 @@ static int sweep(struct bench *b, const uint32_t *ids, uint32_t K,
 				done += (uint64_t)next - i;
 				i = (uint32_t)next;
 				/* the first thread speaks for all */
-				if (o->on_progress && b->thread == 0 && mine)
+				if (o->on_progress && w->thread == 0 && mine)
 					o->on_progress(o->ctx, done * K / mine,
 						       (uint64_t)R * b->cuts * K);
 			}
@@ -504,7 +527,7 @@ static int sweep(struct bench *b, const uint32_t *ids, uint32_t K,
 }
 
 struct sweep_args {
-	struct bench *b;
+	struct bench_worker *w;
 	const uint32_t *ids;
 	uint32_t K;
 	double *t, *bytes;
@@ -515,8 +538,8 @@ static void *sweep_thread(void *arg)
 {
 	struct sweep_args *s = arg;
 
-	s->b->status = sweep(s->b, s->ids, s->K, s->t, s->bytes, s->bad,
-			     &s->b->err);
+	s->w->status = sweep(s->w, s->ids, s->K, s->t, s->bytes, s->bad,
+			     &s->w->err);
 	return NULL;
 }
 
@@ -525,8 +548,9 @@ static void *sweep_thread(void *arg)
 static int sweep_all(struct bench *b, const uint32_t *ids, uint32_t K,
 		     double *t, double *bytes, unsigned char *bad, rfb_err *err)
 {
-	int n = b->o->threads > 1 ? b->o->threads : 1, started = 0, rc = 0;
-	struct bench *w = calloc((size_t)n, sizeof *w);
+	int n = b->o->threads > 1 ? b->o->threads : 1, opened = 0, started = 0;
+	int rc = 0;
+	struct bench_worker *w = calloc((size_t)n, sizeof *w);
 	struct sweep_args *args = calloc((size_t)n, sizeof *args);
 	pthread_t *th = calloc((size_t)n, sizeof *th);
 
@@ -534,19 +558,10 @@ static int sweep_all(struct bench *b, const uint32_t *ids, uint32_t K,
 		rc = rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
 		goto out;
 	}
-	for (int i = 0; i < n && !rc; i++) {
-		w[i] = *b;
-		if (i > 0) {
-			memset(&w[i].head_ctx, 0, sizeof w[i] -
-			       offsetof(struct bench, head_ctx));
-			w[i].fd = -1;
-			if ((rc = worker_open(&w[i], err)))
-				break;
-		}
-		w[i].thread = i;
-		w[i].lo = (uint32_t)((uint64_t)K * i / n);
-		w[i].hi = (uint32_t)((uint64_t)K * (i + 1) / n);
-		args[i] = (struct sweep_args){ &w[i], ids, K, t, bytes, bad };
+	for (; opened < n && !rc; opened++) {
+		rc = worker_open(&w[opened], b, opened, n, K, err);
+		args[opened] = (struct sweep_args){ &w[opened], ids, K, t, bytes,
+						    bad };
 	}
 	for (int i = 0; i < n && !rc; i++, started++)
 		if (pthread_create(&th[i], NULL, sweep_thread, &args[i]))
@@ -557,15 +572,7 @@ static int sweep_all(struct bench *b, const uint32_t *ids, uint32_t K,
 	for (int i = 0; i < started && !rc; i++)
 		if (w[i].status)
 			*err = w[i].err, rc = w[i].status;
-	/* thread 0's buffers are b's own */
-	if (n > 0 && w) {
-		b->head_ctx = w[0].head_ctx;
-		b->file = w[0].file, b->file_cap = w[0].file_cap;
-		b->back = w[0].back, b->back_cap = w[0].back_cap;
-		b->rec = w[0].rec, b->dec = w[0].dec;
-		b->fd_end = w[0].fd_end;
-	}
-	for (int i = 1; i < n && w; i++)
+	for (int i = 0; i < opened; i++)
 		worker_close(&w[i]);
 out:
 	free(w);
@@ -675,7 +682,7 @@ static void collisions(const struct bench *b)
 
 rfb_advice *rfb_advise_measure(const struct rfb_advise_opts *o, rfb_err *err)
 {
-	struct bench b = { .o = o, .fd = -1 };
+	struct bench b = { .o = o };
 	rfb_advice *a = NULL;
 
 	if (o->repeat < 1 || o->sample < 1) {

@@ -20,9 +20,10 @@
  * be had (advise_transfer.c). */
 double rfbi_advise_time_transfer(size_t bytes);
 
-/* Everything one measurement needs, reused from image to image. */
+/* What one measurement shares: the pipelines and their splits, and where
+ * the timing threads (advise.c's struct bench_worker, one each) put what
+ * they measure, each in its own images' slots. */
 struct bench {
-	/* shared by the timing threads */
 	const struct rfb_advise_opts *o;
 	rfb_index *idx;
 	rfb_pipeline *full;            /* what is timed: gates open */
@@ -42,20 +43,7 @@ struct bench {
 					* erasing value=random before it stay
 					* final together */
 	rfb_err **why;                 /* per image: why it was left out */
-	/* each thread's own, from here on */
-	rfb_pipe_ctx *head_ctx, *tail_ctx;
-	rfb_codec_ctx *codec;
-	rfb_imgbuf rec, dec;
-	unsigned char *file, *back;
-	size_t file_cap, back_cap;
-	int fd;                        /* the record file */
-	uint64_t fd_end;               /* its length: records are appended */
-	char tmp_path[4096];
-	double *runs;                  /* repeat */
-	uint32_t slot;                 /* the image being timed */
-	uint32_t lo, hi;               /* the thread's images */
-	int thread, status;
-	rfb_err err;
+	double *runs;                  /* repeat: one image's runs (add_up) */
 };
 
 /* A copy of s (malloc'd), or NULL without memory (advise_tail.c). */

@@ -8,7 +8,7 @@
 
 #include "refurb/advise.h"
 #include "refurb/pipeline.h"
-#include "refurb/sched.h"
+#include "refurb/evict.h"
 
 void rfb_advise_predict(const rfb_advice *a, int k, int r,
 			const struct rfb_advise_target *t,
@@ -31,7 +31,7 @@ void rfb_advise_predict(const rfb_advice *a, int k, int r,
 	row->miss_fraction = miss;
 	row->img_per_cpu_s = per_image > 0 ? 1.0 / per_image : INFINITY;
 	row->img_per_s = row->img_per_cpu_s * t->cores;
-	row->unique_fraction = rfb_sched_diversity(a->choices, s->final_choices,
+	row->unique_fraction = rfb_evict_diversity(a->choices, s->final_choices,
 						   r, e) / e;
 	/* live records, and the dead ones of the last epoch that refurb-
 	 * partial keeps for its default grace: (1 + 1/r) times (its man page) */

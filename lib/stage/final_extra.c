@@ -27,7 +27,7 @@ static size_t identity_lines(char *out, size_t n, const rfb_plan_header *h,
 		"schedule=%016" PRIx64 "\nreuse=%u\npolicy=%s\nevict-seed=%"
 		PRIu64 "\nshuffle=%s\nbalance=%s\n%sdrop-last=%d\neven=%s\n"
 		"partial-seed=%" PRIu64 "\n",
-		h->schedule_identity, h->reuse, rfb_sched_policy_name(h->policy),
+		h->schedule_identity, h->reuse, rfb_evict_policy_name(h->policy),
 		h->evict_seed, rfb_plan_shuffle_name(h->shuffle),
 		rfb_plan_balance_name(h->balance), costs, h->drop_last ? 1 : 0,
 		rfb_plan_even_name(h->even), a->aug_seed);

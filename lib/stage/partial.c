@@ -32,7 +32,7 @@
 #include "slot_ring_internal.h"
 #include "stage_internal.h"
 #include "refurb/rng.h"
-#include "refurb/sched.h"
+#include "refurb/evict.h"
 #include "refurb/source.h"
 
 #define MAX_IMAGE_FILE ((size_t)1 << 30)
@@ -72,7 +72,7 @@ struct partial {
 	struct rfb_partial_stats *st;
 	rfb_index *idx;
 	rfb_source *src;         /* reads the images (files or shard members) */
-	rfb_sched *sched;
+	rfb_evict *sched;
 	rfb_pipeline *pipe;
 	rfb_cache *cache;
 	rfb_handover *ho;         /* --handover, or NULL */
@@ -208,14 +208,14 @@ static int prepare_hit(struct partial *P, struct slot *s, uint32_t i,
 		       rfb_err *err)
 {
 	rfb_plan_sample *x = &s->samples[i];
-	int64_t pos = rfb_sched_find(P->sched, x->id);
+	int64_t pos = rfb_evict_find(P->sched, x->id);
 	struct rfb_cache_entry e;
 	uint32_t phase, w;
 
 	if (pos < 0)
 		return rfb_err_set(err, RFB_EFORMAT, NULL,
 				   "sample %u is not in the schedule's shard", x->id);
-	phase = rfb_sched_phases(P->sched)[pos];
+	phase = rfb_evict_phases(P->sched)[pos];
 	w = rfb_partial_write_epoch(s->batch.epoch, phase, P->h->reuse);
 	if (rfb_cache_lookup(P->cache, x->id, &e) == 0 && e.write_epoch == w) {
 		rfb_annot_set(x, &e.addr, w);
@@ -223,7 +223,7 @@ static int prepare_hit(struct partial *P, struct slot *s, uint32_t i,
 		return 0;
 	}
 	P->st->healed++;
-	queue_job(P, s, i, w, death32(rfb_sched_death(w, phase, P->h->reuse)));
+	queue_job(P, s, i, w, death32(rfb_evict_death(w, phase, P->h->reuse)));
 	return 0;
 }
 
@@ -455,7 +455,7 @@ static int rebuild_schedule(struct partial *P, const char *in_name,
 			    rfb_err *err)
 {
 	const rfb_plan_header *h = P->h;
-	rfb_sched_params sp = { 0 };
+	rfb_evict_params sp = { 0 };
 
 	if (h->index_identity != rfb_index_identity(P->idx) ||
 	    h->total != rfb_index_count(P->idx))
@@ -469,13 +469,17 @@ static int rebuild_schedule(struct partial *P, const char *in_name,
 	sp.policy = h->policy;
 	sp.shard_index = h->shard_index;
 	sp.shard_count = h->shard_count;
-	if (!(P->sched = rfb_sched_build(&sp, err)))
+	if (!(P->sched = rfb_evict_build(&sp, err)))
 		return err ? err->code : RFB_ENOMEM;
-	if (rfb_sched_identity(P->sched) != h->schedule_identity)
+	if (rfb_evict_identity(P->sched) != h->schedule_identity)
 		return rfb_err_set(err, RFB_EMISMATCH, in_name,
 				   "the plan's header does not match its schedule "
-				   "(identity %016" PRIx64 ", rebuilt %016" PRIx64 ")",
-				   h->schedule_identity, rfb_sched_identity(P->sched));
+				   "(identity %016" PRIx64 ", rebuilt %016" PRIx64 ")%s",
+				   h->schedule_identity, rfb_evict_identity(P->sched),
+				   h->shard_count > 1 ? ": a plan of a shard made "
+				   "before the shards' partition changed (schedule "
+				   "version 2)? make the schedule and the plan again "
+				   "with refurb-evict and refurb-plan" : "");
 	return 0;
 }
 
@@ -537,8 +541,13 @@ static int open_cache(struct partial *P, rfb_err *err)
 	m.codec = o->codec;
 	m.segment_max = o->segment_max;
 	snprintf(m.pipeline, sizeof m.pipeline, "%s", rfb_pipeline_canonical(P->pipe));
-	P->cache = rfb_cache_open(o->cache_dir, &m, o->reset ? RFB_CACHE_RESET : 0,
-				  grace, &rec, err);
+	/* a node's cache keeps a slot per sample of its shard only */
+	P->cache = rfb_cache_open_shard(o->cache_dir, &m,
+					P->h->shard_count > 1 ?
+					rfb_evict_ids(P->sched) : NULL,
+					rfb_evict_count(P->sched),
+					o->reset ? RFB_CACHE_RESET : 0, grace,
+					&rec, err);
 	if (!P->cache)
 		return err ? err->code : RFB_EIO;
 	/* what earlier runs left that this plan cannot use goes now */
@@ -827,7 +836,7 @@ int rfb_partial_run(const struct rfb_partial_opts *o, int in_fd,
 	free(P.line);
 	rfb_plan_reader_close(P.reader);
 	rfb_pipeline_free(P.pipe);
-	rfb_sched_free(P.sched);
+	rfb_evict_free(P.sched);
 	rfb_source_close(P.src);
 	rfb_index_close(P.idx);
 	return rc;

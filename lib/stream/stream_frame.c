@@ -25,14 +25,26 @@ void rfb_stream_limits_default(struct rfb_stream_limits *lim)
 	lim->max_text = 1 << 20;
 }
 
+const struct rfb_enum_name rfb_stream_dtype_names[] = {
+	{ RFB_STREAM_U8, "uint8" },
+	{ RFB_STREAM_F32, "float32" },
+	{ 0, NULL },
+};
+
+const struct rfb_enum_name rfb_stream_layout_names[] = {
+	{ RFB_STREAM_NHWC, "NHWC" },
+	{ RFB_STREAM_NCHW, "NCHW" },
+	{ 0, NULL },
+};
+
 const char *rfb_stream_dtype_name(enum rfb_stream_dtype d)
 {
-	return d == RFB_STREAM_U8 ? "uint8" : d == RFB_STREAM_F32 ? "float32" : "?";
+	return rfb_enum_name(rfb_stream_dtype_names, (int)d);
 }
 
 const char *rfb_stream_layout_name(enum rfb_stream_layout l)
 {
-	return l == RFB_STREAM_NHWC ? "NHWC" : l == RFB_STREAM_NCHW ? "NCHW" : "?";
+	return rfb_enum_name(rfb_stream_layout_names, (int)l);
 }
 
 int rfb_stream_info_version(const struct rfb_stream_info *info)
@@ -89,6 +101,140 @@ int rfbi_stream_head_decode(const unsigned char in[RFB_STREAM_FRAME_HEADER],
 	return 0;
 }
 
+/* ---- BATCH, EPOCH_END and END payloads ------------------------------ */
+
+/*
+ * BATCH payload, for n images of which the writer left out l more:
+ *
+ *   Offset Size   Type      Meaning
+ *   0      4      u32       epoch
+ *   4      4      u32       step within the epoch
+ *   8      8      u64       global step
+ *   16     4      u32       n, images in this batch
+ *   20     1      u8        dtype (as in the HEADER)
+ *   21     1      u8        layout (as in the HEADER)
+ *   22     2      -         reserved, 0
+ *   24     4      u32       H
+ *   28     4      u32       W
+ *   32     4      u32       C
+ *   36     4      u32       l, samples left out by the writer
+ *   40     24     -         reserved, 0
+ *   64     4n     n x u32   labels
+ *   64+4n  4n     n x u32   sample ids
+ *   64+8n  D-64-8n -        zero bytes up to D (stream_pixel_offset)
+ *   D      ...    pixels    pixel data (written and read by the callers)
+ */
+enum {
+	BATCH_EPOCH = 0, BATCH_STEP = 4, BATCH_GLOBAL = 8, BATCH_N = 16,
+	BATCH_DTYPE = 20, BATCH_LAYOUT = 21, BATCH_H = 24, BATCH_W = 28,
+	BATCH_C = 32, BATCH_LEFT_OUT = 36,
+};
+
+void rfbi_stream_batch_encode(const struct batch_fixed *f,
+			      const uint32_t *labels, const uint32_t *ids,
+			      unsigned char *out)
+{
+	unsigned char *lists = out + STREAM_BATCH_FIXED;
+
+	memset(out, 0, (size_t)stream_pixel_offset(f->n));
+	rfb_put_le32(out + BATCH_EPOCH, f->epoch);
+	rfb_put_le32(out + BATCH_STEP, f->step);
+	rfb_put_le64(out + BATCH_GLOBAL, f->global_step);
+	rfb_put_le32(out + BATCH_N, f->n);
+	out[BATCH_DTYPE] = f->dtype;
+	out[BATCH_LAYOUT] = f->layout;
+	rfb_put_le32(out + BATCH_H, f->height);
+	rfb_put_le32(out + BATCH_W, f->width);
+	rfb_put_le32(out + BATCH_C, f->channels);
+	rfb_put_le32(out + BATCH_LEFT_OUT, f->left_out);
+	for (uint32_t i = 0; i < f->n; i++) {
+		rfb_put_le32(lists + 4 * (size_t)i, labels[i]);
+		rfb_put_le32(lists + 4 * ((size_t)f->n + i), ids[i]);
+	}
+}
+
+void rfbi_stream_batch_decode(const unsigned char *in, struct batch_fixed *f)
+{
+	f->epoch = rfb_get_le32(in + BATCH_EPOCH);
+	f->step = rfb_get_le32(in + BATCH_STEP);
+	f->global_step = rfb_get_le64(in + BATCH_GLOBAL);
+	f->n = rfb_get_le32(in + BATCH_N);
+	f->dtype = in[BATCH_DTYPE];
+	f->layout = in[BATCH_LAYOUT];
+	f->height = rfb_get_le32(in + BATCH_H);
+	f->width = rfb_get_le32(in + BATCH_W);
+	f->channels = rfb_get_le32(in + BATCH_C);
+	f->left_out = rfb_get_le32(in + BATCH_LEFT_OUT);
+}
+
+void rfbi_stream_batch_lists_decode(const unsigned char *in, uint32_t n,
+				    uint32_t *labels, uint32_t *ids)
+{
+	const unsigned char *lists = in + STREAM_BATCH_FIXED;
+
+	for (uint32_t i = 0; i < n; i++) {
+		labels[i] = rfb_get_le32(lists + 4 * (size_t)i);
+		ids[i] = rfb_get_le32(lists + 4 * ((size_t)n + i));
+	}
+}
+
+/*
+ * EPOCH_END payload (16 bytes):
+ *
+ *   Offset Size Type Meaning
+ *   0      4    u32  epoch
+ *   4      4    u32  batches of this epoch in this stream
+ *   8      8    u64  images of this epoch in this stream
+ */
+enum { EPOCH_END_EPOCH = 0, EPOCH_END_BATCHES = 4, EPOCH_END_IMAGES = 8 };
+
+void rfbi_stream_epoch_end_encode(const struct rfb_stream_epoch_end *e,
+				  unsigned char out[STREAM_EPOCH_END_LEN])
+{
+	rfb_put_le32(out + EPOCH_END_EPOCH, e->epoch);
+	rfb_put_le32(out + EPOCH_END_BATCHES, e->batches);
+	rfb_put_le64(out + EPOCH_END_IMAGES, e->images);
+}
+
+void rfbi_stream_epoch_end_decode(const unsigned char in[STREAM_EPOCH_END_LEN],
+				  struct rfb_stream_epoch_end *e)
+{
+	e->epoch = rfb_get_le32(in + EPOCH_END_EPOCH);
+	e->batches = rfb_get_le32(in + EPOCH_END_BATCHES);
+	e->images = rfb_get_le64(in + EPOCH_END_IMAGES);
+}
+
+/*
+ * END payload (32 bytes):
+ *
+ *   Offset Size Type Meaning
+ *   0      8    u64  frames before this one
+ *   8      8    u64  batches in the stream
+ *   16     8    u64  images in the stream
+ *   24     4    u32  EPOCH_END frames in the stream
+ *   28     4    -    reserved, 0
+ */
+enum { END_FRAMES = 0, END_BATCHES = 8, END_IMAGES = 16, END_EPOCHS = 24 };
+
+void rfbi_stream_end_encode(const struct rfb_stream_end *e,
+			    unsigned char out[STREAM_END_LEN])
+{
+	memset(out, 0, STREAM_END_LEN);
+	rfb_put_le64(out + END_FRAMES, e->frames);
+	rfb_put_le64(out + END_BATCHES, e->batches);
+	rfb_put_le64(out + END_IMAGES, e->images);
+	rfb_put_le32(out + END_EPOCHS, e->epochs);
+}
+
+void rfbi_stream_end_decode(const unsigned char in[STREAM_END_LEN],
+			    struct rfb_stream_end *e)
+{
+	e->frames = rfb_get_le64(in + END_FRAMES);
+	e->batches = rfb_get_le64(in + END_BATCHES);
+	e->images = rfb_get_le64(in + END_IMAGES);
+	e->epochs = rfb_get_le32(in + END_EPOCHS);
+}
+
 /* ---- the HEADER payload ---------------------------------------------- */
 
 static const char *str_or_empty(const char *s)
@@ -106,10 +252,10 @@ static int check_shape(const struct rfb_stream_info *in,
 		       const struct rfb_stream_limits *lim, int code,
 		       const char *name, const char *where, rfb_err *err)
 {
-	if (in->dtype != RFB_STREAM_U8 && in->dtype != RFB_STREAM_F32)
+	if (!rfb_stream_dtype_name(in->dtype))
 		return rfb_err_set(err, code, name, "%sunknown dtype %d",
 				   where, (int)in->dtype);
-	if (in->layout != RFB_STREAM_NHWC && in->layout != RFB_STREAM_NCHW)
+	if (!rfb_stream_layout_name(in->layout))
 		return rfb_err_set(err, code, name, "%sunknown layout %d",
 				   where, (int)in->layout);
 	if (in->channels != 1 && in->channels != 3)

@@ -23,6 +23,16 @@ struct frame_head {
 	uint32_t head_crc, payload_crc;
 };
 
+/* The fixed part of a BATCH payload (refurb-stream(5), BATCH payload). */
+struct batch_fixed {
+	uint32_t epoch, step;
+	uint64_t global_step;
+	uint32_t n;                  /* images in the batch */
+	uint8_t dtype, layout;
+	uint32_t height, width, channels;
+	uint32_t left_out;
+};
+
 /* Zero bytes after a payload of len bytes up to the next frame. */
 static inline size_t stream_pad(uint64_t len)
 {
@@ -46,6 +56,26 @@ void rfbi_stream_head_encode(unsigned char out[RFB_STREAM_FRAME_HEADER],
 int rfbi_stream_head_decode(const unsigned char in[RFB_STREAM_FRAME_HEADER],
 			    struct frame_head *h, const char *name,
 			    const char *where, rfb_err *err) RFB_MUST_CHECK;
+
+/* A BATCH payload's head: stream_pixel_offset(f->n) bytes at out, the
+ * fixed part, the n labels and the n ids, zero up to the pixels. */
+void rfbi_stream_batch_encode(const struct batch_fixed *f,
+			      const uint32_t *labels, const uint32_t *ids,
+			      unsigned char *out);
+/* Its fixed part (STREAM_BATCH_FIXED bytes at in); then, once f->n is
+ * checked against the payload, its labels and ids (n each). */
+void rfbi_stream_batch_decode(const unsigned char *in, struct batch_fixed *f);
+void rfbi_stream_batch_lists_decode(const unsigned char *in, uint32_t n,
+				    uint32_t *labels, uint32_t *ids);
+/* EPOCH_END and END payloads (STREAM_EPOCH_END_LEN, STREAM_END_LEN). */
+void rfbi_stream_epoch_end_encode(const struct rfb_stream_epoch_end *e,
+				  unsigned char out[STREAM_EPOCH_END_LEN]);
+void rfbi_stream_epoch_end_decode(const unsigned char in[STREAM_EPOCH_END_LEN],
+				  struct rfb_stream_epoch_end *e);
+void rfbi_stream_end_encode(const struct rfb_stream_end *e,
+			    unsigned char out[STREAM_END_LEN]);
+void rfbi_stream_end_decode(const unsigned char in[STREAM_END_LEN],
+			    struct rfb_stream_end *e);
 
 /* An rfb_stream_info that owns its strings (one block). */
 struct stream_info_copy {

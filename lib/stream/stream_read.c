@@ -273,10 +273,11 @@ static int on_header(rfb_stream_reader *r, const struct frame_head *h,
 
 /* A batch frame's own description of its shape must be the HEADER's. */
 static int batch_shape(rfb_stream_reader *r, const struct frame_head *h,
-		       const unsigned char *p, const char *where, rfb_err *err)
+		       const struct batch_fixed *f, const char *where,
+		       rfb_err *err)
 {
 	const struct rfb_stream_info *in = r->seq.info;
-	uint32_t n = rfb_get_le32(p + 16), left = rfb_get_le32(p + 36);
+	uint32_t n = f->n, left = f->left_out;
 	uint64_t q = stream_pixel_offset(n);
 
 	if (n > in->batch_size || left > in->batch_size - n || n + left == 0)
@@ -289,10 +290,9 @@ static int batch_shape(rfb_stream_reader *r, const struct frame_head *h,
 				   "images in a payload of %llu bytes (head %u)",
 				   where, n, (unsigned long long)h->payload_len,
 				   h->head_len);
-	if (p[20] != in->dtype || p[21] != in->layout ||
-	    rfb_get_le32(p + 24) != in->height ||
-	    rfb_get_le32(p + 28) != in->width ||
-	    rfb_get_le32(p + 32) != in->channels)
+	if (f->dtype != in->dtype || f->layout != in->layout ||
+	    f->height != in->height || f->width != in->width ||
+	    f->channels != in->channels)
 		return rfb_err_set(err, RFB_EFORMAT, r->name, "%sbatch shape "
 				   "differs from the HEADER's", where);
 	return 0;
@@ -326,6 +326,7 @@ static int on_batch(rfb_stream_reader *r, const struct frame_head *h,
 {
 	uint64_t max = rfbi_stream_batch_max_payload(r->seq.info);
 	struct rfb_stream_batch *b = &f->batch;
+	struct batch_fixed fixed;
 	const unsigned char *p;
 	char why[256];
 	int rc;
@@ -337,19 +338,17 @@ static int on_batch(rfb_stream_reader *r, const struct frame_head *h,
 				   "%u to %llu", where,
 				   (unsigned long long)h->payload_len,
 				   STREAM_BATCH_FIXED, (unsigned long long)max);
-	if ((rc = read_payload(r, h, where, 1, &p, err)) ||
-	    (rc = batch_shape(r, h, p, where, err)))
+	if ((rc = read_payload(r, h, where, 1, &p, err)))
 		return rc;
-	b->epoch = rfb_get_le32(p);
-	b->step = rfb_get_le32(p + 4);
-	b->global_step = rfb_get_le64(p + 8);
-	b->n = rfb_get_le32(p + 16);
-	b->left_out = rfb_get_le32(p + 36);
-	for (uint32_t i = 0; i < b->n; i++) {
-		r->labels[i] = rfb_get_le32(p + STREAM_BATCH_FIXED + 4 * i);
-		r->ids[i] = rfb_get_le32(p + STREAM_BATCH_FIXED +
-					 4 * ((size_t)b->n + i));
-	}
+	rfbi_stream_batch_decode(p, &fixed);
+	if ((rc = batch_shape(r, h, &fixed, where, err)))
+		return rc;
+	b->epoch = fixed.epoch;
+	b->step = fixed.step;
+	b->global_step = fixed.global_step;
+	b->n = fixed.n;
+	b->left_out = fixed.left_out;
+	rfbi_stream_batch_lists_decode(p, b->n, r->labels, r->ids);
 	b->labels = r->labels;
 	b->ids = r->ids;
 	b->pixels = p + h->head_len;
@@ -374,9 +373,7 @@ static int on_epoch_end(rfb_stream_reader *r, const struct frame_head *h,
 			       err)) ||
 	    (rc = read_payload(r, h, where, 1, &p, err)))
 		return rc;
-	e->epoch = rfb_get_le32(p);
-	e->batches = rfb_get_le32(p + 4);
-	e->images = rfb_get_le64(p + 8);
+	rfbi_stream_epoch_end_decode(p, e);
 	if (rfbi_stream_seq_epoch_end(&r->seq, e, why, sizeof why))
 		return bad_sequence(r, where, why, err);
 	return 0;
@@ -393,10 +390,7 @@ static int on_end(rfb_stream_reader *r, const struct frame_head *h,
 	if ((rc = fixed_length(r, h, STREAM_END_LEN, "END", where, err)) ||
 	    (rc = read_payload(r, h, where, 1, &p, err)))
 		return rc;
-	e->frames = rfb_get_le64(p);
-	e->batches = rfb_get_le64(p + 8);
-	e->images = rfb_get_le64(p + 16);
-	e->epochs = rfb_get_le32(p + 24);
+	rfbi_stream_end_decode(p, e);
 	if (rfbi_stream_seq_end(&r->seq, e, why, sizeof why))
 		return bad_sequence(r, where, why, err);
 	return 0;

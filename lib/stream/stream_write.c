@@ -256,22 +256,14 @@ int rfb_stream_write_batch(rfb_stream_writer *w,
 	if (rfbi_stream_seq_batch(&w->seq, b, why, sizeof why))
 		return out_of_sequence(w, why, err);
 	size_t head_len = stream_pixel_offset(b->n);
-	memset(p, 0, head_len);
-	rfb_put_le32(p, b->epoch);
-	rfb_put_le32(p + 4, b->step);
-	rfb_put_le64(p + 8, b->global_step);
-	rfb_put_le32(p + 16, b->n);
-	p[20] = (unsigned char)in->dtype;
-	p[21] = (unsigned char)in->layout;
-	rfb_put_le32(p + 24, in->height);
-	rfb_put_le32(p + 28, in->width);
-	rfb_put_le32(p + 32, in->channels);
-	rfb_put_le32(p + 36, b->left_out);
-	for (uint32_t i = 0; i < b->n; i++) {
-		rfb_put_le32(p + STREAM_BATCH_FIXED + 4 * i, b->labels[i]);
-		rfb_put_le32(p + STREAM_BATCH_FIXED + 4 * ((size_t)b->n + i),
-			     b->ids[i]);
-	}
+	const struct batch_fixed f = {
+		.epoch = b->epoch, .step = b->step, .global_step = b->global_step,
+		.n = b->n, .dtype = (uint8_t)in->dtype,
+		.layout = (uint8_t)in->layout, .height = in->height,
+		.width = in->width, .channels = in->channels,
+		.left_out = b->left_out,
+	};
+	rfbi_stream_batch_encode(&f, b->labels, b->ids, p);
 	return write_batch_pixels(w, b, p, head_len, err);
 }
 
@@ -288,9 +280,7 @@ int rfb_stream_write_epoch_end(rfb_stream_writer *w, uint32_t epoch,
 		return rc;
 	if (rfbi_stream_seq_epoch_end(&w->seq, &e, why, sizeof why))
 		return out_of_sequence(w, why, err);
-	rfb_put_le32(p, e.epoch);
-	rfb_put_le32(p + 4, e.batches);
-	rfb_put_le64(p + 8, e.images);
+	rfbi_stream_epoch_end_encode(&e, p);
 	return write_frame(w, RFB_FRAME_EPOCH_END, 0, p, sizeof p, NULL, 0, err);
 }
 
@@ -298,7 +288,7 @@ int rfb_stream_write_end(rfb_stream_writer *w, rfb_err *err)
 {
 	struct rfb_stream_end e = { w->seq.frames, w->seq.batches,
 				    w->seq.images, w->seq.epochs };
-	unsigned char p[STREAM_END_LEN] = { 0 };
+	unsigned char p[STREAM_END_LEN];
 	char why[256];
 	int rc;
 
@@ -306,10 +296,7 @@ int rfb_stream_write_end(rfb_stream_writer *w, rfb_err *err)
 		return rc;
 	if (rfbi_stream_seq_end(&w->seq, &e, why, sizeof why))
 		return out_of_sequence(w, why, err);
-	rfb_put_le64(p, e.frames);
-	rfb_put_le64(p + 8, e.batches);
-	rfb_put_le64(p + 16, e.images);
-	rfb_put_le32(p + 24, e.epochs);
+	rfbi_stream_end_encode(&e, p);
 	return write_frame(w, RFB_FRAME_END, 0, p, sizeof p, NULL, 0, err);
 }
 

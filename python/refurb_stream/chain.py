@@ -153,7 +153,9 @@ class Chain:
             time.sleep(0.1)
 
     def stop(self):
-        """Stop the chain if it still runs; returns its exit status."""
+        """Stop the chain if it still runs and wait until none of its
+        programs is left (the cache is unlocked then); returns its exit
+        status."""
         if self.proc is None:
             return self.returncode
         stopped = False
@@ -166,6 +168,15 @@ class Chain:
             if not self._drain_until_exit(time.monotonic() + self.stop_timeout):
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+        # the shell may end before its pipeline (SIGTERM ends sh at once,
+        # while refurb-partial still checkpoints the cache): wait for the
+        # whole group, so that the cache is unlocked when stop() returns
+        if not self._wait_group(time.monotonic() + self.stop_timeout):
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            self._wait_group(time.monotonic() + 5)  # reaped by init
         self.returncode = self.proc.returncode
         self.proc = None
         if self.watchdog is not None:   # the trainer lives: not needed now
@@ -179,6 +190,35 @@ class Chain:
             pass
         # a chain stopped here is not a failed chain
         return 0 if stopped else self.returncode
+
+    def _wait_group(self, deadline):
+        """Wait until no process of the chain's group is left (its shell
+        is reaped already), draining the FIFO meanwhile; True if none is."""
+        fd = -1
+        try:
+            while True:
+                try:
+                    os.killpg(self.proc.pid, 0)
+                except ProcessLookupError:
+                    return True
+                except OSError:
+                    pass
+                if time.monotonic() >= deadline:
+                    return False
+                if fd < 0:
+                    try:
+                        fd = os.open(self.fifo, os.O_RDONLY | os.O_NONBLOCK)
+                    except OSError:
+                        pass
+                try:
+                    if fd >= 0 and os.read(fd, 1 << 20):
+                        continue
+                except OSError:
+                    pass
+                time.sleep(0.01)
+        finally:
+            if fd >= 0:
+                os.close(fd)
 
     def _drain_until_exit(self, deadline):
         """Wait for the chain until deadline, reading and dropping what

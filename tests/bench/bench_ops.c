@@ -99,12 +99,10 @@ static int parse_case(const char *line, struct bench_case *c, char *label,
 	c->interp = strcmp(interp, "bilinear") == 0 ? RFB_INTERP_BILINEAR :
 		    strcmp(interp, "bicubic") == 0  ? RFB_INTERP_BICUBIC :
 						      RFB_INTERP_NEAREST;
-	for (int i = 0; i < RFB_OP_COUNT; i++)
-		if (strcmp(rfb_op_name((enum rfb_op)i), op) == 0) {
-			c->op = (enum rfb_op)i;
-			return 0;
-		}
-	return -1;
+	if (rfb_op_parse(op) < 0)
+		return -1;
+	c->op = (enum rfb_op)rfb_op_parse(op);
+	return 0;
 }
 
 int main(int argc, char **argv)

@@ -21,7 +21,7 @@
 #include "refurb/io.h"
 #include "refurb/plan.h"
 #include "refurb/rng.h"
-#include "refurb/sched.h"
+#include "refurb/evict.h"
 #include "bench.h"
 
 #define MAX_RUNS 51
@@ -32,12 +32,12 @@ struct args {
 	const char *schedule_out;
 };
 
-static rfb_sched *make_schedule(const struct args *a)
+static rfb_evict *make_schedule(const struct args *a)
 {
-	rfb_sched_params p = { 0x1281167ULL, a->n, a->reuse, 7,
-			       RFB_SCHED_BALANCED, 0, 1 };
+	rfb_evict_params p = { 0x1281167ULL, a->n, a->reuse, 7,
+			       RFB_EVICT_BALANCED, 0, 1 };
 	rfb_err err = { 0 };
-	rfb_sched *s = rfb_sched_build(&p, &err);
+	rfb_evict *s = rfb_evict_build(&p, &err);
 
 	if (!s) {
 		fprintf(stderr, "bench_plan: %s\n", err.msg);
@@ -52,14 +52,14 @@ static double time_build(const struct args *a)
 
 	for (int i = -1; i < a->runs; i++) {
 		double t0 = bench_now_ms();
-		rfb_sched_free(make_schedule(a));
+		rfb_evict_free(make_schedule(a));
 		if (i >= 0)
 			t[i] = bench_now_ms() - t0;
 	}
 	return bench_median(t, a->runs);
 }
 
-static double time_order(const struct args *a, const rfb_sched *s,
+static double time_order(const struct args *a, const rfb_evict *s,
 			 int shuffle, const uint32_t *pixels)
 {
 	rfb_plan_params p = { .batch_size = a->batch, .first_epoch = 1,
@@ -82,7 +82,7 @@ static double time_order(const struct args *a, const rfb_sched *s,
 
 /* One epoch (epoch 1) as text into f (NULL: formatted and dropped);
  * returns the bytes. */
-static size_t epoch_text(const struct args *a, const rfb_sched *s, FILE *f)
+static size_t epoch_text(const struct args *a, const rfb_evict *s, FILE *f)
 {
 	rfb_plan_params p = { .batch_size = a->batch, .first_epoch = 1,
 			      .last_epoch = 1, .seed = 3,
@@ -110,7 +110,7 @@ static size_t epoch_text(const struct args *a, const rfb_sched *s, FILE *f)
 	return bytes;
 }
 
-static double time_text(const struct args *a, const rfb_sched *s,
+static double time_text(const struct args *a, const rfb_evict *s,
 			size_t *bytes)
 {
 	double t[MAX_RUNS];
@@ -124,7 +124,7 @@ static double time_text(const struct args *a, const rfb_sched *s,
 	return bench_median(t, a->runs);
 }
 
-static double time_parse(const struct args *a, const rfb_sched *s)
+static double time_parse(const struct args *a, const rfb_evict *s)
 {
 	FILE *f = tmpfile();
 	double t[MAX_RUNS];
@@ -195,25 +195,25 @@ static void parse_args(int argc, char **argv, struct args *a)
 
 static int write_schedule(const struct args *a)
 {
-	rfb_sched *s = make_schedule(a);
+	rfb_evict *s = make_schedule(a);
 	unsigned char *d;
 	size_t len;
 	rfb_err err = { 0 };
 
-	if (rfb_sched_serialize(s, &d, &len, &err) < 0 ||
+	if (rfb_evict_serialize(s, &d, &len, &err) < 0 ||
 	    rfb_file_replace(a->schedule_out, d, len, &err) < 0) {
 		fprintf(stderr, "bench_plan: %s\n", err.msg);
 		return 1;
 	}
 	free(d);
-	rfb_sched_free(s);
+	rfb_evict_free(s);
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	struct args a = { 1281167, 256, 3, 7, NULL };
-	rfb_sched *s;
+	rfb_evict *s;
 	uint32_t *px;
 	size_t bytes = 0;
 
@@ -238,6 +238,6 @@ int main(int argc, char **argv)
 	printf("  %-34s %8.1f ms  (%.1f MB of text)\n", "parse the epoch's text",
 	       time_parse(&a, s), bytes / 1e6);
 	free(px);
-	rfb_sched_free(s);
+	rfb_evict_free(s);
 	return 0;
 }

@@ -65,7 +65,7 @@ int main(int argc, char **argv)
 	    rounds > MAX_ROUNDS || reps < 1)
 		return usage();
 	ch = atoi(argv[optind + 2]);
-	interp = rfb_interp_parse(argv[optind + 3], strlen(argv[optind + 3]));
+	interp = rfb_interp_parse(argv[optind + 3]);
 	if ((ch != 1 && ch != 3) || interp < 0 ||
 	    rfb_image_alloc(&src, &sb, sw, sh, ch, NULL) ||
 	    rfb_image_alloc(&dst, &db, dw, dh, ch, NULL))

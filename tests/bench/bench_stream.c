@@ -192,8 +192,9 @@ static void setup(struct bench *B, uint32_t batch, uint32_t side, int f32)
 	for (size_t i = 0; i < bytes; i++)
 		B->px[i] = (unsigned char)(i * 2654435761u >> 13);
 	memset(B->copy, 1, bytes);
-	B->b = (struct rfb_stream_batch){ 0, 0, 0, batch, B->labels, B->ids,
-					  B->px, bytes, 0 };
+	B->b = (struct rfb_stream_batch){ .n = batch, .labels = B->labels,
+					  .ids = B->ids, .pixels = B->px,
+					  .pixel_bytes = bytes };
 }
 
 int main(int argc, char **argv)

@@ -15,7 +15,7 @@
 
 #include "refurb/plan.h"
 #include "refurb/refurb.h"
-#include "refurb/sched.h"
+#include "refurb/evict.h"
 #include "test.h"
 
 static inline uint32_t draw(rfb_rng *g, uint32_t lo, uint32_t hi)
@@ -23,13 +23,13 @@ static inline uint32_t draw(rfb_rng *g, uint32_t lo, uint32_t hi)
 	return lo + rfb_rng_below(g, hi - lo + 1);
 }
 
-static inline rfb_sched *build(uint32_t total, uint32_t r, uint64_t seed,
+static inline rfb_evict *build(uint32_t total, uint32_t r, uint64_t seed,
 			       int policy, uint32_t k, uint32_t shards)
 {
-	rfb_sched_params p = { 0xfeedULL + total, total, r, seed, policy, k,
+	rfb_evict_params p = { 0xfeedULL + total, total, r, seed, policy, k,
 			       shards };
 	rfb_err err = { 0 };
-	rfb_sched *s = rfb_sched_build(&p, &err);
+	rfb_evict *s = rfb_evict_build(&p, &err);
 
 	CHECKF(s != NULL, "%s", err.msg);
 	return s;
@@ -55,7 +55,7 @@ static inline void text_put(struct text *t, const char *s, size_t n)
 }
 
 /* The whole plan stream of (s, p, pixels), as refurb-plan writes it. */
-static inline struct text plan_text(const rfb_sched *s,
+static inline struct text plan_text(const rfb_evict *s,
 				    const rfb_plan_params *p,
 				    const uint32_t *pixels)
 {

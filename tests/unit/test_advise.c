@@ -8,7 +8,7 @@
 
 #include "refurb/advise.h"
 #include "refurb/pipeline.h"
-#include "refurb/sched.h"
+#include "refurb/evict.h"
 #include "refurb/transform.h"
 #include "test.h"
 
@@ -90,7 +90,7 @@ static void test_predict(void)
 	CHECK(fabs(row[0].img_per_s - 2 * row[0].img_per_cpu_s) < 1e-6);
 	CHECK(fabs(row[0].cache_bytes - 1.5e8 * 4 / 3) < 1 && row[0].final_layers == 1);
 	CHECK(fabs(row[0].unique_fraction -
-		   rfb_sched_diversity(1e6, 100, 3, 90) / 90) < 1e-12);
+		   rfb_evict_diversity(1e6, 100, 3, 90) / 90) < 1e-12);
 	/* over 10 epochs: 1 + 9/3 = 4 computations per 10 uses */
 	rfb_advise_predict(a, 1, 3, &whole, &row[1]);
 	CHECK(fabs(row[1].miss_fraction - 0.4) < 1e-12);

@@ -22,12 +22,12 @@ static const char *const policy_names[] = { "imagenet", "cifar10", "svhn" };
 
 static int op_by_name(const char *name, enum rfb_op *op)
 {
-	for (int i = 0; i < RFB_OP_COUNT; i++)
-		if (strcmp(rfb_op_name((enum rfb_op)i), name) == 0) {
-			*op = (enum rfb_op)i;
-			return 0;
-		}
-	return -1;
+	int v = rfb_op_parse(name);
+
+	if (v < 0)
+		return -1;
+	*op = (enum rfb_op)v;
+	return 0;
 }
 
 static int index_of(const char *const *names, int n, const char *name)

@@ -409,6 +409,163 @@ static void test_background_checkpoint(void)
 	CHECK(system(cmd) == 0);
 }
 
+/* The bytes of file path (malloc'ed, *len), or NULL. */
+static unsigned char *slurp(const char *path, size_t *len)
+{
+	unsigned char *data = NULL;
+
+	return rfb_file_load(path, (size_t)1 << 20, &data, len, NULL) ? NULL
+									: data;
+}
+
+/* A checkpoint whose entry table is damaged (read a chunk at a time, its
+ * checksum known only at the end) is undone whole: what it said about a
+ * sample is dropped, and every segment is scanned instead. */
+static void test_checkpoint_damaged(void)
+{
+	struct rfb_cache_manifest m = manifest();
+	struct rfb_cache_recovery rec;
+	struct rfb_cache_addr a[12];
+	struct rfb_cache_entry e;
+	rfb_err err = { 0 };
+	char path[160];
+	unsigned char row0;
+	rfb_cache *c = rfb_cache_open(dir, &m, RFB_CACHE_RESET, 2, &rec, &err);
+
+	CHECKF(c != NULL, "%s", err.msg);
+	for (uint32_t i = 0; c && i < 12; i++)
+		CHECK(put(c, i, 0, 1 + i % 3, &a[i]) == 0);
+	CHECK(rfb_cache_close(c, &err) == 0);
+	/* the first entry now names sample 13: valid on its own */
+	snprintf(path, sizeof path, "%s/records", dir);
+	int fd = open(path, O_RDWR);
+	struct stat st;
+	CHECK(fd >= 0 && fstat(fd, &st) == 0);
+	off_t first = (off_t)st.st_size - 4 - 12 * 24;
+	CHECK(pread(fd, &row0, 1, first) == 1 && row0 == 0);
+	row0 = 13;
+	CHECK(pwrite(fd, &row0, 1, first) == 1);
+	close(fd);
+	c = rfb_cache_open(dir, &m, 0, 2, &rec, &err);
+	CHECKF(c && !rec.from_checkpoint && rec.records == 12 &&
+	       rec.scanned == 12, "from checkpoint %d records %llu scanned %llu",
+	       c ? rec.from_checkpoint : -1, (unsigned long long)rec.records,
+	       (unsigned long long)rec.scanned);
+	CHECK(c && rfb_cache_lookup(c, 13, &e) == RFB_ENOTFOUND);
+	for (uint32_t i = 0; c && i < 12; i++)
+		CHECKF(rfb_cache_lookup(c, i, &e) == 0 &&
+		       e.addr.segment == a[i].segment &&
+		       e.addr.offset == a[i].offset, "sample %u", i);
+	CHECK(rfb_cache_close(c, &err) == 0);
+	snprintf(path, sizeof path, "rm -rf %s", dir);
+	CHECK(system(path) == 0);
+}
+
+/* A record's write epoch is its segment's: records of one death and two
+ * write epochs go to two segments, and each keeps its epoch through a
+ * checkpoint and through a scan. */
+static void test_write_epoch_per_segment(void)
+{
+	struct rfb_cache_manifest m = manifest();
+	struct rfb_cache_recovery rec;
+	struct rfb_cache_addr a, b;
+	struct rfb_cache_entry e;
+	rfb_err err = { 0 };
+	char path[160];
+	rfb_cache *c = rfb_cache_open(dir, &m, RFB_CACHE_RESET, 2, &rec, &err);
+
+	CHECK(c && put(c, 0, 0, 3, &a) == 0 && put(c, 1, 3, 3, &b) == 0);
+	CHECK(a.segment != b.segment);
+	snprintf(path, sizeof path, "%s/records", dir);
+	for (int pass = 0; c && pass < 3; pass++) {
+		CHECKF(rfb_cache_lookup(c, 0, &e) == 0 && e.write_epoch == 0 &&
+		       e.death_epoch == 3, "pass %d", pass);
+		CHECKF(rfb_cache_lookup(c, 1, &e) == 0 && e.write_epoch == 3 &&
+		       e.death_epoch == 3, "pass %d", pass);
+		CHECK(rfb_cache_close(c, &err) == 0);
+		if (pass == 1) /* the last pass scans the segments */
+			CHECK(unlink(path) == 0);
+		c = rfb_cache_open(dir, &m, 0, 2, &rec, &err);
+		CHECKF(c && rec.from_checkpoint == (pass != 1), "pass %d", pass);
+	}
+	CHECK(rfb_cache_close(c, &err) == 0);
+	snprintf(path, sizeof path, "rm -rf %s", dir);
+	CHECK(system(path) == 0);
+}
+
+/* A writer of a shard keeps slots for its samples only, and writes the
+ * files a writer of the whole index does: the same checkpoint bytes;
+ * each opens the other's cache and finds the shard's records. */
+static void test_shard_slots(void)
+{
+	static const uint32_t ids[] = { 3, 10, 42, 77, 99 }, bad[] = { 3, 3 };
+	struct rfb_cache_manifest m = manifest();
+	struct rfb_cache_recovery rec;
+	struct rfb_cache_addr a[4], b;
+	struct rfb_cache_entry e;
+	rfb_err err = { 0 };
+	char whole[80], p1[160], p2[160], cmd[200];
+	size_t n1 = 0, n2 = 0;
+
+	snprintf(whole, sizeof whole, "%s-whole", dir);
+	snprintf(cmd, sizeof cmd, "rm -rf %s %s", dir, whole);
+	CHECK(system(cmd) == 0);
+	rfb_cache *c = rfb_cache_open_shard(dir, &m, ids, 5, 0, 2, &rec, &err);
+	rfb_cache *w = rfb_cache_open(whole, &m, 0, 2, &rec, &err);
+	CHECKF(c && w, "%s", err.msg);
+	if (!c || !w)
+		return;
+	for (uint32_t i = 0; i < 4; i++) {
+		CHECK(put(c, ids[i], 0, 1 + i % 2, &a[i]) == 0);
+		CHECK(put(w, ids[i], 0, 1 + i % 2, &b) == 0);
+	}
+	CHECK(put(c, 5, 0, 1, &b) == RFB_EINVAL);  /* not in the shard */
+	CHECK(rfb_cache_lookup(c, 42, &e) == 0 && e.death_epoch == 1 &&
+	      e.addr.offset == a[2].offset && e.addr.segment == a[2].segment);
+	CHECK(rfb_cache_lookup(c, 77, &e) == 0 && e.death_epoch == 2);
+	CHECK(rfb_cache_lookup(c, 99, &e) == RFB_ENOTFOUND);
+	CHECK(rfb_cache_lookup(c, 5, &e) == RFB_ENOTFOUND);
+	CHECK(rfb_cache_close(c, &err) == 0 && rfb_cache_close(w, &err) == 0);
+	snprintf(p1, sizeof p1, "%s/records", dir);
+	snprintf(p2, sizeof p2, "%s/records", whole);
+	unsigned char *d1 = slurp(p1, &n1), *d2 = slurp(p2, &n2);
+	CHECKF(d1 && d2 && n1 == n2 && memcmp(d1, d2, n1) == 0,
+	       "checkpoints of %zu and %zu bytes differ", n1, n2);
+	free(d1);
+	free(d2);
+
+	/* each opens the other's cache: from its checkpoint, and by a scan
+	 * that passes over sample 5's record, not in the shard (no cut) */
+	c = rfb_cache_open(dir, &m, 0, 2, &rec, &err);
+	CHECK(c && rec.from_checkpoint && rec.records == 4);
+	CHECK(c && rfb_cache_lookup(c, 10, &e) == 0 &&
+	      e.addr.offset == a[1].offset);
+	CHECK(rfb_cache_close(c, &err) == 0);
+	w = rfb_cache_open(whole, &m, 0, 2, &rec, &err);
+	CHECK(w && put(w, 5, 0, 1, &b) == 0);      /* the whole index's */
+	CHECK(rfb_cache_close(w, &err) == 0);
+	CHECK(unlink(p2) == 0);
+	c = rfb_cache_open_shard(whole, &m, ids, 5, 0, 2, &rec, &err);
+	CHECKF(c && rec.records == 4 && rec.scanned == 5 &&
+	       rec.torn_bytes == 0, "records %llu scanned %llu torn %llu",
+	       (unsigned long long)rec.records, (unsigned long long)rec.scanned,
+	       (unsigned long long)rec.torn_bytes);
+	CHECK(c && rfb_cache_lookup(c, 3, &e) == 0 &&
+	      rfb_cache_lookup(c, 5, &e) == RFB_ENOTFOUND);
+	CHECK(rfb_cache_close(c, &err) == 0);
+
+	/* ids must be ascending; segments no larger than the offsets hold */
+	CHECK(!rfb_cache_open_shard(dir, &m, bad, 2, 0, 2, &rec, &err));
+	CHECKF(err.code == RFB_EINVAL && strstr(err.msg, "ascending"), "%s",
+	       err.msg);
+	m.segment_max = RFB_CACHE_MAX_SEGMENT + 1;
+	CHECK(!rfb_cache_open(dir, &m, 0, 2, &rec, &err));
+	CHECKF(err.code == RFB_EINVAL && strstr(err.msg, "segment size"), "%s",
+	       err.msg);
+	snprintf(cmd, sizeof cmd, "rm -rf %s %s", dir, whole);
+	CHECK(system(cmd) == 0);
+}
+
 static void test_eviction(void)
 {
 	struct rfb_cache_manifest m = manifest();
@@ -616,6 +773,9 @@ int main(void)
 	RUN(test_lock_and_manifest);
 	RUN(test_crash_recovery);
 	RUN(test_background_checkpoint);
+	RUN(test_shard_slots);
+	RUN(test_write_epoch_per_segment);
+	RUN(test_checkpoint_damaged);
 	RUN(test_eviction);
 	RUN(test_compaction);
 	RUN(test_compaction_open_segment);

@@ -291,7 +291,7 @@ static void test_format_detect(void)
 	double c0 = rfb_thread_cpu_now();
 
 	CHECK(rfb_format_detect("RFBINDX\x02", 8) == RFB_FORMAT_INDEX);
-	CHECK(rfb_format_detect(schedule, sizeof schedule) == RFB_FORMAT_SCHEDULE);
+	CHECK(rfb_format_detect(schedule, sizeof schedule) == RFB_FORMAT_EVICT);
 	CHECK(rfb_format_detect("RFBSTRM\x01", 8) == RFB_FORMAT_STREAM);
 	CHECK(rfb_format_detect("#refurb-plan 2 schedule=", 24) == RFB_FORMAT_PLAN);
 	CHECK(rfb_format_detect("#refurb-planet", 14) == RFB_FORMAT_UNKNOWN);

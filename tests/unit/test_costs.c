@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "refurb/checksum.h"
 #include "refurb/costs.h"
 #include "refurb/index.h"
 #include "refurb/pipeline.h"
@@ -120,6 +121,61 @@ static void test_file_round_trip(void)
 	rfb_index_close(other);
 }
 
+/* The example of refurb-costs(5): parsed into the page's fields, written
+ * back byte for byte, and its identity over the page's IDENTITY bytes. */
+static const char page_example[] =
+	"#refurb-costs 1 index=59c567d025e300a1 seed=7 pipeline=" PIPE "\n"
+	"208\t0\t1245\n"
+	"68\t0\t1284\n";
+
+static void test_file_from_page(void)
+{
+	static const unsigned char head[16] = {
+		0xa1, 0x00, 0xe3, 0x25, 0xd0, 0x67, 0xc5, 0x59, /* index */
+		7, 0, 0, 0, 0, 0, 0, 0,                         /* seed */
+	};
+	static const unsigned char rows[2][12] = {
+		{ 208, 0, 0, 0, 0, 0, 0, 0, 0xdd, 0x04, 0, 0 },
+		{ 68, 0, 0, 0, 0, 0, 0, 0, 0x04, 0x05, 0, 0 },
+	};
+	rfb_err err = { 0 };
+	rfb_costs *c = rfb_costs_open_mem(page_example, strlen(page_example),
+					  "page", &err);
+	rfb_costs_writer *w;
+	char path[128], back[sizeof page_example + 16] = { 0 };
+	uint64_t id;
+	FILE *f;
+
+	CHECKF(c != NULL, "%s", err.msg);
+	if (!c)
+		return;
+	CHECK(rfb_costs_header_of(c)->index_identity == 0x59c567d025e300a1ULL);
+	CHECK(rfb_costs_header_of(c)->seed == 7);
+	CHECK(strcmp(rfb_costs_header_of(c)->pipeline, PIPE) == 0);
+	CHECK(rfb_costs_count(c) == 2);
+	CHECK(rfb_costs_entries(c)[0].id == 208 && rfb_costs_entries(c)[0].epoch == 0 &&
+	      rfb_costs_entries(c)[0].cpu_us == 1245);
+	CHECK(rfb_costs_entries(c)[1].id == 68 && rfb_costs_entries(c)[1].cpu_us == 1284);
+	id = rfb_hash64(head, sizeof head, 0x434f535453494452ULL);
+	id = rfb_hash64(PIPE, strlen(PIPE), id);
+	id = rfb_hash64(rows[0], 12, id);
+	id = rfb_hash64(rows[1], 12, id);
+	CHECK(rfb_costs_identity(c) == id);
+	snprintf(path, sizeof path, "%s/page.costs", dir);
+	CHECK((w = rfb_costs_writer_open(path, rfb_costs_header_of(c), &err)) != NULL);
+	rfb_costs_writer_add(w, 208, 0, 1245e-6);
+	rfb_costs_writer_add(w, 68, 0, 1284e-6);
+	CHECK(rfb_costs_writer_close(w, &err) == 0);
+	CHECK((f = fopen(path, "r")) != NULL);
+	if (f) {
+		CHECK(fread(back, 1, sizeof back, f) == strlen(page_example));
+		fclose(f);
+	}
+	CHECK(strcmp(back, page_example) == 0);
+	unlink(path);
+	rfb_costs_free(c);
+}
+
 /* Truth: base = 2 ms per megapixel + 0.3 ms, op k costs 0.05 k ms. */
 static double truth(const rfb_pipeline *p, const rfb_index *idx, uint32_t id,
 		    uint32_t epoch, uint64_t seed)
@@ -190,6 +246,7 @@ int main(void)
 	if (!mkdtemp(dir))
 		return 1;
 	RUN(test_file_round_trip);
+	RUN(test_file_from_page);
 	RUN(test_model);
 	rmdir(dir);
 	return test_done();

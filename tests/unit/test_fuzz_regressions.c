@@ -25,7 +25,7 @@
 #include "../fuzz/fuzz_plan.c"
 #include "../fuzz/fuzz_png.c"
 #include "../fuzz/fuzz_record.c"
-#include "../fuzz/fuzz_schedule.c"
+#include "../fuzz/fuzz_evict.c"
 #include "../fuzz/fuzz_stream.c"
 #include "../fuzz/fuzz_tar.c"
 #include "refurb/io.h"
@@ -118,7 +118,7 @@ static void run_target(const char *name, int (*fn)(const uint8_t *, size_t))
 	static void test_##name(void) { run_target(#name, fuzz_##name); }
 
 TARGET_TEST(index)
-TARGET_TEST(schedule)
+TARGET_TEST(evict)
 TARGET_TEST(plan)
 TARGET_TEST(record)
 TARGET_TEST(manifest)
@@ -151,7 +151,7 @@ int main(void)
 {
 	cap_memory();
 	RUN(test_index);
-	RUN(test_schedule);
+	RUN(test_evict);
 	RUN(test_costs);
 	RUN(test_plan);
 	RUN(test_record);

@@ -33,12 +33,12 @@ static enum rfb_op current_op;
 
 static int op_by_name(const char *name, enum rfb_op *op)
 {
-	for (int i = 0; i < RFB_OP_COUNT; i++)
-		if (strcmp(rfb_op_name((enum rfb_op)i), name) == 0) {
-			*op = (enum rfb_op)i;
-			return 0;
-		}
-	return -1;
+	int v = rfb_op_parse(name);
+
+	if (v < 0)
+		return -1;
+	*op = (enum rfb_op)v;
+	return 0;
 }
 
 /* params: m=V[:interp=NAME][:fill=A,B,C] */

@@ -212,6 +212,24 @@ static void test_layers_and_types(void)
 	rfb_pipeline_free(p);
 }
 
+/* The gates are told by their kind (refurb-advise times a pipeline with
+ * them open), not by their names. */
+static void test_gates(void)
+{
+	static const int gate[] = { 0, 1, 0, 1, 0, 0, 1, 0, 0 };
+	rfb_pipeline *p = parse_ok("resize=64,apply=0.3:n=1,gaussblur=9,"
+				   "choice=2,invert,solarize=100,order=2,vflip,flip");
+	int n = p ? rfb_pipeline_layers(p) : 0;
+
+	CHECK(n == 9);
+	for (int i = 0; i < n && i < 9; i++)
+		CHECKF(rfb_pipeline_layer_is_gate(p, i) == gate[i], "layer %d (%s)",
+		       i, rfb_pipeline_layer_name(p, i));
+	CHECK(p && rfb_pipeline_layer_is_gate(p, -1) == 0);
+	CHECK(p && rfb_pipeline_layer_is_gate(p, n) == 0);
+	rfb_pipeline_free(p);
+}
+
 static void test_shapes(void)
 {
 	struct rfb_pipe_shape in = { 500, 375, 3 }, out;
@@ -652,6 +670,7 @@ int main(void)
 	RUN(test_long_spec_error);
 	RUN(test_canonical);
 	RUN(test_layers_and_types);
+	RUN(test_gates);
 	RUN(test_shapes);
 	RUN(test_split_join);
 	RUN(test_determinism);

@@ -12,7 +12,7 @@
 
 #include "refurb/plan.h"
 #include "refurb/refurb.h"
-#include "refurb/sched.h"
+#include "refurb/evict.h"
 #include "plan_helpers.h"
 
 static rfb_plan_params pparams(uint32_t batch, uint32_t first, uint32_t last,
@@ -35,7 +35,7 @@ static rfb_plan_params pparams(uint32_t batch, uint32_t first, uint32_t last,
 /* ---- the invariants, checked while walking a generated plan ---- */
 
 struct walk {
-	const rfb_sched *s;
+	const rfb_evict *s;
 	uint32_t n, r, batch;
 	int policy, shuffle;
 	int32_t *written;      /* epoch of the live record, -1 if none */
@@ -49,9 +49,9 @@ struct walk {
 static void walk_record_use(struct walk *w, uint32_t pos, uint32_t e,
 			    const rfb_plan_sample *smp)
 {
-	uint32_t phase = rfb_sched_phases(w->s)[pos];
+	uint32_t phase = rfb_evict_phases(w->s)[pos];
 
-	CHECK(smp->miss == rfb_sched_is_miss(e, phase, w->r));
+	CHECK(smp->miss == rfb_evict_is_miss(e, phase, w->r));
 	if (!smp->miss) {
 		CHECKF(w->written[pos] >= 0, "hit of %u without a record",
 		       smp->id);
@@ -59,7 +59,7 @@ static void walk_record_use(struct walk *w, uint32_t pos, uint32_t e,
 		w->uses[pos]++;
 		return;
 	}
-	CHECK(smp->death == rfb_sched_death(e, phase, w->r));
+	CHECK(smp->death == rfb_evict_death(e, phase, w->r));
 	if (w->written[pos] >= 0) {
 		/* the old record dies now: it served its r uses (phase+1
 		 * for the records of epoch 0) */
@@ -80,7 +80,7 @@ static void walk_batch(struct walk *w, const rfb_plan_batch *b)
 
 	CHECK(b->step == 0 || w->epoch_count > 0);
 	for (uint32_t i = 0; i < b->count; i++) {
-		int64_t pos = rfb_sched_find(w->s, b->samples[i].id);
+		int64_t pos = rfb_evict_find(w->s, b->samples[i].id);
 		CHECKF(pos >= 0, "id %u not in the shard", b->samples[i].id);
 		if (pos < 0)
 			continue;
@@ -107,7 +107,7 @@ static void walk_epoch_end(struct walk *w, const rfb_plan_epoch_end *e)
 	CHECK(e->samples == w->n && e->misses == w->epoch_misses);
 	if (e->epoch == 0)
 		CHECK(e->misses == w->n);
-	else if (w->policy == RFB_SCHED_BALANCED)
+	else if (w->policy == RFB_EVICT_BALANCED)
 		CHECKF(e->misses == lo || e->misses == hi,
 		       "n=%u r=%u epoch %u: %u misses", w->n, w->r, e->epoch,
 		       e->misses);
@@ -122,7 +122,7 @@ static void walk_epoch_end(struct walk *w, const rfb_plan_epoch_end *e)
 	w->epoch_misses = w->epoch_count = 0;
 }
 
-static void check_plan(const rfb_sched *s, const rfb_plan_params *p,
+static void check_plan(const rfb_evict *s, const rfb_plan_params *p,
 		       const uint32_t *pixels)
 {
 	struct walk w = { 0 };
@@ -131,9 +131,9 @@ static void check_plan(const rfb_sched *s, const rfb_plan_params *p,
 	uint32_t epochs = 0;
 
 	w.s = s;
-	w.n = rfb_sched_count(s);
-	w.r = rfb_sched_params_of(s)->reuse;
-	w.policy = rfb_sched_params_of(s)->policy;
+	w.n = rfb_evict_count(s);
+	w.r = rfb_evict_params_of(s)->reuse;
+	w.policy = rfb_evict_params_of(s)->policy;
 	w.batch = p->batch_size;
 	w.shuffle = p->shuffle;
 	w.written = malloc(w.n * sizeof *w.written);
@@ -165,19 +165,19 @@ static void test_invariants(void)
 	for (int iter = 0; iter < 400; iter++) {
 		uint32_t total = draw(&g, 1, 600), r = draw(&g, 1, 7);
 		uint32_t shards = draw(&g, 1, 3), k, batch = draw(&g, 1, 200);
-		int policy = draw(&g, 1, 4) == 1 ? RFB_SCHED_REFCOUNT
-						 : RFB_SCHED_BALANCED;
+		int policy = draw(&g, 1, 4) == 1 ? RFB_EVICT_REFCOUNT
+						 : RFB_EVICT_BALANCED;
 		rfb_plan_params p = pparams(batch, 0, draw(&g, 0, 3 * r + 1),
 					    rfb_rng_u64(&g), (int)draw(&g, 1, 3),
 					    (int)draw(&g, 0, 1));
-		rfb_sched *s;
+		rfb_evict *s;
 
 		shards = shards > total ? total : shards;
 		k = draw(&g, 0, shards - 1);
 		if (!(s = build(total, r, rfb_rng_u64(&g), policy, k, shards)))
 			return;
 		check_plan(s, &p, NULL);
-		rfb_sched_free(s);
+		rfb_evict_free(s);
 		if (test_current_failed) {
 			printf("# failed for total=%u r=%u shard=%u/%u batch=%u "
 			       "epochs 0-%u shuffle=%d\n", total, r, k, shards,
@@ -196,7 +196,7 @@ static void test_determinism_and_tail(void)
 	for (int iter = 0; iter < 60; iter++) {
 		uint32_t total = draw(&g, 1, 500), r = draw(&g, 1, 5);
 		uint32_t last = draw(&g, 0, 9), first = draw(&g, 0, last);
-		rfb_sched *s = build(total, r, iter, RFB_SCHED_BALANCED, 0, 1);
+		rfb_evict *s = build(total, r, iter, RFB_EVICT_BALANCED, 0, 1);
 		rfb_plan_params full = pparams(draw(&g, 1, 64), 0, last, iter,
 					       (int)draw(&g, 1, 3),
 					       (int)draw(&g, 0, 1));
@@ -219,14 +219,14 @@ static void test_determinism_and_tail(void)
 		free(a.data);
 		free(b.data);
 		free(c.data);
-		rfb_sched_free(s);
+		rfb_evict_free(s);
 	}
 }
 
 /* Seeds matter: another plan seed gives another order. */
 static void test_seed_changes_order(void)
 {
-	rfb_sched *s = build(1000, 3, 1, RFB_SCHED_BALANCED, 0, 1);
+	rfb_evict *s = build(1000, 3, 1, RFB_EVICT_BALANCED, 0, 1);
 	rfb_plan_params p = pparams(32, 0, 1, 5, RFB_PLAN_CACHE_AWARE, 0);
 	struct text a = plan_text(s, &p, NULL), b;
 
@@ -240,17 +240,17 @@ static void test_seed_changes_order(void)
 	CHECK(strstr(a.data, "\nB 0 0 0 32 0:m") != NULL);
 	CHECK(strstr(a.data, " shuffle=none ") != NULL);
 	free(a.data);
-	rfb_sched_free(s);
+	rfb_evict_free(s);
 }
 
 /* Miss pixels per full batch of one epoch: max - min, and the mean. */
-static void pixel_spread(const rfb_sched *s, const rfb_plan_params *p,
+static void pixel_spread(const rfb_evict *s, const rfb_plan_params *p,
 			 const uint32_t *px, uint32_t epoch, double *spread,
 			 double *mean)
 {
 	rfb_plan *pl = rfb_plan_new(s, p, px, NULL);
-	uint32_t n = rfb_sched_count(s), *order = malloc(n * 4);
-	uint32_t r = rfb_sched_params_of(s)->reuse;
+	uint32_t n = rfb_evict_count(s), *order = malloc(n * 4);
+	uint32_t r = rfb_evict_params_of(s)->reuse;
 	uint64_t lo = UINT64_MAX, hi = 0, sum = 0, full = n / p->batch_size;
 
 	rfb_plan_epoch_order(pl, epoch, order);
@@ -258,7 +258,7 @@ static void pixel_spread(const rfb_sched *s, const rfb_plan_params *p,
 		uint64_t t = 0;
 		for (uint32_t i = 0; i < p->batch_size; i++) {
 			uint32_t pos = order[b * p->batch_size + i];
-			if (rfb_sched_is_miss(epoch, rfb_sched_phases(s)[pos], r))
+			if (rfb_evict_is_miss(epoch, rfb_evict_phases(s)[pos], r))
 				t += px[pos];
 		}
 		lo = t < lo ? t : lo;
@@ -273,7 +273,7 @@ static void pixel_spread(const rfb_sched *s, const rfb_plan_params *p,
 
 static void test_balance_pixels(void)
 {
-	rfb_sched *s = build(6000, 3, 9, RFB_SCHED_BALANCED, 0, 1);
+	rfb_evict *s = build(6000, 3, 9, RFB_EVICT_BALANCED, 0, 1);
 	uint32_t *px = malloc(6000 * 4);
 	rfb_plan_params p = pparams(100, 0, 6, 4, RFB_PLAN_CACHE_AWARE, 0);
 	double plain, plain_mean, bal, bal_mean;
@@ -303,7 +303,7 @@ static void test_balance_pixels(void)
 	p.shuffle = RFB_PLAN_CACHE_AWARE;
 	CHECK(rfb_plan_new(s, &p, NULL, &err) == NULL && err.code == RFB_EINVAL);
 	free(px);
-	rfb_sched_free(s);
+	rfb_evict_free(s);
 }
 
 /* A cost that depends on the sample and the epoch: a base of 0.5 to 5 ms
@@ -325,12 +325,12 @@ static double fake_cost(const void *ctx, uint32_t id, uint32_t epoch)
 }
 
 /* Predicted miss cost per full batch of one epoch: max - min, and mean. */
-static void cost_spread(const rfb_sched *s, const rfb_plan_params *p,
+static void cost_spread(const rfb_evict *s, const rfb_plan_params *p,
 			uint32_t epoch, double *spread, double *mean)
 {
 	rfb_plan *pl = rfb_plan_new(s, p, NULL, NULL);
-	uint32_t n = rfb_sched_count(s), *order = malloc(n * 4);
-	uint32_t r = rfb_sched_params_of(s)->reuse;
+	uint32_t n = rfb_evict_count(s), *order = malloc(n * 4);
+	uint32_t r = rfb_evict_params_of(s)->reuse;
 	uint64_t full = n / p->batch_size;
 	double lo = 1e300, hi = 0, sum = 0;
 
@@ -339,9 +339,9 @@ static void cost_spread(const rfb_sched *s, const rfb_plan_params *p,
 		double t = 0;
 		for (uint32_t i = 0; i < p->batch_size; i++) {
 			uint32_t pos = order[b * p->batch_size + i];
-			if (rfb_sched_is_miss(epoch, rfb_sched_phases(s)[pos], r))
+			if (rfb_evict_is_miss(epoch, rfb_evict_phases(s)[pos], r))
 				t += p->miss_cost(p->cost_ctx,
-						  rfb_sched_ids(s)[pos], epoch);
+						  rfb_evict_ids(s)[pos], epoch);
 		}
 		lo = t < lo ? t : lo;
 		hi = t > hi ? t : hi;
@@ -355,7 +355,7 @@ static void cost_spread(const rfb_sched *s, const rfb_plan_params *p,
 
 static void test_balance_cost(void)
 {
-	rfb_sched *s = build(6000, 3, 9, RFB_SCHED_BALANCED, 0, 1);
+	rfb_evict *s = build(6000, 3, 9, RFB_EVICT_BALANCED, 0, 1);
 	struct fake_costs f = { malloc(6000 * sizeof(double)), 0 };
 	rfb_plan_params p = pparams(64, 0, 6, 4, RFB_PLAN_CACHE_AWARE, 0);
 	double plain, plain_mean, bal, bal_mean;
@@ -388,7 +388,7 @@ static void test_balance_cost(void)
 	p.miss_cost = NULL;
 	CHECK(rfb_plan_new(s, &p, NULL, &err) == NULL && err.code == RFB_EINVAL);
 	free(f.base);
-	rfb_sched_free(s);
+	rfb_evict_free(s);
 }
 
 /* The invariants hold under cost balance for any (N, r, batch, seed);
@@ -406,8 +406,8 @@ static void test_balance_cost_properties(void)
 		rfb_plan_params p = pparams(batch, 0, draw(&g, 0, 2 * r + 1),
 					    rfb_rng_u64(&g), RFB_PLAN_CACHE_AWARE,
 					    (int)draw(&g, 0, 1));
-		rfb_sched *s = build(total, r, rfb_rng_u64(&g),
-				     RFB_SCHED_BALANCED, 0, 1);
+		rfb_evict *s = build(total, r, rfb_rng_u64(&g),
+				     RFB_EVICT_BALANCED, 0, 1);
 		struct text a, b, c;
 
 		for (uint32_t i = 0; i < total; i++)
@@ -431,7 +431,7 @@ static void test_balance_cost_properties(void)
 		free(a.data);
 		free(b.data);
 		free(f.base);
-		rfb_sched_free(s);
+		rfb_evict_free(s);
 		if (test_current_failed) {
 			printf("# failed for total=%u r=%u batch=%u epochs 0-%u\n",
 			       total, r, batch, p.last_epoch);
@@ -442,7 +442,7 @@ static void test_balance_cost_properties(void)
 
 static void test_bad_params(void)
 {
-	rfb_sched *s = build(10, 2, 1, RFB_SCHED_BALANCED, 0, 1);
+	rfb_evict *s = build(10, 2, 1, RFB_EVICT_BALANCED, 0, 1);
 	rfb_plan_params p = pparams(0, 0, 0, 1, RFB_PLAN_CACHE_AWARE, 0);
 	rfb_err err = { 0 };
 
@@ -453,7 +453,7 @@ static void test_bad_params(void)
 	CHECK(rfb_plan_new(s, &p, NULL, &err) == NULL && err.code == RFB_EINVAL);
 	p = pparams(4, 0, 2, 1, 9, 0);
 	CHECK(rfb_plan_new(s, &p, NULL, &err) == NULL && err.code == RFB_EINVAL);
-	rfb_sched_free(s);
+	rfb_evict_free(s);
 }
 
 /* ---- the line parser ---- */
@@ -577,7 +577,7 @@ static rfb_plan_header sample_header(void)
 	h.samples = 4;
 	h.total = 4;
 	h.reuse = 2;
-	h.policy = RFB_SCHED_BALANCED;
+	h.policy = RFB_EVICT_BALANCED;
 	h.evict_seed = 7;
 	h.seed = 8;
 	h.batch_size = 2;
@@ -706,7 +706,7 @@ static void test_parse_header(void)
 
 static void test_reader_round_trip(void)
 {
-	rfb_sched *s = build(300, 3, 2, RFB_SCHED_BALANCED, 1, 2);
+	rfb_evict *s = build(300, 3, 2, RFB_EVICT_BALANCED, 1, 2);
 	rfb_plan_params p = pparams(16, 2, 7, 3, RFB_PLAN_CACHE_AWARE, 1);
 	struct text t = plan_text(s, &p, NULL);
 	FILE *f = tmpfile();
@@ -722,7 +722,7 @@ static void test_reader_round_trip(void)
 	r = rfb_plan_reader_open(fileno(f), "p", &err);
 	CHECKF(r != NULL, "%s", err.msg);
 	CHECK(rfb_plan_reader_header(r)->schedule_identity ==
-	      rfb_sched_identity(s));
+	      rfb_evict_identity(s));
 	CHECK(rfb_plan_reader_line_number(r) == 1); /* the header line */
 	while ((rc = rfb_plan_reader_next(r, &a, &err)) > 0) {
 		CHECK(rfb_plan_next(pl, &b) == rc);
@@ -754,7 +754,7 @@ static void test_reader_round_trip(void)
 	rfb_plan_free(pl);
 	fclose(f);
 	free(t.data);
-	rfb_sched_free(s);
+	rfb_evict_free(s);
 }
 
 #define HEAD4 "#refurb-plan 1 schedule=0123456789abcdef index=fedcba9876543210 " \
@@ -839,7 +839,7 @@ static void test_reader_bad_streams(void)
  * error or not, and never read out of bounds (run under ASan). */
 static void test_reader_fuzz(void)
 {
-	rfb_sched *s = build(40, 2, 5, RFB_SCHED_BALANCED, 0, 1);
+	rfb_evict *s = build(40, 2, 5, RFB_EVICT_BALANCED, 0, 1);
 	rfb_plan_params p = pparams(8, 0, 3, 3, RFB_PLAN_CACHE_AWARE, 1);
 	struct text t = plan_text(s, &p, NULL);
 	char *m = malloc(t.len + 16);
@@ -875,7 +875,7 @@ static void test_reader_fuzz(void)
 	printf("# fuzz: %d accepted, %d rejected\n", ok, failed);
 	free(m);
 	free(t.data);
-	rfb_sched_free(s);
+	rfb_evict_free(s);
 }
 
 /* Every enum parser of the plan and the schedule: a name back to its
@@ -888,12 +888,12 @@ static void test_names_parse(void)
 		CHECK(rfb_plan_balance_parse(rfb_plan_balance_name(v)) == v);
 	for (int v = RFB_PLAN_EVEN_NONE; v <= RFB_PLAN_EVEN_DROP; v++)
 		CHECK(rfb_plan_even_parse(rfb_plan_even_name(v)) == v);
-	for (int v = RFB_SCHED_BALANCED; v <= RFB_SCHED_REFCOUNT; v++)
-		CHECK(rfb_sched_policy_parse(rfb_sched_policy_name(v)) == v);
+	for (int v = RFB_EVICT_BALANCED; v <= RFB_EVICT_REFCOUNT; v++)
+		CHECK(rfb_evict_policy_parse(rfb_evict_policy_name(v)) == v);
 	CHECK(rfb_plan_shuffle_parse("lru") == -1);
 	CHECK(rfb_plan_balance_parse("lru") == -1);
 	CHECK(rfb_plan_even_parse("lru") == -1);
-	CHECK(rfb_sched_policy_parse("lru") == -1);
+	CHECK(rfb_evict_policy_parse("lru") == -1);
 	CHECK(rfb_plan_shuffle_parse("?") == -1);
 }
 

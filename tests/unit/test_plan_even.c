@@ -14,7 +14,7 @@
 
 #include "refurb/plan.h"
 #include "refurb/refurb.h"
-#include "refurb/sched.h"
+#include "refurb/evict.h"
 #include "plan_helpers.h"
 
 #define MAX_SHARDS 7
@@ -38,17 +38,17 @@ struct shard_epoch {
 
 static int free_to_drop(uint32_t e, uint32_t phase, uint32_t r)
 {
-	return !rfb_sched_is_miss(e, phase, r) ||
-	       rfb_sched_death(e, phase, r) == (uint64_t)e + 1;
+	return !rfb_evict_is_miss(e, phase, r) ||
+	       rfb_evict_death(e, phase, r) == (uint64_t)e + 1;
 }
 
 /* The counts of a shard's epoch e: uses per position into seen (n long,
  * zeroed by the caller), and per id into ids_seen (T long). */
-static void take_epoch(rfb_plan *pl, const rfb_sched *s, uint32_t e,
+static void take_epoch(rfb_plan *pl, const rfb_evict *s, uint32_t e,
 		       uint32_t batch, uint8_t *seen, uint32_t *ids_seen,
 		       uint32_t *first_batch, struct shard_epoch *out)
 {
-	uint32_t r = rfb_sched_params_of(s)->reuse, n = rfb_sched_count(s);
+	uint32_t r = rfb_evict_params_of(s)->reuse, n = rfb_evict_count(s);
 	rfb_plan_item it;
 
 	memset(out, 0, sizeof *out);
@@ -59,14 +59,14 @@ static void take_epoch(rfb_plan *pl, const rfb_sched *s, uint32_t e,
 		CHECK(it.batch.epoch == e);
 		for (uint32_t i = 0; i < it.batch.count; i++) {
 			const rfb_plan_sample *x = &it.batch.samples[i];
-			int64_t pos = rfb_sched_find(s, x->id);
+			int64_t pos = rfb_evict_find(s, x->id);
 			uint32_t phase;
 			CHECKF(pos >= 0, "id %u not in the shard", x->id);
 			if (pos < 0)
 				return;
-			phase = rfb_sched_phases(s)[pos];
-			CHECK(x->miss == rfb_sched_is_miss(e, phase, r));
-			CHECK(!x->miss || x->death == rfb_sched_death(e, phase, r));
+			phase = rfb_evict_phases(s)[pos];
+			CHECK(x->miss == rfb_evict_is_miss(e, phase, r));
+			CHECK(!x->miss || x->death == rfb_evict_death(e, phase, r));
 			if (seen[pos]++) {
 				out->repeated = (uint32_t)pos;
 				out->first_use_batch = first_batch[pos];
@@ -98,22 +98,22 @@ static void take_epoch(rfb_plan *pl, const rfb_sched *s, uint32_t e,
 }
 
 /* What the schedule alone says of epoch e of shard s. */
-static uint32_t sched_misses(const rfb_sched *s, uint32_t e)
+static uint32_t evict_misses(const rfb_evict *s, uint32_t e)
 {
-	uint32_t m = 0, r = rfb_sched_params_of(s)->reuse;
+	uint32_t m = 0, r = rfb_evict_params_of(s)->reuse;
 
-	for (uint32_t i = 0; i < rfb_sched_count(s); i++)
-		m += (uint32_t)rfb_sched_is_miss(e, rfb_sched_phases(s)[i], r);
+	for (uint32_t i = 0; i < rfb_evict_count(s); i++)
+		m += (uint32_t)rfb_evict_is_miss(e, rfb_evict_phases(s)[i], r);
 	return m;
 }
 
-static void check_shard_epoch(const struct even_case *c, const rfb_sched *s,
+static void check_shard_epoch(const struct even_case *c, const rfb_evict *s,
 			      uint32_t e, uint32_t m,
 			      const struct shard_epoch *x,
 			      uint32_t *last_dropped)
 {
-	uint32_t n = rfb_sched_count(s), sm = sched_misses(s, e);
-	const uint16_t *ph = rfb_sched_phases(s);
+	uint32_t n = rfb_evict_count(s), sm = evict_misses(s, e);
+	const uint16_t *ph = rfb_evict_phases(s);
 	int pads = c->p.even == RFB_PLAN_EVEN_PAD && n < m;
 	int drops = c->p.even == RFB_PLAN_EVEN_DROP && n > m;
 	int hits = sm < n;
@@ -124,7 +124,7 @@ static void check_shard_epoch(const struct even_case *c, const rfb_sched *s,
 	CHECK((x->dropped != UINT32_MAX) == drops);
 	if (pads) {
 		/* a cached sample whenever the epoch has one */
-		int pad_miss = rfb_sched_is_miss(e, ph[x->repeated], c->r);
+		int pad_miss = rfb_evict_is_miss(e, ph[x->repeated], c->r);
 		CHECKF(!hits || !pad_miss, "epoch %u pads with a miss", e);
 		CHECK(x->misses == sm + (uint32_t)pad_miss);
 		/* no hit to repeat: the first miss drawn, repeated last, so
@@ -138,9 +138,9 @@ static void check_shard_epoch(const struct even_case *c, const rfb_sched *s,
 			       e, x->first_use_batch, x->repeat_batch);
 	}
 	if (drops) {
-		int drop_miss = rfb_sched_is_miss(e, ph[x->dropped], c->r);
+		int drop_miss = rfb_evict_is_miss(e, ph[x->dropped], c->r);
 		CHECK(x->misses == sm - (uint32_t)drop_miss);
-		if (c->policy == RFB_SCHED_BALANCED && n >= c->r) {
+		if (c->policy == RFB_EVICT_BALANCED && n >= c->r) {
 			CHECKF(free_to_drop(e, ph[x->dropped], c->r),
 			       "epoch %u drops a record later epochs need", e);
 			if (e > c->p.first_epoch)
@@ -158,7 +158,7 @@ static void check_shard_epoch(const struct even_case *c, const rfb_sched *s,
 
 static void check_case(const struct even_case *c)
 {
-	rfb_sched *s[MAX_SHARDS];
+	rfb_evict *s[MAX_SHARDS];
 	rfb_plan *pl[MAX_SHARDS];
 	uint32_t *px[MAX_SHARDS], last_dropped[MAX_SHARDS];
 	uint32_t *ids_seen = calloc(c->total, sizeof *ids_seen), m = 0, nb = 0;
@@ -171,8 +171,8 @@ static void check_case(const struct even_case *c)
 		rfb_plan_header h;
 		s[k] = build(c->total, c->r, c->evict_seed, c->policy, k,
 			     c->shards);
-		px[k] = malloc((rfb_sched_count(s[k]) + 1) * sizeof *px[k]);
-		for (uint32_t i = 0; i < rfb_sched_count(s[k]); i++)
+		px[k] = malloc((rfb_evict_count(s[k]) + 1) * sizeof *px[k]);
+		for (uint32_t i = 0; i < rfb_evict_count(s[k]); i++)
 			px[k][i] = draw(&g, 1, 5000);
 		pl[k] = rfb_plan_new(s[k], &c->p, c->pixels ? px[k] : NULL, NULL);
 		CHECK(pl[k] != NULL);
@@ -214,7 +214,7 @@ static void check_case(const struct even_case *c)
 		CHECK(rfb_plan_next(pl[k], &it) == 0);
 		rfb_plan_free(pl[k]);
 		free(px[k]);
-		rfb_sched_free(s[k]);
+		rfb_evict_free(s[k]);
 	}
 	free(ids_seen);
 	free(seen);
@@ -243,8 +243,8 @@ static void test_even_properties(void)
 		c.shards = c.shards > c.total ? c.total : c.shards;
 		c.r = draw(&g, 1, 6);
 		c.evict_seed = rfb_rng_u64(&g);
-		c.policy = draw(&g, 1, 5) == 1 ? RFB_SCHED_REFCOUNT
-					       : RFB_SCHED_BALANCED;
+		c.policy = draw(&g, 1, 5) == 1 ? RFB_EVICT_REFCOUNT
+					       : RFB_EVICT_BALANCED;
 		c.p.batch_size = draw(&g, 1, iter % 3 ? 64 : 4);
 		c.p.last_epoch = draw(&g, 0, 3 * c.r + 2);
 		c.p.first_epoch = draw(&g, 0, 2) ? 0 : draw(&g, 0, c.p.last_epoch);
@@ -276,17 +276,17 @@ static void test_even_properties(void)
  * samples is left out about equally often. */
 static void test_drop_takes_turns(void)
 {
-	rfb_sched *s = build(101, 3, 9, RFB_SCHED_BALANCED, 0, 4); /* 25/26 */
-	uint32_t n = rfb_sched_count(s), left_out[32] = { 0 }, max = 0;
+	rfb_evict *s = build(101, 3, 9, RFB_EVICT_BALANCED, 0, 4); /* 25/26 */
+	uint32_t n = rfb_evict_count(s), left_out[32] = { 0 }, max = 0;
 
 	CHECK(n == 25 || n == 26);
 	for (uint32_t k = 0; k < 4; k++) {
-		rfb_sched_free(s);
-		s = build(101, 3, 9, RFB_SCHED_BALANCED, k, 4);
-		if (rfb_sched_count(s) == 26)
+		rfb_evict_free(s);
+		s = build(101, 3, 9, RFB_EVICT_BALANCED, k, 4);
+		if (rfb_evict_count(s) == 26)
 			break;
 	}
-	n = rfb_sched_count(s);
+	n = rfb_evict_count(s);
 	CHECK(n == 26);
 	for (uint32_t e = 0; e < 26 * 3; e++)
 		left_out[rfb_plan_drop_position(s, e)]++;
@@ -296,7 +296,7 @@ static void test_drop_takes_turns(void)
 		max = left_out[i] > max ? left_out[i] : max;
 	}
 	CHECK(max <= 4); /* 78 epochs over 26 samples: 3 each, +-1 */
-	rfb_sched_free(s);
+	rfb_evict_free(s);
 }
 
 /* The plan of epochs a-b is the tail of 0-b with --even too, and it reads
@@ -317,7 +317,7 @@ static void test_even_tail_and_reader(void)
 					 .drop_last = (int)draw(&g, 0, 1),
 					 .even = (int)draw(&g, 1, 2) };
 		rfb_plan_params tail = full;
-		rfb_sched *s;
+		rfb_evict *s;
 		struct text a, c;
 		const char *at, *body;
 		char mark[32];
@@ -325,7 +325,7 @@ static void test_even_tail_and_reader(void)
 		int items;
 
 		shards = shards > total ? total : shards;
-		s = build(total, draw(&g, 1, 5), iter, RFB_SCHED_BALANCED,
+		s = build(total, draw(&g, 1, 5), iter, RFB_EVICT_BALANCED,
 			  draw(&g, 0, shards - 1), shards);
 		tail.first_epoch = first;
 		a = plan_text(s, &full, NULL);
@@ -344,7 +344,7 @@ static void test_even_tail_and_reader(void)
 			      ? " even=pad\n" : " even=drop\n") != NULL);
 		free(a.data);
 		free(c.data);
-		rfb_sched_free(s);
+		rfb_evict_free(s);
 	}
 }
 
@@ -431,7 +431,7 @@ static void test_header_version2(void)
  * (even=none is the default), and one shard is never padded. */
 static void test_even_none_and_one_shard(void)
 {
-	rfb_sched *s = build(50, 2, 4, RFB_SCHED_BALANCED, 0, 1);
+	rfb_evict *s = build(50, 2, 4, RFB_EVICT_BALANCED, 0, 1);
 	rfb_plan_params p = { .batch_size = 8, .first_epoch = 0,
 			      .last_epoch = 3, .seed = 5,
 			      .shuffle = RFB_PLAN_CACHE_AWARE,
@@ -447,7 +447,7 @@ static void test_even_none_and_one_shard(void)
 	CHECK(strcmp(strchr(a.data, '\n'), strchr(b.data, '\n')) == 0);
 	free(a.data);
 	free(b.data);
-	rfb_sched_free(s);
+	rfb_evict_free(s);
 }
 
 int main(void)

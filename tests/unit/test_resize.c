@@ -24,7 +24,7 @@ static struct golden_diff run_case(rfb_resizer *rz, const struct gcase *c)
 	int w, h, interp;
 
 	gcase_param(c, "interp", buf, sizeof buf);
-	interp = rfb_interp_parse(buf, strlen(buf));
+	interp = rfb_interp_parse(buf);
 	if (gcase_path(path, sizeof path, c->input) || golden_read_pnm(path, &in, &ib) ||
 	    gcase_path(path, sizeof path, c->output) || golden_read_pnm(path, &want, &ob) ||
 	    interp < 0)
@@ -440,8 +440,8 @@ static void test_bad_args(void)
 	CHECK(rfb_resize(rz, &src, &dst, RFB_INTERP_BILINEAR, NULL) == RFB_EINVAL);
 	dst.channels = 3;
 	CHECK(rfb_resize(rz, &src, &dst, (enum rfb_interp)7, NULL) == RFB_EINVAL);
-	CHECK(rfb_interp_parse("bicubic", 7) == RFB_INTERP_BICUBIC);
-	CHECK(rfb_interp_parse("bicubi", 6) == -1);
+	CHECK(rfb_interp_parse("bicubic") == RFB_INTERP_BICUBIC);
+	CHECK(rfb_interp_parse("bicubi") == -1);
 	rfb_resizer_free(NULL);
 	rfb_imgbuf_free(&sb);
 	rfb_imgbuf_free(&db);

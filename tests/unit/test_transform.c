@@ -48,7 +48,7 @@ static int apply_case(rfb_resizer *rz, const struct gcase *c,
 		return rfb_image_alloc(out, ob, gcase_int(c, "ow"),
 				       gcase_int(c, "oh"), ch, NULL) ||
 		       rfb_resize(rz, &view, out,
-				  rfb_interp_parse(buf, strlen(buf)), NULL);
+				  rfb_interp_parse(buf), NULL);
 	}
 	if (strcmp(c->op, "hflip") == 0) {
 		if (rfb_image_alloc(out, ob, in->width, in->height, ch, NULL))

@@ -25,6 +25,7 @@
 #ifndef REFURB_AUGMENT_H
 #define REFURB_AUGMENT_H
 
+#include "refurb/enum.h"
 #include "refurb/ops.h"
 #include "refurb/rng.h"
 
@@ -73,6 +74,11 @@ double rfb_aug_magnitude(enum rfb_aug_space space, enum rfb_op op, int bin,
 
 /* 1 if op's magnitude gets a random sign (ShearX .. Sharpness), else 0. */
 int rfb_aug_op_signed(enum rfb_op op);
+
+/* The policies' names ("imagenet", "cifar10", "svhn", in the enum's
+ * order; enum.h) and their namer: NULL for an unknown value. */
+extern const struct rfb_enum_name rfb_autoaug_policy_names[];
+const char *rfb_autoaug_policy_name(enum rfb_autoaug_policy policy);
 
 /* Number of sub-policies of policy (25 for all three), 0 if unknown. */
 int rfb_autoaug_count(enum rfb_autoaug_policy policy);

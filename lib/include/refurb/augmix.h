@@ -108,21 +108,6 @@ int rfb_augmix_apply(const struct rfb_augmix_spec *spec,
 		     rfb_image *dst, struct rfb_augmix_scratch *s,
 		     rfb_err *err) RFB_MUST_CHECK;
 
-/*
- * One op on a uint8 image with torchvision 0.14's tensor semantics
- * (autoaugment._apply_op on a tensor; functional_tensor.py): magnitude
- * as _apply_op receives it (see ops.h).  Geometric ops: grid_sample with
- * interp NEAREST or BILINEAR, zeros outside, then fill (NULL: none, as
- * fill=None) blended by the sampled mask; rounded half to even.  Enhance
- * ops: torch's _blend, truncated.  dst has src's shape and does not
- * overlap it.  RFB_EINVAL for bad shapes, an op outside ShearX ..
- * Invert, interp BICUBIC, a negative enhance factor, posterize bits
- * outside 0..8.
- */
-int rfb_tensor_op_apply(enum rfb_op op, double magnitude, enum rfb_interp interp,
-			const unsigned char *fill, const rfb_image *src,
-			rfb_image *dst, rfb_err *err) RFB_MUST_CHECK;
-
 #ifdef __cplusplus
 }
 #endif

@@ -28,6 +28,8 @@ extern "C" {
 #define RFB_CACHE_MAX_SPEC 4096
 #define RFB_CACHE_SEGMENT_HEADER 64
 #define RFB_CACHE_DEFAULT_SEGMENT_MAX ((uint64_t)256 << 20)
+/* the largest segment_max: record offsets in memory take 32 bits */
+#define RFB_CACHE_MAX_SEGMENT ((uint64_t)4095 << 20)
 #define RFB_CACHE_NO_SEGMENT 0xffffffffu
 
 /* What produced a cache; a cache refuses to serve different inputs. */
@@ -37,7 +39,8 @@ struct rfb_cache_manifest {
 	uint64_t seed;            /* augmentation seed */
 	uint32_t samples;         /* samples in the index: record ids < this */
 	struct rfb_codec codec;
-	uint64_t segment_max;     /* bytes after which a segment is full */
+	uint64_t segment_max;     /* bytes after which a segment is full
+				   * (at most RFB_CACHE_MAX_SEGMENT) */
 	char pipeline[RFB_CACHE_MAX_SPEC]; /* canonical partial pipeline */
 };
 
@@ -106,6 +109,22 @@ enum {
 rfb_cache *rfb_cache_open(const char *dir, const struct rfb_cache_manifest *want,
 			  unsigned flags, uint64_t grace,
 			  struct rfb_cache_recovery *rec, rfb_err *err) RFB_MUST_CHECK;
+
+/*
+ * The same for a writer that keeps records of the n samples ids only (a
+ * node's shard: rfb_sched_ids), ascending and below want->samples: its
+ * record index then takes 12 bytes per sample of ids, not of the whole
+ * index (refurb(7), RESOURCE LIMITS).  A record of another sample is
+ * refused by rfb_cache_append and ignored by recovery; the files are
+ * those rfb_cache_open writes.  ids is borrowed: it must stay valid and
+ * unchanged until rfb_cache_close.  ids NULL: every sample (n ignored).
+ * RFB_EINVAL when ids is not ascending or not below want->samples.
+ */
+rfb_cache *rfb_cache_open_shard(const char *dir,
+				const struct rfb_cache_manifest *want,
+				const uint32_t *ids, uint32_t n, unsigned flags,
+				uint64_t grace, struct rfb_cache_recovery *rec,
+				rfb_err *err) RFB_MUST_CHECK;
 
 /*
  * Tell the cache that a run whose plan starts at epoch first_epoch opens

@@ -14,9 +14,9 @@ extern "C" {
 
 /* The first bytes of each format; a version follows each binary magic
  * (one byte) and the plan's tag (" VERSION", text).  Layouts in
- * refurb-index(5), refurb-schedule(5), refurb-stream(5), refurb-plan(5). */
+ * refurb-index(5), refurb-evict(5), refurb-stream(5), refurb-plan(5). */
 #define RFB_INDEX_MAGIC "RFBINDX"
-#define RFB_SCHED_MAGIC "RFBSCHD"
+#define RFB_EVICT_MAGIC "RFBSCHD"
 #define RFB_STREAM_MAGIC "RFBSTRM"
 #define RFB_PLAN_TAG "#refurb-plan"
 
@@ -26,7 +26,7 @@ extern "C" {
 enum rfb_format {
 	RFB_FORMAT_UNKNOWN,
 	RFB_FORMAT_INDEX,     /* refurb-index(5) */
-	RFB_FORMAT_SCHEDULE,  /* refurb-schedule(5) */
+	RFB_FORMAT_EVICT,  /* refurb-evict(5) */
 	RFB_FORMAT_PLAN,      /* refurb-plan(5), annotated or not */
 	RFB_FORMAT_STREAM,    /* refurb-stream(5) */
 };

@@ -24,6 +24,9 @@
  *   128 4  u32 attached: set to 1 by the reader once it has mapped it
  * then the ring.  Nothing is on disk: the file goes away with the last
  * process that has it open or mapped.
+ *
+ * Internal to librefurb (refurb-partial's and refurb-final's engines
+ * use it): not installed, not in refurb.h.
  */
 #ifndef REFURB_HANDOVER_H
 #define REFURB_HANDOVER_H

@@ -11,6 +11,7 @@
 #ifndef REFURB_OPS_H
 #define REFURB_OPS_H
 
+#include "refurb/enum.h"
 #include "refurb/error.h"
 #include "refurb/image.h"
 
@@ -45,8 +46,12 @@ enum rfb_interp {
 	RFB_INTERP_BICUBIC,  /* PIL's affine bicubic (4x4, a = -1) */
 };
 
-/* torchvision's name of op ("ShearX" ...); NULL if op is out of range. */
+/* torchvision's names of the ops ("Identity", "ShearX" ..., in the enum's
+ * order; enum.h), and their namer and parser: NULL for an unknown value,
+ * -1 for an unknown name. */
+extern const struct rfb_enum_name rfb_op_names[];
 const char *rfb_op_name(enum rfb_op op);
+int rfb_op_parse(const char *name);
 
 /*
  * Apply op to src, writing dst, with torchvision's _apply_op semantics:
@@ -104,6 +109,22 @@ int rfb_op_apply_window(enum rfb_op op, double magnitude,
 			const rfb_image *src, const struct rfb_place *sp,
 			rfb_image *dst, const struct rfb_place *dp,
 			rfb_err *err) RFB_MUST_CHECK;
+
+/*
+ * One op on a uint8 image with torchvision 0.14's tensor semantics
+ * (autoaugment._apply_op on a tensor; functional_tensor.py), the ops of
+ * AugMix (augmix.h): magnitude as _apply_op receives it (as for
+ * rfb_op_apply).  Geometric ops: grid_sample with interp NEAREST or
+ * BILINEAR, zeros outside, then fill (NULL: none, as fill=None) blended
+ * by the sampled mask; rounded half to even.  Enhance
+ * ops: torch's _blend, truncated.  dst has src's shape and does not
+ * overlap it.  RFB_EINVAL for bad shapes, an op outside ShearX ..
+ * Invert, interp BICUBIC, a negative enhance factor, posterize bits
+ * outside 0..8.
+ */
+int rfb_tensor_op_apply(enum rfb_op op, double magnitude, enum rfb_interp interp,
+			const unsigned char *fill, const rfb_image *src,
+			rfb_image *dst, rfb_err *err) RFB_MUST_CHECK;
 
 #ifdef __cplusplus
 }

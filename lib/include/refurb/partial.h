@@ -155,7 +155,7 @@ int rfb_partial_run(const struct rfb_partial_opts *o, int in_fd,
 /*
  * The epoch whose augmentation serves sample (of eviction phase) as a hit
  * in epoch, and the epoch that record dies in, under the schedule rule of
- * sched.h.
+ * evict.h.
  */
 uint32_t rfb_partial_write_epoch(uint32_t epoch, uint32_t phase,
 				 uint32_t reuse);

@@ -402,6 +402,10 @@ double rfb_pipeline_views_collision(const rfb_pipeline *p, int from, int width,
  * min(1, views (views - 1) / 2 x pair). */
 double rfb_views_collision(double pair, int views);
 
+/* 1 if layer of p is a gate (apply, choice, order: it decides which of
+ * the layers after it run), 0 if not or out of range. */
+int rfb_pipeline_layer_is_gate(const rfb_pipeline *p, int layer);
+
 /*
  * 1 if p may be split after its first k layers (rfb_pipeline_split
  * takes it): no apply, choice or order cut from the layers it gates,

@@ -25,8 +25,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "refurb/enum.h"
 #include "refurb/error.h"
-#include "refurb/sched.h"
+#include "refurb/evict.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -73,7 +74,7 @@ typedef struct rfb_plan_header {
 	uint32_t samples;       /* n: samples of the shard = per epoch */
 	uint32_t total;         /* samples of the whole index */
 	uint32_t reuse;         /* r */
-	int policy;             /* enum rfb_sched_policy */
+	int policy;             /* enum rfb_evict_policy */
 	uint64_t evict_seed;    /* the schedule's seed */
 	uint64_t seed;          /* the plan's seed */
 	uint32_t batch_size;
@@ -135,18 +136,18 @@ typedef struct rfb_plan_item {
 
 /* ---- names ---- */
 
-/* "cache-aware", "random", "none"; "?" for an unknown value. */
-const char *rfb_plan_shuffle_name(int shuffle);
-/* enum value of a name ("sequential" is accepted for "none"), or -1 if it
- * names no shuffle mode. */
+/* The modes' names (enum.h) and their namers and parsers: NULL for an
+ * unknown value, -1 for an unknown name.  Shuffle: "cache-aware",
+ * "random", "none" ("sequential" accepted for "none"); balance: "none",
+ * "pixels", "cost"; even: "none", "pad", "drop". */
+extern const struct rfb_enum_name rfb_plan_shuffle_names[];
+extern const struct rfb_enum_name rfb_plan_balance_names[];
+extern const struct rfb_enum_name rfb_plan_even_names[];
+const char *rfb_plan_shuffle_name(enum rfb_plan_shuffle shuffle);
 int rfb_plan_shuffle_parse(const char *name);
-/* "none", "pixels", "cost"; "?" for an unknown value. */
-const char *rfb_plan_balance_name(int balance);
-/* enum value of a name, or -1 if it names no balance mode. */
+const char *rfb_plan_balance_name(enum rfb_plan_balance balance);
 int rfb_plan_balance_parse(const char *name);
-/* "none", "pad", "drop"; "?" for an unknown value. */
-const char *rfb_plan_even_name(int even);
-/* enum value of a name, or -1 if it names no mode. */
+const char *rfb_plan_even_name(enum rfb_plan_even even);
 int rfb_plan_even_parse(const char *name);
 
 /*
@@ -185,11 +186,11 @@ typedef struct rfb_plan rfb_plan;
  * Start generating the plan of schedule s (which must outlive the plan)
  * with parameters p.  pixels is NULL, or (required for balance = pixels)
  * the pixel count of every sample of the shard, by position in
- * rfb_sched_ids(s); it is copied.  Returns the generator (free with
+ * rfb_evict_ids(s); it is copied.  Returns the generator (free with
  * rfb_plan_free) or NULL with err filled (RFB_EINVAL, RFB_ENOMEM).
  * Memory: about 8 bytes per sample of the shard (20 with pixels).
  */
-rfb_plan *rfb_plan_new(const rfb_sched *s, const rfb_plan_params *p,
+rfb_plan *rfb_plan_new(const rfb_evict *s, const rfb_plan_params *p,
 		       const uint32_t *pixels, rfb_err *err) RFB_MUST_CHECK;
 
 /* Release a generator.  NULL accepted. */
@@ -210,7 +211,7 @@ int rfb_plan_next(rfb_plan *pl, rfb_plan_item *item);
 /*
  * The order of one whole epoch: fill order (rfb_plan_epoch_samples() of
  * the plan's header entries; with --even one more or one fewer than
- * rfb_sched_count(s)) with positions into rfb_sched_ids(s), batch after
+ * rfb_evict_count(s)) with positions into rfb_evict_ids(s), batch after
  * batch; with pad, one position appears twice.  This is what
  * rfb_plan_next walks through; exposed for tests and statistics.
  */
@@ -218,10 +219,10 @@ void rfb_plan_epoch_order(rfb_plan *pl, uint32_t epoch, uint32_t *order);
 
 /*
  * The sample --even drop leaves out of epoch e of schedule s: a position
- * into rfb_sched_ids(s) (refurb-plan(5), HOW THE PLAN IS MADE).  Defined
+ * into rfb_evict_ids(s) (refurb-plan(5), HOW THE PLAN IS MADE).  Defined
  * for any schedule; the plan uses it only in the larger shards of N.
  */
-uint32_t rfb_plan_drop_position(const rfb_sched *s, uint32_t epoch);
+uint32_t rfb_plan_drop_position(const rfb_evict *s, uint32_t epoch);
 
 /*
  * Miss pixels of each sample of s's shard (by position), saturated to
@@ -229,7 +230,7 @@ uint32_t rfb_plan_drop_position(const rfb_sched *s, uint32_t epoch);
  * small wrapper).  Returns a malloc'ed array (caller frees) or NULL on
  * allocation failure.
  */
-uint32_t *rfb_plan_pixel_table(const rfb_sched *s,
+uint32_t *rfb_plan_pixel_table(const rfb_evict *s,
 			       uint64_t (*pixels_of)(const void *ctx,
 						     uint32_t id),
 			       const void *ctx);

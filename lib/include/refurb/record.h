@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "refurb/enum.h"
 #include "refurb/error.h"
 #include "refurb/image.h"
 
@@ -53,6 +54,11 @@ struct rfb_record_meta {
 	uint32_t payload_crc;  /* CRC-32C of the payload */
 };
 
+/* The codecs' names ("raw", "zstd", "jpeg"; enum.h) and their namer:
+ * NULL for an unknown value. */
+extern const struct rfb_enum_name rfb_codec_kind_names[];
+const char *rfb_codec_kind_name(enum rfb_codec_kind kind);
+
 /*
  * Parse "zstd", "zstd:LEVEL", "raw", "jpeg" or "jpeg:QUALITY" into *c.
  * Returns 0 or RFB_EINVAL with a message.
@@ -60,7 +66,8 @@ struct rfb_record_meta {
 int rfb_codec_parse(const char *text, struct rfb_codec *c,
 		    rfb_err *err) RFB_MUST_CHECK;
 
-/* Canonical text of c ("zstd:1", "raw", "jpeg:90") into buf of size n. */
+/* Canonical text of c ("zstd:1", "raw", "jpeg:90"; "?" for an unknown
+ * kind) into buf of size n. */
 const char *rfb_codec_text(const struct rfb_codec *c, char *buf, size_t n);
 
 typedef struct rfb_codec_ctx rfb_codec_ctx;

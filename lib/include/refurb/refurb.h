@@ -1,10 +1,11 @@
 /*
  * refurb.h - librefurb, the library under the refurb programs.
  * Includes exactly the installed headers (tests/install.bats checks it);
- * refurb(3) lists their functions by group.  aio.h, annotate.h and
- * pool.h are the library's own (the stages' batch reader, plan
- * annotation and thread pool): they sit beside the others but are not
- * installed, and this header does not include them.  Every header can
+ * refurb(3) lists their functions by group.  The headers whose comment
+ * says "Internal to librefurb" (aio.h, annotate.h, handover.h, pool.h:
+ * the stages' batch reader, plan annotation, shared-memory handover and
+ * thread pool) are the library's own: they sit beside the others but are
+ * not installed, and this header does not include them.  Every header can
  * be included alone, from C or C++ (extern "C").
  */
 #ifndef REFURB_REFURB_H
@@ -21,12 +22,13 @@
 #include "refurb/costs.h"
 #include "refurb/decode.h"
 #include "refurb/encode.h"
+#include "refurb/enum.h"
 #include "refurb/error.h"
+#include "refurb/evict.h"
 #include "refurb/fdlimit.h"
 #include "refurb/filters.h"
 #include "refurb/final.h"
 #include "refurb/format.h"
-#include "refurb/handover.h"
 #include "refurb/image.h"
 #include "refurb/index.h"
 #include "refurb/io.h"
@@ -41,7 +43,6 @@
 #include "refurb/resize.h"
 #include "refurb/rng.h"
 #include "refurb/scan.h"
-#include "refurb/sched.h"
 #include "refurb/sheet.h"
 #include "refurb/source.h"
 #include "refurb/stream.h"

@@ -17,6 +17,7 @@
 #ifndef REFURB_RESIZE_H
 #define REFURB_RESIZE_H
 
+#include "refurb/enum.h"
 #include "refurb/error.h"
 #include "refurb/image.h"
 #include "refurb/ops.h" /* enum rfb_interp */
@@ -145,10 +146,12 @@ int rfb_resize_bands_end(rfb_resizer *rz, rfb_err *err) RFB_MUST_CHECK;
 int rfb_resize_shorter(int in_w, int in_h, int size, int max_size,
 		       int *out_w, int *out_h, rfb_err *err) RFB_MUST_CHECK;
 
-/* Filter name ("nearest", "bilinear", "bicubic") or NULL; and back
- * (returns -1 for an unknown name). */
+/* The filters' names ("nearest", "bilinear", "bicubic", in the enum's
+ * order; enum.h), and their namer and parser: NULL for an unknown value,
+ * -1 for an unknown name. */
+extern const struct rfb_enum_name rfb_interp_names[];
 const char *rfb_interp_name(enum rfb_interp interp);
-int rfb_interp_parse(const char *name, size_t len);
+int rfb_interp_parse(const char *name);
 
 /* Source pixels a filter reaches beyond an output pixel's centre, in
  * source pixels, when scaling by scale (source / output): support *

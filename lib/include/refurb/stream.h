@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "refurb/enum.h"
 #include "refurb/error.h"
 
 #ifdef __cplusplus
@@ -175,7 +176,10 @@ uint64_t rfb_stream_group_offset(const struct rfb_stream_info *info,
 uint64_t rfb_stream_pixel_bytes(const struct rfb_stream_info *info,
 				uint64_t n);
 
-/* Name of a dtype / layout ("uint8", "float32", "NHWC", "NCHW", "?"). */
+/* The names of the dtypes ("uint8", "float32") and layouts ("NHWC",
+ * "NCHW"; enum.h), and their namers: NULL for an unknown value. */
+extern const struct rfb_enum_name rfb_stream_dtype_names[];
+extern const struct rfb_enum_name rfb_stream_layout_names[];
 const char *rfb_stream_dtype_name(enum rfb_stream_dtype d);
 const char *rfb_stream_layout_name(enum rfb_stream_layout l);
 

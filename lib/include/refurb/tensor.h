@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 
+#include "refurb/enum.h"
 #include "refurb/error.h"
 #include "refurb/image.h"
 
@@ -25,7 +26,10 @@ extern "C" {
 enum rfb_dtype { RFB_DTYPE_U8 = 0, RFB_DTYPE_F32 = 1 };
 enum rfb_layout { RFB_LAYOUT_HWC = 0, RFB_LAYOUT_CHW = 1 };
 
-/* "uint8"/"float32", "HWC"/"CHW"; never NULL. */
+/* The names ("uint8", "float32"; "HWC", "CHW"; enum.h), and their
+ * namers: NULL for an unknown value. */
+extern const struct rfb_enum_name rfb_dtype_names[];
+extern const struct rfb_enum_name rfb_layout_names[];
 const char *rfb_dtype_name(enum rfb_dtype t);
 const char *rfb_layout_name(enum rfb_layout l);
 

@@ -17,6 +17,7 @@
 #ifndef REFURB_TRANSFORM_H
 #define REFURB_TRANSFORM_H
 
+#include "refurb/enum.h"
 #include "refurb/error.h"
 #include "refurb/image.h"
 #include "refurb/rng.h"
@@ -46,7 +47,9 @@ enum rfb_pad_mode {
 	RFB_PAD_SYMMETRIC  /* mirrored with the edge repeated: 1 0 | 0 1 2 */
 };
 
-/* The mode's name ("constant", "edge", "reflect", "symmetric"). */
+/* The modes' names ("constant", "edge", "reflect", "symmetric", in the
+ * enum's order; enum.h), and their namer: NULL for an unknown value. */
+extern const struct rfb_enum_name rfb_pad_mode_names[];
 const char *rfb_pad_mode_name(enum rfb_pad_mode mode);
 
 /*

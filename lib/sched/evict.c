@@ -1,48 +1,45 @@
 /*
- * schedule.c - the eviction schedule: the shard partition, the balanced and
- * reference-count policies, and the refurb-schedule(5) file (see sched.h).
+ * evict.c - the eviction schedule: the shard partition, the balanced and
+ * reference-count policies, and the refurb-evict(5) file (see evict.h;
+ * the bytes of its records are evict_format.c's).
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "refurb/bytes.h"
 #include "refurb/checksum.h"
-#include "refurb/format.h"
 #include "refurb/io.h"
 #include "refurb/rng.h"
-#include "refurb/sched.h"
+#include "refurb/evict.h"
+#include "evict_internal.h"
 
-#define SCHED_VERSION 1
-#define SCHED_IDENTITY_SEED 0x5343484544554c45ULL /* "SCHEDULE" */
+#define EVICT_IDENTITY_SEED 0x5343484544554c45ULL /* "SCHEDULE" */
 
-struct rfb_sched {
-	rfb_sched_params p;
+struct rfb_evict {
+	rfb_evict_params p;
 	uint32_t n;        /* samples in the shard */
 	uint32_t *ids;     /* ascending */
 	uint16_t *phases;
 	uint64_t identity;
 };
 
-const char *rfb_sched_policy_name(int policy)
+const struct rfb_enum_name rfb_evict_policy_names[] = {
+	{ RFB_EVICT_BALANCED, "balanced" },
+	{ RFB_EVICT_REFCOUNT, "refcount" },
+	{ 0, NULL },
+};
+
+const char *rfb_evict_policy_name(enum rfb_evict_policy policy)
 {
-	switch (policy) {
-	case RFB_SCHED_BALANCED: return "balanced";
-	case RFB_SCHED_REFCOUNT: return "refcount";
-	}
-	return "?";
+	return rfb_enum_name(rfb_evict_policy_names, (int)policy);
 }
 
-int rfb_sched_policy_parse(const char *name)
+int rfb_evict_policy_parse(const char *name)
 {
-	if (strcmp(name, "balanced") == 0)
-		return RFB_SCHED_BALANCED;
-	if (strcmp(name, "refcount") == 0)
-		return RFB_SCHED_REFCOUNT;
-	return -1;
+	return rfb_enum_parse(rfb_evict_policy_names, name);
 }
 
-uint32_t rfb_sched_shard_size(uint32_t total, uint32_t n_shards, uint32_t k)
+uint32_t rfb_evict_shard_size(uint32_t total, uint32_t n_shards, uint32_t k)
 {
 	if (n_shards == 0 || k >= n_shards)
 		return 0;
@@ -65,13 +62,60 @@ static uint32_t *seeded_permutation(uint32_t n, uint64_t seed, uint32_t stage)
 	return perm;
 }
 
-int rfb_sched_shard_members(uint32_t total, uint64_t seed, uint32_t k,
+/* The shard partition's permutation of 0..total-1, evaluated one
+ * position at a time, so that a shard costs memory of its own size only:
+ * a balanced Feistel network of PARTITION_ROUNDS rounds over the numbers
+ * of 2 x half bits (the smallest even width that holds total - 1; round
+ * function Philox with key seed, counter (x, stage 1, round + 1, 0)),
+ * walked again until it lands below total (cycle walking keeps it a
+ * permutation).  refurb-evict(5), Shards. */
+#define PARTITION_ROUNDS 6
+
+struct partition {
+	uint32_t key[2];
+	unsigned half;         /* bits of each half */
+	uint32_t mask;
+	uint32_t total;
+};
+
+static uint64_t feistel(const struct partition *p, uint64_t x)
+{
+	uint32_t l = (uint32_t)(x >> p->half), r = (uint32_t)x & p->mask;
+
+	for (uint32_t round = 0; round < PARTITION_ROUNDS; round++) {
+		uint32_t ctr[4] = { r, RFB_STAGE_SHARD, round + 1, 0 }, out[4];
+		rfb_philox4x32(ctr, p->key, out);
+		uint32_t t = l ^ (out[0] & p->mask);
+		l = r;
+		r = t;
+	}
+	return ((uint64_t)l << p->half) | r;
+}
+
+static uint32_t partition_at(const struct partition *p, uint32_t i)
+{
+	uint64_t x = i;
+
+	do
+		x = feistel(p, x);
+	while (x >= p->total);
+	return (uint32_t)x;
+}
+
+static int id_order(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+int rfb_evict_shard_members(uint32_t total, uint64_t seed, uint32_t k,
 			    uint32_t n_shards, uint32_t *out, rfb_err *err)
 {
+	struct partition p = { { (uint32_t)seed, (uint32_t)(seed >> 32) },
+			       1, 1, total };
 	uint64_t lo, hi;
-	uint32_t *perm;
-	uint8_t *member;
-	size_t at = 0;
+	unsigned bits = 0;
 
 	if (n_shards == 0 || k >= n_shards || n_shards > total)
 		return rfb_err_set(err, RFB_EINVAL, NULL,
@@ -82,37 +126,32 @@ int rfb_sched_shard_members(uint32_t total, uint64_t seed, uint32_t k,
 			out[i] = i;
 		return 0;
 	}
-	perm = seeded_permutation(total, seed, RFB_STAGE_SHARD);
-	member = calloc(total, 1);
-	if (!perm || !member) {
-		free(perm);
-		free(member);
-		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
+	while (((uint64_t)1 << bits) < total)
+		bits++;
+	if (bits > 2) {
+		p.half = (bits + 1) / 2;
+		p.mask = (uint32_t)(((uint64_t)1 << p.half) - 1);
 	}
-	/* members are a slice of the permutation; a mark array sorts them */
+	/* members are a slice of the permutation, sorted */
 	lo = (uint64_t)k * total / n_shards;
 	hi = (uint64_t)(k + 1) * total / n_shards;
 	for (uint64_t i = lo; i < hi; i++)
-		member[perm[i]] = 1;
-	for (uint32_t id = 0; id < total; id++)
-		if (member[id])
-			out[at++] = id;
-	free(perm);
-	free(member);
+		out[i - lo] = partition_at(&p, (uint32_t)i);
+	qsort(out, (size_t)(hi - lo), sizeof *out, id_order);
 	return 0;
 }
 
-static int check_params(const rfb_sched_params *p, rfb_err *err)
+static int check_params(const rfb_evict_params *p, rfb_err *err)
 {
-	if (p->total < 1 || p->total > RFB_SCHED_MAX_SAMPLES)
+	if (p->total < 1 || p->total > RFB_EVICT_MAX_SAMPLES)
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "sample count %u out of range (1 to %u)",
-				   p->total, RFB_SCHED_MAX_SAMPLES);
-	if (p->reuse < 1 || p->reuse > RFB_SCHED_MAX_REUSE)
+				   p->total, RFB_EVICT_MAX_SAMPLES);
+	if (p->reuse < 1 || p->reuse > RFB_EVICT_MAX_REUSE)
 		return rfb_err_set(err, RFB_EINVAL, NULL,
 				   "reuse factor %u out of range (1 to %u)",
-				   p->reuse, RFB_SCHED_MAX_REUSE);
-	if (p->policy != RFB_SCHED_BALANCED && p->policy != RFB_SCHED_REFCOUNT)
+				   p->reuse, RFB_EVICT_MAX_REUSE);
+	if (!rfb_evict_policy_name(p->policy))
 		return rfb_err_set(err, RFB_EINVAL, NULL, "unknown policy %d",
 				   p->policy);
 	if (p->shard_count < 1 || p->shard_index >= p->shard_count)
@@ -127,10 +166,10 @@ static int check_params(const rfb_sched_params *p, rfb_err *err)
 	return 0;
 }
 
-static rfb_sched *sched_alloc(const rfb_sched_params *p, uint32_t n,
+static rfb_evict *evict_alloc(const rfb_evict_params *p, uint32_t n,
 			      rfb_err *err)
 {
-	rfb_sched *s = calloc(1, sizeof *s);
+	rfb_evict *s = calloc(1, sizeof *s);
 
 	if (s) {
 		s->p = *p;
@@ -139,7 +178,7 @@ static rfb_sched *sched_alloc(const rfb_sched_params *p, uint32_t n,
 		s->phases = malloc((size_t)n * sizeof *s->phases);
 	}
 	if (!s || !s->ids || !s->phases) {
-		rfb_sched_free(s);
+		rfb_evict_free(s);
 		rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
 		return NULL;
 	}
@@ -149,7 +188,7 @@ static rfb_sched *sched_alloc(const rfb_sched_params *p, uint32_t n,
 /* Phases of the balanced policy: a permutation of the shard cut into r
  * chunks; the sample at permutation position i gets phase floor(i*r/n)'s
  * chunk, i.e. chunk c covers positions [c*n/r, (c+1)*n/r). */
-static int assign_balanced(rfb_sched *s, rfb_err *err)
+static int assign_balanced(rfb_evict *s, rfb_err *err)
 {
 	uint32_t r = s->p.reuse, n = s->n;
 	uint32_t *perm = seeded_permutation(n, s->p.seed, RFB_STAGE_EVICT);
@@ -165,33 +204,33 @@ static int assign_balanced(rfb_sched *s, rfb_err *err)
 	return 0;
 }
 
-static int compute_identity(rfb_sched *s, rfb_err *err)
+static int compute_identity(rfb_evict *s, rfb_err *err)
 {
 	unsigned char *data;
 	size_t len;
-	int rc = rfb_sched_serialize(s, &data, &len, err);
+	int rc = rfb_evict_serialize(s, &data, &len, err);
 
 	if (rc < 0)
 		return rc;
-	s->identity = rfb_hash64(data, len, SCHED_IDENTITY_SEED);
+	s->identity = rfb_hash64(data, len, EVICT_IDENTITY_SEED);
 	free(data);
 	return 0;
 }
 
-rfb_sched *rfb_sched_build(const rfb_sched_params *p, rfb_err *err)
+rfb_evict *rfb_evict_build(const rfb_evict_params *p, rfb_err *err)
 {
-	rfb_sched *s;
+	rfb_evict *s;
 	uint32_t n;
 
 	if (check_params(p, err) < 0)
 		return NULL;
-	n = rfb_sched_shard_size(p->total, p->shard_count, p->shard_index);
-	if (!(s = sched_alloc(p, n, err)))
+	n = rfb_evict_shard_size(p->total, p->shard_count, p->shard_index);
+	if (!(s = evict_alloc(p, n, err)))
 		return NULL;
-	if (rfb_sched_shard_members(p->total, p->seed, p->shard_index,
+	if (rfb_evict_shard_members(p->total, p->seed, p->shard_index,
 				    p->shard_count, s->ids, err) < 0)
 		goto fail;
-	if (p->policy == RFB_SCHED_REFCOUNT) {
+	if (p->policy == RFB_EVICT_REFCOUNT) {
 		for (uint32_t i = 0; i < n; i++)
 			s->phases[i] = (uint16_t)(p->reuse - 1);
 	} else if (assign_balanced(s, err) < 0) {
@@ -201,11 +240,11 @@ rfb_sched *rfb_sched_build(const rfb_sched_params *p, rfb_err *err)
 		goto fail;
 	return s;
 fail:
-	rfb_sched_free(s);
+	rfb_evict_free(s);
 	return NULL;
 }
 
-void rfb_sched_free(rfb_sched *s)
+void rfb_evict_free(rfb_evict *s)
 {
 	if (!s)
 		return;
@@ -214,42 +253,24 @@ void rfb_sched_free(rfb_sched *s)
 	free(s);
 }
 
-static void write_header(const rfb_sched *s, unsigned char *h,
-			 uint32_t body_crc)
-{
-	memset(h, 0, RFB_SCHED_HEADER_SIZE);
-	memcpy(h, RFB_SCHED_MAGIC, 7);
-	h[7] = SCHED_VERSION;
-	rfb_put_le32(h + 8, RFB_SCHED_HEADER_SIZE);
-	rfb_put_le32(h + 12, 0); /* flags */
-	rfb_put_le64(h + 16, s->p.index_identity);
-	rfb_put_le32(h + 24, s->p.total);
-	rfb_put_le32(h + 28, s->n);
-	rfb_put_le32(h + 32, s->p.reuse);
-	rfb_put_le16(h + 36, (uint16_t)s->p.policy);
-	rfb_put_le16(h + 38, 0); /* reserved */
-	rfb_put_le64(h + 40, s->p.seed);
-	rfb_put_le32(h + 48, s->p.shard_index);
-	rfb_put_le32(h + 52, s->p.shard_count);
-	rfb_put_le32(h + 56, body_crc);
-	rfb_put_le32(h + 60, rfb_crc32c(0, h, 60));
-}
-
-int rfb_sched_serialize(const rfb_sched *s, unsigned char **data, size_t *len,
+int rfb_evict_serialize(const rfb_evict *s, unsigned char **data, size_t *len,
 			rfb_err *err)
 {
-	size_t body = (size_t)s->n * 6, total = RFB_SCHED_HEADER_SIZE + body;
-	unsigned char *buf = malloc(total), *ids, *phases;
+	size_t body = (size_t)s->n * EVICT_ENTRY_BYTES;
+	size_t total = RFB_EVICT_HEADER_SIZE + body;
+	unsigned char *buf = malloc(total);
+	/* one shard: the same in both versions, written as version 1 (its
+	 * identity, and what was made with it, stays) */
+	struct evict_header h = { .version = s->p.shard_count > 1 ?
+				  EVICT_VERSION : EVICT_VERSION_ONE_SHARD,
+				  .p = s->p, .n = s->n };
 
 	if (!buf)
 		return rfb_err_set(err, RFB_ENOMEM, NULL, "out of memory");
-	ids = buf + RFB_SCHED_HEADER_SIZE;
-	phases = ids + (size_t)s->n * 4;
-	for (uint32_t i = 0; i < s->n; i++) {
-		rfb_put_le32(ids + (size_t)i * 4, s->ids[i]);
-		rfb_put_le16(phases + (size_t)i * 2, s->phases[i]);
-	}
-	write_header(s, buf, rfb_crc32c(0, ids, body));
+	rfbi_evict_body_encode(s->ids, s->phases, s->n,
+			       buf + RFB_EVICT_HEADER_SIZE);
+	h.body_crc = rfb_crc32c(0, buf + RFB_EVICT_HEADER_SIZE, body);
+	rfbi_evict_header_encode(&h, buf);
 	*data = buf;
 	*len = total;
 	return 0;
@@ -257,56 +278,32 @@ int rfb_sched_serialize(const rfb_sched *s, unsigned char **data, size_t *len,
 
 /* ---- reading ---- */
 
-static int check_magic(const unsigned char *d, size_t len, const char *name,
-		       rfb_err *err)
+/* The header's parameters and sizes against each other and len. */
+static int check_header(const unsigned char *d, size_t len, const char *name,
+			const struct evict_header *h, rfb_err *err)
 {
-	size_t cmp = len < 7 ? len : 7;
-
-	if (memcmp(d, RFB_SCHED_MAGIC, cmp) != 0)
-		return rfb_err_set(err, RFB_EFORMAT, name,
-				   "bad magic (not a refurb schedule)");
-	if (len < RFB_SCHED_HEADER_SIZE)
-		return rfb_err_set(err, RFB_ETRUNC, name,
-				   "truncated: %zu bytes, a schedule header "
-				   "has %u", len, RFB_SCHED_HEADER_SIZE);
-	if (d[7] != SCHED_VERSION)
-		return rfb_err_set(err, RFB_EVERSION, name,
-				   "schedule format version %u (this build "
-				   "reads version %u)", d[7], SCHED_VERSION);
-	if (rfb_get_le32(d + 60) != rfb_crc32c(0, d, 60))
-		return rfb_err_set(err, RFB_ECHECKSUM, name,
-				   "header checksum mismatch");
-	if (rfb_get_le32(d + 8) != RFB_SCHED_HEADER_SIZE ||
-	    rfb_get_le32(d + 12) != 0 || rfb_get_le16(d + 38) != 0)
-		return rfb_err_set(err, RFB_EFORMAT, name,
-				   "unknown header size, flags or reserved "
-				   "field (corrupt or from a newer refurb)");
-	return 0;
-}
-
-static int parse_header(const unsigned char *d, size_t len, const char *name,
-			rfb_sched_params *p, uint32_t *n, rfb_err *err)
-{
+	const rfb_evict_params *p = &h->p;
 	uint64_t want;
 	rfb_err why = { 0 };
 
-	p->index_identity = rfb_get_le64(d + 16);
-	p->total = rfb_get_le32(d + 24);
-	*n = rfb_get_le32(d + 28);
-	p->reuse = rfb_get_le32(d + 32);
-	p->policy = rfb_get_le16(d + 36);
-	p->seed = rfb_get_le64(d + 40);
-	p->shard_index = rfb_get_le32(d + 48);
-	p->shard_count = rfb_get_le32(d + 52);
 	if (check_params(p, &why) < 0)
 		return rfb_err_set(err, RFB_EFORMAT, name, "bad header: %s",
 				   why.msg);
-	if (*n != rfb_sched_shard_size(p->total, p->shard_count,
-				       p->shard_index))
+	if (h->version != (p->shard_count > 1 ? EVICT_VERSION
+					      : EVICT_VERSION_ONE_SHARD))
+		return rfb_err_set(err, RFB_EVERSION, name, "shard %u/%u in "
+				   "schedule format version %u: %s", p->shard_index,
+				   p->shard_count, h->version, h->version == 1 ?
+				   "made by an older refurb-evict, whose shards "
+				   "were another partition; make it again with "
+				   "refurb-evict (and the plan with refurb-plan)"
+				   : "corrupt (version 2 is for several shards)");
+	if (h->n != rfb_evict_shard_size(p->total, p->shard_count,
+					 p->shard_index))
 		return rfb_err_set(err, RFB_EFORMAT, name,
 				   "shard %u/%u of %u samples cannot have %u",
-				   p->shard_index, p->shard_count, p->total, *n);
-	want = RFB_SCHED_HEADER_SIZE + (uint64_t)*n * 6;
+				   p->shard_index, p->shard_count, p->total, h->n);
+	want = RFB_EVICT_HEADER_SIZE + (uint64_t)h->n * EVICT_ENTRY_BYTES;
 	if (len < want)
 		return rfb_err_set(err, RFB_ETRUNC, name,
 				   "truncated: %zu bytes, expected %llu", len,
@@ -315,23 +312,20 @@ static int parse_header(const unsigned char *d, size_t len, const char *name,
 		return rfb_err_set(err, RFB_EFORMAT, name,
 				   "%llu bytes of garbage after the schedule",
 				   (unsigned long long)(len - want));
-	if (rfb_get_le32(d + 56) !=
-	    rfb_crc32c(0, d + RFB_SCHED_HEADER_SIZE, len - RFB_SCHED_HEADER_SIZE))
+	if (h->body_crc !=
+	    rfb_crc32c(0, d + RFB_EVICT_HEADER_SIZE, len - RFB_EVICT_HEADER_SIZE))
 		return rfb_err_set(err, RFB_ECHECKSUM, name,
 				   "body checksum mismatch");
 	return 0;
 }
 
 /* Ids strictly increasing and below total, phases below r. */
-static int load_body(rfb_sched *s, const unsigned char *d, const char *name,
+static int load_body(rfb_evict *s, const unsigned char *d, const char *name,
 		     rfb_err *err)
 {
-	const unsigned char *ids = d + RFB_SCHED_HEADER_SIZE;
-	const unsigned char *phases = ids + (size_t)s->n * 4;
-
+	rfbi_evict_body_decode(d + RFB_EVICT_HEADER_SIZE, s->n, s->ids,
+			       s->phases);
 	for (uint32_t i = 0; i < s->n; i++) {
-		s->ids[i] = rfb_get_le32(ids + (size_t)i * 4);
-		s->phases[i] = rfb_get_le16(phases + (size_t)i * 2);
 		if (s->ids[i] >= s->p.total || (i && s->ids[i] <= s->ids[i - 1]))
 			return rfb_err_set(err, RFB_EFORMAT, name,
 					   "sample id %u at position %u out of "
@@ -346,7 +340,7 @@ static int load_body(rfb_sched *s, const unsigned char *d, const char *name,
 
 /* The phase histogram the policy promises: balanced chunks of floor or
  * ceil(n/r) samples, or every phase r-1 for refcount. */
-static int check_histogram(const rfb_sched *s, const char *name, rfb_err *err)
+static int check_histogram(const rfb_evict *s, const char *name, rfb_err *err)
 {
 	uint32_t r = s->p.reuse, lo = s->n / r, hi = lo + (s->n % r != 0);
 	uint32_t *count = calloc(r, sizeof *count);
@@ -357,11 +351,11 @@ static int check_histogram(const rfb_sched *s, const char *name, rfb_err *err)
 	for (uint32_t i = 0; i < s->n; i++)
 		count[s->phases[i]]++;
 	for (uint32_t c = 0; c < r && rc == 0; c++) {
-		if (s->p.policy == RFB_SCHED_REFCOUNT && c != r - 1 && count[c])
+		if (s->p.policy == RFB_EVICT_REFCOUNT && c != r - 1 && count[c])
 			rc = rfb_err_set(err, RFB_EFORMAT, name,
 					 "refcount schedule with phase %u "
 					 "(all must be r-1)", c);
-		if (s->p.policy == RFB_SCHED_BALANCED &&
+		if (s->p.policy == RFB_EVICT_BALANCED &&
 		    (count[c] < lo || count[c] > hi))
 			rc = rfb_err_set(err, RFB_EFORMAT, name,
 					 "unbalanced: phase %u has %u samples, "
@@ -371,39 +365,39 @@ static int check_histogram(const rfb_sched *s, const char *name, rfb_err *err)
 	return rc;
 }
 
-rfb_sched *rfb_sched_open_mem(const void *data, size_t len, const char *name,
+rfb_evict *rfb_evict_open_mem(const void *data, size_t len, const char *name,
 			      rfb_err *err)
 {
 	const unsigned char *d = data;
-	rfb_sched_params p;
-	rfb_sched *s;
-	uint32_t n;
+	struct evict_header h;
+	rfb_evict *s;
 
 	if (!name)
 		name = "(memory)";
-	if (check_magic(d, len, name, err) < 0 ||
-	    parse_header(d, len, name, &p, &n, err) < 0)
+	if (rfbi_evict_header_decode(d, len, &h, name, err) < 0 ||
+	    check_header(d, len, name, &h, err) < 0)
 		return NULL;
-	if (!(s = sched_alloc(&p, n, err)))
+	if (!(s = evict_alloc(&h.p, h.n, err)))
 		return NULL;
 	if (load_body(s, d, name, err) < 0 || check_histogram(s, name, err) < 0) {
-		rfb_sched_free(s);
+		rfb_evict_free(s);
 		return NULL;
 	}
-	s->identity = rfb_hash64(d, len, SCHED_IDENTITY_SEED);
+	s->identity = rfb_hash64(d, len, EVICT_IDENTITY_SEED);
 	return s;
 }
 
-rfb_sched *rfb_sched_open(const char *path, rfb_err *err)
+rfb_evict *rfb_evict_open(const char *path, rfb_err *err)
 {
-	size_t max = RFB_SCHED_HEADER_SIZE + (size_t)RFB_SCHED_MAX_SAMPLES * 6;
+	size_t max = RFB_EVICT_HEADER_SIZE +
+		     (size_t)RFB_EVICT_MAX_SAMPLES * EVICT_ENTRY_BYTES;
 	unsigned char *data;
 	size_t len;
-	rfb_sched *s;
+	rfb_evict *s;
 
 	if (rfb_file_load(path, max, &data, &len, err) < 0)
 		return NULL;
-	s = rfb_sched_open_mem(data, len, strcmp(path, "-") ? path : "(stdin)",
+	s = rfb_evict_open_mem(data, len, strcmp(path, "-") ? path : "(stdin)",
 			       err);
 	free(data);
 	return s;
@@ -411,32 +405,32 @@ rfb_sched *rfb_sched_open(const char *path, rfb_err *err)
 
 /* ---- accessors ---- */
 
-const rfb_sched_params *rfb_sched_params_of(const rfb_sched *s)
+const rfb_evict_params *rfb_evict_params_of(const rfb_evict *s)
 {
 	return &s->p;
 }
 
-uint32_t rfb_sched_count(const rfb_sched *s)
+uint32_t rfb_evict_count(const rfb_evict *s)
 {
 	return s->n;
 }
 
-const uint32_t *rfb_sched_ids(const rfb_sched *s)
+const uint32_t *rfb_evict_ids(const rfb_evict *s)
 {
 	return s->ids;
 }
 
-const uint16_t *rfb_sched_phases(const rfb_sched *s)
+const uint16_t *rfb_evict_phases(const rfb_evict *s)
 {
 	return s->phases;
 }
 
-uint64_t rfb_sched_identity(const rfb_sched *s)
+uint64_t rfb_evict_identity(const rfb_evict *s)
 {
 	return s->identity;
 }
 
-int rfb_sched_check_index(const rfb_sched *s, uint64_t index_identity,
+int rfb_evict_check_index(const rfb_evict *s, uint64_t index_identity,
 			  uint32_t index_count, const char *name, rfb_err *err)
 {
 	if (s->p.index_identity != index_identity || s->p.total != index_count)
@@ -451,7 +445,7 @@ int rfb_sched_check_index(const rfb_sched *s, uint64_t index_identity,
 	return 0;
 }
 
-int64_t rfb_sched_find(const rfb_sched *s, uint32_t id)
+int64_t rfb_evict_find(const rfb_evict *s, uint32_t id)
 {
 	size_t lo = 0, hi = s->n;
 
@@ -467,7 +461,7 @@ int64_t rfb_sched_find(const rfb_sched *s, uint32_t id)
 
 /* ---- Theorem 1 ---- */
 
-double rfb_sched_diversity(double aug, double final, double reuse,
+double rfb_evict_diversity(double aug, double final, double reuse,
 			   double epochs)
 {
 	double fresh, q_log;

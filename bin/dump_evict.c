@@ -1,18 +1,18 @@
 /*
- * dump_sched.c - refurb-dump on an eviction schedule: the TSV listing
+ * dump_evict.c - refurb-dump on an eviction schedule: the TSV listing
  * (sample id, phase) and the --stats summary with the phase histogram.
  */
 #include <stdlib.h>
 
 #include "dump.h"
-#include "refurb/sched.h"
+#include "refurb/evict.h"
 
-static void print_tsv(const rfb_sched *s, FILE *out)
+static void print_tsv(const rfb_evict *s, FILE *out)
 {
-	const uint32_t *ids = rfb_sched_ids(s);
-	const uint16_t *phases = rfb_sched_phases(s);
+	const uint32_t *ids = rfb_evict_ids(s);
+	const uint16_t *phases = rfb_evict_phases(s);
 
-	for (uint32_t i = 0; i < rfb_sched_count(s); i++)
+	for (uint32_t i = 0; i < rfb_evict_count(s); i++)
 		fprintf(out, "%u\t%u\n", ids[i], phases[i]);
 }
 
@@ -26,25 +26,25 @@ static void print_evictions(FILE *out, uint32_t p, uint32_t r)
 	fputs(", ...\n", out);
 }
 
-static int print_stats(const rfb_sched *s, FILE *out)
+static int print_stats(const rfb_evict *s, FILE *out)
 {
-	const rfb_sched_params *p = rfb_sched_params_of(s);
-	uint32_t n = rfb_sched_count(s), r = p->reuse;
+	const rfb_evict_params *p = rfb_evict_params_of(s);
+	uint32_t n = rfb_evict_count(s), r = p->reuse;
 	uint32_t lo = n / r, hi = lo + (n % r != 0);
 	uint32_t *hist = calloc(r, sizeof *hist);
 
 	if (!hist)
 		return -1;
 	for (uint32_t i = 0; i < n; i++)
-		hist[rfb_sched_phases(s)[i]]++;
+		hist[rfb_evict_phases(s)[i]]++;
 	fprintf(out, "schedule     %016llx\nindex        %016llx (%u samples)\n"
 		"shard        %u/%u\nsamples      %u\nreuse        %u\n"
 		"policy       %s\nseed         %llu\n",
-		(unsigned long long)rfb_sched_identity(s),
+		(unsigned long long)rfb_evict_identity(s),
 		(unsigned long long)p->index_identity, p->total, p->shard_index,
-		p->shard_count, n, r, rfb_sched_policy_name(p->policy),
+		p->shard_count, n, r, rfb_evict_policy_name(p->policy),
 		(unsigned long long)p->seed);
-	if (p->policy == RFB_SCHED_REFCOUNT)
+	if (p->policy == RFB_EVICT_REFCOUNT)
 		fprintf(out, "misses       %u in epochs 0, %u, %u, ..., none in "
 			"the others\n", n, r, 2 * r);
 	else if (lo == hi)
@@ -64,11 +64,11 @@ static int print_stats(const rfb_sched *s, FILE *out)
 	return 0;
 }
 
-int dump_schedule(struct cli *c, const char *path, const struct dump_opts *o,
+int dump_evict(struct cli *c, const char *path, const struct dump_opts *o,
 		  FILE *out)
 {
 	rfb_err err = { 0 };
-	rfb_sched *s = rfb_sched_open(path, &err);
+	rfb_evict *s = rfb_evict_open(path, &err);
 	int rc = 0;
 
 	if (!s)
@@ -77,7 +77,7 @@ int dump_schedule(struct cli *c, const char *path, const struct dump_opts *o,
 		rc = print_stats(s, out);
 	else
 		print_tsv(s, out);
-	rfb_sched_free(s);
+	rfb_evict_free(s);
 	if (rc)
 		cli_die(c, "%s: out of memory", path);
 	return 0;
