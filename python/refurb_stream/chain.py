@@ -191,21 +191,37 @@ class Chain:
         # a chain stopped here is not a failed chain
         return 0 if stopped else self.returncode
 
+    def _group_alive(self):
+        """Whether a process of the chain's group is left (its shell is
+        reaped already when this is asked)."""
+        try:
+            os.killpg(self.proc.pid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+        except OSError:
+            return True
+
     def _wait_group(self, deadline):
-        """Wait until no process of the chain's group is left (its shell
-        is reaped already), draining the FIFO meanwhile; True if none is."""
+        """Wait until no process of the chain's group is left; True if
+        none is."""
+        return self._drain_while(self._group_alive, deadline)
+
+    def _drain_until_exit(self, deadline):
+        """Wait for the chain's shell until deadline; True if it exited."""
+        return self._drain_while(lambda: self.proc.poll() is None, deadline)
+
+    def _drain_while(self, running, deadline):
+        """Wait while running() until deadline, reading and dropping what
+        the chain still writes into the FIFO: refurb-final blocked on a
+        reader that no longer reads would otherwise take its 5 s before
+        exiting.  True if running() became false."""
         fd = -1
         try:
-            while True:
-                try:
-                    os.killpg(self.proc.pid, 0)
-                except ProcessLookupError:
-                    return True
-                except OSError:
-                    pass
+            while running():
                 if time.monotonic() >= deadline:
                     return False
-                if fd < 0:
+                if fd < 0:      # the FIFO may be gone, or not open yet
                     try:
                         fd = os.open(self.fifo, os.O_RDONLY | os.O_NONBLOCK)
                     except OSError:
@@ -214,29 +230,6 @@ class Chain:
                     if fd >= 0 and os.read(fd, 1 << 20):
                         continue
                 except OSError:
-                    pass
-                time.sleep(0.01)
-        finally:
-            if fd >= 0:
-                os.close(fd)
-
-    def _drain_until_exit(self, deadline):
-        """Wait for the chain until deadline, reading and dropping what
-        it still writes into the FIFO: refurb-final blocked on a reader
-        that no longer reads would otherwise take its 5 s before exiting.
-        True if it exited."""
-        try:
-            fd = os.open(self.fifo, os.O_RDONLY | os.O_NONBLOCK)
-        except OSError:
-            fd = -1
-        try:
-            while self.proc.poll() is None:
-                if time.monotonic() >= deadline:
-                    return False
-                try:
-                    if fd >= 0 and os.read(fd, 1 << 20):
-                        continue
-                except BlockingIOError:
                     pass
                 time.sleep(0.01)
             return True
