@@ -956,15 +956,20 @@ def _from_file(path):
     raise ValueError("%s defines neither transform nor views" % path)
 
 
-def _explain_split(specs, opts):
-    """The split of the converted specs, explained on stderr when it is a
-    terminal or --explain asks (refurb_stream.split)."""
-    from refurb_stream.split import explain, propose_split
-    if opts["explain"] is False or (opts["explain"] is None and not sys.stderr.isatty()):
+def _explain_split(split, views, opts):
+    """The split, explained on stderr when it is a terminal or --explain
+    asks (refurb_stream.split); else, for views, one line naming the
+    cached part that refurb-final's arguments leave out (-q: nothing)."""
+    from refurb_stream.split import cached_note, explain
+    if opts["explain"] is False:
         return
-    split = propose_split(specs, opts["image_size"])
-    for line in explain(split, opts["reuse"], opts["epochs"], opts["image_size"],
-                        opts["source_size"], opts["index"]):
+    if opts["explain"] is None and not sys.stderr.isatty():
+        note = cached_note(split) if views else None
+        lines = [note] if note else []
+    else:
+        lines = explain(split, opts["reuse"], opts["epochs"], opts["image_size"],
+                        opts["source_size"], opts["index"])
+    for line in lines:
         print("refurb_stream convert: %s" % line, file=sys.stderr)
 
 
@@ -978,6 +983,11 @@ def main(args):
         args, split_opts = split_options(args)
     except ValueError as e:
         print("refurb_stream convert: %s\n%s" % (e, USAGE), file=sys.stderr)
+        return 2
+    unknown = [a for a in args if a.startswith("--") and a not in ("--views", "--file")]
+    if unknown:
+        print("refurb_stream convert: unknown option %s (see --help)" % unknown[0],
+              file=sys.stderr)
         return 2
     mode = args[0] if args and args[0] in ("--views", "--file") else None
     if mode:
@@ -997,17 +1007,24 @@ def main(args):
               % ("run " + args[0] if mode == "--file" else "evaluate the expression",
                  type(e).__name__, e), file=sys.stderr)
         return 2
+    from refurb_stream.split import propose_split
     try:
         if views:
             import shlex
-            specs = views_from_torchvision(transform)
-            print(" ".join(shlex.quote(a) for a in final_options(specs)))
+            split = propose_split(views_from_torchvision(transform), split_opts["image_size"])
+            # the final part of the split explained, to run on its cached part
+            print(" ".join(shlex.quote(a) for a in final_options(split.finals)))
         else:
-            specs = [pipeline_from_torchvision(transform)]
-            print(specs[0])
+            spec = pipeline_from_torchvision(transform)
+            split = propose_split([spec], split_opts["image_size"])
+            print(spec)
     except ConvertError as e:
         print("refurb_stream convert: %s" % e, file=sys.stderr)
         return 1
     sys.stdout.flush()
-    _explain_split(specs, split_opts)
+    _explain_split(split, views, split_opts)
     return 0
+
+
+if __name__ == "__main__":  # python3 -m refurb_stream.convert, as ... -m refurb_stream convert
+    sys.exit(main(sys.argv[1:]))
