@@ -66,9 +66,11 @@ def _crop_side(text):
     return max(int(v) for v in size.split("x"))
 
 
-def propose_split(specs, image_size=(500, 375)):
+def propose_split(specs, image_size=(500, 375), insert_resize=True):
     """The Split of the views' specs (a list; one spec alone is taken as
-    one view) for photos of about image_size (width, height)."""
+    one view) for photos of about image_size (width, height); without
+    insert_resize, no resize is inserted before a leading RandomResizedCrop
+    (the decode is cached at the photo's resolution)."""
     if isinstance(specs, str):
         specs = [specs]
     views = [_filters(s) for s in specs]
@@ -82,7 +84,7 @@ def propose_split(specs, image_size=(500, 375)):
               for v, spec in zip(views, specs)]
     firsts = [v[n] if len(v) > n else "" for v in views]
     inserted = crop = None
-    if (all(_args(f)[0] == "rrcrop" for f in firsts) and
+    if (insert_resize and all(_args(f)[0] == "rrcrop" for f in firsts) and
             not any(_args(f)[0] == "resize" for f in partial)):
         side = max(_crop_side(f) for f in firsts)
         size = int(math.ceil(side * 8 / 7.0))
