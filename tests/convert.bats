@@ -447,3 +447,27 @@ PY
 	run "$PY" -m refurb_stream convert --reuse 0 'T.RandomHorizontalFlip()'
 	expect_fail 2 "refurb_stream convert: --reuse: '0' is not a whole number >= 1"
 }
+
+@test "convert: a subclass of torchvision's RandomApply keeps its p (DINO-style GaussianBlur(RandomApply)); one with its own __call__ or forward is refused" {
+	need_torchvision
+	cat > "$T/sub.py" <<'PY'
+import torchvision.transforms as T
+class GaussianBlur(T.RandomApply):
+    def __init__(self, p=0.5):
+        super().__init__([T.GaussianBlur(9, (0.1, 2.))], p=p)
+class Choice(T.RandomChoice):
+    pass
+transform = T.Compose([T.RandomResizedCrop(48), GaussianBlur(0.1), Choice([T.RandomHorizontalFlip(), T.RandomGrayscale()])])
+PY
+	run -0 --separate-stderr "$PY" -m refurb_stream convert --file "$T/sub.py"
+	[[ "$output" == *",apply=p=0.1:n=1,gaussblur=kernel_size=9x9:sigma=0.1-2,choice="* ]] || false
+	cat > "$T/own.py" <<'PY'
+import torchvision.transforms as T
+class Sometimes(T.RandomApply):
+    def forward(self, img):
+        return img
+transform = T.Compose([T.RandomResizedCrop(48), Sometimes([T.RandomHorizontalFlip()], p=0.3)])
+PY
+	run -1 --separate-stderr "$PY" -m refurb_stream convert --file "$T/own.py"
+	[[ "$stderr" == "refurb_stream convert: Sometimes (transforms[1]): a subclass of torchvision's RandomApply with its own forward: refurb cannot know what it does; use torchvision's transform" ]] || false
+}

@@ -605,19 +605,46 @@ def _check_args(t, name, what):
                                % (what, args.get("std")))
 
 
+def _is_tv_class(cls):
+    return cls.__module__.split(".")[0] == "torchvision"
+
+
+def _torchvision_base(t, what):
+    """The name of the torchvision class that t, an object of a user's
+    class, is a subclass of and behaves as (its own classes only set it
+    up: DINO's GaussianBlur(RandomApply)), or None when no torchvision
+    class is among its bases.  Raises ConvertError when a class below
+    that base has its own __call__ or forward."""
+    mro = type(t).__mro__
+    base = next((c for c in mro if _is_tv_class(c)), None)
+    if base is None:
+        return None
+    for cls in mro[:mro.index(base)]:
+        own = [m for m in ("__call__", "forward") if m in vars(cls)]
+        if own:
+            raise ConvertError("%s: a subclass of torchvision's %s with its own %s: "
+                               "refurb cannot know what it does; use torchvision's "
+                               "transform" % (what, base.__name__, own[0]))
+    return base.__name__
+
+
 def _convert(t, st, where):
     name = type(t).__name__
     what = "%s (%s)" % (name, where)
-    if st.kind == "float" and name in _SIMPLE and _torchvision(t):
+    tv = _torchvision(t)
+    if not tv and not isinstance(t, (list, tuple)):
+        base = _torchvision_base(t, what)
+        name, tv = (base, True) if base else (name, False)
+    if st.kind == "float" and name in _SIMPLE and tv:
         t = _float_tensor(t, name, what, st)
-    if isinstance(t, (list, tuple)) or (name == "Compose" and _torchvision(t)) or \
+    if isinstance(t, (list, tuple)) or (name == "Compose" and tv) or \
             (name == "Sequential" and type(t).__module__.startswith("torch.nn")):
         _convert_list(_transforms_of(t), st, where)
-    elif not _torchvision(t) and hasattr(t, "transforms"):
+    elif not tv and hasattr(t, "transforms"):
         # a wrapper holding a Compose, as torchvision's references presets
         # (ClassificationPresetTrain: self.transforms = Compose([...]))
         _convert(t.transforms, st, "%s.transforms" % where)
-    elif not _torchvision(t):
+    elif not tv:
         raise ConvertError("%s: not torchvision's %s (a class of module %s): refurb "
                            "cannot know what its __call__ does; use torchvision's "
                            "transform" % (what, name, type(t).__module__))
