@@ -471,3 +471,13 @@ PY
 	run -1 --separate-stderr "$PY" -m refurb_stream convert --file "$T/own.py"
 	[[ "$stderr" == "refurb_stream convert: Sometimes (transforms[1]): a subclass of torchvision's RandomApply with its own forward: refurb cannot know what it does; use torchvision's transform" ]] || false
 }
+
+@test "convert --explain: asymmetric views (BYOL) say that views of different pipelines are not compared, not 'one view'" {
+	need_torchvision
+	run -0 --separate-stderr "$PY" -m refurb_stream convert --explain --epochs 3 --views \
+		'[T.Compose([T.RandomResizedCrop(32), T.RandomHorizontalFlip()]), T.Compose([T.RandomResizedCrop(32), T.RandomHorizontalFlip(), T.RandomSolarize(128, p=0.2)])]'
+	[[ "${stderr_lines[3]}" == "refurb_stream convert: views 0: unique fraction at r = 3 after 3 epochs: "*"; one view of this pipeline (views of different pipelines are not compared)" ]] || false
+	[[ "${stderr_lines[4]}" == "refurb_stream convert: views 1: "*"; one view of this pipeline (views of different pipelines are not compared)" ]] || false
+	run -0 --separate-stderr "$PY" -m refurb_stream convert --explain 'T.RandomResizedCrop(32)'
+	[[ "${stderr_lines[2]}" == *"; one view: no view collisions" ]] || false
+}

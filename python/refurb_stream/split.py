@@ -185,8 +185,15 @@ def _model_lines(split, opts):
             who, opts["reuse"], opts["epochs"], row["unique_fraction"],
             "view collisions (%d views alike): %.3g%%%s" % (
                 k, coll * 100, " - over 1%: refurb-final refuses these views "
-                "(--allow-view-collisions runs them)" if coll > 0.01 else "") if k > 1 else "one view: no view collisions"))
+                "(--allow-view-collisions runs them)" if coll > 0.01 else "") if k > 1 else _one_view(split)))
     return lines
+
+
+def _one_view(split):
+    """What the collisions of a pipeline that one view runs are."""
+    if len(split.finals) == 1:
+        return "one view: no view collisions"
+    return "one view of this pipeline (views of different pipelines are not compared)"
 
 
 def _crop_scale(crop):
