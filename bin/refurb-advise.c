@@ -488,6 +488,14 @@ static void print_choice_tsv(FILE *out, const rfb_advice *a,
 		}
 }
 
+static int all_ruled_out(const struct rfb_advise_row *rows, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!rows[i].ruled_out)
+			return 0;
+	return n > 0;
+}
+
 static int by_speed(const void *x, const void *y)
 {
 	const struct rfb_advise_row *a = *(const struct rfb_advise_row *const *)x;
@@ -549,6 +557,10 @@ static void print_short(FILE *out, const rfb_advice *a, const struct options *o,
 		fprintf(out, "recommended: none sustains %g images/s on %g cores\n",
 			o->rate, o->t.cores);
 	print_rival(out, a, o, rows, n, "");
+	if (all_ruled_out(rows, n))
+		fprintf(out, "no split keeps the %d views apart: every one is ruled "
+			"out (below); give the recipe random layers that draw more "
+			"(a crop), or run one view\n", o->t.views);
 	print_ruled_out(out, a, o, rows, n, 0);
 	fprintf(out, "(every row, the layers' costs and their spread: --tsv)\n");
 }

@@ -263,6 +263,15 @@ setup() {
 	grep -q "^# ruled out	6	colorjitter(0.8),grayscale,gaussblur(0.5),flip	0.0102$" <<<"$output"
 }
 
+@test "--views: when every split is ruled out, the table says so and what to do" {
+	run -0 --separate-stderr refurb-advise --views 2 -e 3 --size 500x375 -p 'resize=96,centercrop=96,flip'
+	[ "${lines[2]}" = "no split keeps the 2 views apart: every one is ruled out (below); give the recipe random layers that draw more (a crop), or run one view" ]
+	[ "${lines[3]}" = "ruled out: final flip: the two views identical with probability 50% (over 1%, --max-view-collision)" ]
+	# one split left: no such line
+	run -0 refurb-advise --views 2 -e 3 --size 500x375 -p 'resize=96,rrcrop=64,flip'
+	[[ "$output" != *"no split keeps"* ]] || false
+}
+
 @test "--views and --max-view-collision: bad values are usage errors" {
 	run refurb-advise -p "$FULL" --views 0 train.idx
 	expect_fail 2 "refurb-advise: --views: 0 is out of range"
