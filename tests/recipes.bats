@@ -155,6 +155,30 @@ PY
 	expect_fail 1 "refurb_stream convert: views: 10 groups of views of one size (refurb-final takes at most 8): order the views by size"
 }
 
+@test "convert --views: iBOT's DataAugmentationiBOT: global_transfo2 global_crops_number - 1 times; no local_transfo without local crops" {
+	cat > "$T/ibot.py" <<'PY'
+import torchvision.transforms as T
+class DataAugmentationiBOT(object):
+    def __init__(self, global_crops_number, local_crops_number):
+        self.global_crops_number = global_crops_number
+        self.global_transfo1 = T.Compose([T.RandomResizedCrop(64, scale=(0.4, 1)), T.RandomHorizontalFlip()])
+        self.global_transfo2 = T.Compose([T.RandomResizedCrop(64, scale=(0.4, 1)), T.RandomSolarize(128, p=0.2)])
+        self.local_crops_number = local_crops_number
+        if local_crops_number > 0:
+            self.local_transfo = T.RandomResizedCrop(32, scale=(0.05, 0.4))
+    def __call__(self, image):
+        crops = [self.global_transfo1(image)]
+        crops += [self.global_transfo2(image) for _ in range(self.global_crops_number - 1)]
+        return crops + [self.local_transfo(image) for _ in range(self.local_crops_number)]
+views = DataAugmentationiBOT(3, 0)
+PY
+	run -0 "$PY" -m refurb_stream convert -q --file "$T/ibot.py"
+	[[ "$output" == "-p rrcrop=64x64:"*",flip=p=0.5 -p rrcrop=64x64:"*",solarize=threshold=128:p=0.2 -p rrcrop=64x64:"*",solarize=threshold=128:p=0.2" ]] || false
+	sed -i 's/^views = .*/views = DataAugmentationiBOT(2, 4)/' "$T/ibot.py"
+	run -0 "$PY" -m refurb_stream convert -q --file "$T/ibot.py"
+	[[ "$output" == "-g '2:rrcrop=64x64:"*"-g 4:rrcrop=32x32:"* ]] || false
+}
+
 @test "convert --views: views of different normalize are refused, naming the view" {
 	run "$PY" -m refurb_stream convert --views '[T.Compose([T.CenterCrop(8), T.ToTensor()]), T.Compose([T.CenterCrop(8), T.ToTensor(), T.Normalize(0.5, 0.2)])]'
 	expect_fail 1 "refurb_stream convert: views[1] ends in normalize=mean=0.5:std=0.2, views[0] in normalize=mean=0:std=1"

@@ -855,13 +855,16 @@ def _view_list(views):
     (MoCo's TwoCropsTransform(base_transform), SimCLR's
     ContrastiveLearningViewGenerator(base_transform, n_views)), or DINO's
     DataAugmentationDINO (global_transfo1, global_transfo2, local_transfo
-    times local_crops_number)."""
+    times local_crops_number; iBOT's DataAugmentationiBOT: global_transfo2
+    global_crops_number - 1 times, no local_transfo without local crops)."""
     if not isinstance(views, (list, tuple)) and hasattr(views, "base_transform"):
         return [views.base_transform] * int(getattr(views, "n_views", 2))
     if not isinstance(views, (list, tuple)) and hasattr(views, "global_transfo1"):
         # DINO's DataAugmentationDINO: two global crops, then the local ones
-        return ([views.global_transfo1, views.global_transfo2] +
-                [views.local_transfo] * int(getattr(views, "local_crops_number", 0)))
+        n_global = int(getattr(views, "global_crops_number", 2))
+        n_local = int(getattr(views, "local_crops_number", 0))
+        return ([views.global_transfo1] + [views.global_transfo2] * (n_global - 1) +
+                ([views.local_transfo] * n_local if n_local > 0 else []))
     if not isinstance(views, (list, tuple)):
         raise ConvertError("views: %s is not a list of transforms (nor a wrapper "
                            "with base_transform)" % type(views).__name__)
