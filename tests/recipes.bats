@@ -179,6 +179,28 @@ PY
 	[[ "$output" == "-g '2:rrcrop=64x64:"*"-g 4:rrcrop=32x32:"* ]] || false
 }
 
+@test "convert --views: DINOv2's DataAugmentationDINO: its geometric augmentations lead each view" {
+	cat > "$T/dinov2.py" <<'PY'
+import torchvision.transforms as T
+class DataAugmentationDINO(object):
+    def __init__(self, local_crops_number):
+        self.local_crops_number = local_crops_number
+        self.geometric_augmentation_global = T.Compose([T.RandomResizedCrop(64, scale=(0.32, 1)), T.RandomHorizontalFlip()])
+        self.geometric_augmentation_local = T.Compose([T.RandomResizedCrop(32, scale=(0.05, 0.32)), T.RandomHorizontalFlip()])
+        self.global_transfo1 = T.RandomGrayscale(0.2)
+        self.global_transfo2 = T.RandomSolarize(128, p=0.2)
+        self.local_transfo = T.RandomGrayscale(0.2)
+    def __call__(self, image):
+        g = self.geometric_augmentation_global
+        return {"global_crops": [self.global_transfo1(g(image)), self.global_transfo2(g(image))],
+                "local_crops": [self.local_transfo(self.geometric_augmentation_local(image))
+                                for _ in range(self.local_crops_number)]}
+views = DataAugmentationDINO(3)
+PY
+	run -0 "$PY" -m refurb_stream convert -q --file "$T/dinov2.py"
+	[[ "$output" == "-g '2:rrcrop=64x64:scale=0.32-1:"*",flip=p=0.5,grayscale=p=0.2;rrcrop=64x64:"*",flip=p=0.5,solarize=threshold=128:p=0.2' -g 3:rrcrop=32x32:scale=0.05-0.32:"*",flip=p=0.5,grayscale=p=0.2" ]] || false
+}
+
 @test "convert --views: views of different normalize are refused, naming the view" {
 	run "$PY" -m refurb_stream convert --views '[T.Compose([T.CenterCrop(8), T.ToTensor()]), T.Compose([T.CenterCrop(8), T.ToTensor(), T.Normalize(0.5, 0.2)])]'
 	expect_fail 1 "refurb_stream convert: views[1] ends in normalize=mean=0.5:std=0.2, views[0] in normalize=mean=0:std=1"

@@ -850,21 +850,33 @@ def pipeline_from_torchvision(transform):
     return ",".join(text for text, _ in st.filters)
 
 
+def _after(views, name):
+    """A function that puts views' transform `name` (DINOv2's geometric
+    augmentations, run before each view's own transforms) first, if
+    views has it."""
+    first = getattr(views, name, None)
+    return (lambda t: t) if first is None else (lambda t: [first, t])
+
+
 def _view_list(views):
     """The transforms of views: a list, a wrapper of one base transform
     (MoCo's TwoCropsTransform(base_transform), SimCLR's
     ContrastiveLearningViewGenerator(base_transform, n_views)), or DINO's
     DataAugmentationDINO (global_transfo1, global_transfo2, local_transfo
     times local_crops_number; iBOT's DataAugmentationiBOT: global_transfo2
-    global_crops_number - 1 times, no local_transfo without local crops)."""
+    global_crops_number - 1 times, no local_transfo without local crops;
+    DINOv2's, whose geometric_augmentation_global and _local run first)."""
     if not isinstance(views, (list, tuple)) and hasattr(views, "base_transform"):
         return [views.base_transform] * int(getattr(views, "n_views", 2))
     if not isinstance(views, (list, tuple)) and hasattr(views, "global_transfo1"):
         # DINO's DataAugmentationDINO: two global crops, then the local ones
         n_global = int(getattr(views, "global_crops_number", 2))
         n_local = int(getattr(views, "local_crops_number", 0))
-        return ([views.global_transfo1] + [views.global_transfo2] * (n_global - 1) +
-                ([views.local_transfo] * n_local if n_local > 0 else []))
+        glob = _after(views, "geometric_augmentation_global")
+        local = [_after(views, "geometric_augmentation_local")(views.local_transfo)] \
+            if n_local > 0 else []
+        return ([glob(views.global_transfo1)] +
+                [glob(views.global_transfo2)] * (n_global - 1) + local * n_local)
     if not isinstance(views, (list, tuple)):
         raise ConvertError("views: %s is not a list of transforms (nor a wrapper "
                            "with base_transform)" % type(views).__name__)
