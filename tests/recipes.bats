@@ -201,6 +201,22 @@ PY
 	[[ "$output" == "-g '2:rrcrop=64x64:scale=0.32-1:"*",flip=p=0.5,grayscale=p=0.2;rrcrop=64x64:"*",flip=p=0.5,solarize=threshold=128:p=0.2' -g 3:rrcrop=32x32:scale=0.05-0.32:"*",flip=p=0.5,grayscale=p=0.2" ]] || false
 }
 
+@test "convert --views: MoCo v3's TwoCropsTransform(base_transform1, base_transform2): one -p per view" {
+	cat > "$T/mocov3.py" <<'PY'
+import torchvision.transforms as T
+class TwoCropsTransform:
+    def __init__(self, base_transform1, base_transform2):
+        self.base_transform1 = base_transform1
+        self.base_transform2 = base_transform2
+    def __call__(self, x):
+        return [self.base_transform1(x), self.base_transform2(x)]
+views = TwoCropsTransform(T.Compose([T.RandomResizedCrop(32), T.RandomHorizontalFlip()]),
+                          T.Compose([T.RandomResizedCrop(32), T.RandomSolarize(128, p=0.2)]))
+PY
+	run -0 "$PY" -m refurb_stream convert -q --file "$T/mocov3.py"
+	[[ "$output" == "-p rrcrop=32x32:"*",flip=p=0.5 -p rrcrop=32x32:"*",solarize=threshold=128:p=0.2" ]] || false
+}
+
 @test "convert --views: views of different normalize are refused, naming the view" {
 	run "$PY" -m refurb_stream convert --views '[T.Compose([T.CenterCrop(8), T.ToTensor()]), T.Compose([T.CenterCrop(8), T.ToTensor(), T.Normalize(0.5, 0.2)])]'
 	expect_fail 1 "refurb_stream convert: views[1] ends in normalize=mean=0.5:std=0.2, views[0] in normalize=mean=0:std=1"

@@ -860,7 +860,8 @@ def _after(views, name):
 
 def _view_list(views):
     """The transforms of views: a list, a wrapper of one base transform
-    (MoCo's TwoCropsTransform(base_transform), SimCLR's
+    (MoCo's TwoCropsTransform(base_transform), MoCo v3's of base_transform1
+    and base_transform2, SimCLR's
     ContrastiveLearningViewGenerator(base_transform, n_views)), or DINO's
     DataAugmentationDINO (global_transfo1, global_transfo2, local_transfo
     times local_crops_number; iBOT's DataAugmentationiBOT: global_transfo2
@@ -868,6 +869,9 @@ def _view_list(views):
     DINOv2's, whose geometric_augmentation_global and _local run first)."""
     if not isinstance(views, (list, tuple)) and hasattr(views, "base_transform"):
         return [views.base_transform] * int(getattr(views, "n_views", 2))
+    if not isinstance(views, (list, tuple)) and hasattr(views, "base_transform1"):
+        # MoCo v3's TwoCropsTransform(base_transform1, base_transform2)
+        return [views.base_transform1, views.base_transform2]
     if not isinstance(views, (list, tuple)) and hasattr(views, "global_transfo1"):
         # DINO's DataAugmentationDINO: two global crops, then the local ones
         n_global = int(getattr(views, "global_crops_number", 2))

@@ -12,7 +12,9 @@ The views of a recipe are taken whole: a list of transforms, one per
 view, or the objects self-supervised code builds (DataAugmentationDINO's
 global_transfo1, global_transfo2 and local_crops_number times
 local_transfo, iBOT's with global_transfo2 global_crops_number - 1 times,
-DINOv2's with geometric_augmentation_global and _local first; MoCo's and SimCLR's wrappers of base_transform).  Each
+DINOv2's with geometric_augmentation_global and _local first; MoCo's and
+SimCLR's wrappers of base_transform, MoCo v3's of base_transform1 and
+base_transform2).  Each
 view is converted with pipeline_from_torchvision; consecutive views of
 one output size form a view group (refurb-final -g K:SPEC[;SPEC...]),
 each group one array of the reader's batches, (N, K_g, H_g, W_g, C).
