@@ -587,6 +587,8 @@ static int write_header(struct partial *P, rfb_err *err)
 		snprintf(a->handover, sizeof a->handover, "%s", rfb_handover_path(P->ho));
 	rfb_codec_text(&P->o->codec, a->codec, sizeof a->codec);
 	a->aug_seed = P->seed;
+	a->max_pixels = P->o->max_pixels ? P->o->max_pixels
+					 : RFB_IMAGE_DEFAULT_MAX_PIXELS;
 	n = rfb_annot_format_header(NULL, 0, P->h, a) + 1;
 	if (n > P->line_cap) {
 		char *nl = realloc(P->line, n);

@@ -51,12 +51,14 @@ from refurb_stream import OPEN_END, StreamError, open_stream
 _EXTRA_IDENTITY = (("schedule", "schedule"), ("reuse", "r"), ("policy", "policy"),
                    ("evict-seed", "evict-seed"), ("shuffle", "shuffle"),
                    ("balance", "balance"), ("drop-last", "drop-last"), ("even", "even"),
-                   ("partial-seed", "partial-seed"))
+                   ("partial-seed", "partial-seed"),
+                   ("partial-max-pixels", "partial-max-pixels"))
 # the order in which differences are named: the programs' order
 _IDENTITY_ORDER = ("index", "schedule", "r", "policy", "evict-seed", "shard", "plan-seed",
                    "shuffle", "balance", "costs", "drop-last", "even", "batch-size",
-                   "epoch-images", "partial-seed", "partial-pipeline", "final-seed",
-                   "final-pipeline", "views", "shape", "dtype", "layout", "normalize")
+                   "epoch-images", "partial-seed", "partial-max-pixels", "partial-pipeline",
+                   "final-seed", "final-pipeline", "views", "shape", "dtype", "layout",
+                   "normalize")
 
 
 def _order(key):
@@ -227,6 +229,7 @@ class RefurbDataset(torch.utils.data.IterableDataset):
         name (refurb-stream(5), Extra text): the index, the schedule (r,
         policy, eviction seed, shard), the plan (seed, shuffle, balance,
         drop-last, even, batch size), both pipelines with their seeds,
+        the partial's pixel cap (an image over it is left out),
         the views and the output (shape, dtype, layout, normalization).
         Not the thread counts, the codec or the cache's path.  A value
         is None when the stream does not say (written by an older
