@@ -460,8 +460,10 @@ static int rebuild_schedule(struct partial *P, const char *in_name,
 	if (h->index_identity != rfb_index_identity(P->idx) ||
 	    h->total != rfb_index_count(P->idx))
 		return rfb_err_set(err, RFB_EMISMATCH, in_name,
-				   "plan was made for another index than %s",
-				   P->o->index_path);
+				   "plan was made for another index than %s: give "
+				   "the index the schedule was made from "
+				   "(refurb-evict INDEX), or make the schedule and "
+				   "the plan again from this one", P->o->index_path);
 	sp.index_identity = h->index_identity;
 	sp.total = h->total;
 	sp.reuse = h->reuse;
