@@ -130,8 +130,8 @@ d08 | stream from a future version | refurb-dump | 1 | refurb-dump: future.bin: 
 d09 | cache from a future version | refurb-dump | 1 | refurb-dump: futurecache/manifest: cache format version 9 | refurb-dump -q futurecache
 d10 | a directory that is not a cache | refurb-dump | 1 | refurb-dump: adir: is a directory, but not a refurb cache | refurb-dump -q adir
 d11 | garbage plan line | refurb-dump | 1 | refurb-dump: badid.plan: line 3: column 11: expected a sample id | refurb-dump -q badid.plan
-d12 | stream cut inside a frame | refurb-dump | 1 | refurb-dump: cut.bin: frame 1 at byte 512: stream ends inside the frame | refurb-dump -q cut.bin
-d13 | stream checksum mismatch | refurb-dump | 1 | refurb-dump: crc.bin: frame 1 at byte 512: payload checksum mismatch | refurb-dump -q crc.bin
+d12 | stream cut inside a frame | refurb-dump | 1 | refurb-dump: cut.bin: frame 1 at byte 576: stream ends inside the frame | refurb-dump -q cut.bin
+d13 | stream checksum mismatch | refurb-dump | 1 | refurb-dump: crc.bin: frame 1 at byte 576: payload checksum mismatch | refurb-dump -q crc.bin
 d14 | corrupt index body | refurb-dump | 1 | refurb-dump: corrupt.idx: index body checksum mismatch | refurb-dump -q corrupt.idx
 d15 | --verify of a cache with a corrupt record | refurb-dump | 1 | ~fb-crc.c: 5 records checked, 2 problems | refurb-dump -q --verify fb-crc.c >&2
 d16 | --preview pipeline spec error | refurb-dump | 2 | refurb-dump: bad pipeline spec at column 6: missing argument | refurb-dump -q --preview crop= -o x.jpg ds/class000/img000000.jpg
@@ -142,8 +142,8 @@ y01 | missing file | refurb_stream | 1 | refurb_stream: nofile: No such file or 
 y02 | a directory | refurb_stream | 1 | refurb_stream: adir: Is a directory | stream_py check adir
 y03 | wrong magic | refurb_stream | 1 | refurb_stream: magic.bin: frame 0 at byte 0: bad magic | stream_py check magic.bin
 y04 | stream from a future version | refurb_stream | 1 | refurb_stream: future.bin: frame 0 at byte 0: format version 9 | stream_py check future.bin
-y05 | stream cut inside a frame | refurb_stream | 1 | refurb_stream: cut.bin: frame 1 at byte 512: stream ends inside the frame | stream_py check cut.bin
-y06 | stream checksum mismatch | refurb_stream | 1 | refurb_stream: crc.bin: frame 1 at byte 512: payload checksum mismatch | stream_py check crc.bin
+y05 | stream cut inside a frame | refurb_stream | 1 | refurb_stream: cut.bin: frame 1 at byte 576: stream ends inside the frame | stream_py check cut.bin
+y06 | stream checksum mismatch | refurb_stream | 1 | refurb_stream: crc.bin: frame 1 at byte 576: payload checksum mismatch | stream_py check crc.bin
 y07 | stream with left-out samples (valid) | refurb_stream | 0 | (none) | stream_py check fb-leftout.bin > /dev/null
 v01 | missing index | refurb-advise | 1 | refurb-advise: nofile: cannot open | refurb-advise -q -n 4 --repeat 1 -p resize=64,crop=48 nofile
 v02 | truncated index | refurb-advise | 1 | refurb-advise: trunc.idx: truncated index | refurb-advise -q -n 4 --repeat 1 -p resize=64,crop=48 trunc.idx

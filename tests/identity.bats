@@ -125,6 +125,17 @@ EOF
 	checked
 }
 
+@test "refurb-partial --max-pixels: a checkpoint of the other cap is refused, naming it (an image over one cap is left out)" {
+	# the base's images are 40 to 100 pixels a side: a cap of 4000
+	# leaves some out, and the batches repeat others in their place
+	stream cap "" "" "--max-pixels 4000 --max-bad 100%" ""
+	stream base "" "" "" ""
+	check base cap partial-max-pixels 100000000
+	stream cap2 "" "" "--max-pixels 5000 --max-bad 100%" ""
+	check cap cap2 partial-max-pixels 4000
+	checked
+}
+
 @test "shards and --even: another shard or mode is refused, naming it" {
 	stream s0 "--shard 0/2" "--shard 0/2" "" ""
 	stream s1 "--shard 1/2" "--shard 1/2" "" ""

@@ -206,3 +206,45 @@ with launch(sys.argv[1], sys.argv[2], "resize=32", "crop=24", reuse=2, epochs=1,
         assert torch.from_numpy(b.labels).dtype == torch.int64
 PY
 }
+
+@test "a checkpoint (state_dict) resumes with launch(state=...); one of another plan is refused, naming what differs" {
+	run -0 --separate-stderr "$PY" - "$IDX" "$T" <<'PY'
+import sys, warnings
+from refurb_stream import launch, StreamError
+from refurb_stream.launch import Rank
+warnings.simplefilter("error", UserWarning)
+idx, t = sys.argv[1], sys.argv[2]
+rank = Rank(0, 1, 0, 1)
+def run(cache, reuse=3, stop=None, **kw):
+    got = []
+    with launch(idx, t + "/" + cache, "resize=40", "crop=32,flip", reuse=reuse, epochs=3,
+                batch_size=4, seed=7, rank=rank, **kw) as chain:
+        for images, labels, ids, epoch, step in chain:
+            got.append((epoch, step, images.tobytes(), labels.tobytes()))
+            if len(got) == stop:
+                return got, chain.state_dict()
+    return got, chain.state_dict()
+whole, end = run("w")
+print("end", end["epoch"], end["step"])
+part, state = run("p", stop=10)          # 8 batches an epoch: epoch 1 step 2 next
+print("state", state["epoch"], state["step"], sorted(state["identity"])[:2])
+rest, _ = run("p", state=state)
+print("rest", rest == whole[10:])
+try:
+    run("p2", reuse=2, state=state)   # a fresh cache (the same one refuses the schedule)
+    print("r=2 accepted")
+except StreamError as e:
+    print("refused:", "with r=3, this stream has r=2" in str(e), "shard-0-of-1" in str(e))
+try:
+    run("p", state=state, start_epoch=2)
+except ValueError as e:
+    print("conflict:", str(e))
+PY
+	[ "${lines[0]}" = "end 3 0" ]
+	[ "${lines[1]}" = "state 1 2 ['balance', 'batch-size']" ]
+	[ "${lines[2]}" = "rest True" ]
+	[ "${lines[3]}" = "refused: True True" ]
+	[[ "${lines[4]}" == "conflict: state is at epoch 1 step 2, start_epoch and start_step say 2:0"* ]] || false
+	no_chain_left "$T/p"
+	no_chain_left "$T/p2"
+}

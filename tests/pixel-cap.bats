@@ -87,3 +87,22 @@ cap_msg() {
 	refurb-final -q --max-pixels 7200 -p 'resize=60,flip,crop=56' -i one.ann > "$T/s.bin"
 	[ -s "$T/s.bin" ]
 }
+
+@test "a side over 65535 pixels (under the pixel cap) is refused like the cap: the layer, the size, the side cap" {
+	# no image of any input: refused before the run, naming the layer
+	run refurb-dump --preview 'pad=65535/0,crop=56' -o "$T/s.jpg" "$J"
+	[ "$status" -eq 2 ]
+	[[ "${lines[0]}" == *": layer 1 (pad) makes images of 1x131071 pixels or more, more than the 65535 pixels a side an image may have: make it smaller" ]] || false
+	run refurb-final -q -p 'resize=1x40000,pad=30000/0,crop=56' -i one.ann
+	[ "$status" -eq 2 ]
+	[[ "${lines[0]}" == *": layer 2 (pad) makes images of 1x100000 pixels or more, more than the 65535 pixels a side"* ]] || false
+	# 100 x 30000, then 300 rows: 300 x 90000 (27 Mpixels, under the cap)
+	run refurb-dump --preview 'resize=100x30000,resize=300,crop=56' -n 1 -o "$T/s.jpg" "$J"
+	expect_fail 1 "refurb-dump: $J: layer 2 (resize) would make a 300x90000 image of this 100x30000 input, more than the 65535 pixels a side an image may have: make it smaller"
+	run --separate-stderr refurb-partial -q -c "$T/c" -p 'resize=100x30000,resize=300,crop=56' one.idx < one.plan
+	[ "$status" -eq 1 ]
+	[[ "${stderr_lines[0]}" == "refurb-partial: /"*"/one/c0/z.jpg: layer 2 (resize) would make a 300x90000 image of this 100x30000 input, more than the 65535 pixels a side"*"(sample 0 left out of its batch"* ]] || false
+	run refurb-final -q -p 'resize=100x30000,resize=300,crop=56' -i one.ann -o "$T/x.bin"
+	[ "$status" -eq 1 ]
+	[[ "${lines[0]}" == "refurb-final: /"*"/one/c0/z.jpg: layer 2 (resize) would make a 300x90000 image of this 100x30000 input, more than the 65535 pixels a side"* ]] || false
+}

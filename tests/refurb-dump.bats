@@ -120,7 +120,7 @@ setup() {
 	[[ "$output" == "$T/c: "[34]"0 records checked, 0 problems" ]]
 	head -c 5000 "$T/s.bin" > "$T/cut.bin"
 	run refurb-dump --verify "$T/cut.bin"
-	expect_fail 1 "refurb-dump: $T/cut.bin: frame 1 at byte 512: stream ends inside the frame"
+	expect_fail 1 "refurb-dump: $T/cut.bin: frame 1 at byte 576: stream ends inside the frame"
 	head -n 3 "$T/p.plan" > "$T/cut.plan"
 	run refurb-dump --verify "$T/cut.plan"
 	expect_fail 1 "refurb-dump: $T/cut.plan: "

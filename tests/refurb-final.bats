@@ -261,7 +261,13 @@ PY
 	make_dataset "$T/o" 20 2
 	refurb-index -q -o "$T/o.idx" "$T/o"
 	run refurb-final -p "$FINAL" --index "$T/o.idx" -o "$T/s" < ann.txt
-	expect_fail 1 "refurb-final: (stdin): plan was made for another index"
+	expect_fail 1 "refurb-final: (stdin): plan was made for another index than $T/o.idx: give --index the index the plan was made from, or leave --index out (the plan names it)"
+	# the plan's own index, changed since: made again
+	cp train.idx "$T/t.idx"
+	sed "1s| index-file=[^ ]*| index-file=$T/t.idx|" ann.txt > "$T/t.txt"
+	cp "$T/o.idx" "$T/t.idx"
+	run refurb-final -p "$FINAL" -o "$T/s" -i "$T/t.txt"
+	expect_fail 1 "refurb-final: $T/t.txt: plan was made for another index than $T/t.idx: the index changed since; make the schedule and the plan again from it (refurb-evict, refurb-plan)"
 	refurb-evict -q -r 2 -o "$T/o.evict" train.idx
 	refurb-plan -q -b 8 -e 0 "$T/o.evict" | refurb-partial -q -c "$T/oc" -p "$SPEC" train.idx > /dev/null
 	run refurb-final -p "$FINAL" -c "$T/oc" -o "$T/s" < ann.txt

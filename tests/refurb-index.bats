@@ -188,9 +188,15 @@ PY
 @test "--max-pixels: larger images are bad files" {
 	run refurb-index --max-pixels 2000 -o "$T/m.idx" "$DS"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"is more than the limit of 2000 pixels"* ]]
+	[[ "$output" == *"pixels, more than the cap of 2000 pixels (--max-pixels)"* ]]
 	n=$(refurb-dump "$T/m.idx" | grep -v '^#' | awk -F'\t' '$5 * $6 > 2000' | wc -l)
 	[ "$n" -eq 0 ]
+	# a PNG the same way: the cause and the option to raise
+	mkdir -p "$T/p/c0"
+	cp "$TOP/tests/data/png/rgb8.png" "$T/p/c0/a.png"
+	run refurb-index --max-pixels 800 -o "$T/p.idx" "$T/p"
+	[ "$status" -eq 1 ] # (no image left)
+	[ "${lines[0]}" = "refurb-index: c0/a.png: PNG of 37x23 pixels, more than the cap of 800 pixels (--max-pixels)" ]
 }
 
 @test "unreadable file: named, left out (as root: run as nobody)" {

@@ -239,7 +239,7 @@ setup() {
 	make_dataset "$T/other" 20 2
 	refurb-index -q -o "$T/other.idx" "$T/other"
 	run refurb-partial -c "$T/c" -p "$SPEC" "$T/other.idx" < plan.txt
-	expect_fail 1 "refurb-partial: (stdin): plan was made for another index"
+	expect_fail 1 "refurb-partial: (stdin): plan was made for another index than $T/other.idx: give the index the schedule was made from (refurb-evict INDEX), or make the schedule and the plan again from this one"
 }
 
 @test "a plan of a shard that is not the schedule rebuilt is refused: make both again" {

@@ -276,7 +276,8 @@ static int header_body(rfb_decoder *d, void *arg)
 	if (pixels > job->max_pixels) {
 		jpeg_abort_decompress(c);
 		return rfb_err_set(job->err, RFB_ELIMIT, NULL,
-				   "%ux%u pixels, more than the limit of %llu",
+				   "%ux%u pixels, more than the cap of %llu "
+				   "pixels (--max-pixels)",
 				   c->image_width, c->image_height,
 				   (unsigned long long)job->max_pixels);
 	}

@@ -119,7 +119,8 @@ int rfb_jpeg_read_header(rfb_jpeg_probe *p, const void *data, size_t len,
 				   "JPEG header says %dx%d pixels", w, h);
 	if ((uint64_t)w * (uint64_t)h > max_pixels)
 		return rfb_err_set(err, RFB_ELIMIT, NULL,
-				   "%dx%d is more than the limit of %llu pixels",
+				   "%dx%d pixels, more than the cap of %llu "
+				   "pixels (--max-pixels)",
 				   w, h, (unsigned long long)max_pixels);
 	info->width = w;
 	info->height = h;

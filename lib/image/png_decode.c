@@ -119,8 +119,9 @@ int rfb_png_read_header(const void *data, size_t len, uint64_t max_pixels,
 				   "wider or taller than %d, the largest side "
 				   "refurb handles", w, h, RFB_IMAGE_MAX_SIDE);
 	if ((uint64_t)w * h > max_pixels)
-		return rfb_err_set(err, RFB_ELIMIT, NULL, "PNG of %ux%u pixels is "
-				   "more than %llu", w, h,
+		return rfb_err_set(err, RFB_ELIMIT, NULL, "PNG of %ux%u pixels, "
+				   "more than the cap of %llu pixels "
+				   "(--max-pixels)", w, h,
 				   (unsigned long long)max_pixels);
 	if (!valid_depth(info->color_type, info->bit_depth) || p[26] || p[27] ||
 	    info->interlaced > 1)
@@ -229,8 +230,9 @@ static int decode(struct png_job *j, png_structp png, png_infop info)
 	w = png_get_image_width(png, info);
 	h = png_get_image_height(png, info);
 	if ((uint64_t)w * h > j->max_pixels) {
-		snprintf(j->msg, sizeof j->msg, "PNG of %ux%u pixels is more than "
-			 "%llu", w, h, (unsigned long long)j->max_pixels);
+		snprintf(j->msg, sizeof j->msg, "PNG of %ux%u pixels, more than "
+			 "the cap of %llu pixels (--max-pixels)", w, h,
+			 (unsigned long long)j->max_pixels);
 		return RFB_ELIMIT;
 	}
 	channels = decoded_channels(png_get_color_type(png, info),

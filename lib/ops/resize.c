@@ -17,6 +17,7 @@
  * AVX2 kernels (resize_avx2.c) are chosen at run time; the scalar ones
  * here and in resize_internal.h are the reference they are tested with.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -675,11 +676,14 @@ int rfb_resize_shorter(int in_w, int in_h, int size, int max_size,
 		new_short = 1;
 	if (new_long < 1)
 		new_long = 1;
+	if (new_long > INT_MAX)
+		new_long = INT_MAX;
+	/* the size is given back even when too large: the caller names it */
+	*out_w = (int)(in_w <= in_h ? new_short : new_long);
+	*out_h = (int)(in_w <= in_h ? new_long : new_short);
 	if (new_long > RFB_IMAGE_MAX_SIDE || new_short > RFB_IMAGE_MAX_SIDE)
 		return rfb_err_set(err, RFB_ELIMIT, NULL,
 				   "resize %dx%d to %d: result too large", in_w,
 				   in_h, size);
-	*out_w = (int)(in_w <= in_h ? new_short : new_long);
-	*out_h = (int)(in_w <= in_h ? new_long : new_short);
 	return 0;
 }

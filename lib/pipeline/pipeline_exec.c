@@ -73,6 +73,8 @@ static int run_resize(struct rfb_run *r, const struct rfb_layer *l, rfb_err *err
 	if (l->shorter) {
 		rc = rfb_resize_shorter(r->cur.width, r->cur.height, l->shorter,
 					l->max_size, &w, &h, err);
+		if (rc == RFB_ELIMIT) /* a side too long: named with the layer */
+			rc = rfbi_run_check_pixels(r, w, h, "image", err);
 		if (rc)
 			return rc;
 	}

@@ -11,6 +11,15 @@ int rfbi_run_check_pixels(const struct rfb_run *r, int w, int h,
 {
 	uint64_t n = (uint64_t)w * (uint64_t)h;
 
+	if (w > RFB_IMAGE_MAX_SIDE || h > RFB_IMAGE_MAX_SIDE)
+		return rfb_err_set(err, RFB_ELIMIT, NULL, "%s%.0d%s%s%s would "
+				   "make a %dx%d %s of this %dx%d input, more than "
+				   "the %d pixels a side an image may have: make "
+				   "it smaller", r->layer ? "layer " : "the decode's resize",
+				   r->layer ? r->layer_pos + 1 : 0, r->layer ? " (" : "",
+				   r->layer ? rfbi_filter_names[r->layer->kind] : "",
+				   r->layer ? ")" : "", h, w, what, r->cur.height,
+				   r->cur.width, RFB_IMAGE_MAX_SIDE);
 	if (n <= r->ctx->max_pixels)
 		return 0;
 	if (!r->layer)

@@ -491,6 +491,14 @@ static int least_layers(const rfb_pipeline *p, int from, int to,
 			continue;
 		}
 		least_after(l, s);
+		if (s->width > RFB_IMAGE_MAX_SIDE || s->height > RFB_IMAGE_MAX_SIDE)
+			return rfb_err_set(err, RFB_ESPEC, NULL,
+					   "pipeline \"%s\": layer %d (%s) makes "
+					   "images of %dx%d pixels or more, more "
+					   "than the %d pixels a side an image may "
+					   "have: make it smaller", p->canonical,
+					   i + 1, rfbi_filter_names[l->kind],
+					   s->height, s->width, RFB_IMAGE_MAX_SIDE);
 		if ((n = (uint64_t)s->width * (uint64_t)s->height) > max_pixels)
 			return rfb_err_set(err, RFB_ESPEC, NULL,
 					   "pipeline \"%s\": layer %d (%s) makes "

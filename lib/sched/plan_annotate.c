@@ -98,6 +98,10 @@ size_t rfb_annot_format_header(char *buf, size_t n, const rfb_plan_header *h,
 		len += put_value(len < n ? buf + len : NULL, len < n ? n - len : 0,
 				 a->handover);
 	}
+	if (a->max_pixels) /* 0: not said (older readers see none) */
+		len += (size_t)snprintf(len < n ? buf + len : NULL,
+					len < n ? n - len : 0, " max-pixels=%"
+					PRIu64, a->max_pixels);
 	len += (size_t)snprintf(len < n ? buf + len : NULL, len < n ? n - len : 0,
 				" aug-seed=%" PRIu64 "\n", a->aug_seed);
 	return len;
@@ -186,5 +190,10 @@ int rfb_annot_parse_header(const char *line, size_t len,
 		return rfb_err_set(err, RFB_EFORMAT, NULL, "bad aug-seed=%s", seed);
 	if (get_value(line, len, "handover", a->handover, sizeof a->handover))
 		a->handover[0] = '\0'; /* optional */
+	a->max_pixels = 0; /* optional: an older refurb-partial's has none */
+	if (!get_value(line, len, "max-pixels", seed, sizeof seed) &&
+	    (parse_seed(seed, &a->max_pixels) || !a->max_pixels))
+		return rfb_err_set(err, RFB_EFORMAT, NULL, "bad max-pixels=%s",
+				   seed);
 	return 0;
 }

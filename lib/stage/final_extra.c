@@ -17,20 +17,23 @@
 static size_t identity_lines(char *out, size_t n, const rfb_plan_header *h,
 			     const struct rfb_annot_header *a)
 {
-	char costs[32] = "";
+	char costs[32] = "", cap[48] = "";
 	int len;
 
 	if (h->balance == RFB_PLAN_BALANCE_COST) /* 0: an older plan's */
 		snprintf(costs, sizeof costs, "costs=%016" PRIx64 "\n",
 			 h->cost_identity);
+	if (a->max_pixels) /* 0: an older refurb-partial's annotation */
+		snprintf(cap, sizeof cap, "partial-max-pixels=%" PRIu64 "\n",
+			 a->max_pixels);
 	len = snprintf(out, n,
 		"schedule=%016" PRIx64 "\nreuse=%u\npolicy=%s\nevict-seed=%"
 		PRIu64 "\nshuffle=%s\nbalance=%s\n%sdrop-last=%d\neven=%s\n"
-		"partial-seed=%" PRIu64 "\n",
+		"partial-seed=%" PRIu64 "\n%s",
 		h->schedule_identity, h->reuse, rfb_evict_policy_name(h->policy),
 		h->evict_seed, rfb_plan_shuffle_name(h->shuffle),
 		rfb_plan_balance_name(h->balance), costs, h->drop_last ? 1 : 0,
-		rfb_plan_even_name(h->even), a->aug_seed);
+		rfb_plan_even_name(h->even), a->aug_seed, cap);
 	return len < 0 ? 0 : (size_t)len;
 }
 

@@ -146,8 +146,13 @@ int rfbi_final_open_inputs(struct final *F, const char *in_name, rfb_err *err)
 		return err->code;
 	if (rfb_index_identity(F->idx) != F->h->index_identity)
 		return rfb_err_set(err, RFB_EMISMATCH, in_name,
-				   "plan was made for another index than %s",
-				   F->annot.index_file);
+				   "plan was made for another index than %s: %s",
+				   F->annot.index_file, F->o->index_path
+				   ? "give --index the index the plan was made "
+				     "from, or leave --index out (the plan names it)"
+				   : "the index changed since; make the schedule "
+				     "and the plan again from it (refurb-evict, "
+				     "refurb-plan)");
 	if (!(F->view = rfb_cache_view_open(F->annot.cache, F->o->direct, err)))
 		return err->code;
 	if (F->annot.handover[0]) {

@@ -460,8 +460,10 @@ static int rebuild_schedule(struct partial *P, const char *in_name,
 	if (h->index_identity != rfb_index_identity(P->idx) ||
 	    h->total != rfb_index_count(P->idx))
 		return rfb_err_set(err, RFB_EMISMATCH, in_name,
-				   "plan was made for another index than %s",
-				   P->o->index_path);
+				   "plan was made for another index than %s: give "
+				   "the index the schedule was made from "
+				   "(refurb-evict INDEX), or make the schedule and "
+				   "the plan again from this one", P->o->index_path);
 	sp.index_identity = h->index_identity;
 	sp.total = h->total;
 	sp.reuse = h->reuse;
@@ -587,6 +589,8 @@ static int write_header(struct partial *P, rfb_err *err)
 		snprintf(a->handover, sizeof a->handover, "%s", rfb_handover_path(P->ho));
 	rfb_codec_text(&P->o->codec, a->codec, sizeof a->codec);
 	a->aug_seed = P->seed;
+	a->max_pixels = P->o->max_pixels ? P->o->max_pixels
+					 : RFB_IMAGE_DEFAULT_MAX_PIXELS;
 	n = rfb_annot_format_header(NULL, 0, P->h, a) + 1;
 	if (n > P->line_cap) {
 		char *nl = realloc(P->line, n);

@@ -36,39 +36,12 @@ DataLoader's default_collate rebuilds; a collate_fn of your own is not
 checked).
 """
 import collections
-import hashlib
-import json
-import warnings
 
 import numpy as np
 import torch
 import torch.utils.data
 
-from refurb_stream import OPEN_END, StreamError, open_stream
-
-# identity components the HEADER's extra text gives (refurb-stream(5)):
-# (key in the stream, name in the identity and its messages)
-_EXTRA_IDENTITY = (("schedule", "schedule"), ("reuse", "r"), ("policy", "policy"),
-                   ("evict-seed", "evict-seed"), ("shuffle", "shuffle"),
-                   ("balance", "balance"), ("drop-last", "drop-last"), ("even", "even"),
-                   ("partial-seed", "partial-seed"))
-# the order in which differences are named: the programs' order
-_IDENTITY_ORDER = ("index", "schedule", "r", "policy", "evict-seed", "shard", "plan-seed",
-                   "shuffle", "balance", "costs", "drop-last", "even", "batch-size",
-                   "epoch-images", "partial-seed", "partial-pipeline", "final-seed",
-                   "final-pipeline", "views", "shape", "dtype", "layout", "normalize")
-
-
-def _order(key):
-    """Sort key of an identity component (unknown ones last)."""
-    return (_IDENTITY_ORDER.index(key) if key in _IDENTITY_ORDER else len(_IDENTITY_ORDER), key)
-
-
-def _digest(identity):
-    """16 hex digits of an identity (the checkpoint's 'plan')."""
-    text = json.dumps(identity, sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
+from refurb_stream import OPEN_END, StreamError, identity, open_stream
 
 
 class Batch(collections.namedtuple("Batch", "images labels")):
@@ -212,41 +185,14 @@ class RefurbDataset(torch.utils.data.IterableDataset):
     def _legacy_identity(self):
         """The identity checkpoints of refurb 0.1's first reader kept: a
         hash that left out r, the schedule, the shuffle... (see identity)."""
-        h = self.header
-        text = "%016x:%d:%d:%d/%d:%d:%d:%s|%s" % (
-            h.index_identity, h.plan_seed, h.augment_seed, h.shard_k, h.shard_n,
-            h.batch_size, h.epoch_images, h.partial_pipeline, h.final_pipeline)
-        if h.views > 1:
-            text += "|views=%d" % h.views
-        if h.groups:     # -g: the views' groups and sizes
-            text += "|groups=" + ",".join("%d:%dx%d" % g for g in h.groups)
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        return identity.legacy_identity(self.header)
 
     def identity(self):
         """The plan identity: everything that changes the batches, by
-        name (refurb-stream(5), Extra text): the index, the schedule (r,
-        policy, eviction seed, shard), the plan (seed, shuffle, balance,
-        drop-last, even, batch size), both pipelines with their seeds,
-        the views and the output (shape, dtype, layout, normalization).
-        Not the thread counts, the codec or the cache's path.  A value
-        is None when the stream does not say (written by an older
-        refurb-final)."""
-        h, x = self.header, self.header.extra
-        norm = "none" if h.mean is None else "mean=%s std=%s" % (
-            "/".join("%.9g" % v for v in h.mean), "/".join("%.9g" % v for v in h.std))
-        ident = {"index": "%016x" % h.index_identity, "shard": "%d/%d" % (h.shard_k, h.shard_n),
-                 "plan-seed": h.plan_seed, "batch-size": h.batch_size,
-                 "epoch-images": h.epoch_images, "partial-pipeline": h.partial_pipeline,
-                 "final-seed": h.augment_seed, "final-pipeline": h.final_pipeline,
-                 "views": h.views, "shape": "%dx%dx%d" % (h.height, h.width, h.channels),
-                 "dtype": str(h.dtype), "layout": h.layout, "normalize": norm}
-        if h.groups:                     # refurb-final -g: K x HxW per group
-            ident["view-groups"] = ",".join("%d x %dx%d" % g for g in h.groups)
-        for key, name in _EXTRA_IDENTITY:
-            ident[name] = x.get(key)
-        if x.get("balance") == "cost":   # a plan balanced by cost depends on the cost file
-            ident["costs"] = x.get("costs")
-        return ident
+        name (refurb_stream.identity.plan_identity, refurb-stream(5),
+        Extra text).  Not the thread counts, the codec or the cache's
+        path."""
+        return identity.plan_identity(self.header)
 
     def _position(self):
         """(epoch, step) of the next batch, a finished epoch as (epoch+1, 0)."""
@@ -260,9 +206,7 @@ class RefurbDataset(torch.utils.data.IterableDataset):
         """{'epoch', 'step', 'plan', 'identity'}: where to resume (the
         batch after the last one yielded), and the plan it belongs to
         (identity(), and 'plan' a hash of it)."""
-        e, s = self._position()
-        ident = self.identity()
-        return {"epoch": e, "step": s, "plan": _digest(ident), "identity": ident}
+        return identity.checkpoint(self.header, *self._position())
 
     def load_state_dict(self, state):
         """Check that this stream resumes at state's point of the same plan
@@ -283,35 +227,7 @@ class RefurbDataset(torch.utils.data.IterableDataset):
 
     def _check_plan(self, state):
         """StreamError unless state was taken on this stream's plan."""
-        name, mine = self.stream.name, self.identity()
-        theirs = state.get("identity")
-        if theirs is None:              # a checkpoint of an older reader
-            if state.get("plan") != self._legacy_identity():
-                raise StreamError("%s: the checkpoint was made on another plan (%s), this "
-                                  "stream is %s" % (name, state.get("plan"),
-                                                    self._legacy_identity()))
-            warnings.warn("%s: the checkpoint was taken by an older refurb_stream, whose "
-                          "plan identity leaves out %s: they could not be checked"
-                          % (name, ", ".join(n for _, n in _EXTRA_IDENTITY)), stacklevel=3)
-            return
-        differ, unknown = [], []
-        for key in sorted(set(mine) | set(theirs), key=_order):
-            a, b = theirs.get(key), mine.get(key)
-            if a is None or b is None:
-                if a != b:
-                    unknown.append(key)
-            elif a != b:
-                differ.append("with %s=%s, this stream has %s=%s" % (key, a, key, b))
-        if differ:
-            raise StreamError("%s: the checkpoint was made on another plan: %s; restart "
-                              "the chain with the options of the checkpoint's run"
-                              % (name, "; ".join(differ)))
-        if unknown:
-            warnings.warn("%s: %s not known for %s (written by an older refurb-final): "
-                          "not checked" % (name, ", ".join(unknown),
-                                           "this stream" if any(mine.get(k) is None
-                                                                for k in unknown)
-                                           else "the checkpoint"), stacklevel=3)
+        identity.check_plan(self.stream.name, self.header, state, stacklevel=4)
 
     def resume_command(self):
         """The refurb-plan option that restarts the chain where

@@ -34,7 +34,11 @@ with kill -9, or by its launcher, leaves no refurb process behind.  The
 cache survives any of these (refurb-cache(5) recovers it), so a rerun
 with start_epoch=E continues with the same batches as an uninterrupted
 run, and start_epoch=E, start_step=S at step S of epoch E (the steps
-a checkpoint taken after step S - 1 has seen are not read again).  A
+a checkpoint taken after step S - 1 has seen are not read again).
+chain.state_dict() is such a checkpoint with the plan identity
+(refurb_stream.identity): launch(..., state=it) resumes there and
+refuses, with StreamError naming what differs, a chain whose options
+change the batches (reuse, seed, batch size, pipelines ...).  A
 chain that fails (a program exits non-zero or is killed) raises
 ChainError naming the program, with the end of its stderr.
 
@@ -53,7 +57,7 @@ import time
 
 import numpy as np
 
-from . import StreamError, open_stream
+from . import StreamError, identity, open_stream
 
 PROGRAMS = ("refurb-evict", "refurb-plan", "refurb-partial", "refurb-final")
 _PR_SET_PDEATHSIG = 1
@@ -181,7 +185,14 @@ class RankChain:
     def __init__(self, index, cache_dir, partial, final, reuse, epochs, batch_size, seed,
                  start_epoch=0, start_step=0, even="pad", codec=None, threads=None, rank=None,
                  bin_dir=None, verify=False, stop_timeout=5.0, plan_args=(),
-                 partial_args=(), final_args=()):
+                 partial_args=(), final_args=(), state=None):
+        if state is not None:       # a checkpoint: resume where it says
+            want = (state["epoch"], state["step"])
+            if (start_epoch, start_step) not in ((0, 0), want):
+                raise ValueError("state is at epoch %d step %d, start_epoch and start_step "
+                                 "say %d:%d: give one of them" % (want + (start_epoch, start_step)))
+            start_epoch, start_step = want
+        self._state, self._next = state, (start_epoch, start_step)
         if even not in ("pad", "drop", "none"):
             raise ValueError("even must be 'pad', 'drop' or 'none', not %r" % (even,))
         if not 0 <= start_epoch:
@@ -254,8 +265,14 @@ class RankChain:
         try:
             try:
                 with open_stream(self.procs[-1].stdout, self.verify) as stream:
-                    self.header = stream.header
+                    self.header = h = stream.header
+                    if self._state is not None:
+                        identity.check_plan("rank %s's chain (cache %s)" % (self.shard, self.cache),
+                                            h, self._state, stacklevel=4)
+                    steps = -(-h.epoch_images // h.batch_size)
                     for batch in stream:
+                        self._next = (batch.epoch, batch.step + 1) if batch.step + 1 < steps \
+                            else (batch.epoch + 1, 0)
                         # int64 labels, as RefurbDataset's (torch 1.13's
                         # from_numpy refuses uint32)
                         yield batch._replace(labels=batch.labels.astype(np.int64))
@@ -265,6 +282,17 @@ class RankChain:
             self._raise_failed(None, wait=True)
         finally:
             self.close()
+
+    def state_dict(self):
+        """{'epoch', 'step', 'plan', 'identity'}: the batch after the last
+        one yielded and the plan identity (refurb_stream.identity), as
+        RefurbDataset.state_dict(); launch(..., state=it) resumes there
+        and refuses a chain of another plan.  Needs the stream's header:
+        call it after the first batch."""
+        if self.header is None:
+            raise RuntimeError("state_dict() needs the stream's header: call it after "
+                               "the first batch")
+        return identity.checkpoint(self.header, *self._next)
 
     def _failure(self):
         """The program that made the chain fail, as (name, status), or
@@ -345,5 +373,7 @@ def launch(index, cache_dir, partial, final, reuse, epochs, batch_size, seed, **
     -j; default from the CPUs of the rank), rank=None (a Rank; default
     rank_from_env()), bin_dir=None (default $REFURB_BIN, then PATH),
     verify=False (pixel checksums), stop_timeout=5 seconds, plan_args,
-    partial_args, final_args (more options for each program)."""
+    partial_args, final_args (more options for each program), state=None
+    (a checkpoint of chain.state_dict(): start there, and raise
+    StreamError naming what differs when this chain is of another plan)."""
     return RankChain(index, cache_dir, partial, final, reuse, epochs, batch_size, seed, **kw)

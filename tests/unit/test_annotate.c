@@ -87,6 +87,22 @@ static void test_header_keys(void)
 			  "codec=raw aug-seed=18446744073709551615";
 	CHECK(rfb_annot_parse_header(max, strlen(max), &back, &err) == 0 &&
 	      back.aug_seed == UINT64_MAX);
+	/* max-pixels: optional (0 when absent), else a canonical positive
+	 * number, written when set and read back */
+	CHECK(back.max_pixels == 0);
+	a.max_pixels = 100000000;
+	n = rfb_annot_format_header(line, sizeof line, &h, &a);
+	CHECK(strstr(line, " max-pixels=100000000 ") != NULL);
+	CHECK(rfb_annot_parse_header(line, n - 1, &back, &err) == 0 &&
+	      back.max_pixels == 100000000);
+	const char *caps[] = { "0", "", "+5", "07", "1e6" };
+	for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+		char text[200];
+		snprintf(text, sizeof text, "#refurb-plan 1 cache=c index-file=i "
+			 "root= partial=p codec=raw max-pixels=%s aug-seed=1", caps[i]);
+		CHECKF(rfb_annot_parse_header(text, strlen(text), &back, &err) ==
+		       RFB_EFORMAT, "max-pixels=%s", caps[i]);
+	}
 }
 
 static void test_write_epoch(void)

@@ -42,6 +42,9 @@ struct rfb_annot_header {
 	char codec[64];
 	char handover[128];                   /* the ring's path, "" if none */
 	uint64_t aug_seed;
+	uint64_t max_pixels; /* refurb-partial's pixel cap (--max-pixels):
+				an image over it is left out; 0 when the
+				annotation does not say (an older writer) */
 };
 
 /* Set s's annotation to the record at a written in write_epoch. */

@@ -141,7 +141,8 @@ int rfb_resize_bands_end(rfb_resizer *rz, rfb_err *err) RFB_MUST_CHECK;
  * int(size * long / short); max_size > size additionally caps the longer
  * side (then the shorter is int(max_size * short' / long')).  Sizes are
  * clamped to at least 1.  Returns 0, or RFB_EINVAL (max_size <= size) or
- * RFB_ELIMIT (a side beyond RFB_IMAGE_MAX_SIDE) with err filled.
+ * RFB_ELIMIT (a side beyond RFB_IMAGE_MAX_SIDE; *out_w and *out_h are
+ * then that size, at most INT_MAX) with err filled.
  */
 int rfb_resize_shorter(int in_w, int in_h, int size, int max_size,
 		       int *out_w, int *out_h, rfb_err *err) RFB_MUST_CHECK;
