@@ -11,7 +11,8 @@ that draw nothing (resize, centercrop, pad, gray, rgb), common to every
 view, are cached once every r uses (refurb-partial -p); everything from
 the first filter that draws is run on every use (refurb-final -p), so
 that every use and every view gets fresh draws.  When every view starts
-with a RandomResizedCrop and no resize is cached before it, the proposal
+with a RandomResizedCrop of one size and no resize is cached before it
+(crops of several sizes, multi-crop, cache the decode), the proposal
 inserts one that is not in the recipe (resize=S, S = 8/7 of the largest
 crop: 256 for 224) so that the cache holds small records; the crop is
 then cut from the resized image, not from the photo, and explain() says
@@ -84,8 +85,11 @@ def propose_split(specs, image_size=(500, 375), insert_resize=True):
               for v, spec in zip(views, specs)]
     firsts = [v[n] if len(v) > n else "" for v in views]
     inserted = crop = None
+    # crops of several sizes (multi-crop): a resize for the largest would
+    # upsample the small crops many times more than torchvision does
+    one_size = len(set(_crop_side(f) for f in firsts if f)) == 1
     if (insert_resize and all(_args(f)[0] == "rrcrop" for f in firsts) and
-            not any(_args(f)[0] == "resize" for f in partial)):
+            one_size and not any(_args(f)[0] == "resize" for f in partial)):
         side = max(_crop_side(f) for f in firsts)
         size = int(math.ceil(side * 8 / 7.0))
         if min(image_size) > size:  # photos larger than it: smaller records

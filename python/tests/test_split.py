@@ -32,6 +32,16 @@ class SplitTest(unittest.TestCase):
         specs = ["resize=32x32,pad=4,crop=32x32"] * 2
         self.assertEqual(split_views(specs), ("resize=32x32,pad=4", ["crop=32x32"] * 2))
 
+    def test_multi_crop_caches_the_decode(self):
+        # crops of several sizes (DINO's 224 global, 96 local at scale
+        # 0.05-0.4): a resize for the largest would upsample the small
+        # crops, so nothing is inserted, as recipe_from_torchvision does
+        local = RRC.replace("0.2-1", "0.05-0.4") + ",flip=p=0.5"
+        glob = RRC.replace("96x96", "224x224") + ",flip=p=0.5"
+        s = propose_split([glob, glob, local, local], image_size=(800, 600))
+        self.assertEqual((s.partial, s.inserted), ("", None))
+        self.assertEqual(s.finals, [glob, glob, local, local])
+
 
 if __name__ == "__main__":
     unittest.main()
