@@ -565,8 +565,10 @@ def _not_finite(value):
 # the bounds refurb's filters give an argument, per transform: (low, high,
 # low included); torchvision checks some of them only when it runs
 _BOUNDS = {
-    ("RandomResizedCrop", "scale"): (0.0, 1e6, True),
+    ("RandomResizedCrop", "scale"): (0.0, 1.0, False),
     ("RandomResizedCrop", "ratio"): (0.0, 1e6, False),
+    ("RandomErasing", "scale"): (0.0, 1.0, False),
+    ("RandomErasing", "ratio"): (0.0, 1e6, False),
     ("GaussianBlur", "sigma"): (0.0, math.inf, False),
     ("RandomPosterize", "bits"): (0, 8, True),
 }
