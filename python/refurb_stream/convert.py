@@ -402,7 +402,9 @@ _SIMPLE = {
     "ColorJitter": _colorjitter,
     "RandomGrayscale": lambda t, w: "grayscale=p=%s" % _p(t),
     "GaussianBlur": _blur,
-    "RandomSolarize": lambda t, w: "solarize=threshold=%s:p=%s" % (_num(t.threshold), _p(t)),
+    # a threshold below 0 inverts every pixel, as 0 does (refurb takes 0 and up)
+    "RandomSolarize": lambda t, w: "solarize=threshold=%s:p=%s" % (
+        _num(max(t.threshold, 0)), _p(t)),
     "RandomPosterize": lambda t, w: "posterize=bits=%d:p=%s" % (t.bits, _p(t)),
     "RandomEqualize": lambda t, w: "equalize=p=%s" % _p(t),
     "RandomAutocontrast": lambda t, w: "autocontrast=p=%s" % _p(t),
