@@ -410,6 +410,33 @@ static void print_ruled_out(FILE *out, const rfb_advice *a,
 	}
 }
 
+/* How much the rates of two runs on a loaded machine differ (measured:
+ * 10 to 30% between runs of one command on 2 shared cores). */
+#define NOISE_MARGIN 0.2
+
+/* The row another run may recommend, when one is within the noise. */
+static void print_rival(FILE *out, const rfb_advice *a, const struct options *o,
+			const struct rfb_advise_row *rows, int n, const char *prefix)
+{
+	char names[2048];
+	int rival;
+
+	if (!o->rate || !a->measured)
+		return;
+	rival = rfb_advise_rival(rows, n, o->rate, NOISE_MARGIN);
+	if (rival == -2)
+		return;
+	fprintf(out, "%swithin the timing noise (%g%%) of %g images/s, another run "
+		"may ", prefix, NOISE_MARGIN * 100, o->rate);
+	if (rival == -1)
+		fprintf(out, "find that no row sustains it");
+	else
+		fprintf(out, "recommend r = %d, final '%s' (%.1f images/s)",
+			rows[rival].reuse, final_names(a, &rows[rival], names,
+						       sizeof names), rows[rival].img_per_s);
+	fprintf(out, ": ask for a rate with a margin\n");
+}
+
 /* The recommendation (--rate) or the Pareto front, into pick[] (n
  * flags); returns the recommended row, -1 for none, -2 without --rate. */
 static int choose(struct cli *c, const struct options *o,
@@ -521,6 +548,7 @@ static void print_short(FILE *out, const rfb_advice *a, const struct options *o,
 	else if (best == -1)
 		fprintf(out, "recommended: none sustains %g images/s on %g cores\n",
 			o->rate, o->t.cores);
+	print_rival(out, a, o, rows, n, "");
 	print_ruled_out(out, a, o, rows, n, 0);
 	fprintf(out, "(every row, the layers' costs and their spread: --tsv)\n");
 }
@@ -549,6 +577,7 @@ static void report(struct cli *c, const rfb_advice *a, const struct options *o)
 		print_costs(out, a, o);
 		print_ruled_out(out, a, o, rows, n, 1);
 		print_choice_tsv(out, a, o, rows, n, pick, best);
+		print_rival(out, a, o, rows, n, "# ");
 	} else {
 		print_short(out, a, o, rows, n, pick, best);
 	}

@@ -409,8 +409,43 @@ MOCO='[T.Compose([T.RandomResizedCrop(224, scale=(0.2, 1)), T.RandomApply([T.Col
 	[[ "$stderr" != *inserted* ]] || false
 	run -0 --separate-stderr "$PY" -m refurb_stream convert --explain --views \
 		'[T.Compose([T.Resize(64), T.CenterCrop(56), T.RandomHorizontalFlip()])] * 2'
-	[ "${stderr_lines[1]}" = "refurb_stream convert: run on every use (refurb-final -p): flip=p=0.5" ]
+	[ "${stderr_lines[1]}" = "refurb_stream convert: run on every use (refurb-final -p): centercrop=56x56,flip=p=0.5" ]
 	[[ "${stderr_lines[2]}" == *"view collisions (2 views alike): 50% - over 1%: refurb-final refuses these views (--allow-view-collisions runs them)" ]] || false
+}
+
+@test "convert --views: refurb-final's arguments are the final part of the split it names; the cached resize and center crop run once, the images are torchvision's" {
+	need_torchvision
+	set -o pipefail
+	local views='[T.Compose([T.Resize(40), T.CenterCrop(32), T.ToTensor()])] * 2'
+	# not a terminal, no --explain: the arguments, and one line naming the cached part
+	run -0 --separate-stderr "$PY" -m refurb_stream convert --views "$views"
+	[ "$output" = "-p centercrop=32x32,normalize=mean=0:std=1 --views 2" ]
+	[ "$stderr" = "refurb_stream convert: give refurb-partial -p 'resize=40:interp=bilinear,centercrop=32x32' (cached once every r uses; refurb-final's arguments are the rest)" ]
+	run -0 --separate-stderr "$PY" -m refurb_stream convert -q --views "$views"
+	[ -z "$stderr" ]
+	# the two parts as printed give torchvision's pixels
+	make_dataset "$T/d" 6 1
+	refurb-index -q -o "$T/i" "$T/d"
+	refurb-evict -q -r 2 --seed 1 "$T/i" > "$T/e"
+	refurb-plan -b 3 --epochs 0 --seed 1 "$T/e" |
+		refurb-partial -q -c "$T/c" -p 'resize=40:interp=bilinear,centercrop=32x32' "$T/i" |
+		refurb-final -q -p centercrop=32x32,normalize=mean=0:std=1 --views 2 --allow-view-collisions -o "$T/s"
+	refurb-dump "$T/i" | grep -v '^#' | cut -f1,8 > "$T/paths"
+	"$PY" - "$T/s" "$T/d" "$T/paths" <<'PY'
+import sys, numpy as np, torchvision.transforms as T
+from PIL import Image
+from refurb_stream import open_stream
+path = dict(l.split() for l in open(sys.argv[3]))
+t = T.Compose([T.Resize(40), T.CenterCrop(32), T.ToTensor()])
+n = 0
+for b in open_stream(sys.argv[1]):
+    for j, sid in enumerate(b.ids):
+        want = t(Image.open(sys.argv[2] + "/" + path[str(sid)]).convert("RGB")).numpy()
+        for v in range(2):
+            assert np.abs(b.images[j][v] - want).max() < 2.5 / 255, (sid, v)
+            n += 1
+assert n == 12, n
+PY
 }
 
 @test "convert --explain --index: the cost of keeping the recipe's resolution, measured" {
@@ -426,4 +461,28 @@ MOCO='[T.Compose([T.RandomResizedCrop(224, scale=(0.2, 1)), T.RandomApply([T.Col
 	expect_fail 2 "refurb_stream convert: --image-size: '5' is not WxH (e.g. 500x375)"
 	run "$PY" -m refurb_stream convert --reuse 0 'T.RandomHorizontalFlip()'
 	expect_fail 2 "refurb_stream convert: --reuse: '0' is not a whole number >= 1"
+}
+
+@test "convert: a subclass of torchvision's RandomApply keeps its p (DINO-style GaussianBlur(RandomApply)); one with its own __call__ or forward is refused" {
+	need_torchvision
+	cat > "$T/sub.py" <<'PY'
+import torchvision.transforms as T
+class GaussianBlur(T.RandomApply):
+    def __init__(self, p=0.5):
+        super().__init__([T.GaussianBlur(9, (0.1, 2.))], p=p)
+class Choice(T.RandomChoice):
+    pass
+transform = T.Compose([T.RandomResizedCrop(48), GaussianBlur(0.1), Choice([T.RandomHorizontalFlip(), T.RandomGrayscale()])])
+PY
+	run -0 --separate-stderr "$PY" -m refurb_stream convert --file "$T/sub.py"
+	[[ "$output" == *",apply=p=0.1:n=1,gaussblur=kernel_size=9x9:sigma=0.1-2,choice="* ]] || false
+	cat > "$T/own.py" <<'PY'
+import torchvision.transforms as T
+class Sometimes(T.RandomApply):
+    def forward(self, img):
+        return img
+transform = T.Compose([T.RandomResizedCrop(48), Sometimes([T.RandomHorizontalFlip()], p=0.3)])
+PY
+	run -1 --separate-stderr "$PY" -m refurb_stream convert --file "$T/own.py"
+	[[ "$stderr" == "refurb_stream convert: Sometimes (transforms[1]): a subclass of torchvision's RandomApply with its own forward: refurb cannot know what it does; use torchvision's transform" ]] || false
 }

@@ -196,6 +196,29 @@ print(sum(len(b.ids) for b in r.open_stream('$T/l')))"
 	[[ "$output" == *"bad magic (not a refurb batch stream)"* ]]
 }
 
+@test "python3 -m refurb_stream: --help answers the usage of every command, exit 0; a bad command is a usage error" {
+	for h in --help -h "check --help"; do
+		run -0 --separate-stderr "$PY" -m refurb_stream $h
+		[ "${lines[0]}" = "usage: python3 -m refurb_stream check STREAM   (STREAM '-' = stdin)" ]
+		[[ "${lines[1]}" == "       python3 -m refurb_stream convert EXPRESSION"* ]] || false
+		[ -z "$stderr" ]
+	done
+	run -2 --separate-stderr "$PY" -m refurb_stream frobnicate
+	[ "${stderr_lines[0]}" = "refurb_stream: unknown command 'frobnicate' (check or convert; see --help)" ]
+	[ -z "$output" ]
+}
+
+@test "python3 -m refurb_stream.convert runs the converter, as python3 -m refurb_stream convert does" {
+	"$PY" -c 'import torchvision' 2>/dev/null || skip "torchvision is not installed for $PY"
+	run -0 --separate-stderr "$PY" -m refurb_stream.convert 'T.RandomHorizontalFlip()'
+	[ "$output" = "flip=p=0.5" ]
+	[ -z "$stderr" ]
+	run -0 "$PY" -m refurb_stream.convert --help
+	[[ "${lines[0]}" == "usage: python3 -m refurb_stream convert EXPRESSION"* ]] || false
+	run -2 --separate-stderr "$PY" -m refurb_stream convert --bogus 'T.RandomHorizontalFlip()'
+	[ "$stderr" = "refurb_stream convert: unknown option --bogus (see --help)" ]
+}
+
 @test "RefurbDataset: batches and samples as tensors, without copies; one epoch per for" {
 	"$PY" -c 'import torch' 2>/dev/null ||
 		skip "torch is not installed (python3-torch): RefurbDataset not tested"

@@ -769,12 +769,14 @@ int rfb_cache_close(rfb_cache *c, rfb_err *err)
 	if (!c)
 		return 0;
 	rc = rfb_cache_checkpoint(c, err);
-	/* a reader of this run told its position and has gone (a trainer
+	/* a reader of this run opened its position file (told a position or
+	 * not yet: killed before its first batch) and has gone (a trainer
 	 * killed, the stream closed): nothing reads the dead segments any
 	 * more, which would else stay until the next run (refurb-cache(5),
 	 * DISK SPACE).  Without one (a plan written to a file for later),
 	 * they wait for the next writer. */
-	if (rc == 0 && c->held_known)
+	uint64_t held;
+	if (rc == 0 && (c->held_known || reader_position(c, &held) != 0))
 		rc = delete_inherited(c, err);
 	for (size_t i = 0; i < c->nsegs; i++)
 		seg_close(&c->segs[i]);

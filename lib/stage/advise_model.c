@@ -83,6 +83,18 @@ int rfb_advise_recommend(const struct rfb_advise_row *rows, int n,
 	return best;
 }
 
+int rfb_advise_rival(const struct rfb_advise_row *rows, int n, double rate,
+		     double margin)
+{
+	int best = rfb_advise_recommend(rows, n, rate);
+	int diverse = rfb_advise_recommend(rows, n, rate / (1 + margin));
+	int faster = rfb_advise_recommend(rows, n, rate * (1 + margin));
+
+	if (diverse != best)
+		return diverse;
+	return faster != best ? faster : -2;
+}
+
 /* A group's cost is a figure when it is over twice its spread. */
 static int resolved(double cost, double spread)
 {

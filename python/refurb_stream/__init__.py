@@ -558,16 +558,20 @@ def open_stream(source, verify=False):
     return Stream(source, getattr(source, "name", "(stream)"), verify)
 
 
-def __getattr__(name):  # torch is imported only when RefurbDataset is used
-    if name == "RefurbDataset":
-        from refurb_stream.dataset import RefurbDataset
-        globals()["RefurbDataset"] = RefurbDataset
-        return RefurbDataset
-    raise AttributeError(name)
+# imported when first used: torch for RefurbDataset; the converter's module
+# stays unimported so that python3 -m refurb_stream.convert runs it cleanly
+_LAZY = {"RefurbDataset": "dataset", "ConvertError": "convert",
+         "final_options": "convert", "pipeline_from_torchvision": "convert",
+         "views_from_torchvision": "convert"}
 
 
-from refurb_stream.convert import (ConvertError, final_options,  # noqa: E402,F401
-                                   pipeline_from_torchvision, views_from_torchvision)
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(name)
+    import importlib
+    value = getattr(importlib.import_module("refurb_stream." + _LAZY[name]), name)
+    globals()[name] = value
+    return value
 
 # ---- check mode ------------------------------------------------------------
 
@@ -633,9 +637,22 @@ def check(source, out=sys.stdout):
     return 0
 
 
+USAGE = ("usage: python3 -m refurb_stream check STREAM   (STREAM '-' = stdin)\n"
+         "       python3 -m refurb_stream convert EXPRESSION   (convert --help: its options)")
+
+
 def main(argv):
-    if len(argv) != 3 or argv[1] != "check":
-        print("usage: python3 -m refurb_stream check STREAM   (STREAM '-' = stdin)", file=sys.stderr)
+    """python3 -m refurb_stream check STREAM (convert: __main__.py)."""
+    args = argv[1:]
+    if args in (["-h"], ["--help"], ["check", "-h"], ["check", "--help"]):
+        print(USAGE)
+        return 0
+    if args and not args[0].startswith("-") and args[0] != "check":
+        print("refurb_stream: unknown command %r (check or convert; see --help)" % args[0],
+              file=sys.stderr)
+        return 2
+    if len(args) != 2:
+        print(USAGE, file=sys.stderr)
         return 2
     try:
         return check(argv[2])

@@ -609,19 +609,46 @@ def _check_args(t, name, what):
                                % (what, args.get("std")))
 
 
+def _is_tv_class(cls):
+    return cls.__module__.split(".")[0] == "torchvision"
+
+
+def _torchvision_base(t, what):
+    """The name of the torchvision class that t, an object of a user's
+    class, is a subclass of and behaves as (its own classes only set it
+    up: DINO's GaussianBlur(RandomApply)), or None when no torchvision
+    class is among its bases.  Raises ConvertError when a class below
+    that base has its own __call__ or forward."""
+    mro = type(t).__mro__
+    base = next((c for c in mro if _is_tv_class(c)), None)
+    if base is None:
+        return None
+    for cls in mro[:mro.index(base)]:
+        own = [m for m in ("__call__", "forward") if m in vars(cls)]
+        if own:
+            raise ConvertError("%s: a subclass of torchvision's %s with its own %s: "
+                               "refurb cannot know what it does; use torchvision's "
+                               "transform" % (what, base.__name__, own[0]))
+    return base.__name__
+
+
 def _convert(t, st, where):
     name = type(t).__name__
     what = "%s (%s)" % (name, where)
-    if st.kind == "float" and name in _SIMPLE and _torchvision(t):
+    tv = _torchvision(t)
+    if not tv and not isinstance(t, (list, tuple)):
+        base = _torchvision_base(t, what)
+        name, tv = (base, True) if base else (name, False)
+    if st.kind == "float" and name in _SIMPLE and tv:
         t = _float_tensor(t, name, what, st)
-    if isinstance(t, (list, tuple)) or (name == "Compose" and _torchvision(t)) or \
+    if isinstance(t, (list, tuple)) or (name == "Compose" and tv) or \
             (name == "Sequential" and type(t).__module__.startswith("torch.nn")):
         _convert_list(_transforms_of(t), st, where)
-    elif not _torchvision(t) and hasattr(t, "transforms"):
+    elif not tv and hasattr(t, "transforms"):
         # a wrapper holding a Compose, as torchvision's references presets
         # (ClassificationPresetTrain: self.transforms = Compose([...]))
         _convert(t.transforms, st, "%s.transforms" % where)
-    elif not _torchvision(t):
+    elif not tv:
         raise ConvertError("%s: not torchvision's %s (a class of module %s): refurb "
                            "cannot know what its __call__ does; use torchvision's "
                            "transform" % (what, name, type(t).__module__))
@@ -960,15 +987,20 @@ def _from_file(path):
     raise ValueError("%s defines neither transform nor views" % path)
 
 
-def _explain_split(specs, opts):
-    """The split of the converted specs, explained on stderr when it is a
-    terminal or --explain asks (refurb_stream.split)."""
-    from refurb_stream.split import explain, propose_split
-    if opts["explain"] is False or (opts["explain"] is None and not sys.stderr.isatty()):
+def _explain_split(split, views, opts):
+    """The split, explained on stderr when it is a terminal or --explain
+    asks (refurb_stream.split); else, for views, one line naming the
+    cached part that refurb-final's arguments leave out (-q: nothing)."""
+    from refurb_stream.split import cached_note, explain
+    if opts["explain"] is False:
         return
-    split = propose_split(specs, opts["image_size"])
-    for line in explain(split, opts["reuse"], opts["epochs"], opts["image_size"],
-                        opts["source_size"], opts["index"]):
+    if opts["explain"] is None and not sys.stderr.isatty():
+        note = cached_note(split) if views else None
+        lines = [note] if note else []
+    else:
+        lines = explain(split, opts["reuse"], opts["epochs"], opts["image_size"],
+                        opts["source_size"], opts["index"])
+    for line in lines:
         print("refurb_stream convert: %s" % line, file=sys.stderr)
 
 
@@ -982,6 +1014,11 @@ def main(args):
         args, split_opts = split_options(args)
     except ValueError as e:
         print("refurb_stream convert: %s\n%s" % (e, USAGE), file=sys.stderr)
+        return 2
+    unknown = [a for a in args if a.startswith("--") and a not in ("--views", "--file")]
+    if unknown:
+        print("refurb_stream convert: unknown option %s (see --help)" % unknown[0],
+              file=sys.stderr)
         return 2
     mode = args[0] if args and args[0] in ("--views", "--file") else None
     if mode:
@@ -1001,17 +1038,24 @@ def main(args):
               % ("run " + args[0] if mode == "--file" else "evaluate the expression",
                  type(e).__name__, e), file=sys.stderr)
         return 2
+    from refurb_stream.split import propose_split
     try:
         if views:
             import shlex
-            specs = views_from_torchvision(transform)
-            print(" ".join(shlex.quote(a) for a in final_options(specs)))
+            split = propose_split(views_from_torchvision(transform), split_opts["image_size"])
+            # the final part of the split explained, to run on its cached part
+            print(" ".join(shlex.quote(a) for a in final_options(split.finals)))
         else:
-            specs = [pipeline_from_torchvision(transform)]
-            print(specs[0])
+            spec = pipeline_from_torchvision(transform)
+            split = propose_split([spec], split_opts["image_size"])
+            print(spec)
     except ConvertError as e:
         print("refurb_stream convert: %s" % e, file=sys.stderr)
         return 1
     sys.stdout.flush()
-    _explain_split(specs, split_opts)
+    _explain_split(split, views, split_opts)
     return 0
+
+
+if __name__ == "__main__":  # python3 -m refurb_stream.convert, as ... -m refurb_stream convert
+    sys.exit(main(sys.argv[1:]))

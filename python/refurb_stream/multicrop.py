@@ -16,8 +16,9 @@ view is converted with pipeline_from_torchvision; consecutive views of
 one output size form a view group (refurb-final -g K:SPEC[;SPEC...]),
 each group one array of the reader's batches, (N, K_g, H_g, W_g, C).
 The partial pipeline is what every view starts with and draws nothing
-(a resize, a center crop): the record cached once and read once for all
-views; a recipe whose views start with RandomResizedCrop caches the
+(a resize, a center crop, a pad): the record cached once and read once
+for all views (the split of refurb_stream.split, which the converter
+explains); a recipe whose views start with RandomResizedCrop caches the
 decoded image as it is ('' partial), so the crops are taken from the
 full-resolution photo as torchvision takes them.
 
@@ -31,8 +32,6 @@ from refurb_stream.convert import ConvertError, _out_size
 __all__ = ["Recipe", "recipe_from_torchvision", "group_views", "final_args",
            "split_views", "fixes_size", "dino_crops"]
 
-# filters that draw nothing: what the views share of them may be cached
-DETERMINISTIC = ("resize", "centercrop", "gray", "rgb")
 # filters after which refurb-final knows the output size
 FIXING = ("crop", "centercrop", "rrcrop")
 MAX_GROUPS, MAX_VIEWS = 8, 64
@@ -76,16 +75,13 @@ def final_args(specs):
 def split_views(specs):
     """(partial, finals): the leading filters that draw nothing and that
     every view shares are cached by refurb-partial; each view's rest is
-    its final spec (which must still fix its size: else nothing is
-    cached but the decode)."""
-    views = [s.split(",") for s in specs]
-    k = 0
-    while all(k < len(v) - 1 and v[k] == views[0][k] for v in views) and \
-            views[0][k].split("=")[0] in DETERMINISTIC:
-        k += 1
-    if not all(fixes_size(",".join(v[k:])) for v in views):
-        k = 0
-    return ",".join(views[0][:k]), [",".join(v[k:]) for v in views]
+    its final spec, led by a center crop to the cached size when it would
+    not fix its size alone.  The converter's split (refurb_stream.split)
+    without its inserted resize: views that start with RandomResizedCrop
+    cache the decode."""
+    from refurb_stream.split import propose_split
+    s = propose_split(specs, insert_resize=False)
+    return s.partial, s.finals
 
 
 def fixes_size(spec):

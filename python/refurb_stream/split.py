@@ -30,7 +30,7 @@ import os
 import shutil
 import subprocess
 
-__all__ = ["Split", "propose_split", "explain", "split_options"]
+__all__ = ["Split", "propose_split", "explain", "split_options", "cached_note"]
 
 # filters that draw nothing: their output depends only on the image
 _FIXED = ("resize", "centercrop", "pad", "gray", "rgb")
@@ -66,9 +66,11 @@ def _crop_side(text):
     return max(int(v) for v in size.split("x"))
 
 
-def propose_split(specs, image_size=(500, 375)):
+def propose_split(specs, image_size=(500, 375), insert_resize=True):
     """The Split of the views' specs (a list; one spec alone is taken as
-    one view) for photos of about image_size (width, height)."""
+    one view) for photos of about image_size (width, height); without
+    insert_resize, no resize is inserted before a leading RandomResizedCrop
+    (the decode is cached at the photo's resolution)."""
     if isinstance(specs, str):
         specs = [specs]
     views = [_filters(s) for s in specs]
@@ -78,10 +80,11 @@ def propose_split(specs, image_size=(500, 375)):
            _args(views[0][n])[0] in _FIXED):
         n += 1
     partial = views[0][:n]
-    finals = [",".join(v[n:]) for v in views]
+    finals = [_fixed_size(",".join(v[n:]), spec) if n else ",".join(v[n:])
+              for v, spec in zip(views, specs)]
     firsts = [v[n] if len(v) > n else "" for v in views]
     inserted = crop = None
-    if (all(_args(f)[0] == "rrcrop" for f in firsts) and
+    if (insert_resize and all(_args(f)[0] == "rrcrop" for f in firsts) and
             not any(_args(f)[0] == "resize" for f in partial)):
         side = max(_crop_side(f) for f in firsts)
         size = int(math.ceil(side * 8 / 7.0))
@@ -89,6 +92,28 @@ def propose_split(specs, image_size=(500, 375)):
             inserted, crop = "resize=%d" % size, firsts[0]
             partial = partial + [inserted]
     return Split(",".join(partial), finals, inserted, crop)
+
+
+def _fixed_size(final, spec):
+    """final, led by a center crop to the size the cached part gives when
+    final alone does not fix its size (refurb-final needs one; on the
+    cached image of that size the crop changes nothing)."""
+    from refurb_stream.convert import _out_size
+    from refurb_stream.multicrop import fixes_size
+    size = _out_size(spec)
+    if fixes_size(final) or size == "?":
+        return final
+    return ",".join(f for f in ("centercrop=" + size, final) if f)
+
+
+def cached_note(split):
+    """The line that names the recipe's own cached part (not an inserted
+    resize), or None: refurb-final's arguments are only the rest."""
+    own = [f for f in _filters(split.partial) if f != split.inserted]
+    if not own:
+        return None
+    return ("give refurb-partial -p '%s' (cached once every r uses; refurb-final's "
+            "arguments are the rest)" % split.partial)
 
 
 def _advise_bin():

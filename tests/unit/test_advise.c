@@ -124,6 +124,32 @@ static void test_predict(void)
 	rfb_advice_free(a);
 }
 
+/* Near the rate, a row within the timing noise of it is named: the one
+ * another run, its rates 10% higher or lower, would recommend. */
+static void test_rival(void)
+{
+	struct rfb_advise_row row[3] = {
+		{ .img_per_s = 1000, .unique_fraction = 0.70 },
+		{ .img_per_s = 690, .unique_fraction = 0.83 },
+		{ .img_per_s = 200, .unique_fraction = 1.00 },
+	};
+
+	CHECK(rfb_advise_recommend(row, 3, 700) == 0);
+	/* 690 falls short of 700 by 1.4%: a faster run takes the more diverse row */
+	CHECK(rfb_advise_rival(row, 3, 700, 0.1) == 1);
+	/* 690 sustains 650 by 6%: a slower run falls back to the faster row */
+	CHECK(rfb_advise_recommend(row, 3, 650) == 1);
+	CHECK(rfb_advise_rival(row, 3, 650, 0.1) == 0);
+	/* far from every row's rate: stable */
+	CHECK(rfb_advise_rival(row, 3, 300, 0.1) == -2);
+	/* 1000 sustains 950 by 5%, nothing sustains 1045: maybe none */
+	CHECK(rfb_advise_rival(row, 3, 950, 0.1) == -1);
+	/* a row ruled out is no rival */
+	row[1].ruled_out = 1;
+	CHECK(rfb_advise_rival(row, 3, 700, 0.1) == -2);
+	CHECK(rfb_advise_rival(row, 3, 300, 0) == -2);
+}
+
 static double collision_of(const char *spec, int from, int w, int h)
 {
 	rfb_pipeline *p = NULL;
@@ -244,5 +270,6 @@ int main(void)
 	RUN(test_choices);
 	RUN(test_ops_drawn);
 	RUN(test_predict);
+	RUN(test_rival);
 	return test_done();
 }

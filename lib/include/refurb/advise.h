@@ -202,6 +202,16 @@ void rfb_advise_pareto(const struct rfb_advise_row *rows, int n,
 int rfb_advise_recommend(const struct rfb_advise_row *rows, int n,
 			 double rate);
 
+/*
+ * The row another run may recommend for rate when the rates it measures
+ * differ by the fraction margin (timing noise): rfb_advise_recommend for
+ * rate / (1 + margin) (a more diverse row) or else for rate * (1 + margin)
+ * (a faster one), whichever is not the recommendation for rate; -1 when
+ * none might sustain it, -2 when both agree with the recommendation.
+ */
+int rfb_advise_rival(const struct rfb_advise_row *rows, int n, double rate,
+		     double margin);
+
 /* Consecutive layers whose cost is one figure. */
 struct rfb_advise_cost {
 	int first, last;           /* layers first .. last */
