@@ -157,6 +157,21 @@ EOF
 	expect_fail 1 "refurb_stream convert: RandomResizedCrop (transforms[0]): ratio=(0, 1): refurb takes 0 < ratio <= 1000000"
 	run "$PY" -m refurb_stream convert 'T.Compose([T.Pad(70000)])'
 	expect_fail 1 "refurb_stream convert: Pad (transforms[0]): padding 70000 is not a whole number of pixels 0..65535"
+	# the area's share: 0 < scale <= 1 in refurb's rrcrop and erasing
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomResizedCrop(8, scale=(0.5, 1.5))])'
+	expect_fail 1 "refurb_stream convert: RandomResizedCrop (transforms[0]): scale=(0.5, 1.5): refurb takes 0 < scale <= 1 (low <= high)"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.RandomResizedCrop(8, scale=(0, 1))])'
+	expect_fail 1 "refurb_stream convert: RandomResizedCrop (transforms[0]): scale=(0, 1): refurb takes 0 < scale <= 1"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.RandomErasing(scale=(0, 0.5))])'
+	expect_fail 1 "refurb_stream convert: RandomErasing (transforms[1]): scale=(0, 0.5): refurb takes 0 < scale <= 1"
+	run "$PY" -m refurb_stream convert 'T.Compose([T.ToTensor(), T.RandomErasing(ratio=(0, 3))])'
+	expect_fail 1 "refurb_stream convert: RandomErasing (transforms[1]): ratio=(0, 3): refurb takes 0 < ratio <= 1000000"
+	# a threshold below 0 inverts every pixel, as 0 does: written as 0
+	expect_convert 'T.Compose([T.RandomSolarize(-5, p=1)])' "solarize=threshold=0:p=1"
+	expect_convert 'T.Compose([T.ToTensor(), T.RandomSolarize(-0.5, p=1)])' "solarize=threshold=0:p=1,normalize=mean=0:std=1"
+	# what the converter writes, refurb takes
+	run -0 "$PY" -m refurb_stream convert 'T.Compose([T.RandomResizedCrop(8, scale=(1e-6, 1))])'
+	refurb-dump --preview "${lines[0]}" -n 1 -o "$BATS_TEST_TMPDIR/s.jpg" "$TOP/tests/data/jpeg/prog420.jpg"
 }
 
 @test "convert: a bad expression or no argument is a usage error" {

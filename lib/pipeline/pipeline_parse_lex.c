@@ -193,8 +193,14 @@ int rfbi_parse_range(struct rfbi_parser *ps, const struct rfbi_tok *t,
 		     const char *what, double lo_min, double hi_max,
 		     double out[2])
 {
-	struct rfbi_tok part[2];
-	int n = rfbi_tok_split(t, '-', part, 2);
+	/* the dash after a digit or a dot: not an exponent's (1e-06) */
+	size_t dash = rfbi_range_dash(t);
+	struct rfbi_tok part[2] = {
+		{ t->s, dash, t->at },
+		{ t->s + dash + 1, dash < t->n ? t->n - dash - 1 : 0,
+		  t->at + dash + 1 },
+	};
+	int n = dash == t->n ? 1 : rfbi_range_dash(&part[1]) < part[1].n ? -1 : 2;
 
 	if (n < 0 || rfbi_parse_num(ps, &part[0], what, &out[0]) ||
 	    (n == 2 && rfbi_parse_num(ps, &part[1], what, &out[1])))

@@ -6,20 +6,31 @@
  */
 #include "pipeline_run_internal.h"
 
+/* RFB_ELIMIT naming the side cap: no side may pass RFB_IMAGE_MAX_SIDE,
+ * whatever the pixel cap (a long, thin image under it). */
+static int side_error(const struct rfb_run *r, int w, int h, const char *what,
+		      rfb_err *err)
+{
+	if (!r->layer)
+		return rfb_err_set(err, RFB_ELIMIT, NULL, "the decode's resize "
+				   "would make a %dx%d %s, more than the %d pixels "
+				   "a side an image may have", h, w, what,
+				   RFB_IMAGE_MAX_SIDE);
+	return rfb_err_set(err, RFB_ELIMIT, NULL, "layer %d (%s) would make a "
+			   "%dx%d %s of this %dx%d input, more than the %d "
+			   "pixels a side an image may have: make it smaller",
+			   r->layer_pos + 1, rfbi_filter_names[r->layer->kind], h,
+			   w, what, r->cur.height, r->cur.width,
+			   RFB_IMAGE_MAX_SIDE);
+}
+
 int rfbi_run_check_pixels(const struct rfb_run *r, int w, int h,
 			  const char *what, rfb_err *err)
 {
 	uint64_t n = (uint64_t)w * (uint64_t)h;
 
 	if (w > RFB_IMAGE_MAX_SIDE || h > RFB_IMAGE_MAX_SIDE)
-		return rfb_err_set(err, RFB_ELIMIT, NULL, "%s%.0d%s%s%s would "
-				   "make a %dx%d %s of this %dx%d input, more than "
-				   "the %d pixels a side an image may have: make "
-				   "it smaller", r->layer ? "layer " : "the decode's resize",
-				   r->layer ? r->layer_pos + 1 : 0, r->layer ? " (" : "",
-				   r->layer ? rfbi_filter_names[r->layer->kind] : "",
-				   r->layer ? ")" : "", h, w, what, r->cur.height,
-				   r->cur.width, RFB_IMAGE_MAX_SIDE);
+		return side_error(r, w, h, what, err);
 	if (n <= r->ctx->max_pixels)
 		return 0;
 	if (!r->layer)

@@ -402,7 +402,9 @@ _SIMPLE = {
     "ColorJitter": _colorjitter,
     "RandomGrayscale": lambda t, w: "grayscale=p=%s" % _p(t),
     "GaussianBlur": _blur,
-    "RandomSolarize": lambda t, w: "solarize=threshold=%s:p=%s" % (_num(t.threshold), _p(t)),
+    # a threshold below 0 inverts every pixel, as 0 does (refurb takes 0 and up)
+    "RandomSolarize": lambda t, w: "solarize=threshold=%s:p=%s" % (
+        _num(max(t.threshold, 0)), _p(t)),
     "RandomPosterize": lambda t, w: "posterize=bits=%d:p=%s" % (t.bits, _p(t)),
     "RandomEqualize": lambda t, w: "equalize=p=%s" % _p(t),
     "RandomAutocontrast": lambda t, w: "autocontrast=p=%s" % _p(t),
@@ -565,8 +567,10 @@ def _not_finite(value):
 # the bounds refurb's filters give an argument, per transform: (low, high,
 # low included); torchvision checks some of them only when it runs
 _BOUNDS = {
-    ("RandomResizedCrop", "scale"): (0.0, 1e6, True),
+    ("RandomResizedCrop", "scale"): (0.0, 1.0, False),
     ("RandomResizedCrop", "ratio"): (0.0, 1e6, False),
+    ("RandomErasing", "scale"): (0.0, 1.0, False),
+    ("RandomErasing", "ratio"): (0.0, 1e6, False),
     ("GaussianBlur", "sigma"): (0.0, math.inf, False),
     ("RandomPosterize", "bits"): (0, 8, True),
 }

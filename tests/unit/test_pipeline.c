@@ -94,6 +94,27 @@ static void test_parse_errors(void)
 	}
 }
 
+/* A range's ends may be written with an exponent (Python's repr of
+ * 1e-06, which the converter writes): the dash in it is not the range's. */
+static void test_range_exponent(void)
+{
+	rfb_pipeline *p = parse_ok("rrcrop=24:scale=1e-06-1:ratio=0.5-2E+00");
+	rfb_pipeline *q = NULL;
+	rfb_err err = { 0 };
+
+	if (!p)
+		return;
+	CHECKF(strstr(rfb_pipeline_canonical(p), ":scale=1e-06-1:ratio=0.5-2:") != NULL,
+	       "%s", rfb_pipeline_canonical(p));
+	/* the canonical text (in the cache's manifest) reads back */
+	CHECKF(rfb_pipeline_parse(rfb_pipeline_canonical(p), &q, &err) == 0, "%s", err.msg);
+	rfb_pipeline_free(q);
+	rfb_pipeline_free(p);
+	p = NULL;
+	CHECK(rfb_pipeline_parse("rrcrop=24:scale=1e-06-2e-06-1", &p, &err) == RFB_ESPEC);
+	CHECKF(strstr(err.msg, "is not A-B") != NULL, "%s", err.msg);
+}
+
 static void test_long_spec_error(void)
 {
 	char spec[600];
@@ -667,6 +688,7 @@ static void test_pixel_cap(void)
 int main(void)
 {
 	RUN(test_parse_errors);
+	RUN(test_range_exponent);
 	RUN(test_long_spec_error);
 	RUN(test_canonical);
 	RUN(test_layers_and_types);
