@@ -36,6 +36,9 @@ static const char help[] =
 	"      --max-view-collision P  with --views: rule out the splits whose\n"
 	"                        views are identical with probability above P\n"
 	"                        (default 0.01)\n"
+	"      --shared-draws    with --views: keep the splits whose partial part\n"
+	"                        draws (a crop, a jitter), whose views would share\n"
+	"                        its draws (ruled out by default)\n"
 	"      --tsv             every (split, r) as TSV, then after '#' the\n"
 	"                        layers, their costs with spread, the splits\n"
 	"      --size WxH        no INDEX, no timing: the unique fractions and\n"
@@ -55,9 +58,10 @@ static const char help[] =
 	CLI_COMMON_HELP
 	"\nWithout --rate the table shows the rows no other row beats in both\n"
 	"speed and diversity ('# pareto' in the TSV).  With --views K > 1, the\n"
-	"splits whose views would be identical too often are ruled out and\n"
-	"named.  -j threads time images at once (default:\n"
-	"--cores, at most the online CPUs), as the chain's workers run at once.\n"
+	"splits whose views would be identical too often, or would share the\n"
+	"draws of a cached layer, are ruled out and named.  -j threads time\n"
+	"images at once (default: --cores, at most the online CPUs), as the\n"
+	"chain's workers run at once.\n"
 	"\nExample:\n"
 	"  refurb-advise -p 'resize=256,randaug=n=2:m=9,crop=224,flip' --rate 2500 \\\n"
 	"    --cores 2 train.idx\n"
@@ -68,7 +72,7 @@ static const char help[] =
 
 enum { OPT_REPEAT = 0x2000, OPT_RATES, OPT_RATE, OPT_CORES, OPT_CODEC,
        OPT_ROOT, OPT_TMP_DIR, OPT_VIEWS, OPT_MAX_COLLISION, OPT_TSV,
-       OPT_SIZE };
+       OPT_SIZE, OPT_SHARED_DRAWS };
 
 struct options {
 	struct rfb_advise_opts a;
@@ -170,6 +174,7 @@ static void parse_option(struct cli *c, struct options *o, int opt)
 					"give 0.01 for 1%%", optarg);
 		break;
 	case OPT_TSV: o->tsv = 1; break;
+	case OPT_SHARED_DRAWS: o->t.shared_draws = 1; break;
 	case OPT_SIZE: parse_size(c, o, optarg); break;
 	case OPT_ROOT: o->a.root = optarg; break;
 	case OPT_TMP_DIR: o->a.tmp_dir = optarg; break;
@@ -217,6 +222,7 @@ static void parse(struct cli *c, struct options *o, int argc, char **argv)
 		{ "tmp-dir", required_argument, NULL, OPT_TMP_DIR },
 		{ "views", required_argument, NULL, OPT_VIEWS },
 		{ "max-view-collision", required_argument, NULL, OPT_MAX_COLLISION },
+		{ "shared-draws", no_argument, NULL, OPT_SHARED_DRAWS },
 		{ "tsv", no_argument, NULL, OPT_TSV },
 		{ "size", required_argument, NULL, OPT_SIZE },
 		{ "output", required_argument, NULL, 'o' },
@@ -384,14 +390,53 @@ static void print_costs(FILE *out, const rfb_advice *a, const struct options *o)
 	}
 }
 
-/* The splits ruled out by their view collisions, one line each (their
- * rows of r = 1: the probability does not depend on r). */
+/* The layers of row r's partial part that draw, into buf: with tsv
+ * "rrcrop,flip", else "rrcrop's and flip's". */
+static const char *shared_names(const rfb_advice *a,
+				const struct rfb_advise_row *r, int tsv,
+				char *buf, size_t n)
+{
+	int last = a->layers - r->final_layers - 1, left = 0;
+	size_t at = 0;
+
+	for (int j = 0; j <= last; j++)
+		left += a->layer[j].draws;
+	buf[0] = 0;
+	for (int j = 0; j <= last && at < n; j++) {
+		if (!a->layer[j].draws)
+			continue;
+		left--;
+		at += (size_t)snprintf(buf + at, n - at, "%s%s%s", !at ? "" : tsv ?
+				       "," : left ? ", " : " and ",
+				       a->layer[j].name, tsv ? "" : "'s");
+	}
+	return buf;
+}
+
+/* Why row r is ruled out, after "ruled out: final NAMES: ". */
+static void print_why(FILE *out, const rfb_advice *a, const struct options *o,
+		      const struct rfb_advise_row *r)
+{
+	char names[2048];
+
+	if (r->ruled_out == RFB_ADVISE_SHARED_DRAWS)
+		fprintf(out, "views would share the cached %s draws "
+			"(--shared-draws keeps it)\n",
+			shared_names(a, r, 0, names, sizeof names));
+	else
+		fprintf(out, "%s%.3g%% (over %g%%, --max-view-collision)\n",
+			o->t.views > 2 ? "two of the views identical with "
+			"probability " : "the two views identical with probability ",
+			r->view_collision * 100, o->t.max_collision * 100);
+}
+
+/* The splits ruled out, one line each (their rows of r = 1: neither
+ * the collisions nor the partial part's draws depend on r). */
 static void print_ruled_out(FILE *out, const rfb_advice *a,
 			    const struct options *o,
 			    const struct rfb_advise_row *rows, int n, int tsv)
 {
-	double limit = o->t.max_collision;
-	char names[2048];
+	char names[2048], why[2048];
 
 	for (int i = 0; i < n; i++) {
 		const struct rfb_advise_row *r = &rows[i];
@@ -399,14 +444,14 @@ static void print_ruled_out(FILE *out, const rfb_advice *a,
 			continue;
 		final_names(a, r, names, sizeof names);
 		if (tsv)
-			fprintf(out, "# ruled out\t%d\t%s\t%.4g\n", r->final_layers,
-				names, r->view_collision);
-		else
-			fprintf(out, "ruled out: final %s: %s%.3g%% (over %g%%, "
-				"--max-view-collision)\n", names, o->t.views > 2 ?
-				"two of the views identical with probability " :
-				"the two views identical with probability ",
-				r->view_collision * 100, limit * 100);
+			fprintf(out, "# ruled out\t%d\t%s\t%.4g\t%s\n", r->final_layers,
+				names, r->view_collision,
+				r->ruled_out == RFB_ADVISE_SHARED_DRAWS ?
+				shared_names(a, r, 1, why, sizeof why) : "-");
+		else {
+			fprintf(out, "ruled out: final %s: ", names);
+			print_why(out, a, o, r);
+		}
 	}
 }
 

@@ -48,6 +48,10 @@ static const char help[] =
 	"                         of them would be identical more often than 1%\n"
 	"                         (refused by default: the message names the\n"
 	"                         probability and what to move into the final part)\n"
+	"      --allow-shared-draws  run two or more views even when the partial\n"
+	"                         pipeline draws (a crop, a jitter): the views of\n"
+	"                         a sample then share its draws (refused by\n"
+	"                         default: the message names the layers to move)\n"
 	"      --prefetch N       batches in flight (default 2)\n"
 	"      --direct           read the cache with O_DIRECT\n"
 	"      --strict           a record that cannot be read is fatal (default:\n"
@@ -78,7 +82,8 @@ static const char help[] =
 
 enum {
 	OPT_PREFETCH = 0x2000, OPT_DIRECT, OPT_STRICT, OPT_STATS, OPT_INDEX,
-	OPT_ROOT, OPT_VIEWS, OPT_MAX_PIXELS, OPT_ALLOW_COLLISIONS, OPT_READER_PID
+	OPT_ROOT, OPT_VIEWS, OPT_MAX_PIXELS, OPT_ALLOW_COLLISIONS, OPT_READER_PID,
+	OPT_ALLOW_SHARED
 };
 
 #define MAX_GROUPS RFB_STREAM_MAX_GROUPS
@@ -321,6 +326,7 @@ static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
 		{ "views", required_argument, NULL, OPT_VIEWS },
 		{ "view-group", required_argument, NULL, 'g' },
 		{ "allow-view-collisions", no_argument, NULL, OPT_ALLOW_COLLISIONS },
+		{ "allow-shared-draws", no_argument, NULL, OPT_ALLOW_SHARED },
 		{ "direct", no_argument, NULL, OPT_DIRECT },
 		{ "strict", no_argument, NULL, OPT_STRICT },
 		{ "seed", required_argument, NULL, 's' },
@@ -368,6 +374,7 @@ static void parse(struct cli *c, struct rfb_final_opts *o, struct args *a,
 						      RFB_STREAM_MAX_VIEWS);
 			break;
 		case OPT_ALLOW_COLLISIONS: o->allow_view_collisions = 1; break;
+		case OPT_ALLOW_SHARED: o->allow_shared_draws = 1; break;
 		case OPT_DIRECT: o->direct = 1; break;
 		case OPT_STRICT: o->strict = 1; break;
 		case OPT_STATS: a->stats = optarg; break;

@@ -35,7 +35,10 @@ defines `transform` or `views`.  For each one:
            (scripts/view_collisions.py); --cache-upto N caches the first
            N filters of every view instead of the split above (a split by
            hand, e.g. one that leaves only the flip final, which
-           refurb-final refuses unless --allow-view-collisions);
+           refurb-final refuses unless --allow-view-collisions; its
+           views share the draws of the random filters cached, which
+           refurb-final refuses unless --allow-shared-draws: --cache-upto
+           passes it, caching them being its point);
   KS       (--ks: recipes with KS = True; --ks-all: every one) one photo,
            K draws (default 200) of refurb (epochs of a one-photo chain)
            and K of torchvision, for every view: two-sample
@@ -83,7 +86,7 @@ from refurb_stream.convert import (ConvertError, _out_size, _view_list, final_op
 from refurb_stream.multicrop import fixes_size, group_views, split_views as split  # noqa: E402
 import view_collisions  # noqa: E402
 
-# more refurb-final options (--allow-view-collisions)
+# more refurb-final options (--allow-view-collisions, --allow-shared-draws)
 FINAL_ARGS = []
 # |z| of a per-channel mean or std between refurb's images and
 # torchvision's: 4.5 is a two-sided p of 7e-6 per column
@@ -461,6 +464,9 @@ def main():
     a = ap.parse_args()
     if a.allow_view_collisions:
         FINAL_ARGS.append("--allow-view-collisions")
+    if a.cache_upto:
+        # the split by hand caches random filters the views then share
+        FINAL_ARGS.append("--allow-shared-draws")
     recipes = a.recipes or sorted(
         p for p in glob.glob(os.path.join(ROOT, "tests", "data", "recipes", "*.py"))
         if not os.path.basename(p).startswith("_"))

@@ -304,10 +304,11 @@ EOF
 	run refurb-dump "$T/out.stream"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"images	48x48x3 float32 NCHW"* ]] || false
-	# a view of its own per -p (the partial part's size is drawn)
+	# a view of its own per -p (the partial part's size is drawn; its
+	# rotation, cached on purpose, is the same in both views)
 	refurb-plan -b 4 --epochs 0-1 --seed 1 "$T/train.evict" |
 		refurb-partial -q -c "$T/cache3" -p 'resize=64,rotation=30:expand=1' "$T/train.idx" |
-		refurb-final -q -p 'centercrop=40' -p 'rrcrop=40,invert' > "$T/views.stream"
+		refurb-final -q --allow-shared-draws -p 'centercrop=40' -p 'rrcrop=40,invert' > "$T/views.stream"
 	run refurb-dump "$T/views.stream"
 	[ "$status" -eq 0 ]
 	refurb-plan -b 4 --epochs 0 --seed 1 "$T/train.evict" |

@@ -185,3 +185,16 @@ PY
 	[ "${lines[0]}" = "-g 2:$G -g 3:$L" ]
 	[ "${lines[1]}" = 80 ]
 }
+
+@test "-g: the views of every group are made from one cached record: a partial pipeline that draws is refused, naming its layers; --allow-shared-draws runs it" {
+	refurb-partial -q -c "$T/c" -p 'resize=64,flip,colorjitter=0.4' train.idx < plan.txt > "$T/ann.txt"
+	run refurb-final -q -g "2:$G" -g "3:$L" -i "$T/ann.txt" -o "$T/x.s"
+	expect_fail 2 "refurb-final: 5 views of every sample are made from one cached record, whose partial pipeline 'resize=64:max_size=0:interp=bilinear,flip=p=0.5,colorjitter=brightness=0.6-1.4:contrast=1-1:saturation=1-1:hue=0-0' has layers that draw (flip, colorjitter): the views of a sample would share their draws, where torchvision draws them per view; move them into the final part (refurb-advise --views 5 chooses the split), or give --allow-shared-draws"
+	[ ! -s "$T/x.s" ]
+	# one view in each of two groups: still two views of one record
+	run refurb-final -q -g "1:$G" -g "1:$L" -i "$T/ann.txt" -o "$T/x.s"
+	expect_fail 2 "refurb-final: 2 views of every sample are made from one cached record"
+	refurb-final -q -g "2:$G" -g "3:$L" --allow-shared-draws -i "$T/ann.txt" -o "$T/g.s"
+	refurb-final -q -g "2:$G" -g "3:$L" -i ann.txt -o "$T/h.s"
+	[ -s "$T/g.s" ]
+}

@@ -249,18 +249,44 @@ setup() {
 	grep -q "^recommended for 1 images/s on [0-9]* cores: r = [123], partial '[^']*', final '[^']*colorjitter=" <<<"$output"
 	# every row of the table has views that differ
 	run -0 refurb-advise -q --tsv -n 8 --repeat 1 -e 3 --views 2 --rate 1 -p "$MOCO" train.idx
-	grep -q "^# ruled out	1	flip	0.5$" <<<"$output"
+	grep -q "^# ruled out	1	flip	0.5	-$" <<<"$output"
 	awk -F'\t' '/^# recommended/ { n++; if ($10 > 0.01) { print; bad = 1 } } END { exit bad || n != 1 }' <<<"$output"
 	# the rows ruled out are not on the Pareto front
 	run -0 refurb-advise -q --tsv -n 8 --repeat 1 -e 3 --views 2 -p "$MOCO" train.idx
 	awk -F'\t' '/^# pareto/ { n++; if ($10 > 0.01) { print; bad = 1 } } END { exit bad || n < 1 }' <<<"$output"
-	# a looser limit lets the jitter and grayscale be cached
+	# a looser limit (and shared draws kept) lets the jitter and grayscale be cached
 	run -0 refurb-advise -q -n 8 --repeat 1 -e 3 --views 2 --max-view-collision 0.2 -p "$MOCO" train.idx
+	[[ "$output" == *"ruled out: final gaussblur(0.5),flip: views would share the cached rrcrop's, colorjitter's and grayscale's draws (--shared-draws keeps it)"* ]] || false
+	run -0 refurb-advise -q -n 8 --repeat 1 -e 3 --views 2 --max-view-collision 0.2 --shared-draws -p "$MOCO" train.idx
 	[[ "$output" != *"ruled out: final gaussblur(0.5),flip:"* ]] || false
 	[[ "$output" == *"ruled out: final flip: the two views identical with probability 50% (over 20%"* ]] || false
 	# with K views the pair's probability times the K(K-1)/2 pairs
 	run -0 refurb-advise -q --tsv -n 8 --repeat 1 -e 3 --views 3 -p "$MOCO" train.idx
-	grep -q "^# ruled out	6	colorjitter(0.8),grayscale,gaussblur(0.5),flip	0.0102$" <<<"$output"
+	grep -q "^# ruled out	6	colorjitter(0.8),grayscale,gaussblur(0.5),flip	0.0102	-$" <<<"$output"
+}
+
+@test "--views 2: a split that caches the MoCo v2 crop is ruled out, its views sharing the crop's draws; --shared-draws keeps it" {
+	MOCO='resize=256,rrcrop=224:scale=0.2-1,apply=0.8,colorjitter=0.4:contrast=0.4:saturation=0.4:hue=0.1,grayscale=0.2,apply=0.5,gaussblur=kernel_size=23:sigma=0.1-2,flip'
+	run -0 refurb-advise --views 2 -e 3 --size 500x375 -p "$MOCO"
+	# 0.34% identical, under 1%: only the new rule rules it out
+	[[ "$output" == *"ruled out: final colorjitter(0.8),grayscale,gaussblur(0.5),flip: views would share the cached rrcrop's draws (--shared-draws keeps it)"* ]] || false
+	[[ "$output" != *" 3  colorjitter(0.8),grayscale,gaussblur(0.5),flip "* ]] || false
+	# the collision rule as it was, first when both apply
+	[[ "$output" == *"ruled out: final flip: the two views identical with probability 50% (over 1%, --max-view-collision)"* ]] || false
+	run -0 refurb-advise --tsv --views 2 -e 3 --size 500x375 -p "$MOCO"
+	grep -q "^# ruled out	6	colorjitter(0.8),grayscale,gaussblur(0.5),flip	0.0034	rrcrop$" <<<"$output"
+	grep -q "^# ruled out	1	flip	0.5	-$" <<<"$output"
+	# every layer that draws is named
+	run -0 refurb-advise --views 2 -e 3 --size 500x375 -p 'resize=256,rrcrop=224,flip,colorjitter=0.4,centercrop=200'
+	[[ "$output" == *"ruled out: final colorjitter,centercrop: views would share the cached rrcrop's and flip's draws (--shared-draws keeps it)"* ]] || false
+	# --shared-draws: the split is back, the collision rule still applies
+	run -0 refurb-advise --shared-draws --views 2 -e 3 --size 500x375 -p "$MOCO"
+	[[ "${lines[2]}" =~ ^\ 3\ \ colorjitter\(0\.8\),grayscale,gaussblur\(0\.5\),flip\ +-\ +0\.[0-9]{4}\ \ 0\.34%$ ]] || false
+	[[ "$output" != *"share"* ]] || false
+	[[ "$output" == *"ruled out: final flip: the two views identical with probability 50%"* ]] || false
+	# one view shares nothing
+	run -0 refurb-advise -e 3 --size 500x375 -p "$MOCO"
+	[[ "$output" != *"ruled out"* ]] || false
 }
 
 @test "--views: when every split is ruled out, the table says so and what to do" {

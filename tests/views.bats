@@ -209,10 +209,39 @@ EOF2
 	# two -p of the same spec are one group; a different spec is not checked against it
 	run refurb-final -q -p flip,centercrop=48 -p 'rrcrop=48' -p flip,centercrop=48 -i ann.txt -o "$T/x.s"
 	expect_fail 2 "refurb-final: 2 views of every sample run the final pipeline 'flip=p=0.5,centercrop=48x48'"
-	# the option runs them; one view is never refused
-	refurb-final -q -p flip,centercrop=48 --views 2 --allow-view-collisions -i "$T/ann2.txt" -o "$T/x.s"
+	# the option runs them (the cached draws shared: the other option); one view is never refused
+	refurb-final -q -p flip,centercrop=48 --views 2 --allow-view-collisions --allow-shared-draws -i "$T/ann2.txt" -o "$T/x.s"
 	refurb-final -q -p flip,centercrop=48 -i "$T/ann2.txt" -o "$T/y.s"
-	refurb-final -q -p "$FINAL" --views 2 -i "$T/ann2.txt" -o "$T/z.s"
+	refurb-final -q -p "$FINAL" --views 2 --allow-shared-draws -i "$T/ann2.txt" -o "$T/z.s"
+}
+
+@test "--views: views made from a cached record whose partial pipeline draws are refused, naming its layers; --allow-shared-draws runs them" {
+	# MoCo v2 with the crop cached: the views differ in colour, never in crop
+	refurb-partial -q -c "$T/c5" -p 'resize=64,rrcrop=48,flip' train.idx < plan.txt > "$T/ann5.txt"
+	F='colorjitter=0.4:contrast=0.4:saturation=0.4:hue=0.1,grayscale=0.2,centercrop=48'
+	run refurb-final -q -p "$F" --views 2 -i "$T/ann5.txt" -o "$T/x.s"
+	expect_fail 2 "refurb-final: 2 views of every sample are made from one cached record, whose partial pipeline 'resize=64:max_size=0:interp=bilinear,rrcrop=48x48:scale=0.08-1:ratio=0.75-1.3333333333333333:interp=bilinear,flip=p=0.5' has layers that draw (rrcrop, flip): the views of a sample would share their draws, where torchvision draws them per view; move them into the final part (refurb-advise --views 2 chooses the split), or give --allow-shared-draws"
+	[ ! -s "$T/x.s" ]
+	# --allow-view-collisions is another matter: it does not run them
+	run refurb-final -q -p "$F" --views 2 --allow-view-collisions -i "$T/ann5.txt" -o "$T/x.s"
+	expect_fail 2 "refurb-final: 2 views of every sample are made from one cached record"
+	# two -p over one record: views too
+	run refurb-final -q -p "$F" -p "$F,solarize=threshold=128:p=0.2" -i "$T/ann5.txt" -o "$T/x.s"
+	expect_fail 2 "refurb-final: 2 views of every sample are made from one cached record"
+	# the collision message comes first when it applies, unchanged
+	run refurb-final -q -p centercrop=48 --views 2 -i "$T/ann5.txt" -o "$T/x.s"
+	expect_fail 2 "refurb-final: 2 views of every sample run the final pipeline 'centercrop=48x48', whose draws are the same for both with probability 100%"
+	# the option runs them, the views sharing the crop and the flip
+	refurb-final -q -p "$F" --views 2 --allow-shared-draws -i "$T/ann5.txt" -o "$T/v.s"
+	/usr/bin/python3 - "$T/v.s" <<'PY'
+import sys
+from refurb_stream import open_stream
+b = next(iter(open_stream(sys.argv[1], verify=True)))
+assert b.images.shape[1:] == (2, 48, 48, 3), b.images.shape
+PY
+	# one view, or a partial pipeline that draws nothing, is never refused
+	refurb-final -q -p "$F" -i "$T/ann5.txt" -o "$T/y.s"
+	refurb-final -q -p "rrcrop=48,$F" --views 2 -i ann.txt -o "$T/z.s"
 }
 
 @test "--views: the identical views of a stream, counted over 400 samples, are as many as the refusal predicts (binomial tolerance)" {

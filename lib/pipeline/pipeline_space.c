@@ -523,6 +523,13 @@ double rfb_pipeline_layer_collision(const rfb_pipeline *p, int layer, int width,
 	}
 }
 
+int rfb_pipeline_layer_draws(const rfb_pipeline *p, int layer, int width,
+			     int height)
+{
+	return !rfb_pipeline_layer_is_gate(p, layer) &&
+	       rfb_pipeline_layer_collision(p, layer, width, height) < 1;
+}
+
 static double layers_collision(const rfb_pipeline *p, int from, int to,
 			       struct rfb_pipe_shape *s);
 

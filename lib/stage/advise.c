@@ -660,16 +660,19 @@ out:
 	return rc;
 }
 
-/* The view collisions of every layer and of every split's final part,
- * at their median input sizes. */
+/* The view collisions of every layer (and whether it draws) and of
+ * every split's final part, at their median input sizes. */
 static void collisions(const struct bench *b)
 {
 	const rfb_pipeline *p = b->gated ? b->gated : b->full;
 	rfb_advice *a = b->a;
 
-	for (int j = 0; j < a->layers; j++)
-		a->layer[j].collision = rfb_pipeline_layer_collision(p, j,
-			a->layer[j].in_width, a->layer[j].in_height);
+	for (int j = 0; j < a->layers; j++) {
+		struct rfb_advise_layer *l = &a->layer[j];
+		l->collision = rfb_pipeline_layer_collision(p, j, l->in_width,
+							    l->in_height);
+		l->draws = rfb_pipeline_layer_draws(p, j, l->in_width, l->in_height);
+	}
 	for (int k = 0; k < a->splits; k++) {
 		struct rfb_advise_split *s = &a->split[k];
 		const struct rfb_advise_layer *first = &a->layer[a->layers -

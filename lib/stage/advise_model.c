@@ -10,6 +10,15 @@
 #include "refurb/pipeline.h"
 #include "refurb/evict.h"
 
+/* 1 if a layer of split k's partial part draws. */
+static int partial_draws(const rfb_advice *a, int k)
+{
+	for (int j = 0; j < a->layers - a->split[k].final_layers; j++)
+		if (a->layer[j].draws)
+			return 1;
+	return 0;
+}
+
 void rfb_advise_predict(const rfb_advice *a, int k, int r,
 			const struct rfb_advise_target *t,
 			struct rfb_advise_row *row)
@@ -37,7 +46,10 @@ void rfb_advise_predict(const rfb_advice *a, int k, int r,
 	 * partial keeps for its default grace: (1 + 1/r) times (its man page) */
 	row->cache_bytes = s->record_bytes * a->images * (1.0 + 1.0 / r);
 	row->view_collision = rfb_views_collision(s->collision, views);
-	row->ruled_out = views > 1 && row->view_collision > limit;
+	row->ruled_out = views < 2 ? RFB_ADVISE_KEPT :
+		row->view_collision > limit ? RFB_ADVISE_COLLISIONS :
+		!t->shared_draws && partial_draws(a, k) ? RFB_ADVISE_SHARED_DRAWS :
+		RFB_ADVISE_KEPT;
 }
 
 /* Unique fractions that differ by less than this are equal (r = 1 gives

@@ -88,6 +88,7 @@ static int space_fill(rfb_advice *a, const rfb_pipeline *p,
 		l->in_height = s.height;
 		l->choices = rfb_pipeline_layer_choices(p, j, s.width, s.height);
 		l->collision = rfb_pipeline_layer_collision(p, j, s.width, s.height);
+		l->draws = rfb_pipeline_layer_draws(p, j, s.width, s.height);
 		l->runs = 1;
 		l->partial_s = l->final_s = NAN;
 		a->choices *= l->choices;

@@ -75,14 +75,10 @@ static void drawing_layers(const rfb_pipeline *p, int w, int h, char *buf,
 	size_t at = 0;
 
 	buf[0] = 0;
-	for (int i = 0; i < rfb_pipeline_layers(p) && at < n; i++) {
-		const char *name = rfb_pipeline_layer_name(p, i);
-		if (!strcmp(name, "apply") || !strcmp(name, "choice") ||
-		    !strcmp(name, "order") ||
-		    rfb_pipeline_layer_collision(p, i, w, h) >= 1)
-			continue;
-		at += (size_t)snprintf(buf + at, n - at, "%s%s", at ? ", " : "", name);
-	}
+	for (int i = 0; i < rfb_pipeline_layers(p) && at < n; i++)
+		if (rfb_pipeline_layer_draws(p, i, w, h))
+			at += (size_t)snprintf(buf + at, n - at, "%s%s", at ? ", " : "",
+					       rfb_pipeline_layer_name(p, i));
 }
 
 int rfbi_final_check_views(const rfb_pipeline *partial, const rfb_pipeline *final,
@@ -107,15 +103,33 @@ int rfbi_final_check_views(const rfb_pipeline *partial, const rfb_pipeline *fina
 		drawn, drawn[0] ? ") into the final part" : "", views);
 }
 
+int rfbi_final_check_shared_draws(const rfb_pipeline *partial, int views,
+				  int width, int height, rfb_err *err)
+{
+	char drawn[200];
+
+	if (views < 2)
+		return 0;
+	drawing_layers(partial, width, height, drawn, sizeof drawn);
+	if (!drawn[0])
+		return 0;
+	return rfb_err_set(err, RFB_ESPEC, NULL,
+		"%d views of every sample are made from one cached record, whose "
+		"partial pipeline '%.300s' has layers that draw (%s): the views "
+		"of a sample would share their draws, where torchvision draws "
+		"them per view; move them into the final part (refurb-advise "
+		"--views %d chooses the split), or give --allow-shared-draws",
+		views,
+		rfb_pipeline_canonical(partial), drawn, views);
+}
+
 /* The views that run the same spec are one group: each group of two or
  * more views is checked for collisions (rfbi_final_check_views). */
-static int check_view_groups(struct final *F, rfb_err *err)
+static int check_collisions(struct final *F, struct rfb_pipe_shape in,
+			    rfb_err *err)
 {
-	struct rfb_pipe_shape in = final_input(F);
 	int rc = 0;
 
-	if (F->views < 2 || F->o->allow_view_collisions)
-		return 0;
 	if (!F->view_pipe)
 		return rfbi_final_check_views(F->partial_pipe, F->final_pipe, F->views,
 					      in.width, in.height, err);
@@ -132,6 +146,22 @@ static int check_view_groups(struct final *F, rfb_err *err)
 						    same, in.width, in.height, err);
 	}
 	return rc;
+}
+
+/* Two or more views: their collisions, then the partial part's draws
+ * that all the views, made from one record, would share. */
+static int check_view_groups(struct final *F, rfb_err *err)
+{
+	struct rfb_pipe_shape in = final_input(F);
+	int rc = 0;
+
+	if (F->views < 2)
+		return 0;
+	if (!F->o->allow_view_collisions && (rc = check_collisions(F, in, err)))
+		return rc;
+	return F->o->allow_shared_draws ? 0 :
+		rfbi_final_check_shared_draws(F->partial_pipe, F->views, in.width,
+					      in.height, err);
 }
 
 /* The index, the cache and the two pipelines; check they belong together. */

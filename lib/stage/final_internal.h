@@ -159,6 +159,16 @@ char *rfbi_final_stream_extra(const struct final *F);
 int rfbi_final_check_views(const rfb_pipeline *partial, const rfb_pipeline *final,
 			   int views, int width, int height, rfb_err *err);
 
+/*
+ * Views (>= 1) made from one cached record (all the views of a sample):
+ * when there are two or more and partial has layers that draw
+ * (rfb_pipeline_layer_draws on width x height), the views would share
+ * those draws: RFB_ESPEC with a message naming them and the way out.
+ * 0 otherwise (final_inputs.c).
+ */
+int rfbi_final_check_shared_draws(const rfb_pipeline *partial, int views,
+				  int width, int height, rfb_err *err);
+
 /* The final pipelines of the views and their groups, checked against
  * each other; where each group's images go in a slot (final_groups.c). */
 int rfbi_final_open_groups(struct final *F, rfb_err *err);

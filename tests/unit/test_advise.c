@@ -79,8 +79,8 @@ static rfb_advice *fake(void)
 static void test_predict(void)
 {
 	rfb_advice *a = fake();
-	struct rfb_advise_target steady = { 90, 1, 2, 0, 0 }, whole = { 10, 0, 2, 0, 0 };
-	struct rfb_advise_target views = { 90, 1, 2, 3, 0.05 };
+	struct rfb_advise_target steady = { 90, 1, 2, 0, 0, 0 }, whole = { 10, 0, 2, 0, 0, 0 };
+	struct rfb_advise_target views = { 90, 1, 2, 3, 0.05, 0 };
 	struct rfb_advise_row row[4];
 	unsigned char front[4];
 
@@ -121,6 +121,58 @@ static void test_predict(void)
 	rfb_advise_pareto(row, 3, front);
 	CHECK(!front[0]);
 	CHECK(rfb_advise_recommend(row, 1, 1) == -1);
+	CHECK(row[0].ruled_out == RFB_ADVISE_COLLISIONS);
+	rfb_advice_free(a);
+}
+
+/* Which layers draw: not a deterministic one, not a gate (its layers
+ * are named), not a flip that always runs. */
+static void test_layer_draws(void)
+{
+	rfb_err err = { 0 };
+	rfb_advice *a = rfb_advise_space("resize=64,rrcrop=48,apply=0.5,grayscale=p=1,"
+					 "flip,flip=p=1,colorjitter=0.4",
+					 500, 375, 100, &err);
+	static const int want[] = { 0, 1, 0, 0, 1, 0, 1 };
+
+	CHECK(a && a->layers == 7);
+	for (int j = 0; a && j < 7; j++)
+		CHECK(a->layer[j].draws == want[j]);
+	rfb_advice_free(a);
+}
+
+/* Views made from one record share the draws of its partial part: a
+ * split whose partial layer draws is ruled out for it with K > 1 views,
+ * after the collisions, unless the target keeps shared draws. */
+static void test_shared_draws(void)
+{
+	rfb_advice *a = fake();
+	struct rfb_advise_target views = { 90, 1, 2, 2, 0.05, 0 }, one = { 90, 1, 2, 1, 0.05, 0 };
+	struct rfb_advise_row row[2];
+	unsigned char front[2];
+
+	a->layer[0].draws = 1; /* the partial layer of split 1 */
+	rfb_advise_predict(a, 1, 2, &views, &row[0]);
+	CHECK(row[0].ruled_out == RFB_ADVISE_SHARED_DRAWS);
+	rfb_advise_predict(a, 0, 2, &views, &row[1]); /* nothing partial */
+	CHECK(row[1].ruled_out == RFB_ADVISE_KEPT);
+	rfb_advise_pareto(row, 2, front);
+	CHECK(!front[0] && front[1]);
+	CHECK(rfb_advise_recommend(row, 2, 1) == 1);
+	/* one view shares nothing */
+	rfb_advise_predict(a, 1, 2, &one, &row[0]);
+	CHECK(row[0].ruled_out == RFB_ADVISE_KEPT);
+	/* the collisions, when over the limit too, are the reason given */
+	a->split[1].collision = 0.5;
+	rfb_advise_predict(a, 1, 2, &views, &row[0]);
+	CHECK(row[0].ruled_out == RFB_ADVISE_COLLISIONS);
+	/* kept on demand; the collision rule still applies */
+	views.shared_draws = 1;
+	rfb_advise_predict(a, 1, 2, &views, &row[0]);
+	CHECK(row[0].ruled_out == RFB_ADVISE_COLLISIONS);
+	a->split[1].collision = 0;
+	rfb_advise_predict(a, 1, 2, &views, &row[0]);
+	CHECK(row[0].ruled_out == RFB_ADVISE_KEPT);
 	rfb_advice_free(a);
 }
 
@@ -270,6 +322,8 @@ int main(void)
 	RUN(test_choices);
 	RUN(test_ops_drawn);
 	RUN(test_predict);
+	RUN(test_shared_draws);
+	RUN(test_layer_draws);
 	RUN(test_rival);
 	return test_done();
 }

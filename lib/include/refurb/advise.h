@@ -84,6 +84,8 @@ struct rfb_advise_layer {
 				    * never runs) */
 	double collision;          /* its view-collision probability
 				    * (rfb_pipeline_layer_collision) */
+	int draws;                 /* 1 if it draws (rfb_pipeline_layer_draws):
+				    * cached, views would share its draws */
 };
 
 /* One split point: the first layers partial, the last final_layers final.
@@ -156,6 +158,17 @@ struct rfb_advise_target {
 	double max_collision;      /* with views > 1, a row whose
 				    * view_collision is above it is ruled
 				    * out (0: RFB_VIEW_COLLISION_LIMIT) */
+	int shared_draws;          /* with views > 1: 0 rules out a row whose
+				    * partial part has a layer that draws
+				    * (the views, made from one record, would
+				    * share its draws); 1 keeps it */
+};
+
+/* Why a row is ruled out (0: it is not). */
+enum rfb_advise_ruling {
+	RFB_ADVISE_KEPT = 0,
+	RFB_ADVISE_COLLISIONS,     /* view_collision above max_collision */
+	RFB_ADVISE_SHARED_DRAWS    /* a layer of the partial part draws */
 };
 
 /* One row of the table. */
@@ -171,8 +184,10 @@ struct rfb_advise_row {
 	double view_collision;     /* some two of the views identical
 				    * (rfb_pipeline_views_collision's bound);
 				    * 0 for one view */
-	int ruled_out;             /* views > 1 and view_collision above
-				    * the target's max_collision */
+	enum rfb_advise_ruling ruled_out; /* with views > 1: view_collision
+				    * above the target's max_collision, else
+				    * without shared_draws a partial layer
+				    * that draws; 0 (kept) otherwise */
 };
 
 /*

@@ -87,6 +87,10 @@ struct rfb_final_opts {
 	int allow_view_collisions; /* else views of one spec that would often
 				   * be identical are refused (RFB_ESPEC:
 				   * refurb-final(1), --allow-view-collisions) */
+	int allow_shared_draws;   /* else two or more views made from a record
+				   * whose partial pipeline draws are refused
+				   * (RFB_ESPEC: refurb-final(1),
+				   * --allow-shared-draws) */
 	int threads;
 	int prefetch;             /* batches in flight (>= 1) */
 	int direct;               /* O_DIRECT reads */

@@ -402,6 +402,14 @@ double rfb_pipeline_views_collision(const rfb_pipeline *p, int from, int width,
  * min(1, views (views - 1) / 2 x pair). */
 double rfb_views_collision(double pair, int views);
 
+/* 1 if layer of p draws something that could make two views of one
+ * input differ (rfb_pipeline_layer_collision below 1 on a width x
+ * height input), 0 for a layer that draws nothing, a gate (apply,
+ * choice, order: the layers it gates are named instead) or out of
+ * range: the layers views would share the draws of when cached. */
+int rfb_pipeline_layer_draws(const rfb_pipeline *p, int layer, int width,
+			     int height);
+
 /* 1 if layer of p is a gate (apply, choice, order: it decides which of
  * the layers after it run), 0 if not or out of range. */
 int rfb_pipeline_layer_is_gate(const rfb_pipeline *p, int layer);
