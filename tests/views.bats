@@ -239,6 +239,10 @@ from refurb_stream import open_stream
 b = next(iter(open_stream(sys.argv[1], verify=True)))
 assert b.images.shape[1:] == (2, 48, 48, 3), b.images.shape
 PY
+	# a gate's own draw, around a layer that always runs, is shared too
+	refurb-partial -q -c "$T/c6" -p 'resize=64,apply=0.5,grayscale=p=1' train.idx < plan.txt > "$T/ann6.txt"
+	run refurb-final -q -p "rrcrop=48,$F" --views 2 -i "$T/ann6.txt" -o "$T/x.s"
+	expect_fail 2 "refurb-final: 2 views of every sample are made from one cached record, whose partial pipeline 'resize=64:max_size=0:interp=bilinear,apply=p=0.5:n=1,grayscale=p=1' has layers that draw (apply): the views"
 	# one view, or a partial pipeline that draws nothing, is never refused
 	refurb-final -q -p "$F" -i "$T/ann5.txt" -o "$T/y.s"
 	refurb-final -q -p "rrcrop=48,$F" --views 2 -i ann.txt -o "$T/z.s"

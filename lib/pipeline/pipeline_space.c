@@ -526,8 +526,18 @@ double rfb_pipeline_layer_collision(const rfb_pipeline *p, int layer, int width,
 int rfb_pipeline_layer_draws(const rfb_pipeline *p, int layer, int width,
 			     int height)
 {
-	return !rfb_pipeline_layer_is_gate(p, layer) &&
-	       rfb_pipeline_layer_collision(p, layer, width, height) < 1;
+	if (layer < 0 || layer >= p->nlayers ||
+	    rfb_pipeline_layer_collision(p, layer, width, height) >= 1)
+		return 0;
+	if (!rfb_pipeline_layer_is_gate(p, layer))
+		return 1;
+	/* a gate's own draw (apply's p, a choice's option, an order) counts
+	 * when no layer it holds draws; else those layers are the ones */
+	for (int k = layer + 1; k <= layer + p->layers[layer].count; k++)
+		if (!rfb_pipeline_layer_is_gate(p, k) &&
+		    rfb_pipeline_layer_collision(p, k, width, height) < 1)
+			return 0;
+	return 1;
 }
 
 static double layers_collision(const rfb_pipeline *p, int from, int to,

@@ -404,9 +404,10 @@ double rfb_views_collision(double pair, int views);
 
 /* 1 if layer of p draws something that could make two views of one
  * input differ (rfb_pipeline_layer_collision below 1 on a width x
- * height input), 0 for a layer that draws nothing, a gate (apply,
- * choice, order: the layers it gates are named instead) or out of
- * range: the layers views would share the draws of when cached. */
+ * height input), 0 for a layer that draws nothing or out of range; a
+ * gate (apply, choice, order) that draws is 1 only when none of the
+ * layers it holds draws (else those are named): the layers views would
+ * share the draws of when cached. */
 int rfb_pipeline_layer_draws(const rfb_pipeline *p, int layer, int width,
 			     int height);
 
