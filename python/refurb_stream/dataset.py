@@ -197,10 +197,7 @@ class RefurbDataset(torch.utils.data.IterableDataset):
     def _position(self):
         """(epoch, step) of the next batch, a finished epoch as (epoch+1, 0)."""
         self.stream
-        e, s = self._next
-        if s >= len(self):
-            e, s = e + 1, 0
-        return e, s
+        return identity.position(self.header, *self._next)
 
     def state_dict(self):
         """{'epoch', 'step', 'plan', 'identity'}: where to resume (the

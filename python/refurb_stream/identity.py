@@ -76,6 +76,15 @@ def plan_identity(h):
     return ident
 
 
+def position(h, epoch, step):
+    """(epoch, step) in the stream of header h, a step past its epoch's
+    last batch as (epoch + 1, 0): where a reader that has read up to
+    step - 1 resumes."""
+    if step >= -(-h.epoch_images // h.batch_size):
+        return epoch + 1, 0
+    return epoch, step
+
+
 def checkpoint(h, epoch, step):
     """A checkpoint of the stream of header h at (epoch, step):
     {'epoch', 'step', 'plan', 'identity'}."""

@@ -269,10 +269,8 @@ class RankChain:
                     if self._state is not None:
                         identity.check_plan("rank %s's chain (cache %s)" % (self.shard, self.cache),
                                             h, self._state, stacklevel=4)
-                    steps = -(-h.epoch_images // h.batch_size)
                     for batch in stream:
-                        self._next = (batch.epoch, batch.step + 1) if batch.step + 1 < steps \
-                            else (batch.epoch + 1, 0)
+                        self._next = (batch.epoch, batch.step + 1)
                         # int64 labels, as RefurbDataset's (torch 1.13's
                         # from_numpy refuses uint32)
                         yield batch._replace(labels=batch.labels.astype(np.int64))
@@ -292,7 +290,7 @@ class RankChain:
         if self.header is None:
             raise RuntimeError("state_dict() needs the stream's header: call it after "
                                "the first batch")
-        return identity.checkpoint(self.header, *self._next)
+        return identity.checkpoint(self.header, *identity.position(self.header, *self._next))
 
     def _failure(self):
         """The program that made the chain fail, as (name, status), or
